@@ -1,0 +1,60 @@
+// Package resolve is permtui's judgment: the root's pi-permission-system
+// policy, scoped to the requesting agent, applied to the facts a child sent.
+// Evaluation is pure; loading files and persisting grants live in their own
+// files and never run during evaluation.
+package resolve
+
+import "github.com/permtui/permtui/internal/wire"
+
+// Action is a rule's state. Restrictiveness: Deny > Ask > Allow.
+type Action string
+
+const (
+	Allow Action = "allow"
+	Ask   Action = "ask"
+	Deny  Action = "deny"
+)
+
+// Verdict is the outcome of judging one request, with everything needed to
+// answer it on the wire and to explain it to a person.
+type Verdict struct {
+	Action Action
+	// Surface is the forwarded accessIntent.surface ("" when the request had no facts).
+	Surface string
+	// Pattern is the matchedPattern reported on the wire: set only when a
+	// config or session rule (or a floor sentinel) decided; nil for the
+	// default and baseline rules.
+	Pattern *string
+	// Origin of the winning rule: global, project, agent, project-agent,
+	// builtin, baseline, session, yolo, fail-closed. "" when no rule ran.
+	Origin string
+	// Reason is the deny reason carried to the child (Deny only; may be "").
+	Reason string
+	// Explanation says why, in one or more plain sentences.
+	Explanation string
+	// Rule describes the winning rule; nil when the request had no facts.
+	Rule *RuleRef
+	// Floor is the sentinel that forced an ask, if any.
+	Floor string
+	// Unit is the asking unit that decided, for bash chains.
+	Unit string
+}
+
+// RuleRef locates a rule for explanations.
+type RuleRef struct {
+	Surface string // the rule's surface pattern
+	Pattern string // the rule's value pattern
+	Action  Action
+	Origin  string
+	File    string // the file that defined it; "" for built-in rules and grants
+	Index   int    // position in the composed ruleset (0 = lowest priority)
+}
+
+// Query is a set of child-fixed facts to judge for one agent.
+type Query struct {
+	Agent       string // principal.agentName; "" means no agent scope
+	Surface     string
+	Values      []string
+	Floor       *string
+	AskingUnits []wire.AskingUnit
+}

@@ -1,0 +1,93 @@
+// Package serve is the serving loop: each request the inbox delivers is judged
+// by the resolver; allow and deny are answered at once, ask waits for a person
+// (or the headless policy). Every decision is audited before it is written.
+package serve
+
+import (
+	"time"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Ask is one request that reached the serving loop.
+type Ask struct {
+	// Key identifies the ask: "<served session id>/<request file name>".
+	Key           string
+	ServedSession string
+	Path          string // the request file
+	Request       *wire.Request
+	Verdict       resolve.Verdict
+	ArrivedAt     time.Time
+}
+
+// Decision is a person's answer to an ask.
+type Decision struct {
+	Key string
+	// State is approved, approved_for_session, approved_for_serving_session
+	// (the whole session: permtui records the grants and answers approved),
+	// denied or denied_with_reason.
+	State  wire.State
+	Reason string // denied_with_reason only; blank turns into denied
+	Family bool   // "both directions" (sessionGrantWidth family)
+}
+
+// Event is something the serving loop reports to its front end (console or
+// headless printer). Events are values; front ends never reach back into the
+// loop except through Server methods.
+type Event interface{ event() }
+
+// AskQueued: a request whose verdict is ask now waits for a person.
+type AskQueued struct{ Ask Ask }
+
+// Decided: a response was written (auto by rule or grant, or by a person).
+type Decided struct {
+	Ask      Ask
+	Response wire.Response
+	Auto     bool          // decided by recorded authority, not a person
+	Latency  time.Duration // arrival to response written
+}
+
+// Withdrawn: the request file vanished before it was answered (the child gave
+// up or timed out). A pending ask is now expired.
+type Withdrawn struct {
+	Key     string
+	Pending bool // it was waiting for a person
+}
+
+// Invalid: a request file was rejected (and deleted, as the spec says).
+type Invalid struct {
+	ServedSession string
+	Path          string
+	Reason        string
+}
+
+// ServedElsewhere: another live node publishes a fresh heartbeat for this id,
+// so permtui does not serve it (and checks again later).
+type ServedElsewhere struct {
+	SessionID string
+	PID       int
+}
+
+// Serving: permtui now serves this id and publishes its heartbeat.
+type Serving struct{ SessionID string }
+
+// PolicyStatus: the policy was (re)loaded; Problems lists invalid files and
+// other load issues in plain words (empty when all is well).
+type PolicyStatus struct{ Problems []string }
+
+// WriteFailed: a response could not be written; the request is kept and the
+// write is retried without asking a person again.
+type WriteFailed struct {
+	Key string
+	Err string
+}
+
+func (AskQueued) event()       {}
+func (Decided) event()         {}
+func (Withdrawn) event()       {}
+func (Invalid) event()         {}
+func (ServedElsewhere) event() {}
+func (Serving) event()         {}
+func (PolicyStatus) event()    {}
+func (WriteFailed) event()     {}

@@ -1,0 +1,180 @@
+// Package wire is pi-permission-system's forwarding protocol: the request,
+// response and heartbeat records, their tolerant reader and canonical writer,
+// the inbox layout, and atomic file IO. It holds no judgment.
+package wire
+
+// Source says where a forwarded ask came from. Readers treat a missing or
+// unknown value as SourceToolCall.
+type Source string
+
+const (
+	SourceToolCall   Source = "tool_call"
+	SourceSkillInput Source = "skill_input"
+	SourceSkillRead  Source = "skill_read"
+)
+
+// Request is a forwarded permission request as the tolerant reader accepted
+// it (wire-protocol §4). Optional parts that were absent or malformed are nil;
+// Dropped names the malformed ones so they can be reported.
+type Request struct {
+	ID                 string
+	CreatedAt          float64 // ms since the epoch; JSON number, may be fractional
+	RequesterSessionID string
+	TargetSessionID    string
+	RequesterAgentName string
+
+	Source  Source  // SourceToolCall when missing or invalid
+	Surface *string // display surface (tool name), not the gate surface
+	Value   *string // display value
+	Message *string // 20.7.3 pre-rendered prompt text; display only
+
+	SessionApproval *SessionApproval
+	AccessIntent    *AccessIntent
+	Payload         *Payload
+
+	// Dropped lists optional fields that were present but malformed, each
+	// with the reason, in a stable order.
+	Dropped []DroppedField
+}
+
+// DroppedField records an optional field the reader discarded.
+type DroppedField struct {
+	Field  string
+	Reason string
+}
+
+// AccessIntent is the set of facts the child fixed (ADR 0008). permtui uses
+// it exactly as sent.
+type AccessIntent struct {
+	Surface       string
+	MatchValues   []string
+	BoundaryValue *string
+	Floor         *string      // sentinel such as "<indirection-bash-wrapper>"; nil when absent
+	AskingUnits   []AskingUnit // nil when absent; never empty when present
+	RequesterCwd  string
+	Principal     Principal
+}
+
+// AskingUnit is one bash unit of a chain the child left at ask.
+type AskingUnit struct {
+	Command string
+	Floor   *string
+}
+
+// Principal says who is asking.
+type Principal struct {
+	SessionID string
+	AgentName string
+}
+
+// Grant is one whole-session approval suggestion: an allow rule on Surface for
+// Pattern.
+type Grant struct {
+	Surface string `json:"surface"`
+	Pattern string `json:"pattern"`
+}
+
+// SessionApproval is the child's "for this session" suggestion. Legacy is true
+// when it arrived in the 20.3–29.x {surface, patterns} shape and was converted.
+type SessionApproval struct {
+	Grants []Grant
+	Legacy bool
+}
+
+// Payload is the display payload of v26+ children (wire-protocol §4.5).
+type Payload struct {
+	Kind        string
+	Request     PayloadRequest
+	Evidence    []Evidence
+	Annotations []Annotation
+}
+
+// PayloadRequest is the invariant core of a payload.
+type PayloadRequest struct {
+	RequesterAgentName *string
+	RequesterForwarded bool
+	RequesterSessionID *string
+	Surface            string
+	ToolName           *string
+	InvokedToolName    *string
+	Value              string
+	MatchedPattern     *string
+	CommandContext     *string
+	ExecutedUnit       *string
+}
+
+// Evidence is one labelled fact the child attached for display.
+type Evidence struct {
+	Label  string
+	Text   string
+	Detail *string
+}
+
+// Annotation is a model-generated advisory; it must be shown marked as such.
+type Annotation struct {
+	Source string
+	Text   string
+}
+
+// State is a response state. StateApprovedForServingSession is internal: it
+// is never written (the writer turns it into StateApproved).
+type State string
+
+const (
+	StateApproved                  State = "approved"
+	StateApprovedForSession        State = "approved_for_session"
+	StateApprovedForServingSession State = "approved_for_serving_session"
+	StateDenied                    State = "denied"
+	StateDeniedWithReason          State = "denied_with_reason"
+)
+
+// GrantWidthFamily is the only sessionGrantWidth permtui ever writes.
+const GrantWidthFamily = "family"
+
+// Response is a response file (wire-protocol §5). Optional fields are omitted
+// when empty, never written as null.
+type Response struct {
+	Approved           bool            `json:"approved"`
+	State              State           `json:"state"`
+	DenialReason       string          `json:"denialReason,omitempty"`
+	ResponderSessionID string          `json:"responderSessionId"`
+	RespondedAt        int64           `json:"respondedAt"`
+	DecidedBy          *DecisionSource `json:"decidedBy,omitempty"`
+	SessionGrantWidth  string          `json:"sessionGrantWidth,omitempty"`
+}
+
+// DecisionSource kinds.
+const (
+	DecidedByUser            = "user"
+	DecidedByRule            = "rule"
+	DecidedByAuthorizer      = "authorizer"
+	DecidedBySessionApproval = "session_approval"
+	DecidedByYolo            = "yolo"
+	DecidedByInfraRead       = "infrastructure_read"
+	DecidedByUnavailable     = "unavailable"
+	DecidedByGateError       = "gate_error"
+	DecidedByForwarded       = "forwarded"
+)
+
+// DecisionSource says what decided (wire-protocol §5.3). Only the fields of
+// its Kind are meaningful; MarshalJSON writes exactly those, with nullable
+// ones written as null when nil.
+type DecisionSource struct {
+	Kind               string
+	Via                string          // user: "dialog" | "select"
+	Surface            string          // rule, session_approval
+	Pattern            *string         // rule, session_approval, yolo
+	Origin             *string         // rule
+	Name               string          // authorizer
+	Verdict            string          // authorizer: "allow" | "deny"
+	Reason             *string         // authorizer (nullable); unavailable, gate_error (required)
+	ResponderSessionID *string         // forwarded
+	Decision           *DecisionSource // forwarded (nullable)
+}
+
+// Heartbeat is the serving record <forwardingDir>/serving/<enc(id)>.json.
+type Heartbeat struct {
+	SessionID string `json:"sessionId"`
+	PID       int    `json:"pid"`
+	UpdatedAt int64  `json:"updatedAt"`
+}
