@@ -83,6 +83,9 @@ type WriteFailed struct {
 	Err string
 }
 
+// GrantsChanged: the whole-session grants now in force, per served session.
+type GrantsChanged struct{ Grants map[string][]wire.Grant }
+
 func (AskQueued) event()       {}
 func (Decided) event()         {}
 func (Withdrawn) event()       {}
@@ -91,3 +94,4 @@ func (ServedElsewhere) event() {}
 func (Serving) event()         {}
 func (PolicyStatus) event()    {}
 func (WriteFailed) event()     {}
+func (GrantsChanged) event()   {}
