@@ -1,0 +1,144 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Errors of ReadRegularFile.
+var (
+	ErrNotRegular = errors.New("not a regular file")
+	ErrTooLarge   = errors.New("file too large")
+)
+
+// Waits between attempts of a rename or mkdir that failed with a transient
+// errno, as pi does from v32.0.2 (#914).
+var transientRetryWaits = []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond}
+
+// tempSeq tells apart temp files this process creates in the same millisecond.
+var tempSeq atomic.Uint64
+
+// WriteFileAtomic writes data to path the way pi does: a 0600 temp file
+// <path>.<pid>.<unixms>.tmp beside it (never ending in .json, so readers
+// ignore it), written in one call, then renamed over path. The final path is
+// never written in place; on any failure the temp file is removed.
+func WriteFileAtomic(path string, data []byte) error {
+	f, tmp, err := createTemp(path)
+	if err != nil {
+		return fmt.Errorf("atomic write %s: %w", path, err)
+	}
+	// The mode is set explicitly so the umask cannot widen or narrow it.
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = retryTransient(func() error { return os.Rename(tmp, path) })
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("atomic write %s: %w", path, err)
+	}
+	return nil
+}
+
+func createTemp(path string) (*os.File, string, error) {
+	base := path + "." + strconv.Itoa(os.Getpid()) + "." + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	tmp := base + ".tmp"
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_CLOEXEC, 0o600)
+		if err == nil {
+			return f, tmp, nil
+		}
+		if !errors.Is(err, os.ErrExist) || attempt == 8 {
+			return nil, "", err
+		}
+		tmp = base + "." + strconv.FormatUint(tempSeq.Add(1), 10) + ".tmp"
+	}
+}
+
+// retryTransient runs op and retries it after 10, 20 and 30 ms while it fails
+// with EPERM, EBUSY or EACCES; any other error is returned at once.
+func retryTransient(op func() error) error {
+	err := op()
+	for _, wait := range transientRetryWaits {
+		if !isTransient(err) {
+			return err
+		}
+		time.Sleep(wait)
+		err = op()
+	}
+	return err
+}
+
+func isTransient(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EBUSY) || errors.Is(err, syscall.EACCES)
+}
+
+// MkdirPrivate is mkdir -p where every directory it creates gets mode 0700
+// whatever the umask. Existing directories are left as they are.
+func MkdirPrivate(path string) error {
+	path = filepath.Clean(path)
+	if fi, err := os.Stat(path); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("mkdir %s: %w", path, syscall.ENOTDIR)
+		}
+		return nil
+	}
+	if parent := filepath.Dir(path); parent != path {
+		if err := MkdirPrivate(parent); err != nil {
+			return err
+		}
+	}
+	err := retryTransient(func() error { return os.Mkdir(path, 0o700) })
+	if errors.Is(err, os.ErrExist) {
+		return nil // created concurrently, e.g. by a child
+	}
+	if err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o700)
+}
+
+// ReadRegularFile reads a regular file of at most max bytes. It opens with
+// O_NOFOLLOW|O_NONBLOCK, so a symlink, FIFO or device is refused with
+// ErrNotRegular without blocking on it or reading it.
+func ReadRegularFile(path string, max int64) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s: %w (symlink)", path, ErrNotRegular)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s: %w (%d > %d bytes)", path, ErrTooLarge, fi.Size(), max)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrTooLarge, max)
+	}
+	return data, nil
+}

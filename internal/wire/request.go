@@ -1,0 +1,525 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// MaxFileSize caps every inbox file permtui reads (our policy; pi has no cap).
+const MaxFileSize = 1 << 20
+
+// RejectError says a request must be deleted without an answer (§4.4): bad
+// JSON, a missing or mistyped core field, an unsafe id, or an oversized file.
+type RejectError struct{ Reason string }
+
+func (e *RejectError) Error() string { return "request rejected: " + e.Reason }
+
+func reject(format string, args ...any) error {
+	return &RejectError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// ValidID reports whether a request id is safe as a file name: it matches
+// ^[A-Za-z0-9._-]+$ and is not "." or "..".
+func ValidID(id string) bool {
+	if id == "" || id == "." || id == ".." {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		ok := 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// NormalizeSessionID trims a session id; false means "no id": empty or
+// "unknown" in any case (§2.3). "." and ".." also count as no id (our
+// policy), since their session directory would leave sessions/.
+func NormalizeSessionID(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, "unknown") || s == "." || s == ".." {
+		return "", false
+	}
+	return s, true
+}
+
+// RoutedTo reports whether the request targets servedID: both normalize to
+// the same real id.
+func (r *Request) RoutedTo(servedID string) bool {
+	target, ok := NormalizeSessionID(r.TargetSessionID)
+	if !ok {
+		return false
+	}
+	served, ok := NormalizeSessionID(servedID)
+	return ok && target == served
+}
+
+// ParseRequest reads a request file with the newest pi reader's tolerance
+// (§4.4, §4.5), plus our policies: an id that is not ValidID and a file over
+// MaxFileSize are rejected, and a legacy sessionApproval is converted to
+// grants. The error, if any, is a *RejectError. Routing is not checked here
+// (see RoutedTo).
+func ParseRequest(data []byte) (*Request, error) {
+	if len(data) > MaxFileSize {
+		return nil, reject("file is %d bytes, over the %d-byte cap", len(data), MaxFileSize)
+	}
+	v, err := decodeJSON(data)
+	if err != nil {
+		return nil, reject("%v", err)
+	}
+	o, ok := asObject(v)
+	if !ok {
+		return nil, reject("not a JSON object")
+	}
+	r := &Request{}
+	if r.ID, ok = asString(o["id"]); !ok {
+		return nil, reject("id is not a string")
+	}
+	if !ValidID(r.ID) {
+		return nil, reject("id %q is not a safe file name", r.ID)
+	}
+	if r.CreatedAt, ok = asFloat(o["createdAt"]); !ok {
+		return nil, reject("createdAt is not a finite JSON number")
+	}
+	if r.RequesterSessionID, ok = asString(o["requesterSessionId"]); !ok {
+		return nil, reject("requesterSessionId is not a string")
+	}
+	if r.TargetSessionID, ok = asString(o["targetSessionId"]); !ok {
+		return nil, reject("targetSessionId is not a string")
+	}
+	if r.RequesterAgentName, ok = asString(o["requesterAgentName"]); !ok {
+		return nil, reject("requesterAgentName is not a string")
+	}
+	r.readOptional(o)
+	return r, nil
+}
+
+// readOptional validates each optional field on its own; a malformed one is
+// dropped and recorded in r.Dropped.
+func (r *Request) readOptional(o object) {
+	drop := func(field string, err error) {
+		r.Dropped = append(r.Dropped, DroppedField{Field: field, Reason: err.Error()})
+	}
+	r.Source = SourceToolCall
+	if v, present := o["source"]; present {
+		if s, _ := asString(v); validSource(Source(s)) {
+			r.Source = Source(s)
+		} else {
+			drop("source", errors.New("not tool_call, skill_input or skill_read"))
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst **string
+	}{{"surface", &r.Surface}, {"value", &r.Value}} {
+		if _, present := o[f.key]; !present {
+			continue
+		}
+		if s, ok := asNullableString(o, f.key); ok {
+			*f.dst = s
+		} else {
+			drop(f.key, errors.New("not a string or null"))
+		}
+	}
+	if v, present := o["message"]; present {
+		if s, ok := asString(v); ok {
+			r.Message = &s
+		} else {
+			drop("message", errors.New("not a string"))
+		}
+	}
+	if v, present := o["payload"]; present {
+		if p, err := readPayload(v); err == nil {
+			r.Payload = p
+		} else {
+			drop("payload", err)
+		}
+	}
+	if v, present := o["sessionApproval"]; present {
+		if sa, err := readSessionApproval(v); err == nil {
+			r.SessionApproval = sa
+		} else {
+			drop("sessionApproval", err)
+		}
+	}
+	if v, present := o["accessIntent"]; present {
+		if ai, err := readAccessIntent(v); err == nil {
+			r.AccessIntent = ai
+		} else {
+			drop("accessIntent", err)
+		}
+	}
+}
+
+func validSource(s Source) bool {
+	return s == SourceToolCall || s == SourceSkillInput || s == SourceSkillRead
+}
+
+// readSessionApproval accepts the v30+ {grants} shape and, as a permtui
+// extension, the legacy {surface, patterns} shape converted to grants.
+func readSessionApproval(v any) (*SessionApproval, error) {
+	o, ok := asObject(v)
+	if !ok {
+		return nil, errors.New("not an object")
+	}
+	if rawGrants, present := o["grants"]; present {
+		arr, ok := rawGrants.([]any)
+		if !ok || len(arr) == 0 {
+			return nil, errors.New("grants is not a non-empty array")
+		}
+		grants := make([]Grant, 0, len(arr))
+		for i, e := range arr {
+			g, ok := asObject(e)
+			if !ok {
+				return nil, fmt.Errorf("grant %d is not an object", i)
+			}
+			surface, _ := asString(g["surface"])
+			pattern, ok := asString(g["pattern"])
+			if surface == "" || !ok {
+				return nil, fmt.Errorf("grant %d needs a non-empty surface and a string pattern", i)
+			}
+			grants = append(grants, Grant{Surface: surface, Pattern: pattern})
+		}
+		return &SessionApproval{Grants: grants}, nil
+	}
+	surface, _ := asString(o["surface"])
+	patterns, ok := asStringSlice(o["patterns"])
+	if surface == "" || !ok {
+		return nil, errors.New("neither {grants} nor legacy {surface, patterns} with string patterns")
+	}
+	// An empty legacy list suggests nothing; treat it like empty grants.
+	if len(patterns) == 0 {
+		return nil, errors.New("legacy patterns is empty")
+	}
+	grants := make([]Grant, len(patterns))
+	for i, p := range patterns {
+		grants[i] = Grant{Surface: surface, Pattern: p}
+	}
+	return &SessionApproval{Grants: grants, Legacy: true}, nil
+}
+
+// readAccessIntent is all-or-nothing (§4.4).
+func readAccessIntent(v any) (*AccessIntent, error) {
+	o, ok := asObject(v)
+	if !ok {
+		return nil, errors.New("not an object")
+	}
+	ai := &AccessIntent{}
+	if ai.Surface, ok = asString(o["surface"]); !ok {
+		return nil, errors.New("surface is not a string")
+	}
+	if ai.MatchValues, ok = asStringSlice(o["matchValues"]); !ok {
+		return nil, errors.New("matchValues is not an array of strings")
+	}
+	if ai.BoundaryValue, ok = asNullableString(o, "boundaryValue"); !ok {
+		return nil, errors.New("boundaryValue is not a string or null")
+	}
+	if ai.RequesterCwd, ok = asString(o["requesterCwd"]); !ok {
+		return nil, errors.New("requesterCwd is not a string")
+	}
+	p, ok := asObject(o["principal"])
+	if !ok {
+		return nil, errors.New("principal is not an object")
+	}
+	sid, ok1 := asString(p["sessionId"])
+	agent, ok2 := asString(p["agentName"])
+	if !ok1 || !ok2 {
+		return nil, errors.New("principal needs string sessionId and agentName")
+	}
+	ai.Principal = Principal{SessionID: sid, AgentName: agent}
+	if fv, present := o["floor"]; present {
+		f, ok := asString(fv)
+		if !ok {
+			return nil, errors.New("floor is not a string")
+		}
+		ai.Floor = &f
+	}
+	if uv, present := o["askingUnits"]; present {
+		units, err := readAskingUnits(uv)
+		if err != nil {
+			return nil, err
+		}
+		ai.AskingUnits = units
+	}
+	return ai, nil
+}
+
+func readAskingUnits(v any) ([]AskingUnit, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return nil, errors.New("askingUnits is not a non-empty array")
+	}
+	units := make([]AskingUnit, 0, len(arr))
+	for i, e := range arr {
+		u, ok := asObject(e)
+		if !ok {
+			return nil, fmt.Errorf("askingUnits[%d] is not an object", i)
+		}
+		cmd, ok := asString(u["command"])
+		if !ok {
+			return nil, fmt.Errorf("askingUnits[%d].command is not a string", i)
+		}
+		unit := AskingUnit{Command: cmd}
+		if fv, present := u["floor"]; present {
+			f, ok := asString(fv)
+			if !ok {
+				return nil, fmt.Errorf("askingUnits[%d].floor is not a string", i)
+			}
+			unit.Floor = &f
+		}
+		units = append(units, unit)
+	}
+	return units, nil
+}
+
+var payloadKinds = map[string]bool{
+	"bash": true, "mcp": true, "tool": true, "path": true, "external_directory": true,
+	"bash_external_directory": true, "skill": true, "skill_read": true, "forwarded": true,
+}
+
+func validCommandContext(c *string) bool {
+	return c == nil || *c == "command_substitution" || *c == "process_substitution" || *c == "subshell"
+}
+
+// readPayload is all-or-nothing; every nullable key must be present (§4.5).
+func readPayload(v any) (*Payload, error) {
+	o, ok := asObject(v)
+	if !ok {
+		return nil, errors.New("not an object")
+	}
+	p := &Payload{}
+	if p.Kind, _ = asString(o["kind"]); !payloadKinds[p.Kind] {
+		return nil, errors.New("unknown kind")
+	}
+	req, ok := asObject(o["request"])
+	if !ok {
+		return nil, errors.New("request is not an object")
+	}
+	who, ok := asObject(req["requester"])
+	if !ok {
+		return nil, errors.New("request.requester is not an object")
+	}
+	pr := &p.Request
+	var okAll [8]bool
+	pr.RequesterAgentName, okAll[0] = asNullableString(who, "agentName")
+	pr.RequesterForwarded, okAll[1] = who["forwarded"].(bool)
+	pr.RequesterSessionID, okAll[2] = asNullableString(who, "sessionId")
+	pr.Surface, okAll[3] = asString(req["surface"])
+	pr.ToolName, okAll[4] = asNullableString(req, "toolName")
+	pr.InvokedToolName, okAll[5] = asNullableString(req, "invokedToolName")
+	pr.Value, okAll[6] = asString(req["value"])
+	pr.MatchedPattern, okAll[7] = asNullableString(req, "matchedPattern")
+	for _, ok := range okAll {
+		if !ok {
+			return nil, errors.New("request has a missing or mistyped field")
+		}
+	}
+	if pr.CommandContext, ok = asNullableString(req, "commandContext"); !ok || !validCommandContext(pr.CommandContext) {
+		return nil, errors.New("request.commandContext is invalid")
+	}
+	if pr.ExecutedUnit, ok = asNullableString(req, "executedUnit"); !ok {
+		return nil, errors.New("request.executedUnit is not a string or null")
+	}
+	evidence, ok := o["evidence"].([]any)
+	if !ok {
+		return nil, errors.New("evidence is not an array")
+	}
+	p.Evidence = make([]Evidence, 0, len(evidence))
+	for i, e := range evidence {
+		eo, ok := asObject(e)
+		label, ok1 := asString(eo["label"])
+		text, ok2 := asString(eo["text"])
+		detail, ok3 := asNullableString(eo, "detail")
+		if !ok || !ok1 || !ok2 || !ok3 {
+			return nil, fmt.Errorf("evidence[%d] is malformed", i)
+		}
+		p.Evidence = append(p.Evidence, Evidence{Label: label, Text: text, Detail: detail})
+	}
+	annotations, ok := o["annotations"].([]any)
+	if !ok {
+		return nil, errors.New("annotations is not an array")
+	}
+	p.Annotations = make([]Annotation, 0, len(annotations))
+	for i, a := range annotations {
+		ao, ok := asObject(a)
+		src, ok1 := asString(ao["source"])
+		text, ok2 := asString(ao["text"])
+		if !ok || !ok1 || !ok2 {
+			return nil, fmt.Errorf("annotations[%d] is malformed", i)
+		}
+		p.Annotations = append(p.Annotations, Annotation{Source: src, Text: text})
+	}
+	return p, nil
+}
+
+// Wire shapes for MarshalRequest, in the key order the newest child writes.
+type (
+	requestJSON struct {
+		ID                 string       `json:"id"`
+		CreatedAt          float64      `json:"createdAt"`
+		RequesterSessionID string       `json:"requesterSessionId"`
+		TargetSessionID    string       `json:"targetSessionId"`
+		RequesterAgentName string       `json:"requesterAgentName"`
+		Message            *string      `json:"message,omitempty"`
+		Payload            *payloadJSON `json:"payload,omitempty"`
+		Source             Source       `json:"source"`
+		Surface            *string      `json:"surface"`
+		Value              *string      `json:"value"`
+		SessionApproval    any          `json:"sessionApproval,omitempty"`
+		AccessIntent       *intentJSON  `json:"accessIntent,omitempty"`
+	}
+	grantsJSON struct {
+		Grants []Grant `json:"grants"`
+	}
+	legacyApprovalJSON struct {
+		Surface  string   `json:"surface"`
+		Patterns []string `json:"patterns"`
+	}
+	intentJSON struct {
+		Surface       string        `json:"surface"`
+		MatchValues   []string      `json:"matchValues"`
+		BoundaryValue *string       `json:"boundaryValue"`
+		Floor         *string       `json:"floor,omitempty"`
+		AskingUnits   []unitJSON    `json:"askingUnits,omitempty"`
+		RequesterCwd  string        `json:"requesterCwd"`
+		Principal     principalJSON `json:"principal"`
+	}
+	unitJSON struct {
+		Command string  `json:"command"`
+		Floor   *string `json:"floor,omitempty"`
+	}
+	principalJSON struct {
+		SessionID string `json:"sessionId"`
+		AgentName string `json:"agentName"`
+	}
+	payloadJSON struct {
+		Kind        string           `json:"kind"`
+		Request     payloadReqJSON   `json:"request"`
+		Evidence    []evidenceJSON   `json:"evidence"`
+		Annotations []annotationJSON `json:"annotations"`
+	}
+	payloadReqJSON struct {
+		Requester       requesterJSON `json:"requester"`
+		Surface         string        `json:"surface"`
+		ToolName        *string       `json:"toolName"`
+		InvokedToolName *string       `json:"invokedToolName"`
+		Value           string        `json:"value"`
+		MatchedPattern  *string       `json:"matchedPattern"`
+		CommandContext  *string       `json:"commandContext"`
+		ExecutedUnit    *string       `json:"executedUnit"`
+	}
+	requesterJSON struct {
+		AgentName *string `json:"agentName"`
+		Forwarded bool    `json:"forwarded"`
+		SessionID *string `json:"sessionId"`
+	}
+	evidenceJSON struct {
+		Label  string  `json:"label"`
+		Text   string  `json:"text"`
+		Detail *string `json:"detail"`
+	}
+	annotationJSON struct {
+		Source string `json:"source"`
+		Text   string `json:"text"`
+	}
+)
+
+// MarshalRequest writes a request as a child does: compact JSON in the key
+// order of §4.2/§4.3, no HTML escaping. A legacy SessionApproval is written
+// in the legacy {surface, patterns} shape. It refuses requests ParseRequest
+// would reject or partly drop, so what it writes reads back the same.
+func MarshalRequest(r *Request) ([]byte, error) {
+	if err := checkWritableRequest(r); err != nil {
+		return nil, fmt.Errorf("marshal request: %w", err)
+	}
+	out := requestJSON{
+		ID: r.ID, CreatedAt: r.CreatedAt, RequesterSessionID: r.RequesterSessionID,
+		TargetSessionID: r.TargetSessionID, RequesterAgentName: r.RequesterAgentName,
+		Message: r.Message, Source: r.Source, Surface: r.Surface, Value: r.Value,
+	}
+	if out.Source == "" {
+		out.Source = SourceToolCall
+	}
+	if p := r.Payload; p != nil {
+		out.Payload = &payloadJSON{
+			Kind: p.Kind,
+			Request: payloadReqJSON{
+				Requester:       requesterJSON{AgentName: p.Request.RequesterAgentName, Forwarded: p.Request.RequesterForwarded, SessionID: p.Request.RequesterSessionID},
+				Surface:         p.Request.Surface,
+				ToolName:        p.Request.ToolName,
+				InvokedToolName: p.Request.InvokedToolName,
+				Value:           p.Request.Value,
+				MatchedPattern:  p.Request.MatchedPattern,
+				CommandContext:  p.Request.CommandContext,
+				ExecutedUnit:    p.Request.ExecutedUnit,
+			},
+			Evidence:    make([]evidenceJSON, 0, len(p.Evidence)),
+			Annotations: make([]annotationJSON, 0, len(p.Annotations)),
+		}
+		for _, e := range p.Evidence {
+			out.Payload.Evidence = append(out.Payload.Evidence, evidenceJSON(e))
+		}
+		for _, a := range p.Annotations {
+			out.Payload.Annotations = append(out.Payload.Annotations, annotationJSON(a))
+		}
+	}
+	if sa := r.SessionApproval; sa != nil {
+		if sa.Legacy {
+			legacy := legacyApprovalJSON{Surface: sa.Grants[0].Surface, Patterns: make([]string, len(sa.Grants))}
+			for i, g := range sa.Grants {
+				legacy.Patterns[i] = g.Pattern
+			}
+			out.SessionApproval = legacy
+		} else {
+			out.SessionApproval = grantsJSON{Grants: sa.Grants}
+		}
+	}
+	if ai := r.AccessIntent; ai != nil {
+		out.AccessIntent = &intentJSON{
+			Surface: ai.Surface, MatchValues: ai.MatchValues, BoundaryValue: ai.BoundaryValue,
+			Floor: ai.Floor, RequesterCwd: ai.RequesterCwd,
+			Principal: principalJSON{SessionID: ai.Principal.SessionID, AgentName: ai.Principal.AgentName},
+		}
+		if out.AccessIntent.MatchValues == nil {
+			out.AccessIntent.MatchValues = []string{}
+		}
+		for _, u := range ai.AskingUnits {
+			out.AccessIntent.AskingUnits = append(out.AccessIntent.AskingUnits, unitJSON(u))
+		}
+	}
+	return marshalCompact(out)
+}
+
+func checkWritableRequest(r *Request) error {
+	switch {
+	case r == nil:
+		return errors.New("nil request")
+	case !ValidID(r.ID):
+		return fmt.Errorf("unsafe id %q", r.ID)
+	case math.IsNaN(r.CreatedAt) || math.IsInf(r.CreatedAt, 0):
+		return errors.New("createdAt is not finite")
+	case r.Source != "" && !validSource(r.Source):
+		return fmt.Errorf("unknown source %q", r.Source)
+	}
+	if p := r.Payload; p != nil && (!payloadKinds[p.Kind] || !validCommandContext(p.Request.CommandContext)) {
+		return errors.New("payload has an unknown kind or commandContext")
+	}
+	if sa := r.SessionApproval; sa != nil {
+		if len(sa.Grants) == 0 {
+			return errors.New("sessionApproval has no grants")
+		}
+		for _, g := range sa.Grants {
+			if g.Surface == "" || sa.Legacy && g.Surface != sa.Grants[0].Surface {
+				return errors.New("sessionApproval grant surface is empty or, in the legacy shape, not shared")
+			}
+		}
+	}
+	if ai := r.AccessIntent; ai != nil && ai.AskingUnits != nil && len(ai.AskingUnits) == 0 {
+		return errors.New("accessIntent.askingUnits is empty")
+	}
+	return nil
+}

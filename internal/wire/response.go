@@ -1,0 +1,220 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+func knownState(s State) bool {
+	switch s {
+	case StateApproved, StateApprovedForSession, StateApprovedForServingSession, StateDenied, StateDeniedWithReason:
+		return true
+	}
+	return false
+}
+
+// TrimReason trims like JavaScript's String.prototype.trim, which is how pi
+// trims a denial reason.
+func TrimReason(s string) string {
+	return strings.TrimFunc(s, isJSWhitespace)
+}
+
+func isJSWhitespace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', '\u00a0', '\u1680', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff':
+		return true
+	}
+	return '\u2000' <= r && r <= '\u200a'
+}
+
+// ValidateResponse checks the writer invariants (§5.2, vectors/README
+// writerValid). It also refuses what the child could not read or what no
+// serving node writes, so a response that passes is always readable.
+func ValidateResponse(r Response) error {
+	switch r.State {
+	case StateApproved, StateApprovedForSession:
+		if !r.Approved {
+			return fmt.Errorf("state %s needs approved true", r.State)
+		}
+	case StateDenied, StateDeniedWithReason:
+		if r.Approved {
+			return fmt.Errorf("state %s needs approved false", r.State)
+		}
+	case StateApprovedForServingSession:
+		return errors.New("approved_for_serving_session is internal; write approved")
+	default:
+		return fmt.Errorf("unknown state %q", r.State)
+	}
+	if r.State == StateDeniedWithReason {
+		if r.DenialReason == "" || r.DenialReason != TrimReason(r.DenialReason) {
+			return errors.New("denied_with_reason needs a trimmed, non-empty denialReason (a blank one means plain denied)")
+		}
+	} else if r.DenialReason != "" {
+		return errors.New("denialReason is only for denied_with_reason")
+	}
+	if r.SessionGrantWidth != "" && (r.SessionGrantWidth != GrantWidthFamily || r.State != StateApprovedForSession) {
+		return errors.New(`sessionGrantWidth may only be "family", with approved_for_session`)
+	}
+	if id, ok := NormalizeSessionID(r.ResponderSessionID); !ok || id != r.ResponderSessionID {
+		return fmt.Errorf("responderSessionId %q is not a normalized session id", r.ResponderSessionID)
+	}
+	if r.RespondedAt <= 0 {
+		return errors.New("respondedAt must be a positive ms timestamp")
+	}
+	if r.DecidedBy != nil {
+		if err := checkWritableDecision(r.DecidedBy); err != nil {
+			return fmt.Errorf("decidedBy: %w", err)
+		}
+	}
+	return nil
+}
+
+// MarshalResponse validates r and encodes it as pi does: compact JSON in the
+// key order approved, state, [denialReason], responderSessionId, respondedAt,
+// [decidedBy], [sessionGrantWidth]; absent optionals omitted; no HTML
+// escaping, trailing newline or BOM.
+func MarshalResponse(r Response) ([]byte, error) {
+	if err := ValidateResponse(r); err != nil {
+		return nil, fmt.Errorf("invalid response: %w", err)
+	}
+	return marshalCompact(r)
+}
+
+var responseKeys = map[string]bool{
+	"approved": true, "state": true, "denialReason": true, "responderSessionId": true,
+	"respondedAt": true, "decidedBy": true, "sessionGrantWidth": true,
+}
+
+// DecodeResponse reads a response file strictly, as one our writer could
+// have produced: all five core fields with their exact types, optional
+// fields absent rather than null, no unknown keys, and decidedBy well-formed.
+// It does not check the writer invariants; see ValidateResponse.
+func DecodeResponse(data []byte) (Response, error) {
+	var r Response
+	v, err := decodeJSON(data)
+	if err != nil {
+		return r, err
+	}
+	o, ok := asObject(v)
+	if !ok {
+		return r, errors.New("not a JSON object")
+	}
+	for k, val := range o {
+		if !responseKeys[k] {
+			return r, fmt.Errorf("unknown key %q", k)
+		}
+		if val == nil {
+			return r, fmt.Errorf("%s is null", k)
+		}
+	}
+	var state string
+	if r.Approved, ok = o["approved"].(bool); !ok {
+		return r, errors.New("approved is not a boolean")
+	}
+	if state, ok = asString(o["state"]); !ok {
+		return r, errors.New("state is not a string")
+	}
+	r.State = State(state)
+	if r.ResponderSessionID, ok = asString(o["responderSessionId"]); !ok {
+		return r, errors.New("responderSessionId is not a string")
+	}
+	if r.RespondedAt, ok = asInt64(o["respondedAt"]); !ok {
+		return r, errors.New("respondedAt is not an integer")
+	}
+	if v, present := o["denialReason"]; present {
+		if r.DenialReason, ok = asString(v); !ok {
+			return r, errors.New("denialReason is not a string")
+		}
+	}
+	if v, present := o["sessionGrantWidth"]; present {
+		if r.SessionGrantWidth, ok = asString(v); !ok {
+			return r, errors.New("sessionGrantWidth is not a string")
+		}
+	}
+	if v, present := o["decidedBy"]; present {
+		if r.DecidedBy, err = readDecision(v, 0); err != nil {
+			return r, fmt.Errorf("decidedBy: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// DecidedBy statuses of a ChildResponse.
+const (
+	DecidedByKept    = "kept"
+	DecidedByDropped = "dropped"
+	DecidedByAbsent  = "absent"
+)
+
+// Grant widths a child records for approved_for_session.
+const (
+	GrantWidthProven = "proven"
+)
+
+// ChildResponse is a response as the newest child reads it.
+type ChildResponse struct {
+	Approved        bool // the only field the child's gate acts on
+	State           State
+	DenialReason    string          // "" when absent or not a string
+	DecidedBy       *DecisionSource // nil if absent or dropped
+	DecidedByStatus string          // DecidedByKept, DecidedByDropped or DecidedByAbsent
+	GrantWidth      string          // GrantWidthFamily only when sessionGrantWidth is exactly "family"
+	RespondedAt     int64           // the read time when missing or not a usable number
+}
+
+// ErrUnreadableResponse is what ReadResponseAsChild returns, wrapped, when
+// the child would treat the file as unreadable (and deny).
+var ErrUnreadableResponse = errors.New("unreadable response")
+
+// ReadResponseAsChild reads a response exactly as the newest child does
+// (§5.2, §5.3): it needs a boolean approved, one of the five states and a
+// string responderSessionId; everything else is tolerated.
+func ReadResponseAsChild(data []byte) (*ChildResponse, error) {
+	unreadable := func(why string) error { return fmt.Errorf("%w: %s", ErrUnreadableResponse, why) }
+	v, err := decodeJSON(data)
+	if err != nil {
+		return nil, unreadable(err.Error())
+	}
+	o, ok := asObject(v)
+	if !ok {
+		return nil, unreadable("not a JSON object")
+	}
+	c := &ChildResponse{GrantWidth: GrantWidthProven}
+	if c.Approved, ok = o["approved"].(bool); !ok {
+		return nil, unreadable("approved is not a boolean")
+	}
+	state, _ := asString(o["state"])
+	if c.State = State(state); !knownState(c.State) {
+		return nil, unreadable("state is not one of the five states")
+	}
+	if _, ok := asString(o["responderSessionId"]); !ok {
+		return nil, unreadable("responderSessionId is not a string")
+	}
+	c.DenialReason, _ = asString(o["denialReason"])
+	if c.RespondedAt, ok = asInt64Truncated(o["respondedAt"]); !ok {
+		c.RespondedAt = time.Now().UnixMilli()
+	}
+	c.DecidedByStatus = DecidedByAbsent
+	if v, present := o["decidedBy"]; present {
+		c.DecidedByStatus = DecidedByDropped
+		if d, err := readDecision(v, 0); err == nil {
+			c.DecidedBy, c.DecidedByStatus = d, DecidedByKept
+		}
+	}
+	if w, _ := asString(o["sessionGrantWidth"]); w == GrantWidthFamily {
+		c.GrantWidth = GrantWidthFamily
+	}
+	return c, nil
+}
+
+// asInt64Truncated reads any finite JSON number within int64 range,
+// dropping a fraction.
+func asInt64Truncated(v any) (int64, bool) {
+	f, ok := asFloat(v)
+	if !ok || f < -(1<<63) || f >= 1<<63 {
+		return 0, false
+	}
+	return int64(f), true
+}
