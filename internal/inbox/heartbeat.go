@@ -1,0 +1,180 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// claimKnown claims every id known at start (the explicit ones).
+func (in *Inbox) claimKnown() {
+	in.mu.Lock()
+	ids := make([]string, 0, len(in.sessions))
+	for id := range in.sessions {
+		ids = append(ids, id)
+	}
+	in.mu.Unlock()
+	sort.Strings(ids)
+	for _, id := range ids {
+		in.claim(id)
+	}
+}
+
+// claim starts serving id unless another live node holds a fresh heartbeat
+// for it; then it reports that and leaves the id for a later recheck.
+func (in *Inbox) claim(id string) {
+	in.hbMu.Lock()
+	defer in.hbMu.Unlock()
+	now := in.cfg.Now()
+	in.mu.Lock()
+	s := in.sessions[id]
+	in.mu.Unlock()
+	if s == nil || s.serving {
+		return
+	}
+	if pid, taken := in.foreignServer(id, now); taken {
+		in.mu.Lock()
+		changed := s.otherPID != pid
+		s.otherPID = pid
+		s.nextClaim = now.Add(in.cfg.ContentionRecheck)
+		in.mu.Unlock()
+		if changed {
+			in.cfg.Deliver(ServedElsewhere{Session: id, PID: pid})
+		}
+		return
+	}
+	if err := in.publish(id, now); err != nil {
+		// Without a heartbeat newer children abandon in 2 s, but older ones
+		// still wait: serve anyway and retry the heartbeat every tick.
+		in.cfg.Logger.Warn("heartbeat", "session", id, "err", err)
+	}
+	in.mu.Lock()
+	s.serving, s.otherPID, s.published = true, 0, true
+	in.mu.Unlock()
+	in.cfg.Deliver(Serving{Session: id})
+	in.kickScan()
+}
+
+// heartbeatLoop refreshes our records and rechecks contended ids, from its
+// own goroutine so a slow scan never lets the heartbeat go stale.
+func (in *Inbox) heartbeatLoop(ctx context.Context) {
+	tick := time.NewTicker(in.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		in.refreshAll()
+	}
+}
+
+func (in *Inbox) refreshAll() {
+	now := in.cfg.Now()
+	var refresh, recheck []string
+	in.mu.Lock()
+	for id, s := range in.sessions {
+		switch {
+		case s.serving:
+			refresh = append(refresh, id)
+		case !now.Before(s.nextClaim):
+			recheck = append(recheck, id)
+		}
+	}
+	in.mu.Unlock()
+	sort.Strings(refresh)
+	for _, id := range refresh {
+		in.refresh(id, now)
+	}
+	sort.Strings(recheck)
+	for _, id := range recheck {
+		in.claim(id)
+	}
+}
+
+// refresh rewrites our record, unless another live node has taken the id
+// over meanwhile (a pi root that gained a UI): then permtui steps back
+// rather than race it.
+func (in *Inbox) refresh(id string, now time.Time) {
+	in.hbMu.Lock()
+	defer in.hbMu.Unlock()
+	if pid, taken := in.foreignServer(id, now); taken {
+		in.mu.Lock()
+		s := in.sessions[id]
+		s.serving, s.otherPID, s.published = false, pid, false
+		s.nextClaim = now.Add(in.cfg.ContentionRecheck)
+		in.mu.Unlock()
+		in.cfg.Deliver(ServedElsewhere{Session: id, PID: pid})
+		return
+	}
+	if err := in.publish(id, now); err != nil {
+		in.cfg.Logger.Warn("heartbeat", "session", id, "err", err)
+	}
+}
+
+func (in *Inbox) publish(id string, now time.Time) error {
+	data, err := wire.MarshalHeartbeat(wire.Heartbeat{SessionID: id, PID: in.cfg.PID, UpdatedAt: now.UnixMilli()})
+	if err != nil {
+		return err
+	}
+	if err := wire.MkdirPrivate(in.cfg.Layout.ServingDir()); err != nil {
+		return err
+	}
+	return wire.WriteFileAtomic(in.cfg.Layout.HeartbeatPath(id), data)
+}
+
+// foreignServer reports the pid of another live node with a fresh record
+// for id (wire-protocol §7.3 classification: only "alive" counts).
+func (in *Inbox) foreignServer(id string, now time.Time) (int, bool) {
+	hb, ok := readHeartbeat(in.cfg.Layout.HeartbeatPath(id))
+	if !ok || hb.PID == in.cfg.PID {
+		return 0, false
+	}
+	if wire.ClassifyHeartbeat(hb, now, wire.PIDAlive) != wire.LivenessAlive {
+		return 0, false
+	}
+	return hb.PID, true
+}
+
+// withdrawHeartbeats removes the records we published, and only those that
+// still name our pid: another node's record is never deleted.
+func (in *Inbox) withdrawHeartbeats() {
+	in.hbMu.Lock()
+	defer in.hbMu.Unlock()
+	in.mu.Lock()
+	var ids []string
+	for id, s := range in.sessions {
+		if s.published {
+			ids = append(ids, id)
+		}
+		s.serving, s.published = false, false
+	}
+	in.mu.Unlock()
+	for _, id := range ids {
+		path := in.cfg.Layout.HeartbeatPath(id)
+		if hb, ok := readHeartbeat(path); ok && hb.PID == in.cfg.PID {
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				in.cfg.Logger.Warn("remove heartbeat", "session", id, "err", err)
+			}
+		}
+	}
+}
+
+// readHeartbeat returns a usable record; unreadable or unusable counts as
+// absent.
+func readHeartbeat(path string) (wire.Heartbeat, bool) {
+	data, err := wire.ReadRegularFile(path, wire.MaxFileSize)
+	if err != nil {
+		return wire.Heartbeat{}, false
+	}
+	hb, err := wire.ParseHeartbeat(data)
+	if err != nil {
+		return wire.Heartbeat{}, false
+	}
+	return hb, true
+}

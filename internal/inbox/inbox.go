@@ -1,0 +1,291 @@
+// Package inbox is the filesystem side of serving: it finds the session
+// inboxes permtui serves, watches their requests/ directories, delivers each
+// valid request once, rejects invalid ones as the protocol says, publishes the
+// serving heartbeat, and writes responses atomically.
+package inbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Default timings. Rescans are the safety net under fsnotify (and the only
+// mechanism in poll mode); heartbeats follow pi's 1 s refresh.
+const (
+	DefaultRescan            = time.Second
+	DefaultPollRescan        = 250 * time.Millisecond
+	DefaultHeartbeatInterval = time.Second
+	DefaultContentionRecheck = 2 * time.Second
+)
+
+// Config says which inboxes to serve and how.
+type Config struct {
+	Layout wire.Layout
+	// Sessions are the served ids. Empty means: discover every session
+	// directory under sessions/, including ones created later.
+	Sessions []string
+	// Poll disables fsnotify and rescans every PollRescan instead.
+	Poll bool
+	// Deliver receives every event, from the inbox's goroutines. It must not
+	// block for long; it may call Respond.
+	Deliver func(Event)
+
+	Now    func() time.Time
+	Logger *slog.Logger
+	PID    int // heartbeat pid; os.Getpid() when zero
+
+	Rescan            time.Duration
+	PollRescan        time.Duration
+	HeartbeatInterval time.Duration
+	ContentionRecheck time.Duration
+}
+
+// Event is something the inbox observed.
+type Event interface{ inboxEvent() }
+
+// Arrived: a valid request routed to a served session, delivered once.
+type Arrived struct {
+	Session string // served id
+	Path    string // the request file
+	Request *wire.Request
+	At      time.Time
+}
+
+// Withdrawn: a delivered request's file vanished before it was answered.
+type Withdrawn struct {
+	Session string
+	Path    string
+}
+
+// Invalid: a request file was refused (and removed where the spec says so).
+type Invalid struct {
+	Session string
+	Path    string
+	Reason  string
+}
+
+// ServedElsewhere: another live node holds a fresh heartbeat for the id.
+type ServedElsewhere struct {
+	Session string
+	PID     int
+}
+
+// Serving: permtui now publishes the heartbeat for the id and serves it.
+type Serving struct{ Session string }
+
+func (Arrived) inboxEvent()         {}
+func (Withdrawn) inboxEvent()       {}
+func (Invalid) inboxEvent()         {}
+func (ServedElsewhere) inboxEvent() {}
+func (Serving) inboxEvent()         {}
+
+// Inbox serves the configured session inboxes. Create it with New, then Run.
+type Inbox struct {
+	cfg      Config
+	discover bool
+	kick     chan struct{} // requests a rescan
+
+	mu       sync.Mutex
+	sessions map[string]*sessionState // known ids
+	inflight map[string]*entry        // delivered, unanswered requests by path
+	reported map[string]string        // paths refused but not removable: reason reported
+	running  bool
+
+	hbMu sync.Mutex // serializes heartbeat claims, refreshes and removal
+}
+
+type sessionState struct {
+	serving    bool
+	otherPID   int       // the live pid serving it elsewhere, when not serving
+	nextClaim  time.Time // when to look at a foreign heartbeat again
+	published  bool      // we wrote a heartbeat for it
+	badRequest string    // reason requests/ was refused, reported once
+}
+
+type entry struct {
+	session   string
+	id        string
+	answering bool // a response write is in progress: vanishing is not withdrawal
+	answered  bool // response written; forget the entry once the file is gone
+}
+
+// New checks the configuration and prepares an inbox.
+func New(cfg Config) (*Inbox, error) {
+	if cfg.Layout.Root == "" {
+		return nil, errors.New("inbox: no forwarding root")
+	}
+	if cfg.Deliver == nil {
+		return nil, errors.New("inbox: no Deliver function")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.PID == 0 {
+		cfg.PID = os.Getpid()
+	}
+	setDefault(&cfg.Rescan, DefaultRescan)
+	setDefault(&cfg.PollRescan, DefaultPollRescan)
+	setDefault(&cfg.HeartbeatInterval, DefaultHeartbeatInterval)
+	setDefault(&cfg.ContentionRecheck, DefaultContentionRecheck)
+
+	in := &Inbox{
+		cfg:      cfg,
+		discover: len(cfg.Sessions) == 0,
+		kick:     make(chan struct{}, 1),
+		sessions: map[string]*sessionState{},
+		inflight: map[string]*entry{},
+		reported: map[string]string{},
+	}
+	for _, raw := range cfg.Sessions {
+		id, ok := wire.NormalizeSessionID(raw)
+		if !ok {
+			return nil, errors.New("inbox: unusable session id " + quote(raw))
+		}
+		in.sessions[id] = &sessionState{}
+	}
+	return in, nil
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// Run serves until ctx is done, then removes the heartbeats it published.
+func (in *Inbox) Run(ctx context.Context) error {
+	in.mu.Lock()
+	if in.running {
+		in.mu.Unlock()
+		return errors.New("inbox: already running")
+	}
+	in.running = true
+	in.mu.Unlock()
+
+	// The watch exists before the first scan, so nothing created in between
+	// is missed.
+	var w *watcher
+	if !in.cfg.Poll {
+		var err error
+		if w, err = newWatcher(in.cfg.Layout, in.kickScan, in.cfg.Logger); err != nil {
+			in.cfg.Logger.Warn("fsnotify unavailable; polling", "err", err)
+		}
+	}
+	defer func() {
+		if w != nil {
+			w.close()
+		}
+		in.withdrawHeartbeats()
+	}()
+
+	in.claimKnown()
+	in.scan(w)
+
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		in.heartbeatLoop(ctx)
+	}()
+	defer func() { <-hbDone }()
+
+	interval := in.cfg.Rescan
+	if w == nil {
+		interval = in.cfg.PollRescan
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-in.kick:
+		}
+		in.scan(w)
+	}
+}
+
+func (in *Inbox) kickScan() {
+	select {
+	case in.kick <- struct{}{}:
+	default:
+	}
+}
+
+// watcher wraps fsnotify: any event under a watched directory triggers a
+// rescan; the rescan decides what changed.
+type watcher struct {
+	fs   *fsnotify.Watcher
+	done chan struct{}
+}
+
+func newWatcher(layout wire.Layout, onEvent func(), log *slog.Logger) (*watcher, error) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	w := &watcher{fs: fw, done: make(chan struct{})}
+	w.watchAncestor(layout.SessionsDir())
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case ev, ok := <-fw.Events:
+				if !ok {
+					return
+				}
+				if ev.Op != fsnotify.Chmod {
+					onEvent()
+				}
+			case err, ok := <-fw.Errors:
+				if !ok {
+					return
+				}
+				// An overflow loses events; a rescan recovers them.
+				log.Warn("fsnotify", "err", err)
+				onEvent()
+			}
+		}
+	}()
+	return w, nil
+}
+
+// watchAncestor watches dir, or its nearest existing ancestor while it does
+// not exist yet, so its creation triggers a rescan.
+func (w *watcher) watchAncestor(dir string) {
+	for d := dir; ; {
+		if err := w.fs.Add(d); err == nil {
+			return
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return
+		}
+		d = parent
+	}
+}
+
+// watch adds a directory watch; adding one that exists is a no-op.
+func (w *watcher) watch(dir string) {
+	if w != nil {
+		_ = w.fs.Add(dir) // a directory that vanished meanwhile is rescanned later
+	}
+}
+
+func (w *watcher) close() {
+	_ = w.fs.Close()
+	<-w.done
+}
