@@ -1,0 +1,621 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+const (
+	servedID = "0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b"
+	otherID  = "0198c3a4-0000-7e8f-9a0b-1c2d3e4f5a6b"
+	// waitLimit only bounds a broken test; no assertion depends on timing.
+	waitLimit = 20 * time.Second
+)
+
+// recorder collects delivered events and lets a test wait for one.
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+	signal chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{signal: make(chan struct{}, 1)} }
+
+func (r *recorder) deliver(ev Event) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+	select {
+	case r.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (r *recorder) snapshot() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+// waitFor returns the first event matching pred, waiting for it.
+func (r *recorder) waitFor(t *testing.T, what string, pred func(Event) bool) Event {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		for _, ev := range r.snapshot() {
+			if pred(ev) {
+				return ev
+			}
+		}
+		select {
+		case <-r.signal:
+		case <-deadline:
+			t.Fatalf("no %s event; got %#v", what, r.snapshot())
+		}
+	}
+}
+
+func (r *recorder) count(pred func(Event) bool) int {
+	n := 0
+	for _, ev := range r.snapshot() {
+		if pred(ev) {
+			n++
+		}
+	}
+	return n
+}
+
+func arrivedID(id string) func(Event) bool {
+	return func(ev Event) bool {
+		a, ok := ev.(Arrived)
+		return ok && a.Request.ID == id
+	}
+}
+
+func invalidAt(path string) func(Event) bool {
+	return func(ev Event) bool {
+		i, ok := ev.(Invalid)
+		return ok && i.Path == path
+	}
+}
+
+type harness struct {
+	t      *testing.T
+	layout wire.Layout
+	rec    *recorder
+	in     *Inbox
+	stop   context.CancelFunc
+	done   chan error
+}
+
+// start runs an inbox over a fresh forwarding root. Rescans are slow unless
+// the test polls, so fsnotify tests prove fsnotify.
+func start(t *testing.T, tweak func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, layout: wire.Layout{Root: filepath.Join(t.TempDir(), "sessions", "permission-forwarding")}, rec: newRecorder()}
+	cfg := Config{
+		Layout:            h.layout,
+		Sessions:          []string{servedID},
+		Deliver:           h.rec.deliver,
+		Rescan:            time.Hour,
+		PollRescan:        10 * time.Millisecond,
+		HeartbeatInterval: 10 * time.Millisecond,
+		ContentionRecheck: 10 * time.Millisecond,
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	in, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.in = in
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop, h.done = cancel, make(chan error, 1)
+	go func() { h.done <- in.Run(ctx) }()
+	t.Cleanup(h.shutdown)
+	return h
+}
+
+func (h *harness) shutdown() {
+	h.stop()
+	if err := <-h.done; err != nil {
+		h.t.Errorf("Run: %v", err)
+	}
+	h.done <- nil // later shutdowns return at once
+}
+
+func requestJSON(id, target string) string {
+	return fmt.Sprintf(`{"id":%q,"createdAt":1791279012345,"requesterSessionId":"child-1","targetSessionId":%q,"requesterAgentName":"implementer","source":"tool_call","surface":"bash","value":"ls"}`, id, target)
+}
+
+// writeRequest writes a request file the way a child does.
+func (h *harness) writeRequest(session, name, body string) string {
+	h.t.Helper()
+	dir := h.layout.RequestsDir(session)
+	if err := wire.MkdirPrivate(dir); err != nil {
+		h.t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := wire.WriteFileAtomic(path, []byte(body)); err != nil {
+		h.t.Fatal(err)
+	}
+	return path
+}
+
+func (h *harness) send(session, id string) string {
+	return h.writeRequest(session, id+".json", requestJSON(id, session))
+}
+
+func gone(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s still exists (err %v)", path, err)
+	}
+}
+
+func TestArrivalViaFsnotifyWhenTheRootAppearsLater(t *testing.T) {
+	h := start(t, nil)
+	h.rec.waitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+	if _, err := os.Stat(h.layout.SessionsDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("sessions/ should not exist yet")
+	}
+	// Rescans are an hour apart: only fsnotify can notice these.
+	path := h.send(servedID, "1791279012345-aaaa-1")
+	ev := h.rec.waitFor(t, "arrived", arrivedID("1791279012345-aaaa-1")).(Arrived)
+	if ev.Path != path || ev.Session != servedID || ev.Request.TargetSessionID != servedID {
+		t.Fatalf("arrived = %+v", ev)
+	}
+	// A later request in the now-watched directory arrives too.
+	h.send(servedID, "1791279012346-bbbb-1")
+	h.rec.waitFor(t, "second arrival", arrivedID("1791279012346-bbbb-1"))
+}
+
+func TestArrivalInPollMode(t *testing.T) {
+	h := start(t, func(c *Config) { c.Poll = true })
+	h.send(servedID, "1791279012345-poll-1")
+	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-poll-1"))
+}
+
+func TestEachRequestIsDeliveredOnce(t *testing.T) {
+	h := start(t, func(c *Config) { c.Poll = true })
+	h.send(servedID, "1791279012345-once-1")
+	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-once-1"))
+	// Later passes see the file again; a marker proves some ran.
+	h.send(servedID, "1791279012399-mark-1")
+	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	h.send(servedID, "1791279012399-mark-2")
+	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-2"))
+	if n := h.rec.count(arrivedID("1791279012345-once-1")); n != 1 {
+		t.Fatalf("delivered %d times", n)
+	}
+}
+
+func TestWithdrawalIsReported(t *testing.T) {
+	h := start(t, nil)
+	path := h.send(servedID, "1791279012345-wd-1")
+	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-wd-1"))
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.waitFor(t, "withdrawn", func(ev Event) bool {
+		w, ok := ev.(Withdrawn)
+		return ok && w.Path == path && w.Session == servedID
+	})
+	if err := h.in.Respond(path, approve()); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("Respond after withdrawal = %v", err)
+	}
+}
+
+func TestInvalidMisroutedAndUnsafeFilesAreDeletedAndReported(t *testing.T) {
+	h := start(t, nil)
+	cases := map[string]string{
+		"garbage.json":   `{"id":`,
+		"notobject.json": `null`,
+		"misrouted.json": requestJSON("1791279012345-mis-1", otherID),
+		"unsafe.json":    requestJSON("../../escape", servedID),
+	}
+	paths := map[string]string{}
+	for name, body := range cases {
+		paths[name] = h.writeRequest(servedID, name, body)
+	}
+	for name, path := range paths {
+		ev := h.rec.waitFor(t, "invalid "+name, invalidAt(path)).(Invalid)
+		if ev.Reason == "" || ev.Session != servedID {
+			t.Errorf("%s: %+v", name, ev)
+		}
+		gone(t, path)
+	}
+	if n := h.rec.count(func(ev Event) bool { _, ok := ev.(Arrived); return ok }); n != 0 {
+		t.Fatalf("%d invalid requests were delivered", n)
+	}
+}
+
+func TestTempAndNonJSONFilesAreIgnored(t *testing.T) {
+	h := start(t, func(c *Config) { c.Poll = true })
+	tmp := h.writeRequest(servedID, "1791279012345-t-1.json.4242.1791279012345.tmp", requestJSON("1791279012345-t-1", servedID))
+	txt := h.writeRequest(servedID, "notes.txt", "hello")
+	h.send(servedID, "1791279012399-mark-1")
+	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	h.send(servedID, "1791279012399-mark-2")
+	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-2"))
+	for _, p := range []string{tmp, txt} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s was touched: %v", p, err)
+		}
+	}
+	if n := h.rec.count(arrivedID("1791279012345-t-1")); n != 0 {
+		t.Fatal("a temp file was delivered")
+	}
+}
+
+func TestSymlinkIsRemovedWithoutTouchingItsTarget(t *testing.T) {
+	h := start(t, nil)
+	target := filepath.Join(t.TempDir(), "outside.json")
+	body := requestJSON("1791279012345-ln-1", servedID)
+	if err := os.WriteFile(target, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := h.layout.RequestsDir(servedID)
+	if err := wire.MkdirPrivate(dir); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "1791279012345-ln-1.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.waitFor(t, "invalid symlink", invalidAt(link))
+	gone(t, link)
+	if data, err := os.ReadFile(target); err != nil || string(data) != body {
+		t.Fatalf("symlink target changed: %q, %v", data, err)
+	}
+	if h.rec.count(arrivedID("1791279012345-ln-1")) != 0 {
+		t.Fatal("a symlinked request was delivered")
+	}
+}
+
+func TestFIFOIsRefusedWithoutBlocking(t *testing.T) {
+	h := start(t, nil)
+	dir := h.layout.RequestsDir(servedID)
+	if err := wire.MkdirPrivate(dir); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "1791279012345-fifo-1.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.waitFor(t, "invalid fifo", invalidAt(fifo))
+	gone(t, fifo)
+	// The loop is not stuck on the FIFO: later requests still arrive.
+	h.send(servedID, "1791279012346-after-1")
+	h.rec.waitFor(t, "arrival after the fifo", arrivedID("1791279012346-after-1"))
+}
+
+func TestOversizedRequestIsRejected(t *testing.T) {
+	h := start(t, nil)
+	big := `{"id":"1791279012345-big-1","pad":"` + strings.Repeat("x", wire.MaxFileSize) + `"}`
+	path := h.writeRequest(servedID, "1791279012345-big-1.json", big)
+	ev := h.rec.waitFor(t, "invalid oversized", invalidAt(path)).(Invalid)
+	if !strings.Contains(ev.Reason, "1 MiB") {
+		t.Fatalf("reason = %q", ev.Reason)
+	}
+	gone(t, path)
+}
+
+func approve() wire.Response {
+	return wire.Response{Approved: true, State: wire.StateApproved, ResponderSessionID: servedID, RespondedAt: 1791279020001, DecidedBy: wire.UserDecision()}
+}
+
+func TestRespondWritesTheResponseThenDeletesTheRequest(t *testing.T) {
+	h := start(t, nil)
+	path := h.writeRequest(servedID, "by-name.json", requestJSON("1791279012345-rs-1", servedID))
+	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-rs-1"))
+	if err := h.in.Respond(path, approve()); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, path)
+	// Named by the id inside the file, not by the request's file name.
+	respPath := h.layout.ResponsePath(servedID, "1791279012345-rs-1")
+	st, err := os.Stat(respPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("response mode %v", st.Mode().Perm())
+	}
+	data, _ := os.ReadFile(respPath)
+	got, err := wire.ReadResponseAsChild(data)
+	if err != nil || !got.Approved || got.State != wire.StateApproved {
+		t.Fatalf("child reads %+v, %v from %s", got, err, data)
+	}
+	if err := h.in.Respond(path, approve()); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("second Respond = %v", err)
+	}
+}
+
+func TestRespondToAWithdrawnRequestWritesNothing(t *testing.T) {
+	// No rescan after the first, so only Respond can notice the removal.
+	var path string
+	h := start(t, func(c *Config) {
+		c.Poll, c.PollRescan = true, time.Hour
+		early := &harness{t: t, layout: c.Layout}
+		path = early.send(servedID, "1791279012345-gone-1")
+	})
+	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-gone-1"))
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.in.Respond(path, approve()); !errors.Is(err, ErrWithdrawn) {
+		t.Fatalf("Respond = %v, want ErrWithdrawn", err)
+	}
+	gone(t, h.layout.ResponsePath(servedID, "1791279012345-gone-1"))
+}
+
+func TestFailedResponseWriteKeepsTheRequestWithoutRedelivery(t *testing.T) {
+	h := start(t, func(c *Config) { c.Poll = true })
+	path := h.send(servedID, "1791279012345-wf-1")
+	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-wf-1"))
+	// A regular file where responses/ belongs makes mkdir and the write fail,
+	// even for root.
+	respDir := h.layout.ResponsesDir(servedID)
+	_ = os.Remove(respDir)
+	if err := os.WriteFile(respDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.in.Respond(path, approve()); err == nil {
+		t.Fatal("Respond succeeded with responses/ blocked")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("request not kept: %v", err)
+	}
+	h.send(servedID, "1791279012399-mark-1")
+	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	h.send(servedID, "1791279012399-mark-2")
+	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-2"))
+	if n := h.rec.count(arrivedID("1791279012345-wf-1")); n != 1 {
+		t.Fatalf("delivered %d times", n)
+	}
+	if err := os.Remove(respDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.in.Respond(path, approve()); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	gone(t, path)
+	if _, err := os.Stat(h.layout.ResponsePath(servedID, "1791279012345-wf-1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readHB(t *testing.T, path string) wire.Heartbeat {
+	t.Helper()
+	hb, ok := readHeartbeat(path)
+	if !ok {
+		t.Fatalf("no usable heartbeat at %s", path)
+	}
+	return hb
+}
+
+func TestHeartbeatIsPublishedRefreshedAndRemoved(t *testing.T) {
+	h := start(t, nil)
+	h.rec.waitFor(t, "serving", func(ev Event) bool { s, ok := ev.(Serving); return ok && s.Session == servedID })
+	path := h.layout.HeartbeatPath(servedID)
+	first := readHB(t, path)
+	if first.PID != os.Getpid() || first.SessionID != servedID {
+		t.Fatalf("heartbeat %+v", first)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("heartbeat mode %v, %v", st.Mode().Perm(), err)
+	}
+	if st, err := os.Stat(h.layout.ServingDir()); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("serving/ mode %v, %v", st.Mode().Perm(), err)
+	}
+	deadline := time.After(waitLimit)
+	for readHB(t, path).UpdatedAt == first.UpdatedAt {
+		select {
+		case <-deadline:
+			t.Fatal("heartbeat never refreshed")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	h.shutdown()
+	gone(t, path)
+}
+
+func TestHeartbeatReappearsWhenDeleted(t *testing.T) {
+	h := start(t, nil)
+	h.rec.waitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+	path := h.layout.HeartbeatPath(servedID)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(waitLimit)
+	for {
+		if _, ok := readHeartbeat(path); ok {
+			return
+		}
+		select {
+		case <-deadline:
+			t.Fatal("heartbeat not rewritten")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// liveProcess starts a process that stays alive for the test.
+func liveProcess(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+func writeHB(t *testing.T, layout wire.Layout, session string, pid int, at time.Time) {
+	t.Helper()
+	data, err := wire.MarshalHeartbeat(wire.Heartbeat{SessionID: session, PID: pid, UpdatedAt: at.UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.MkdirPrivate(layout.ServingDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.WriteFileAtomic(layout.HeartbeatPath(session), data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAnotherLiveServerKeepsTheSessionUntilItGoesAway(t *testing.T) {
+	other := liveProcess(t)
+	pid := other.Process.Pid
+	layout := wire.Layout{Root: filepath.Join(t.TempDir(), "fwd")}
+	// The other node keeps its record fresh, as pi does.
+	stopOther := make(chan struct{})
+	otherDone := make(chan struct{})
+	writeHB(t, layout, servedID, pid, time.Now())
+	go func() {
+		defer close(otherDone)
+		for {
+			select {
+			case <-stopOther:
+				return
+			case <-time.After(5 * time.Millisecond):
+				writeHB(t, layout, servedID, pid, time.Now())
+			}
+		}
+	}()
+
+	rec := newRecorder()
+	in, err := New(Config{
+		Layout: layout, Sessions: []string{servedID, otherID}, Poll: true, Deliver: rec.deliver,
+		PollRescan: 10 * time.Millisecond, HeartbeatInterval: 10 * time.Millisecond, ContentionRecheck: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	h := &harness{t: t, layout: layout, rec: rec, in: in}
+
+	elsewhere := rec.waitFor(t, "served elsewhere", func(ev Event) bool {
+		s, ok := ev.(ServedElsewhere)
+		return ok && s.Session == servedID
+	}).(ServedElsewhere)
+	if elsewhere.PID != pid {
+		t.Fatalf("pid %d, want %d", elsewhere.PID, pid)
+	}
+	contested := h.send(servedID, "1791279012345-elsewhere-1")
+	// Two full passes over the uncontested session prove the contested
+	// request was seen and left alone.
+	h.send(otherID, "1791279012399-mark-1")
+	rec.waitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	h.send(otherID, "1791279012399-mark-2")
+	rec.waitFor(t, "marker", arrivedID("1791279012399-mark-2"))
+	if rec.count(arrivedID("1791279012345-elsewhere-1")) != 0 {
+		t.Fatal("a request of a session served elsewhere was delivered")
+	}
+	if _, err := os.Stat(contested); err != nil {
+		t.Fatalf("contested request touched: %v", err)
+	}
+	if hb := readHB(t, layout.HeartbeatPath(servedID)); hb.PID != pid {
+		t.Fatalf("the other node's record was overwritten: %+v", hb)
+	}
+	if rec.count(func(ev Event) bool { s, ok := ev.(Serving); return ok && s.Session == servedID }) != 0 {
+		t.Fatal("served a contested session")
+	}
+
+	// The other node exits: permtui takes the session over.
+	close(stopOther)
+	<-otherDone
+	_ = other.Process.Kill()
+	_ = other.Wait()
+	rec.waitFor(t, "serving after takeover", func(ev Event) bool { s, ok := ev.(Serving); return ok && s.Session == servedID })
+	rec.waitFor(t, "contested request delivered", arrivedID("1791279012345-elsewhere-1"))
+	if hb := readHB(t, layout.HeartbeatPath(servedID)); hb.PID != os.Getpid() {
+		t.Fatalf("heartbeat after takeover: %+v", hb)
+	}
+}
+
+func TestStaleOrDeadHeartbeatsDoNotBlockServing(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := liveProcess(t)
+	cases := map[string]wire.Heartbeat{
+		"dead pid, fresh": {PID: dead.Process.Pid, UpdatedAt: time.Now().UnixMilli()},
+		"live pid, stale": {PID: live.Process.Pid, UpdatedAt: time.Now().Add(-10 * time.Second).UnixMilli()},
+	}
+	for name, hb := range cases {
+		t.Run(name, func(t *testing.T) {
+			var layout wire.Layout
+			h := start(t, func(c *Config) {
+				layout = c.Layout
+				writeHB(t, layout, servedID, hb.PID, time.UnixMilli(hb.UpdatedAt))
+			})
+			h.rec.waitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+			if got := readHB(t, layout.HeartbeatPath(servedID)); got.PID != os.Getpid() {
+				t.Fatalf("heartbeat %+v", got)
+			}
+			if h.rec.count(func(ev Event) bool { _, ok := ev.(ServedElsewhere); return ok }) != 0 {
+				t.Fatal("reported served elsewhere")
+			}
+		})
+	}
+}
+
+func TestDiscoveryServesCanonicalSessionDirectoriesCreatedLater(t *testing.T) {
+	h := start(t, func(c *Config) { c.Sessions = nil })
+	// Not canonical: lowercase escape, and an encoding of "unknown".
+	for _, name := range []string{"a%2fb", "unknown"} {
+		dir := filepath.Join(h.layout.SessionsDir(), name, "requests")
+		if err := wire.MkdirPrivate(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	odd := "a b/c:d"
+	h.send(odd, "1791279012345-disc-1")
+	ev := h.rec.waitFor(t, "discovered arrival", arrivedID("1791279012345-disc-1")).(Arrived)
+	if ev.Session != odd {
+		t.Fatalf("session %q", ev.Session)
+	}
+	if filepath.Base(h.layout.SessionDir(odd)) != "a%20b%2Fc%3Ad" {
+		t.Fatal("layout encoding changed")
+	}
+	for _, ev := range h.rec.snapshot() {
+		if s, ok := ev.(Serving); ok && s.Session != odd {
+			t.Fatalf("served a non-canonical directory: %q", s.Session)
+		}
+	}
+	if _, ok := readHeartbeat(h.layout.HeartbeatPath(odd)); !ok {
+		t.Fatal("no heartbeat for the discovered session")
+	}
+}
+
+func TestNewRejectsUnusableSessionIDs(t *testing.T) {
+	for _, id := range []string{"", "  ", "unknown", "UNKNOWN", ".."} {
+		_, err := New(Config{Layout: wire.Layout{Root: t.TempDir()}, Sessions: []string{id}, Deliver: func(Event) {}})
+		if err == nil {
+			t.Errorf("accepted session id %q", id)
+		}
+	}
+}
