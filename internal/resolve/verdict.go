@@ -34,20 +34,30 @@ type Verdict struct {
 	Explanation string
 	// Rule describes the winning rule; nil when the request had no facts.
 	Rule *RuleRef
-	// Floor is the sentinel that forced an ask, if any.
+	// Floor is the request's floor sentinel when it touched an allow: it
+	// forced an ask, or (under yoloMode, Action allow) became the pattern.
 	Floor string
 	// Unit is the asking unit that decided, for bash chains.
 	Unit string
+	// Member is the directional member whose result a bare-family query
+	// (path, external_directory) reports, e.g. "path_write"; "" otherwise.
+	Member string
+	// Value is the value the winning rule matched first ("*" for surfaces
+	// judged on the literal value *).
+	Value string
 }
 
-// RuleRef locates a rule for explanations.
+// RuleRef locates a rule for explanations. It describes the rule as written;
+// shared by every verdict of a policy, so callers must not modify it.
 type RuleRef struct {
 	Surface string // the rule's surface pattern
 	Pattern string // the rule's value pattern
-	Action  Action
-	Origin  string
+	Action  Action // as written (before the fail-closed floor and yolo)
+	Origin  string // as written (global, project, agent, project-agent, builtin, baseline, session)
 	File    string // the file that defined it; "" for built-in rules and grants
 	Index   int    // position in the composed ruleset (0 = lowest priority)
+	// FailClosed: the fail-closed floor turned this allow into ask.
+	FailClosed bool
 }
 
 // Query is a set of child-fixed facts to judge for one agent.

@@ -14,11 +14,11 @@ func TestWiden(t *testing.T) {
 		want []wire.Grant
 		ok   bool
 	}{
-		{"one read grant", []wire.Grant{{"external_directory_read", "/o/p/*"}}, []wire.Grant{{"external_directory", "/o/p/*"}}, true},
-		{"two writes", []wire.Grant{{"path_write", "/a/*"}, {"path_write", "/a"}}, []wire.Grant{{"path", "/a/*"}, {"path", "/a"}}, true},
-		{"mixed directions", []wire.Grant{{"path_write", "/a/*"}, {"path_read", "/a"}}, nil, false},
-		{"bare family already", []wire.Grant{{"path", "/a/*"}}, nil, false},
-		{"bash", []wire.Grant{{"bash", "npm *"}}, nil, false},
+		{"one read grant", []wire.Grant{{Surface: "external_directory_read", Pattern: "/o/p/*"}}, []wire.Grant{{Surface: "external_directory", Pattern: "/o/p/*"}}, true},
+		{"two writes", []wire.Grant{{Surface: "path_write", Pattern: "/a/*"}, {Surface: "path_write", Pattern: "/a"}}, []wire.Grant{{Surface: "path", Pattern: "/a/*"}, {Surface: "path", Pattern: "/a"}}, true},
+		{"mixed directions", []wire.Grant{{Surface: "path_write", Pattern: "/a/*"}, {Surface: "path_read", Pattern: "/a"}}, nil, false},
+		{"bare family already", []wire.Grant{{Surface: "path", Pattern: "/a/*"}}, nil, false},
+		{"bash", []wire.Grant{{Surface: "bash", Pattern: "npm *"}}, nil, false},
 		{"none", nil, nil, false},
 	}
 	for _, c := range cases {

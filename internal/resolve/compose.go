@@ -1,0 +1,266 @@
+package resolve
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Origins of rules (ruleset-semantics §1).
+const (
+	OriginGlobal       = "global"
+	OriginProject      = "project"
+	OriginAgent        = "agent"
+	OriginProjectAgent = "project-agent"
+	OriginBuiltin      = "builtin"
+	OriginBaseline     = "baseline"
+	OriginSession      = "session"
+	OriginYolo         = "yolo"
+	OriginFailClosed   = "fail-closed"
+)
+
+type layer uint8
+
+const (
+	layerDefault layer = iota
+	layerBaseline
+	layerConfig
+)
+
+// rule is one compiled rule of a composed ruleset.
+type rule struct {
+	surface Pattern
+	value   Pattern
+	action  Action // effective: after the fail-closed floor
+	reason  string
+	origin  string // effective: fail-closed when floored
+	layer   layer
+	pattern *string // the reported matchedPattern: config rules only
+	ref     RuleRef // the rule as written, for explanations
+	desc    string  // the rule in plain words
+}
+
+// ruleset is the composed, compiled policy for one agent name.
+type ruleset struct {
+	rules     []rule
+	bySurface map[string][]int32 // rules whose surface pattern is a plain name
+	wild      []int32            // rules whose surface pattern has wildcards
+	floor     []Problem          // the invalid non-global scopes behind the fail-closed floor
+}
+
+// scope is one layer of policy as loaded: its directional sugar is already
+// expanded.
+type scope struct {
+	perms *permissions
+}
+
+var families = [...]string{"path", "external_directory"}
+
+// memberFamily returns the bare family when surface is one of its directional
+// members ("path_write" → "path").
+func memberFamily(surface string) string {
+	for _, fam := range families {
+		if rest, ok := strings.CutPrefix(surface, fam); ok && (rest == "_read" || rest == "_write") {
+			return fam
+		}
+	}
+	return ""
+}
+
+func isFamily(surface string) bool { return surface == "path" || surface == "external_directory" }
+
+// familyMembers returns the read and write members of a bare family.
+func familyMembers(surface string) (read, write string, ok bool) {
+	switch surface {
+	case "path":
+		return "path_read", "path_write", true
+	case "external_directory":
+		return "external_directory_read", "external_directory_write", true
+	}
+	return "", "", false
+}
+
+// expandDirectional replaces a bare family key of one scope by its two
+// members (ADR 0013 §4): a member the scope does not name copies the bare
+// value; a member it names gets the bare entries it does not redefine,
+// followed by its own. The members sit where the first of the three keys sat.
+func expandDirectional(perms *permissions) *permissions {
+	if _, ok := perms.get("path"); !ok {
+		if _, ok := perms.get("external_directory"); !ok {
+			return perms
+		}
+	}
+	out := newOrdered[surfaceValue]()
+	for i, key := range perms.keys {
+		fam := key
+		if !isFamily(fam) {
+			fam = memberFamily(key)
+		}
+		bare, sugared := perms.get(fam)
+		if fam == "" || !sugared {
+			out.set(key, perms.vals[i])
+			continue
+		}
+		if _, done := out.get(fam + "_read"); done {
+			continue
+		}
+		for _, member := range [...]string{fam + "_read", fam + "_write"} {
+			explicit, ok := perms.get(member)
+			if !ok {
+				out.set(member, bare)
+				continue
+			}
+			own := asPatterns(explicit)
+			merged := newOrdered[entry]()
+			base := asPatterns(bare)
+			for j, pat := range base.keys {
+				if _, redefined := own.get(pat); !redefined {
+					merged.set(pat, base.vals[j])
+				}
+			}
+			for j, pat := range own.keys {
+				merged.set(pat, own.vals[j])
+			}
+			out.set(member, surfaceValue{patterns: merged})
+		}
+	}
+	return out
+}
+
+// asPatterns views a state string as {"*": state}.
+func asPatterns(v surfaceValue) *ordered[entry] {
+	if v.patterns != nil {
+		return v.patterns
+	}
+	m := newOrdered[entry]()
+	m.set("*", *v.str)
+	return m
+}
+
+// mergeScopes merges scopes low → high per top-level key (§4.1): two pattern
+// maps merge shallowly, a redefined pattern keeping its old slot; in every
+// other case the higher value replaces the lower one. Inputs are not changed.
+func mergeScopes(scopes []*permissions) *permissions {
+	merged := newOrdered[surfaceValue]()
+	for _, perms := range scopes {
+		for i, key := range perms.keys {
+			over := perms.vals[i]
+			base, ok := merged.get(key)
+			if !ok || base.patterns == nil || over.patterns == nil {
+				merged.set(key, over)
+				continue
+			}
+			m := newOrdered[entry]()
+			for j, pat := range base.patterns.keys {
+				m.set(pat, base.patterns.vals[j])
+			}
+			for j, pat := range over.patterns.keys {
+				m.set(pat, over.patterns.vals[j])
+			}
+			merged.set(key, surfaceValue{patterns: m})
+		}
+	}
+	return merged
+}
+
+var mcpBaseline = [...]string{"mcp_status", "mcp_list", "mcp_search", "mcp_describe", "mcp_connect"}
+
+// compose builds the ruleset of §4.4 items 1–5 from merged scopes: default
+// rule, MCP baseline, config rules, Pi MCP relocation, fail-closed floor.
+func compose(merged *permissions, floor []Problem, home string) *ruleset {
+	var rules []rule
+	def := rule{surface: CompilePattern("*", home), value: CompilePattern("*", home), action: Ask, origin: OriginBuiltin, layer: layerDefault}
+	def.ref = RuleRef{Surface: "*", Pattern: "*", Action: Ask, Origin: OriginBuiltin}
+	if u, ok := merged.get("*"); ok && u.str != nil {
+		def.action, def.origin = u.str.action, u.str.origin
+		def.ref.Action, def.ref.Origin, def.ref.File = u.str.action, u.str.origin, u.str.file
+	}
+	rules = append(rules, def)
+
+	var config []rule
+	mcpAllow := false
+	for i, key := range merged.keys {
+		if key == "*" {
+			continue
+		}
+		surface := CompilePattern(key, home)
+		v := merged.vals[i]
+		patterns := asPatterns(v)
+		for j, pat := range patterns.keys {
+			e := patterns.vals[j]
+			config = append(config, configRule(surface, key, pat, e, home))
+			mcpAllow = mcpAllow || (key == "mcp" && e.action == Allow)
+		}
+	}
+	if mcpAllow {
+		mcp := CompilePattern("mcp", home)
+		for _, pat := range mcpBaseline {
+			r := rule{surface: mcp, value: CompilePattern(pat, home), action: Allow, origin: OriginBaseline, layer: layerBaseline}
+			r.ref = RuleRef{Surface: "mcp", Pattern: pat, Action: Allow, Origin: OriginBaseline}
+			rules = append(rules, r)
+		}
+	}
+	rules = append(rules, config...)
+	// Pi MCP tool keys (mcp__server__tool, or an mcp__ wildcard) written as
+	// whole-tool rules are also copied onto the mcp surface (NEW, #1001).
+	mcp := CompilePattern("mcp", home)
+	for _, r := range config {
+		if r.ref.Pattern == "*" && strings.HasPrefix(r.ref.Surface, "mcp__") {
+			e := entry{action: r.ref.Action, reason: r.reason, origin: r.ref.Origin, file: r.ref.File}
+			moved := configRule(mcp, "mcp", r.ref.Surface, e, home)
+			rules = append(rules, moved)
+		}
+	}
+
+	rs := &ruleset{rules: rules, bySurface: map[string][]int32{}, floor: floor}
+	for i := range rs.rules {
+		r := &rs.rules[i]
+		r.ref.Index = i
+		if len(floor) > 0 && r.action == Allow {
+			r.action, r.origin, r.ref.FailClosed = Ask, OriginFailClosed, true
+		}
+		r.desc = describeRule(r, len(rs.rules))
+		if s := &r.surface; s.full.literal && !s.hasAlt {
+			rs.bySurface[s.full.expr] = append(rs.bySurface[s.full.expr], int32(i))
+		} else {
+			rs.wild = append(rs.wild, int32(i))
+		}
+	}
+	return rs
+}
+
+func configRule(surface Pattern, surfaceText, pat string, e entry, home string) rule {
+	text := pat
+	r := rule{surface: surface, value: CompilePattern(pat, home), action: e.action, origin: e.origin, layer: layerConfig, pattern: &text}
+	if e.action == Deny {
+		r.reason = e.reason
+	}
+	r.ref = RuleRef{Surface: surfaceText, Pattern: pat, Action: e.action, Origin: e.origin, File: e.file}
+	return r
+}
+
+var scopeNames = map[string]string{
+	OriginGlobal:       "the global config",
+	OriginProject:      "the project config",
+	OriginAgent:        "the agent file",
+	OriginProjectAgent: "the project agent file",
+}
+
+// describeRule says in plain words what the rule is and where it came from.
+func describeRule(r *rule, total int) string {
+	pos := "rule " + strconv.Itoa(r.ref.Index+1) + " of " + strconv.Itoa(total)
+	switch r.layer {
+	case layerDefault:
+		if r.ref.Origin == OriginBuiltin {
+			return fmt.Sprintf("the default rule → %s (built in: no scope sets \"*\")", r.ref.Action)
+		}
+		return fmt.Sprintf("the default rule → %s (the universal \"*\" of %s %s)", r.ref.Action, scopeNames[r.ref.Origin], r.ref.File)
+	case layerBaseline:
+		return fmt.Sprintf("the built-in MCP baseline rule mcp %q → allow (present because a config rule allows mcp; %s)", r.ref.Pattern, pos)
+	}
+	s := fmt.Sprintf("the rule %s %q → %s", r.ref.Surface, r.ref.Pattern, r.ref.Action)
+	if r.reason != "" {
+		s += fmt.Sprintf(" (reason %q)", r.reason)
+	}
+	return s + fmt.Sprintf(" from %s %s (%s)", scopeNames[r.ref.Origin], r.ref.File, pos)
+}

@@ -1,0 +1,177 @@
+package resolve
+
+import (
+	"fmt"
+	"strings"
+)
+
+// entry is one pattern's decision inside a surface's pattern map, with the
+// scope and file that last wrote it.
+type entry struct {
+	action Action
+	reason string
+	origin string
+	file   string
+}
+
+// surfaceValue is a top-level permission value: a state string (str) or a
+// pattern map (patterns). Exactly one is set.
+type surfaceValue struct {
+	str      *entry
+	patterns *ordered[entry]
+}
+
+// permissions is one scope's (or the merged) permission object.
+type permissions = ordered[surfaceValue]
+
+// configFile is what a valid pi-permission-system config.json contributes.
+type configFile struct {
+	perms *permissions // nil when the file has no "permission" key
+	yolo  *bool        // nil when the file has no "yoloMode" key
+}
+
+// allowedTopLevel is the NEW schema's key set (V20 keys plus the NEW ones);
+// any other key rejects the file (ruleset-semantics §2.2).
+var allowedTopLevel = map[string]bool{
+	"$schema": true, "debugLog": true, "permissionReviewLog": true, "yoloMode": true,
+	"doublePressToConfirm": true, "toolInputPreviewMaxLength": true, "toolTextSummaryMaxLength": true,
+	"piInfrastructureReadPaths": true, "permission": true, "shellTools": true,
+	"authorizerChain": true, "forwardingTimeoutMs": true, "permissionDialogKeys": true,
+	"promptNotifications": true, "promptMaxRows": true, "promptFieldMaxWidth": true,
+	"reviewLogFieldMaxWidth": true, "commandEffects": true,
+}
+
+// directionalKeys are the only legal keys of the path_* and
+// external_directory_* shapes (ADR 0013).
+var directionalKeys = map[string]bool{
+	"path_read": true, "path_write": true, "external_directory_read": true, "external_directory_write": true,
+}
+
+const maxReasonLength = 500 // UTF-16 units, as JavaScript counts string length
+
+func isState(s string) bool { return s == string(Allow) || s == string(Ask) || s == string(Deny) }
+
+// parseConfig strips JSONC comments, parses strictly and validates the whole
+// file; any violation rejects it with an error saying where.
+func parseConfig(text, origin, file string) (configFile, error) {
+	root, err := parseJSON(stripJSONComments(text))
+	if err != nil {
+		return configFile{}, err
+	}
+	if root.kind != jsonObject {
+		return configFile{}, fmt.Errorf("the file holds %s, not an object", root.kind)
+	}
+	var cfg configFile
+	for i, key := range root.obj.keys {
+		val := root.obj.vals[i]
+		if !allowedTopLevel[key] {
+			return configFile{}, fmt.Errorf("unknown top-level key %q", key)
+		}
+		switch key {
+		case "yoloMode":
+			if val.kind != jsonBool {
+				return configFile{}, fmt.Errorf("yoloMode is %s, not a boolean", val.kind)
+			}
+			cfg.yolo = &val.boolean
+		case "permission":
+			perms, err := parsePermission(val, origin, file)
+			if err != nil {
+				return configFile{}, err
+			}
+			cfg.perms = perms
+		}
+	}
+	return cfg, nil
+}
+
+func parsePermission(val jsonValue, origin, file string) (*permissions, error) {
+	if val.kind != jsonObject {
+		return nil, fmt.Errorf("permission is %s, not an object", val.kind)
+	}
+	perms := newOrdered[surfaceValue]()
+	for i, surface := range val.obj.keys {
+		v := val.obj.vals[i]
+		where := fmt.Sprintf("permission[%q]", surface)
+		if surface == "" {
+			return nil, fmt.Errorf("permission has an empty key")
+		}
+		if (strings.HasPrefix(surface, "path_") || strings.HasPrefix(surface, "external_directory_")) && !directionalKeys[surface] {
+			return nil, fmt.Errorf("%s is not a directional key (only path_read, path_write, external_directory_read, external_directory_write)", where)
+		}
+		switch v.kind {
+		case jsonString:
+			if !isState(v.str) {
+				return nil, fmt.Errorf("%s is %q, not allow, ask or deny", where, v.str)
+			}
+			perms.set(surface, surfaceValue{str: &entry{action: Action(v.str), origin: origin, file: file}})
+		case jsonObject:
+			patterns := newOrdered[entry]()
+			for j, pat := range v.obj.keys {
+				e, err := parsePatternEntry(v.obj.vals[j], fmt.Sprintf("%s[%q]", where, pat))
+				if err != nil {
+					return nil, err
+				}
+				if pat == "" {
+					return nil, fmt.Errorf("%s has an empty pattern", where)
+				}
+				e.origin, e.file = origin, file
+				patterns.set(pat, e)
+			}
+			perms.set(surface, surfaceValue{patterns: patterns})
+		default:
+			return nil, fmt.Errorf("%s is %s, not a state or a pattern map", where, v.kind)
+		}
+	}
+	return perms, nil
+}
+
+// parsePatternEntry accepts a state string or the strict deny object
+// {"action":"deny","reason"?:string}.
+func parsePatternEntry(v jsonValue, where string) (entry, error) {
+	switch v.kind {
+	case jsonString:
+		if !isState(v.str) {
+			return entry{}, fmt.Errorf("%s is %q, not allow, ask or deny", where, v.str)
+		}
+		return entry{action: Action(v.str)}, nil
+	case jsonObject:
+		e := entry{}
+		for i, k := range v.obj.keys {
+			f := v.obj.vals[i]
+			switch k {
+			case "action":
+				if f.kind != jsonString || f.str != string(Deny) {
+					return entry{}, fmt.Errorf("%s.action must be \"deny\"", where)
+				}
+				e.action = Deny
+			case "reason":
+				if f.kind != jsonString {
+					return entry{}, fmt.Errorf("%s.reason is %s, not a string", where, f.kind)
+				}
+				if utf16Len(f.str) > maxReasonLength {
+					return entry{}, fmt.Errorf("%s.reason is longer than %d characters", where, maxReasonLength)
+				}
+				e.reason = f.str
+			default:
+				return entry{}, fmt.Errorf("%s has the unknown key %q (a deny object allows only action and reason)", where, k)
+			}
+		}
+		if e.action != Deny {
+			return entry{}, fmt.Errorf("%s lacks \"action\": \"deny\"", where)
+		}
+		return e, nil
+	default:
+		return entry{}, fmt.Errorf("%s is %s, not a state or a deny object", where, v.kind)
+	}
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r >= 0x10000 {
+			n++
+		}
+	}
+	return n
+}

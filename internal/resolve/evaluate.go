@@ -1,0 +1,306 @@
+package resolve
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// pathSurfaces are evaluated with matchValues as aliases (§6.4).
+var pathSurfaces = map[string]bool{
+	"read": true, "write": true, "edit": true, "find": true, "grep": true, "ls": true,
+	"path": true, "external_directory": true,
+	"path_read": true, "path_write": true, "external_directory_read": true, "external_directory_write": true,
+}
+
+// starValues stands in for an empty value list, and is the only value of a
+// surface that carries no value of its own.
+var starValues = []string{"*"}
+
+func restrictiveness(a Action) int {
+	switch a {
+	case Deny:
+		return 2
+	case Ask:
+		return 1
+	}
+	return 0
+}
+
+// outcome is the result of one surface against one value list.
+type outcome struct {
+	rule    *rule       // nil when a session grant decided
+	grant   *wire.Grant // the deciding grant
+	value   string      // the first value the winner matched
+	action  Action
+	origin  string
+	pattern *string
+	yolo    bool // yoloMode turned an ask into this allow
+}
+
+// judge finds the last matching rule (session grants sit after every config
+// rule) and applies yoloMode. It does not allocate.
+func (p *Policy) judge(rs *ruleset, surface string, values []string, grants []wire.Grant) outcome {
+	for gi := len(grants) - 1; gi >= 0; gi-- {
+		g := &grants[gi]
+		if !grantCovers(g.Surface, surface, p.opts.Home) {
+			continue
+		}
+		for _, v := range values {
+			if MatchPattern(g.Pattern, v, p.opts.Home) {
+				return outcome{grant: g, value: v, action: Allow, origin: OriginSession}
+			}
+		}
+	}
+	lit := rs.bySurface[surface]
+	li, wi := len(lit)-1, len(rs.wild)-1
+	for li >= 0 || wi >= 0 {
+		var idx int32
+		if wi < 0 || (li >= 0 && lit[li] > rs.wild[wi]) {
+			idx = lit[li]
+			li--
+		} else {
+			idx = rs.wild[wi]
+			wi--
+			if !rs.rules[idx].surface.Match(surface) {
+				continue
+			}
+		}
+		r := &rs.rules[idx]
+		for _, v := range values {
+			if r.value.Match(v) {
+				o := outcome{rule: r, value: v, action: r.action, origin: r.origin, pattern: r.pattern}
+				if o.action == Ask && p.yolo {
+					o.action, o.origin, o.yolo = Allow, OriginYolo, true
+				}
+				return o
+			}
+		}
+	}
+	// Unreachable while the default rule exists; a ruleset without one asks.
+	return outcome{action: Ask}
+}
+
+// grantCovers says whether a grant recorded on grantSurface applies to a
+// query on surface. A grant on a bare family covers both members (§8.1).
+func grantCovers(grantSurface, surface, home string) bool {
+	if isFamily(grantSurface) {
+		return memberFamily(surface) == grantSurface
+	}
+	return MatchPattern(grantSurface, surface, home)
+}
+
+// bashValue drops comment lines (first non-space character '#') and trims;
+// when nothing remains, the raw text is used (§6.4).
+func bashValue(raw string) string {
+	if strings.IndexByte(raw, '#') < 0 {
+		if t := jsTrim(raw); t != "" {
+			return t
+		}
+		return raw
+	}
+	lines := strings.Split(raw, "\n")
+	kept := lines[:0]
+	for _, line := range lines {
+		if t := jsTrim(line); !strings.HasPrefix(t, "#") {
+			kept = append(kept, line)
+		}
+	}
+	if t := jsTrim(strings.Join(kept, "\n")); t != "" {
+		return t
+	}
+	return raw
+}
+
+// judged is one surface's full answer: the fold and the request floor applied.
+type judged struct {
+	outcome
+	surface  string // the surface evaluated (a member for a folded family)
+	member   string
+	other    *outcome // the losing member of a fold
+	otherSur string
+	floor    string // the request floor that touched an allow
+	floorHow string // "clamped", "grant" or "yolo"
+}
+
+// judgeSurface evaluates one query surface with §6.4's value mapping and the
+// family fold of §6.3, then applies the request floor.
+func (p *Policy) judgeSurface(rs *ruleset, surface string, values []string, floor *string, grants []wire.Grant) judged {
+	var one [1]string
+	switch {
+	case pathSurfaces[surface] || surface == "mcp":
+		if len(values) == 0 {
+			values = starValues
+		}
+	case surface == "bash" || surface == "skill":
+		first := ""
+		if len(values) > 0 {
+			first = values[0]
+		}
+		if surface == "bash" {
+			first = bashValue(first)
+		}
+		one[0] = first
+		values = one[:]
+	default:
+		values = starValues
+	}
+	var j judged
+	if readSurface, writeSurface, ok := familyMembers(surface); ok {
+		read := p.judge(rs, readSurface, values, grants)
+		write := p.judge(rs, writeSurface, values, grants)
+		j = judged{outcome: read, surface: readSurface, member: readSurface, other: &write, otherSur: writeSurface}
+		if restrictiveness(write.action) > restrictiveness(read.action) {
+			j = judged{outcome: write, surface: writeSurface, member: writeSurface, other: &read, otherSur: readSurface}
+		}
+	} else {
+		j = judged{outcome: p.judge(rs, surface, values, grants), surface: surface}
+	}
+	if floor != nil && j.action == Allow {
+		j.floor = *floor
+		switch {
+		case j.grant != nil:
+			j.floorHow = "grant"
+		case p.yolo:
+			j.floorHow = "yolo"
+			j.origin, j.pattern = OriginYolo, floor
+		default:
+			j.floorHow = "clamped"
+			j.action, j.pattern = Ask, floor
+		}
+	}
+	return j
+}
+
+// Evaluate judges child-fixed facts for q.Agent against this policy and the
+// serving session's grants. It does no IO.
+func (p *Policy) Evaluate(q Query, grants []wire.Grant) Verdict {
+	rs := p.rulesetFor(q.Agent)
+	if len(q.AskingUnits) == 0 {
+		j := p.judgeSurface(rs, q.Surface, q.Values, q.Floor, grants)
+		return p.verdict(q, rs, j, "")
+	}
+	best, bestUnit := judged{}, -1
+	var one [1]string
+	for i, u := range q.AskingUnits {
+		one[0] = u.Command
+		j := p.judgeSurface(rs, "bash", one[:], u.Floor, grants)
+		if bestUnit < 0 || restrictiveness(j.action) > restrictiveness(best.action) {
+			best, bestUnit = j, i
+		}
+	}
+	prefix := "Judged " + strconv.Itoa(len(q.AskingUnits)) + " asking bash units; the most restrictive (first on a tie) is " +
+		strconv.Quote(q.AskingUnits[bestUnit].Command) + ". "
+	v := p.verdict(q, rs, best, prefix)
+	v.Unit = q.AskingUnits[bestUnit].Command
+	return v
+}
+
+// Resolve judges a request exactly as sent. A request without a usable
+// accessIntent always goes to a person (ADR 0008 §4).
+func (p *Policy) Resolve(req *wire.Request, grants []wire.Grant) Verdict {
+	if req == nil || req.AccessIntent == nil {
+		why := "The request carries no facts (no accessIntent), so a person decides: recorded policy never auto-answers a request without facts (ADR 0008 §4)."
+		if req != nil {
+			for _, d := range req.Dropped {
+				if d.Field == "accessIntent" {
+					why = "The request carries no facts (its accessIntent was malformed and dropped: " + d.Reason + "), so a person decides (ADR 0008 §4)."
+				}
+			}
+		}
+		return Verdict{Action: Ask, Explanation: "Ask. " + why}
+	}
+	ai := req.AccessIntent
+	return p.Evaluate(Query{
+		Agent:       ai.Principal.AgentName,
+		Surface:     ai.Surface,
+		Values:      ai.MatchValues,
+		Floor:       ai.Floor,
+		AskingUnits: ai.AskingUnits,
+	}, grants)
+}
+
+// DecidedBy is the wire provenance of a rule decision: {kind:"rule",
+// surface, pattern, origin}. It is nil for a verdict without facts.
+func (v Verdict) DecidedBy() *wire.DecisionSource {
+	if v.Rule == nil {
+		return nil
+	}
+	var origin *string
+	if v.Origin != "" {
+		o := v.Origin
+		origin = &o
+	}
+	return wire.RuleDecision(v.Surface, v.Pattern, origin)
+}
+
+var actionWords = map[Action]string{Allow: "Allow", Ask: "Ask", Deny: "Deny"}
+
+// verdict turns a judged surface into a Verdict with its explanation.
+func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict {
+	v := Verdict{
+		Action:  j.action,
+		Surface: q.Surface,
+		Pattern: j.pattern,
+		Origin:  j.origin,
+		Member:  j.member,
+		Value:   j.value,
+	}
+	if j.floorHow != "" && j.floorHow != "grant" {
+		v.Floor = j.floor
+	}
+	var b strings.Builder
+	b.WriteString(actionWords[j.action])
+	b.WriteString(". ")
+	b.WriteString(prefix)
+	if j.other != nil {
+		b.WriteString("The direction is unproven, so both members were judged: " + j.surface + " gives " + string(j.outcome.action) +
+			", " + j.otherSur + " gives " + string(j.other.action) + "; " + j.member + " decides (more restrictive, read on a tie). ")
+	}
+	switch {
+	case j.grant != nil:
+		v.Rule = &RuleRef{Surface: j.grant.Surface, Pattern: j.grant.Pattern, Action: Allow, Origin: OriginSession, Index: len(rs.rules)}
+		pat := j.grant.Pattern
+		v.Pattern = &pat
+		b.WriteString("The whole-session grant " + j.grant.Surface + " " + strconv.Quote(j.grant.Pattern) +
+			" matches " + strconv.Quote(j.value) + "; session grants come after every config rule, so it allows.")
+	case j.rule != nil:
+		r := j.rule
+		v.Rule = &r.ref
+		if r.action == Deny {
+			v.Reason = r.reason
+		}
+		if r.layer == layerDefault {
+			b.WriteString("No specific rule matches " + strconv.Quote(j.value) + " on " + j.surface + ", so " + r.desc + " applies.")
+		} else {
+			b.WriteString("The last rule matching " + strconv.Quote(j.value) + " on " + j.surface + " is " + r.desc + ".")
+		}
+		if r.ref.FailClosed {
+			b.WriteString(" The fail-closed floor turned its allow into ask because " + floorCause(rs.floor) + ".")
+		}
+	default:
+		b.WriteString("No rule matched.")
+	}
+	if j.yolo {
+		b.WriteString(" Then yoloMode (" + p.yoloFrom + ") turns this ask into allow.")
+	}
+	switch j.floorHow {
+	case "clamped":
+		b.WriteString(" The child marked this ask with the floor " + j.floor + ", so an allow from a rule is clamped to ask.")
+	case "yolo":
+		b.WriteString(" The child marked this ask with the floor " + j.floor + "; under yoloMode (" + p.yoloFrom + ") the allow stands.")
+	case "grant":
+		b.WriteString(" The child's floor " + j.floor + " does not hold back a session grant.")
+	}
+	v.Explanation = b.String()
+	return v
+}
+
+func floorCause(problems []Problem) string {
+	parts := make([]string, len(problems))
+	for i, pr := range problems {
+		parts[i] = pr.File + " could not be used (" + pr.Message + ")"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,218 @@
+package resolve
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// maxPolicyFileSize caps every config and agent file read.
+const maxPolicyFileSize = 1 << 20
+
+// LoadOptions says where the root session's policy lives.
+type LoadOptions struct {
+	AgentDir     string // pi agent dir (global config + <AgentDir>/agents/*.md)
+	ProjectDir   string // the ROOT session's cwd; "" = no project scope
+	TrustProject bool   // false = leave project and project-agent scopes out (pi's untrusted project)
+	Home         string // drives ~, $HOME, ${HOME} expansion in patterns
+}
+
+// Problem is a policy file that could not be used.
+type Problem struct {
+	File    string
+	Message string
+	// FailClosed: this invalid non-global scope floors allow → ask.
+	FailClosed bool
+}
+
+// Policy is an immutable, fully compiled snapshot of the root's policy: one
+// ruleset per agent file name plus the agent-less one. Evaluation does no IO.
+type Policy struct {
+	opts     LoadOptions
+	problems []Problem
+	base     *ruleset
+	agents   map[string]*ruleset
+	// unlisted serves agent names without a file when an agents directory
+	// could not be listed: we cannot know their files, so it is floored.
+	unlisted *ruleset
+	yolo     bool
+	yoloFrom string
+	watch    []string
+}
+
+// Options returns the options the policy was loaded with.
+func (p *Policy) Options() LoadOptions { return p.opts }
+
+// Problems lists the files that could not be used, in load order.
+func (p *Policy) Problems() []Problem { return slices.Clone(p.problems) }
+
+// WatchPaths lists the files and directories whose change should trigger a
+// reload (they need not exist).
+func (p *Policy) WatchPaths() []string { return slices.Clone(p.watch) }
+
+// Yolo reports the serving node's yoloMode and the file that set it.
+func (p *Policy) Yolo() (bool, string) { return p.yolo, p.yoloFrom }
+
+// Agents lists the agent names that have an agent file, sorted.
+func (p *Policy) Agents() []string {
+	names := make([]string, 0, len(p.agents))
+	for name := range p.agents {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (p *Policy) rulesetFor(agent string) *ruleset {
+	if agent == "" {
+		return p.base
+	}
+	if rs, ok := p.agents[agent]; ok {
+		return rs
+	}
+	if p.unlisted != nil {
+		return p.unlisted
+	}
+	return p.base
+}
+
+// Paths of pi-permission-system's policy files.
+func globalConfigPath(agentDir string) string {
+	return filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json")
+}
+
+func projectConfigPaths(projectDir string) []string {
+	dir := filepath.Join(projectDir, ".pi", "extensions", "pi-permission-system")
+	return []string{filepath.Join(dir, "config.json"), filepath.Join(dir, "config.local.json")}
+}
+
+// Load reads the root's policy. It never fails: a file that cannot be used
+// becomes a Problem, and an unusable non-global scope sets the fail-closed
+// floor (ruleset-semantics §2.2).
+func Load(opts LoadOptions) *Policy {
+	p := &Policy{opts: opts, agents: map[string]*ruleset{}}
+	var shared []*permissions // global, then project scopes
+	var floor []Problem
+	if opts.AgentDir != "" {
+		file := globalConfigPath(opts.AgentDir)
+		p.watch = append(p.watch, file)
+		if cfg, ok := p.readConfig(file, OriginGlobal, false); ok {
+			shared = appendScope(shared, cfg.perms)
+			p.setYolo(cfg.yolo, file)
+		}
+	}
+	project := opts.TrustProject && opts.ProjectDir != ""
+	if project {
+		for _, file := range projectConfigPaths(opts.ProjectDir) {
+			p.watch = append(p.watch, file)
+			cfg, ok := p.readConfig(file, OriginProject, true)
+			if ok {
+				shared = appendScope(shared, cfg.perms)
+				p.setYolo(cfg.yolo, file)
+			} else if n := len(p.problems); n > 0 && p.problems[n-1].File == file {
+				floor = append(floor, p.problems[n-1])
+			}
+		}
+	}
+
+	agentScopes := map[string][]*permissions{}
+	agentFloor := map[string][]Problem{}
+	var listFloor []Problem
+	var dirs [][2]string
+	if opts.AgentDir != "" {
+		dirs = append(dirs, [2]string{filepath.Join(opts.AgentDir, "agents"), OriginAgent})
+	}
+	if project {
+		dirs = append(dirs, [2]string{filepath.Join(opts.ProjectDir, ".pi", "agents"), OriginProjectAgent})
+	}
+	for _, d := range dirs {
+		dir, origin := d[0], d[1]
+		p.watch = append(p.watch, dir)
+		entries, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			pr := p.problem(dir, "the agent directory cannot be listed ("+err.Error()+"); every agent's policy is held to ask by the fail-closed floor", true)
+			listFloor = append(listFloor, pr)
+			continue
+		}
+		for _, e := range entries {
+			name, isAgent := strings.CutSuffix(e.Name(), ".md")
+			if !isAgent || name == "" || e.IsDir() {
+				continue
+			}
+			file := filepath.Join(dir, e.Name())
+			data, err := wire.ReadRegularFile(file, maxPolicyFileSize)
+			if err != nil {
+				pr := p.problem(file, "the agent file cannot be read ("+err.Error()+"); agent "+name+"'s policy is held to ask by the fail-closed floor", true)
+				agentFloor[name] = append(agentFloor[name], pr)
+				agentScopes[name] = agentScopes[name] // the agent exists, with no rules
+				continue
+			}
+			agentScopes[name] = appendScope(agentScopes[name], agentPermissions(string(data), origin, file))
+		}
+	}
+
+	home := opts.Home
+	p.base = compose(mergeScopes(shared), floor, home)
+	for name, scopes := range agentScopes {
+		p.agents[name] = compose(mergeScopes(slices.Concat(shared, scopes)), slices.Concat(floor, listFloor, agentFloor[name]), home)
+	}
+	if len(listFloor) > 0 {
+		p.unlisted = compose(mergeScopes(shared), slices.Concat(floor, listFloor), home)
+	}
+	return p
+}
+
+func appendScope(scopes []*permissions, perms *permissions) []*permissions {
+	if perms == nil {
+		return scopes
+	}
+	return append(scopes, expandDirectional(perms))
+}
+
+func (p *Policy) setYolo(v *bool, file string) {
+	if v != nil {
+		p.yolo, p.yoloFrom = *v, "yoloMode "+boolWord(*v)+" in "+file
+	}
+}
+
+func boolWord(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+func (p *Policy) problem(file, message string, failClosed bool) Problem {
+	pr := Problem{File: file, Message: message, FailClosed: failClosed}
+	p.problems = append(p.problems, pr)
+	return pr
+}
+
+// readConfig reads and validates one config file. A missing file is no
+// problem; any other failure is recorded and reported as !ok.
+func (p *Policy) readConfig(file, origin string, nonGlobal bool) (configFile, bool) {
+	consequence := "; it contributes no rules (other scopes stay in force)"
+	if nonGlobal {
+		consequence = "; it contributes no rules and the fail-closed floor turns every allow into ask"
+	}
+	data, err := wire.ReadRegularFile(file, maxPolicyFileSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return configFile{}, false
+	}
+	if err != nil {
+		p.problem(file, "cannot be read ("+err.Error()+")"+consequence, nonGlobal)
+		return configFile{}, false
+	}
+	cfg, err := parseConfig(string(data), origin, file)
+	if err != nil {
+		p.problem(file, "rejected: "+err.Error()+consequence, nonGlobal)
+		return configFile{}, false
+	}
+	return cfg, true
+}

@@ -1,0 +1,201 @@
+package resolve
+
+import (
+	"path"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Pattern is a compiled pi wildcard pattern (ruleset-semantics §5): `*` (and
+// `**`) match any run of UTF-16 code units including `/` and newlines, `?`
+// exactly one unit, everything else is literal; anchored and case-sensitive.
+// A pattern ending in " *" also matches with that suffix removed. A leading
+// home token (~, $HOME, ${HOME}) is expanded on the pattern side only.
+type Pattern struct {
+	text   string // as written
+	full   glob
+	alt    glob // full without its trailing " *"
+	hasAlt bool
+}
+
+// glob is one anchored wildcard expression, pre-split into its literal prefix
+// and suffix (checked as plain bytes) and the wildcard middle.
+type glob struct {
+	expr     string
+	prefix   string // literal text before the first wildcard
+	suffix   string // literal text after the last wildcard
+	mid      string // expr without prefix and suffix; starts and ends with a wildcard
+	literal  bool   // no wildcard at all: plain equality
+	anyMid   bool   // mid is only stars: prefix and suffix decide
+	byUnits  bool   // mid holds '?': match UTF-16 units, not bytes
+	minBytes int
+}
+
+// CompilePattern expands a leading home token against home (nothing is
+// expanded when home is "") and prepares the pattern for matching.
+func CompilePattern(text, home string) Pattern {
+	expanded := expandHome(text, home)
+	p := Pattern{text: text, full: compileGlob(expanded)}
+	if n := len(expanded); n >= 2 && expanded[n-1] == '*' && expanded[n-2] == ' ' {
+		p.alt, p.hasAlt = compileGlob(expanded[:n-2]), true
+	}
+	return p
+}
+
+// Text is the pattern as written (before home expansion).
+func (p *Pattern) Text() string { return p.text }
+
+// Match reports whether the whole value matches. It never allocates.
+func (p *Pattern) Match(value string) bool {
+	return p.full.match(value) || (p.hasAlt && p.alt.match(value))
+}
+
+// MatchPattern compiles and matches in one step (for one-off patterns such as
+// session grants and tests).
+func MatchPattern(pattern, value, home string) bool {
+	p := CompilePattern(pattern, home)
+	return p.Match(value)
+}
+
+func compileGlob(expr string) glob {
+	first := strings.IndexAny(expr, "*?")
+	if first < 0 {
+		return glob{expr: expr, literal: true}
+	}
+	last := strings.LastIndexAny(expr, "*?")
+	g := glob{expr: expr, prefix: expr[:first], suffix: expr[last+1:], mid: expr[first : last+1]}
+	g.minBytes = len(g.prefix) + len(g.suffix)
+	g.anyMid = strings.Trim(g.mid, "*") == ""
+	g.byUnits = strings.IndexByte(g.mid, '?') >= 0
+	return g
+}
+
+func (g *glob) match(v string) bool {
+	if g.literal {
+		return v == g.expr
+	}
+	if len(v) < g.minBytes || !strings.HasPrefix(v, g.prefix) || !strings.HasSuffix(v, g.suffix) {
+		return false
+	}
+	if g.anyMid {
+		return true
+	}
+	rest := v[len(g.prefix) : len(v)-len(g.suffix)]
+	if g.byUnits {
+		return globUnits(g.mid, rest)
+	}
+	return globBytes(g.mid, rest)
+}
+
+// globBytes matches a pattern without '?'. Literals are valid UTF-8, so a
+// byte-wise match lines up with character boundaries and agrees with a
+// match over UTF-16 units.
+func globBytes(p, v string) bool {
+	px, vx := 0, 0
+	starP, starV := -1, 0
+	for vx < len(v) || px < len(p) {
+		if px < len(p) {
+			c := p[px]
+			if c == '*' {
+				starP, starV = px, vx
+				px++
+				continue
+			}
+			if vx < len(v) && v[vx] == c {
+				px++
+				vx++
+				continue
+			}
+		}
+		if starP >= 0 && starV < len(v) {
+			starV++
+			px, vx = starP+1, starV
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// unitPos is a position in a string viewed as UTF-16 code units: a byte
+// offset, plus whether we stand on the low half of an astral character.
+type unitPos struct {
+	off int
+	low bool
+}
+
+// nextUnit decodes the UTF-16 unit at pos without allocating. Invalid UTF-8
+// counts as U+FFFD, one unit per bad byte.
+func nextUnit(s string, pos unitPos) (uint16, unitPos) {
+	r, size := utf8.DecodeRuneInString(s[pos.off:])
+	if r < 0x10000 {
+		return uint16(r), unitPos{off: pos.off + size}
+	}
+	hi, lo := utf16.EncodeRune(r)
+	if !pos.low {
+		return uint16(hi), unitPos{off: pos.off, low: true}
+	}
+	return uint16(lo), unitPos{off: pos.off + size}
+}
+
+// globUnits is the iterative backtracking glob over UTF-16 units, so '?'
+// consumes half of an astral character exactly as a JavaScript RegExp
+// without the u flag does.
+func globUnits(p, v string) bool {
+	var px, vx, starP, starV unitPos
+	star := false
+	for vx.off < len(v) || px.off < len(p) {
+		if px.off < len(p) {
+			c, pNext := nextUnit(p, px)
+			if c == '*' {
+				star, starP, starV = true, pNext, vx
+				px = pNext
+				continue
+			}
+			if vx.off < len(v) {
+				d, vNext := nextUnit(v, vx)
+				if c == '?' || c == d {
+					px, vx = pNext, vNext
+					continue
+				}
+			}
+		}
+		if star && starV.off < len(v) {
+			_, starV = nextUnit(v, starV)
+			px, vx = starP, starV
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// homeTokens are the leading home spellings (NEW adds ${HOME}).
+var homeTokens = [...]string{"~", "$HOME", "${HOME}"}
+
+// expandHome replaces a leading home token that stands alone or is followed
+// by a separator, joining the rest like Node's path.join (normalised, trailing
+// separator kept). ~user, $HOMEDIR and ${HOME:-x} stay literal.
+func expandHome(p, home string) string {
+	if home == "" {
+		return p
+	}
+	for _, tok := range homeTokens {
+		if p == tok {
+			return home
+		}
+		if len(p) > len(tok) && strings.HasPrefix(p, tok) && (p[len(tok)] == '/' || p[len(tok)] == '\\') {
+			rest := p[len(tok)+1:]
+			if rest == "" {
+				return path.Clean(home)
+			}
+			joined := path.Join(home, rest)
+			if strings.HasSuffix(rest, "/") && !strings.HasSuffix(joined, "/") {
+				joined += "/"
+			}
+			return joined
+		}
+	}
+	return p
+}
