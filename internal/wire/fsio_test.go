@@ -1,0 +1,154 @@
+package wire
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// withUmask runs f under a given umask; tests using it must not be parallel.
+func withUmask(mask int, f func()) {
+	old := syscall.Umask(mask)
+	defer syscall.Umask(old)
+	f()
+}
+
+func TestWriteFileAtomicModesAndContent(t *testing.T) {
+	for _, mask := range []int{0o000, 0o022, 0o277} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "x.json")
+		withUmask(mask, func() {
+			if err := WriteFileAtomic(path, []byte("one")); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteFileAtomic(path, []byte("two")); err != nil { // replaces
+				t.Fatal(err)
+			}
+		})
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("umask %o: mode %o, want 600", mask, fi.Mode().Perm())
+		}
+		if data, _ := os.ReadFile(path); string(data) != "two" {
+			t.Errorf("content %q", data)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("leftover files: %v", entries)
+		}
+	}
+}
+
+func TestWriteFileAtomicTempNameAndFailure(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	f, tmp, err := createTemp(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// A second temp in the same millisecond must not collide.
+	f2, tmp2, err := createTemp(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2.Close()
+	for _, name := range []string{tmp, tmp2} {
+		if !strings.HasPrefix(name, path+".") || strings.HasSuffix(name, ".json") || !strings.HasSuffix(name, ".tmp") {
+			t.Errorf("temp name %s", name)
+		}
+	}
+	if tmp == tmp2 {
+		t.Error("temp names collide")
+	}
+
+	// A failing rename (the final path is a non-empty directory) leaves no
+	// temp file behind.
+	target := filepath.Join(dir, "sub", "r.json")
+	if err := os.MkdirAll(filepath.Join(target, "child"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(target, []byte("x")); err == nil {
+		t.Fatal("rename over a non-empty directory succeeded")
+	}
+	entries, _ := os.ReadDir(filepath.Dir(target))
+	if len(entries) != 1 || entries[0].Name() != "r.json" {
+		t.Fatalf("after failure: %v", entries)
+	}
+	// Into a missing directory: nothing is created at all.
+	if err := WriteFileAtomic(filepath.Join(dir, "nodir", "r.json"), []byte("x")); err == nil {
+		t.Fatal("write into a missing directory succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nodir")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("WriteFileAtomic created a directory")
+	}
+}
+
+func TestMkdirPrivate(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deep := filepath.Join(base, "a", "b", "c")
+	withUmask(0o277, func() {
+		if err := MkdirPrivate(deep); err != nil {
+			t.Fatal(err)
+		}
+		if err := MkdirPrivate(deep); err != nil { // idempotent
+			t.Fatal(err)
+		}
+	})
+	for _, d := range []string{"a", "a/b", "a/b/c"} {
+		fi, err := os.Stat(filepath.Join(base, d))
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v", d, fi.Mode(), err)
+		}
+	}
+	if fi, _ := os.Stat(base); fi.Mode().Perm() != 0o755 {
+		t.Error("an existing directory's mode was changed")
+	}
+	file := filepath.Join(base, "f")
+	os.WriteFile(file, nil, 0o600)
+	if err := MkdirPrivate(filepath.Join(file, "x")); err == nil {
+		t.Error("mkdir under a file succeeded")
+	}
+}
+
+func TestReadRegularFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	os.WriteFile(path, []byte("12345"), 0o600)
+	if data, err := ReadRegularFile(path, 5); err != nil || string(data) != "12345" {
+		t.Fatalf("%q %v", data, err)
+	}
+	if _, err := ReadRegularFile(path, 4); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("size cap: %v", err)
+	}
+	link := filepath.Join(dir, "link.json")
+	os.Symlink(path, link)
+	if _, err := ReadRegularFile(link, 100); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("symlink: %v", err)
+	}
+	// A FIFO with no writer would block a plain open; it must be refused.
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRegularFile(fifo, 100); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("fifo: %v", err)
+	}
+	if _, err := ReadRegularFile(dir, 100); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("directory: %v", err)
+	}
+	if _, err := ReadRegularFile("/dev/null", 100); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("device: %v", err)
+	}
+	if _, err := ReadRegularFile(filepath.Join(dir, "none.json"), 100); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing: %v", err)
+	}
+}
