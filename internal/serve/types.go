@@ -95,3 +95,9 @@ func (Serving) event()         {}
 func (PolicyStatus) event()    {}
 func (WriteFailed) event()     {}
 func (GrantsChanged) event()   {}
+
+// Arrived: a request reached the serving loop and was judged; it is followed
+// by Decided (auto), AskQueued (a person decides) or Withdrawn.
+type Arrived struct{ Ask Ask }
+
+func (Arrived) event() {}

@@ -1,0 +1,133 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Headless ask policies.
+const (
+	HeadlessDeny  = "deny"  // answer every queued ask denied_with_reason
+	HeadlessLeave = "leave" // leave queued asks for the child's timeout
+)
+
+// NoApproverReason is the denial reason headless deny gives a child.
+const NoApproverReason = "no approver is attached to permtui"
+
+// RunHeadless is the front end without a person: it prints one compact JSON
+// line per event to out and, with ask "deny" (the default), denies every ask
+// that would need a person. It returns when the event stream ends (after
+// Run returns) or ctx is done.
+func RunHeadless(ctx context.Context, s *Server, out io.Writer, ask string) error {
+	switch ask {
+	case "":
+		ask = HeadlessDeny
+	case HeadlessDeny, HeadlessLeave:
+	default:
+		return fmt.Errorf("headless: unknown ask policy %q (want %q or %q)", ask, HeadlessDeny, HeadlessLeave)
+	}
+	events := s.Events()
+	for {
+		var ev Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok = <-events:
+			if !ok {
+				return nil
+			}
+		}
+		if line := headlessLine(ev); line != nil {
+			if err := writeLine(out, line); err != nil {
+				return err
+			}
+		}
+		if q, isAsk := ev.(AskQueued); isAsk && ask == HeadlessDeny {
+			err := s.Decide(Decision{Key: q.Ask.Key, State: wire.StateDeniedWithReason, Reason: NoApproverReason})
+			// Expired and stopped asks are reported by their own events.
+			if err != nil && !errors.Is(err, ErrExpired) && !errors.Is(err, ErrStopped) {
+				if werr := writeLine(out, map[string]any{"event": "error", "key": q.Ask.Key, "error": err.Error()}); werr != nil {
+					return werr
+				}
+			}
+		}
+	}
+}
+
+// writeLine prints v as one JSON line. encoding/json escapes every control
+// character, so no untrusted string can drive the terminal.
+func writeLine(out io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := out.Write(buf.Bytes())
+	return err
+}
+
+func headlessLine(ev Event) map[string]any {
+	switch ev := ev.(type) {
+	case Arrived:
+		m := askFields("arrived", ev.Ask)
+		m["verdict"] = ev.Ask.Verdict.Action
+		return m
+	case AskQueued:
+		return askFields("queued", ev.Ask)
+	case Decided:
+		m := askFields("decided", ev.Ask)
+		m["state"] = ev.Response.State
+		m["approved"] = ev.Response.Approved
+		if ev.Response.DenialReason != "" {
+			m["reason"] = ev.Response.DenialReason
+		}
+		if ev.Response.SessionGrantWidth != "" {
+			m["sessionGrantWidth"] = ev.Response.SessionGrantWidth
+		}
+		m["decidedBy"] = ev.Response.DecidedBy
+		m["auto"] = ev.Auto
+		m["latencyMicros"] = ev.Latency.Microseconds()
+		return m
+	case Withdrawn:
+		return map[string]any{"event": "withdrawn", "key": ev.Key, "pending": ev.Pending}
+	case Invalid:
+		return map[string]any{"event": "invalid", "session": ev.ServedSession, "path": ev.Path, "reason": ev.Reason}
+	case ServedElsewhere:
+		return map[string]any{"event": "served_elsewhere", "session": ev.SessionID, "pid": ev.PID}
+	case Serving:
+		return map[string]any{"event": "serving", "session": ev.SessionID}
+	case PolicyStatus:
+		return map[string]any{"event": "policy", "problems": nonNil(ev.Problems)}
+	case WriteFailed:
+		return map[string]any{"event": "write_failed", "key": ev.Key, "error": ev.Err}
+	case GrantsChanged:
+		return map[string]any{"event": "grants", "grants": ev.Grants}
+	}
+	return nil
+}
+
+func askFields(event string, a Ask) map[string]any {
+	return map[string]any{
+		"event":   event,
+		"key":     a.Key,
+		"session": a.ServedSession,
+		"id":      a.Request.ID,
+		"agent":   a.Request.RequesterAgentName,
+		"surface": surfaceOf(a.Request),
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,66 @@
+package serve
+
+import "sync"
+
+// eventQueue hands events to a consumer in order without ever dropping one:
+// the buffer grows while the consumer is slow, so the serving loop never
+// blocks on a front end.
+type eventQueue struct {
+	out    chan Event
+	signal chan struct{}
+
+	mu     sync.Mutex
+	buf    []Event
+	closed bool
+}
+
+func newEventQueue() *eventQueue {
+	q := &eventQueue{out: make(chan Event, 64), signal: make(chan struct{}, 1)}
+	go q.pump()
+	return q
+}
+
+func (q *eventQueue) push(ev Event) {
+	q.mu.Lock()
+	if !q.closed {
+		q.buf = append(q.buf, ev)
+	}
+	q.mu.Unlock()
+	q.wake()
+}
+
+// close lets the pump deliver what is queued, then close the channel.
+func (q *eventQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *eventQueue) wake() {
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (q *eventQueue) pump() {
+	for {
+		q.mu.Lock()
+		for len(q.buf) == 0 {
+			if q.closed {
+				q.mu.Unlock()
+				close(q.out)
+				return
+			}
+			q.mu.Unlock()
+			<-q.signal
+			q.mu.Lock()
+		}
+		ev := q.buf[0]
+		q.buf[0] = nil
+		q.buf = q.buf[1:]
+		q.mu.Unlock()
+		q.out <- ev
+	}
+}

@@ -1,0 +1,567 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/permtui/permtui/internal/inbox"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Judge is the recorded authority: *resolve.Policy satisfies it.
+type Judge interface {
+	Resolve(req *wire.Request, grants []wire.Grant) resolve.Verdict
+}
+
+// GrantStore holds whole-session grants per served session: *resolve.Grants
+// satisfies it.
+type GrantStore interface {
+	For(session string) []wire.Grant
+	Add(session string, grants []wire.Grant) error
+	Revoke(session string, g wire.Grant) error
+	All() map[string][]wire.Grant
+}
+
+// Config wires a Server.
+type Config struct {
+	Layout   wire.Layout
+	Sessions []string // served ids; empty means discover
+	Poll     bool     // no fsnotify: rescan every 250 ms
+	StateDir string   // the audit log is <StateDir>/audit.jsonl
+	Judge    func() Judge
+	Grants   GrantStore
+	Now      func() time.Time
+	Logger   *slog.Logger // a file, never the terminal
+
+	// Inbox tunes the filesystem side (timings, pid); its Layout, Sessions,
+	// Poll, Deliver, Now and Logger are set from the fields above.
+	Inbox inbox.Config
+}
+
+// Errors of Decide.
+var (
+	ErrExpired         = errors.New("the request was withdrawn; nothing was written")
+	ErrUnknownAsk      = errors.New("no such ask")
+	ErrAlreadyDecided  = errors.New("the ask is already decided")
+	ErrInvalidDecision = errors.New("invalid decision")
+	ErrStopped         = errors.New("the server is not serving")
+)
+
+// ExitReason is the denial reason given to asks still open when permtui
+// stops (decision 0041).
+const ExitReason = "permtui exited"
+
+// Write retry backoff after a failed audit or response write.
+const (
+	retryFirst = 250 * time.Millisecond
+	retryMax   = 2 * time.Second
+)
+
+// Server is the serving loop. Create it with New, consume Events, then Run.
+type Server struct {
+	cfg    Config
+	inbox  *inbox.Inbox
+	audit  *auditLog
+	events *eventQueue
+
+	mu      sync.Mutex
+	asks    map[string]*pending
+	running bool
+	closing bool
+	stopped bool
+	ctx     context.Context // Run's context: retries stop when it is done
+	workers sync.WaitGroup  // answers and retries in progress
+}
+
+type pending struct {
+	Ask
+	deciding bool // an answer is being written: no person may decide it
+}
+
+// answer is a decided response with what must happen before it is written.
+type answer struct {
+	resp    wire.Response
+	record  AuditRecord
+	grants  []wire.Grant // whole-session grants to record
+	auto    bool
+	audited bool
+	granted bool
+}
+
+// New prepares a server; nothing touches the filesystem until Run.
+func New(cfg Config) (*Server, error) {
+	if cfg.Judge == nil || cfg.Grants == nil {
+		return nil, errors.New("serve: Judge and Grants are required")
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("serve: no state directory for the audit log")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{cfg: cfg, asks: map[string]*pending{}}
+	icfg := cfg.Inbox
+	icfg.Layout, icfg.Sessions, icfg.Poll = cfg.Layout, cfg.Sessions, cfg.Poll
+	icfg.Deliver, icfg.Now, icfg.Logger = s.onInbox, cfg.Now, cfg.Logger
+	in, err := inbox.New(icfg)
+	if err != nil {
+		return nil, err
+	}
+	s.inbox = in
+	s.events = newEventQueue()
+	return s, nil
+}
+
+// Events delivers everything the server reports, in order, never dropping
+// one; the channel closes after Run returns. Consumers must keep reading.
+func (s *Server) Events() <-chan Event { return s.events.out }
+
+// Run serves until ctx is done. On the way out it denies the asks still
+// waiting for a person (decision 0041), then removes the heartbeats.
+func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.running || s.stopped {
+		s.mu.Unlock()
+		return errors.New("serve: Run called twice")
+	}
+	s.running, s.ctx = true, ctx
+	s.audit = newAuditLog(s.cfg.StateDir)
+	s.mu.Unlock()
+
+	// The inbox outlives ctx briefly: exit denials are written through it
+	// while the heartbeat still says we serve.
+	inCtx, stopInbox := context.WithCancel(context.Background())
+	inDone := make(chan error, 1)
+	go func() { inDone <- s.inbox.Run(inCtx) }()
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-inDone:
+		inDone <- err
+	}
+
+	s.mu.Lock()
+	s.closing = true
+	var open []*pending
+	for _, p := range s.asks {
+		if !p.deciding {
+			p.deciding = true
+			open = append(open, p)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(open, func(i, j int) bool { return open[i].Key < open[j].Key })
+	for _, p := range open {
+		s.settleOnce(p, s.exitAnswer(p))
+	}
+	s.workers.Wait()
+
+	stopInbox()
+	if ierr := <-inDone; err == nil {
+		err = ierr
+	}
+	s.audit.close()
+	s.mu.Lock()
+	s.running, s.stopped = false, true
+	s.mu.Unlock()
+	s.events.close()
+	return err
+}
+
+// onInbox turns inbox observations into judgments and events. It runs on
+// the inbox's goroutines and never blocks on IO: answers are written by
+// workers.
+func (s *Server) onInbox(ev inbox.Event) {
+	switch ev := ev.(type) {
+	case inbox.Arrived:
+		s.arrive(ev)
+	case inbox.Withdrawn:
+		s.withdrawn(keyOf(ev.Session, ev.Path))
+	case inbox.Invalid:
+		s.emit(Invalid{ServedSession: ev.Session, Path: ev.Path, Reason: ev.Reason})
+	case inbox.ServedElsewhere:
+		s.emit(ServedElsewhere{SessionID: ev.Session, PID: ev.PID})
+	case inbox.Serving:
+		s.emit(Serving{SessionID: ev.Session})
+	}
+}
+
+func keyOf(session, path string) string { return session + "/" + filepath.Base(path) }
+
+func (s *Server) arrive(ev inbox.Arrived) {
+	a := Ask{
+		Key:           keyOf(ev.Session, ev.Path),
+		ServedSession: ev.Session,
+		Path:          ev.Path,
+		Request:       ev.Request,
+		ArrivedAt:     ev.At,
+	}
+	a.Verdict = s.judge(ev.Session, ev.Request)
+	s.mu.Lock()
+	if s.closing {
+		// Left on disk for whoever serves next; the exit denial is only for
+		// asks a person had already been shown.
+		s.mu.Unlock()
+		return
+	}
+	p := &pending{Ask: a, deciding: a.Verdict.Action != resolve.Ask}
+	s.asks[a.Key] = p
+	if p.deciding {
+		s.workers.Add(1)
+	}
+	s.mu.Unlock()
+
+	s.emit(Arrived{Ask: a})
+	if !p.deciding {
+		s.emit(AskQueued{Ask: a})
+		return
+	}
+	go func() {
+		defer s.workers.Done()
+		s.settle(p, s.ruleAnswer(p))
+	}()
+}
+
+// judge applies the recorded authority. A request without facts always goes
+// to a person (ADR 0008 §4), whatever the judge says.
+func (s *Server) judge(session string, req *wire.Request) resolve.Verdict {
+	v := s.cfg.Judge().Resolve(req, s.cfg.Grants.For(session))
+	if req.AccessIntent == nil && v.Action != resolve.Ask {
+		s.cfg.Logger.Error("judge decided a request without accessIntent; asking a person", "id", req.ID, "action", v.Action)
+		v = resolve.Verdict{Action: resolve.Ask, Explanation: "The request carries no accessIntent, so a person decides."}
+	}
+	return v
+}
+
+func (s *Server) withdrawn(key string) {
+	s.mu.Lock()
+	p := s.asks[key]
+	if p != nil {
+		delete(s.asks, key)
+	}
+	s.mu.Unlock()
+	if p != nil {
+		s.emit(Withdrawn{Key: key, Pending: !p.deciding})
+	}
+}
+
+func (s *Server) emit(ev Event) { s.events.push(ev) }
+
+// Decide answers an ask a person decided. It returns once the answer is
+// durable in the audit log and written, or once a failed write has been
+// handed to the background retry (reported by WriteFailed events).
+func (s *Server) Decide(d Decision) error {
+	s.mu.Lock()
+	p := s.asks[d.Key]
+	switch {
+	case !s.running || s.closing:
+		s.mu.Unlock()
+		return ErrStopped
+	case p == nil:
+		s.mu.Unlock()
+		return ErrUnknownAsk
+	case p.deciding:
+		s.mu.Unlock()
+		return ErrAlreadyDecided
+	}
+	ans, err := s.personAnswer(p, d)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	p.deciding = true
+	s.workers.Add(1)
+	s.mu.Unlock()
+	defer s.workers.Done()
+
+	// Nothing is audited or granted for a request that is already gone.
+	if !s.inbox.Present(p.Path) {
+		s.expire(p)
+		return ErrExpired
+	}
+	if err := s.attempt(p, ans); err != nil {
+		if errors.Is(err, errGone) {
+			return ErrExpired
+		}
+		s.workers.Add(1)
+		go func() {
+			defer s.workers.Done()
+			s.retry(p, ans)
+		}()
+	}
+	return nil
+}
+
+// personAnswer turns a person's decision into the response and its audit
+// record. The wire never sees approved_for_serving_session (ADR 0006).
+func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
+	req := p.Request
+	var suggested []wire.Grant
+	if req.SessionApproval != nil {
+		suggested = req.SessionApproval.Grants
+	}
+	ans := &answer{resp: wire.Response{DecidedBy: wire.UserDecision()}}
+	if d.Family && d.State != wire.StateApprovedForSession && d.State != wire.StateApprovedForServingSession {
+		return nil, fmt.Errorf("%w: both directions applies only to a session approval", ErrInvalidDecision)
+	}
+	if d.Family {
+		widened, ok := resolve.Widen(suggested)
+		if !ok {
+			return nil, fmt.Errorf("%w: these grants cannot be widened to both directions", ErrInvalidDecision)
+		}
+		suggested = widened
+	}
+	switch d.State {
+	case wire.StateApproved:
+		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
+	case wire.StateApprovedForSession:
+		ans.resp.Approved, ans.resp.State = true, wire.StateApprovedForSession
+		if d.Family {
+			ans.resp.SessionGrantWidth = wire.GrantWidthFamily
+		}
+		if predatesSessionState(req) {
+			ans.resp.State, ans.resp.SessionGrantWidth = wire.StateApproved, ""
+		}
+	case wire.StateApprovedForServingSession:
+		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
+		ans.grants = suggested
+	case wire.StateDenied:
+		ans.resp.State = wire.StateDenied
+	case wire.StateDeniedWithReason:
+		ans.resp.State = wire.StateDenied
+		if reason := wire.TrimReason(d.Reason); reason != "" {
+			ans.resp.State, ans.resp.DenialReason = wire.StateDeniedWithReason, reason
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown state %q", ErrInvalidDecision, d.State)
+	}
+	ans.record = s.record(p, d.State, ans)
+	return ans, nil
+}
+
+// predatesSessionState: a request with no display fields, suggestion or
+// facts comes from a 3.x child, which reads approved_for_session as
+// unreadable (a deny); such a child gets plain approved (wire-protocol §8.3).
+func predatesSessionState(req *wire.Request) bool {
+	return req.Surface == nil && req.Value == nil && req.SessionApproval == nil && req.AccessIntent == nil
+}
+
+// ruleAnswer answers from the verdict of the recorded authority.
+func (s *Server) ruleAnswer(p *pending) *answer {
+	v := p.Verdict
+	ans := &answer{auto: true, resp: wire.Response{DecidedBy: v.DecidedBy()}}
+	state := wire.StateDenied
+	switch {
+	case v.Action == resolve.Allow:
+		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
+		state = wire.StateApproved
+	case wire.TrimReason(v.Reason) != "":
+		ans.resp.State, ans.resp.DenialReason = wire.StateDeniedWithReason, wire.TrimReason(v.Reason)
+		state = wire.StateDeniedWithReason
+	default:
+		ans.resp.State = wire.StateDenied
+	}
+	ans.record = s.record(p, state, ans)
+	return ans
+}
+
+// exitAnswer denies an ask still open when permtui stops.
+func (s *Server) exitAnswer(p *pending) *answer {
+	ans := &answer{resp: wire.Response{
+		State:        wire.StateDeniedWithReason,
+		DenialReason: ExitReason,
+		DecidedBy:    wire.UnavailableDecision(ExitReason),
+	}}
+	ans.record = s.record(p, wire.StateDeniedWithReason, ans)
+	return ans
+}
+
+func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
+	req := p.Request
+	rec := AuditRecord{
+		RequestID:         req.ID,
+		ServedSession:     p.ServedSession,
+		RequesterSession:  req.RequesterSessionID,
+		Agent:             req.RequesterAgentName,
+		Surface:           surfaceOf(req),
+		State:             state,
+		Approved:          ans.resp.Approved,
+		DecidedBy:         ans.resp.DecidedBy,
+		Reason:            ans.resp.DenialReason,
+		Grants:            ans.grants,
+		SessionGrantWidth: ans.resp.SessionGrantWidth,
+		CreatedAt:         req.CreatedAt,
+		DecidedAt:         s.cfg.Now().UnixMilli(),
+		Auto:              ans.auto,
+	}
+	if req.AccessIntent != nil {
+		rec.MatchValues = req.AccessIntent.MatchValues
+	}
+	return rec
+}
+
+// surfaceOf names what is asked for: the gate surface when the child sent
+// facts, else its display surface.
+func surfaceOf(req *wire.Request) string {
+	switch {
+	case req.AccessIntent != nil:
+		return req.AccessIntent.Surface
+	case req.Surface != nil:
+		return *req.Surface
+	}
+	return ""
+}
+
+// errGone: the request vanished; the ask was reported withdrawn.
+var errGone = errors.New("request gone")
+
+// settle writes an answer, retrying failures in the background loop.
+func (s *Server) settle(p *pending, ans *answer) {
+	if err := s.attempt(p, ans); err != nil && !errors.Is(err, errGone) {
+		s.retry(p, ans)
+	}
+}
+
+// settleOnce writes an answer once, without retrying (used at exit).
+func (s *Server) settleOnce(p *pending, ans *answer) {
+	_ = s.attempt(p, ans)
+}
+
+// attempt makes the decision durable in the audit log, records its grants,
+// then writes the response. Each step runs once per answer, so a retry
+// neither audits nor grants twice. Failures are reported as WriteFailed.
+func (s *Server) attempt(p *pending, ans *answer) error {
+	if !ans.audited {
+		if err := s.audit.append(ans.record); err != nil {
+			s.emit(WriteFailed{Key: p.Key, Err: err.Error()})
+			return err
+		}
+		ans.audited = true
+	}
+	if !ans.granted && len(ans.grants) > 0 {
+		if err := s.cfg.Grants.Add(p.ServedSession, ans.grants); err != nil {
+			s.emit(WriteFailed{Key: p.Key, Err: "record grants: " + err.Error()})
+			return err
+		}
+		s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
+	}
+	ans.granted = true
+
+	resp := ans.resp
+	resp.ResponderSessionID = p.ServedSession
+	resp.RespondedAt = s.cfg.Now().UnixMilli()
+	err := s.inbox.Respond(p.Path, resp)
+	switch {
+	case err == nil:
+		s.mu.Lock()
+		delete(s.asks, p.Key)
+		s.mu.Unlock()
+		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.ArrivedAt)})
+		if len(ans.grants) > 0 {
+			s.rejudge()
+		}
+		return nil
+	case errors.Is(err, inbox.ErrWithdrawn), errors.Is(err, inbox.ErrNotInFlight):
+		s.expire(p)
+		return errGone
+	default:
+		s.emit(WriteFailed{Key: p.Key, Err: err.Error()})
+		return err
+	}
+}
+
+// retry repeats attempt with backoff until it succeeds, the request goes
+// away, or Run's context ends. A person is never asked again.
+func (s *Server) retry(p *pending, ans *answer) {
+	wait := retryFirst
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		err := s.attempt(p, ans)
+		if err == nil || errors.Is(err, errGone) {
+			return
+		}
+		wait = min(wait*2, retryMax)
+	}
+}
+
+// expire forgets an ask whose request vanished and reports it.
+func (s *Server) expire(p *pending) {
+	s.mu.Lock()
+	_, known := s.asks[p.Key]
+	delete(s.asks, p.Key)
+	s.mu.Unlock()
+	if known {
+		s.emit(Withdrawn{Key: p.Key, Pending: false})
+	}
+}
+
+// rejudge asks the recorded authority again about every ask still waiting
+// for a person; those it now decides are answered automatically.
+func (s *Server) rejudge() {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	waiting := make([]*pending, 0, len(s.asks))
+	for _, p := range s.asks {
+		if !p.deciding {
+			waiting = append(waiting, p)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(waiting, func(i, j int) bool { return waiting[i].Key < waiting[j].Key })
+	for _, p := range waiting {
+		v := s.judge(p.ServedSession, p.Request)
+		if v.Action == resolve.Ask {
+			continue
+		}
+		s.mu.Lock()
+		if p.deciding || s.asks[p.Key] != p || s.closing {
+			s.mu.Unlock()
+			continue
+		}
+		p.deciding, p.Verdict = true, v
+		s.workers.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.workers.Done()
+			s.settle(p, s.ruleAnswer(p))
+		}()
+	}
+}
+
+// Reresolve re-judges pending asks after a policy reload.
+func (s *Server) Reresolve() { s.rejudge() }
+
+// PolicyLoaded reports a (re)loaded policy and re-judges pending asks.
+func (s *Server) PolicyLoaded(problems []string) {
+	s.emit(PolicyStatus{Problems: problems})
+	s.rejudge()
+}
+
+// RevokeGrant withdraws a whole-session grant; later asks are judged
+// without it.
+func (s *Server) RevokeGrant(session string, g wire.Grant) error {
+	if err := s.cfg.Grants.Revoke(session, g); err != nil {
+		return err
+	}
+	s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
+	return nil
+}
