@@ -1,0 +1,234 @@
+package ui
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+type fieldKind int
+
+const (
+	kindPlain fieldKind = iota
+	kindBoundary
+	kindWarning
+	kindAnnotation
+	kindMuted
+	kindHeading
+)
+
+// field is one labelled fact of the detail view. Text is already sanitized
+// and holds no newline.
+type field struct {
+	label string
+	text  string
+	kind  fieldKind
+}
+
+// prose fields wrap at word boundaries; values (commands, paths) wrap at the
+// exact cell so their spacing is shown as it is.
+func (f field) prose() bool {
+	return f.kind == kindHeading || f.kind == kindMuted || f.kind == kindAnnotation || f.label == "why"
+}
+
+// detailFields lists everything known about an ask, most decision-relevant
+// first: who asks, what exactly, why it is asking, what was dropped, the
+// child's payload (or legacy message), and what a session approval records.
+func detailFields(e *entry) []field {
+	a := e.ask
+	r := a.Request
+	ai := r.AccessIntent
+	var f []field
+	add := func(label, text string, kind fieldKind) { f = append(f, field{label, text, kind}) }
+
+	if e.state == stateExpired {
+		add("status", "⌛ expired: the child stopped waiting; this ask can no longer be answered", kindWarning)
+	}
+	add("agent", Sanitize(agentOf(r)), kindPlain)
+	add("session", Sanitize(r.RequesterSessionID), kindPlain)
+	if ai != nil && (ai.Principal.SessionID != r.RequesterSessionID || ai.Principal.AgentName != r.RequesterAgentName) {
+		add("principal", "⚠ differs from the requester: "+Sanitize(ai.Principal.AgentName)+" "+
+			Sanitize(ai.Principal.SessionID), kindWarning)
+	}
+	add("served", Sanitize(a.ServedSession), kindPlain)
+
+	if ai == nil {
+		add("surface", Sanitize(deref(r.Surface))+" (display only: the request carries no accessIntent)", kindWarning)
+		add("value", Sanitize(deref(r.Value)), kindPlain)
+	} else {
+		f = append(f, intentFields(r)...)
+	}
+
+	if why := strings.TrimSpace(a.Verdict.Explanation); why != "" {
+		add("why", Sanitize(why), kindPlain)
+	}
+	if rule := a.Verdict.Rule; rule != nil {
+		add("rule", ruleText(rule), kindMuted)
+	}
+	for _, d := range r.Dropped {
+		add("warning", "⚠ dropped "+Sanitize(d.Field)+": "+Sanitize(d.Reason), kindWarning)
+	}
+
+	switch {
+	case r.Payload != nil:
+		f = append(f, payloadFields(r)...)
+	case r.Message != nil:
+		add("", "message (legacy, pre-rendered by the child)", kindHeading)
+		for _, line := range SanitizeLines(*r.Message) {
+			add("", line, kindPlain)
+		}
+	}
+
+	f = append(f, sessionFields(r)...)
+	return f
+}
+
+func intentFields(r *wire.Request) []field {
+	ai := r.AccessIntent
+	var f []field
+	add := func(label, text string, kind fieldKind) { f = append(f, field{label, text, kind}) }
+	add("cwd", Sanitize(ai.RequesterCwd), kindPlain)
+	surface := Sanitize(ai.Surface)
+	if tool := deref(r.Surface); tool != "" && tool != ai.Surface {
+		surface += " (tool " + Sanitize(tool) + ")"
+	}
+	add("surface", surface, kindPlain)
+	if v := deref(r.Value); v != "" && !slices.Contains(ai.MatchValues, v) && !unitsContain(ai.AskingUnits, v) {
+		add("value", Sanitize(v), kindPlain)
+	}
+	boundary := deref(ai.BoundaryValue)
+	for _, v := range ai.MatchValues {
+		if v == boundary && boundary != "" {
+			add("match", Sanitize(v)+"  ◆ boundary", kindBoundary)
+		} else {
+			add("match", Sanitize(v), kindPlain)
+		}
+	}
+	if boundary != "" && !slices.Contains(ai.MatchValues, boundary) {
+		add("boundary", "◆ "+Sanitize(boundary), kindBoundary)
+	}
+	if ai.Floor != nil {
+		add("floor", "⚠ "+Sanitize(*ai.Floor)+" (the child's parser forced an ask)", kindWarning)
+	}
+	for i, u := range ai.AskingUnits {
+		text := Sanitize(u.Command)
+		if u.Floor != nil {
+			text += "  ⚠ floor " + Sanitize(*u.Floor)
+		}
+		add("unit "+itoa(i+1), text, kindPlain)
+	}
+	return f
+}
+
+func unitsContain(units []wire.AskingUnit, v string) bool {
+	return slices.ContainsFunc(units, func(u wire.AskingUnit) bool { return u.Command == v })
+}
+
+func payloadFields(r *wire.Request) []field {
+	p := r.Payload
+	pr := p.Request
+	var f []field
+	add := func(label, text string, kind fieldKind) { f = append(f, field{label, text, kind}) }
+	add("", "payload ("+Sanitize(p.Kind)+")", kindHeading)
+	if tool := deref(pr.ToolName); tool != "" {
+		if inv := deref(pr.InvokedToolName); inv != "" && inv != tool {
+			tool += " via " + Sanitize(inv)
+		}
+		add("tool", Sanitize(tool), kindPlain)
+	}
+	if pr.Value != deref(r.Value) {
+		add("value", Sanitize(pr.Value), kindPlain)
+	}
+	if pr.MatchedPattern != nil {
+		add("matched", Sanitize(*pr.MatchedPattern), kindPlain)
+	}
+	if pr.CommandContext != nil {
+		add("context", Sanitize(*pr.CommandContext), kindPlain)
+	}
+	if pr.ExecutedUnit != nil {
+		add("runs", Sanitize(*pr.ExecutedUnit), kindPlain)
+	}
+	for _, ev := range p.Evidence {
+		text := Sanitize(ev.Label) + ": " + Sanitize(ev.Text)
+		if ev.Detail != nil {
+			text += " (" + Sanitize(*ev.Detail) + ")"
+		}
+		add("evidence", text, kindPlain)
+	}
+	for _, an := range p.Annotations {
+		add("note", "✎ model-generated, from "+Sanitize(an.Source)+": "+Sanitize(an.Text), kindAnnotation)
+	}
+	return f
+}
+
+// sessionFields shows what each "approve for session" choice would record.
+func sessionFields(r *wire.Request) []field {
+	opts, note := scopeOptions(r)
+	f := []field{{text: "approve for session (s) would record", kind: kindHeading}}
+	for _, o := range opts {
+		f = append(f, field{label: "", text: o.title + ": " + o.recorder + " " + grantsText(o.grants)})
+	}
+	if note != "" {
+		f = append(f, field{text: note, kind: kindMuted})
+	}
+	return f
+}
+
+// grantsText lists grants on one line; nil means the child computes its own.
+func grantsText(gs []wire.Grant) string {
+	if gs == nil {
+		return "its own grant (no suggestion was sent)"
+	}
+	parts := make([]string, len(gs))
+	for i, g := range gs {
+		parts[i] = Sanitize(g.Surface) + " " + Sanitize(g.Pattern)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ruleText(rule *resolve.RuleRef) string {
+	s := Sanitize(rule.Origin) + " " + Sanitize(rule.Surface) + ": " + Sanitize(rule.Pattern) + " → " + string(rule.Action)
+	if rule.File != "" {
+		s += " (" + Sanitize(rule.File) + ")"
+	}
+	return s
+}
+
+// agentOf names who is asking: the principal when the child fixed one.
+func agentOf(r *wire.Request) string {
+	if r.AccessIntent != nil {
+		return r.AccessIntent.Principal.AgentName
+	}
+	return r.RequesterAgentName
+}
+
+// surfaceOf is the gate surface when known, else the display surface.
+func surfaceOf(r *wire.Request) string {
+	if r.AccessIntent != nil {
+		return r.AccessIntent.Surface
+	}
+	return deref(r.Surface)
+}
+
+// shortValue is the one value a queue row shows.
+func shortValue(r *wire.Request) string {
+	switch {
+	case r.Value != nil:
+		return *r.Value
+	case r.Payload != nil:
+		return r.Payload.Request.Value
+	case r.AccessIntent != nil && len(r.AccessIntent.MatchValues) > 0:
+		return r.AccessIntent.MatchValues[0]
+	}
+	return ""
+}
+
+func askLabel(a serve.Ask) string {
+	if a.Request == nil {
+		return Sanitize(a.Key)
+	}
+	return Sanitize(agentOf(a.Request)) + " · " + Sanitize(surfaceOf(a.Request)) + " · " + Sanitize(shortValue(a.Request))
+}

@@ -1,0 +1,184 @@
+package ui
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/muesli/termenv"
+
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+func TestMain(m *testing.M) {
+	lipgloss.SetColorProfile(termenv.Ascii) // goldens must not depend on the terminal
+	os.Exit(m.Run())
+}
+
+// screen runs the console in a real Bubble Tea program at a fixed size,
+// applies steps, waits until marker is on the terminal, then quits and
+// returns the final model and the raw bytes the program wrote.
+//
+// The golden is the final View, not the raw stream: the stream is a series
+// of renderer diffs whose split depends on frame timing.
+func screen(t *testing.T, width, height int, marker string, steps func(tm *teatest.TestModel)) (*Model, []byte) {
+	t.Helper()
+	m := New(Options{
+		Backend:   &fakeBackend{},
+		Now:       func() time.Time { return testNow },
+		Refresh:   -1,
+		IsExpired: isTestExpired,
+		Attention: io.Discard,
+	})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(width, height))
+	steps(tm)
+	var raw bytes.Buffer
+	teatest.WaitFor(t, io.TeeReader(tm.Output(), &raw), func(b []byte) bool {
+		return bytes.Contains(b, []byte(marker))
+	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+	if err := tm.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	rest, err := io.ReadAll(tm.FinalOutput(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Write(rest)
+	golden.RequireEqual(t, []byte(final.View()))
+	return final, raw.Bytes()
+}
+
+func queued(tm *teatest.TestModel, asks ...serve.Ask) {
+	for _, a := range asks {
+		tm.Send(EventMsg{Event: serve.AskQueued{Ask: a}})
+	}
+}
+
+func press(tm *teatest.TestModel, names ...string) {
+	for _, n := range names {
+		tm.Send(keyMsg(n))
+	}
+}
+
+func serving(tm *teatest.TestModel) {
+	tm.Send(EventMsg{Event: serve.Serving{SessionID: rootSession}})
+	tm.Send(EventMsg{Event: serve.PolicyStatus{}})
+}
+
+func TestGoldenEmptyQueue(t *testing.T) {
+	screen(t, 80, 24, "No asks waiting", func(tm *teatest.TestModel) { serving(tm) })
+}
+
+func TestGoldenThreePending(t *testing.T) {
+	screen(t, 80, 24, "ask 2 of 3", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, legacyBash(), pathWrite(), bashChain())
+		press(tm, "j")
+	})
+}
+
+func TestGoldenThreePendingNarrow(t *testing.T) {
+	screen(t, 60, 24, "ask 3 of 3", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, legacyBash(), pathWrite(), bashChain())
+		press(tm, "j", "j")
+	})
+}
+
+func TestGoldenScopeChoice(t *testing.T) {
+	screen(t, 80, 24, "whole session, both", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, externalRead())
+		press(tm, "s", "j", "j")
+	})
+}
+
+func TestGoldenDenyReason(t *testing.T) {
+	screen(t, 80, 24, "no force pushes", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, bashChain())
+		press(tm, "r")
+		tm.Type("no force pushes")
+	})
+}
+
+func TestGoldenGrantsPane(t *testing.T) {
+	screen(t, 80, 24, "git status", func(tm *teatest.TestModel) {
+		serving(tm)
+		tm.Send(EventMsg{Event: serve.GrantsChanged{Grants: map[string][]wire.Grant{
+			rootSession:  {{Surface: "path_write", Pattern: "/w/p/src/*"}, {Surface: "external_directory", Pattern: "/w/other/*"}},
+			"other-root": {{Surface: "bash", Pattern: "git status *"}},
+		}}})
+		press(tm, "g", "j")
+	})
+}
+
+func TestGoldenDecisionLog(t *testing.T) {
+	screen(t, 80, 24, "decision log", func(tm *teatest.TestModel) {
+		serving(tm)
+		rule := &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: "bash", Pattern: sp("git *"), Origin: sp("global")}
+		grant := &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: "path_write", Pattern: sp("/w/p/src/*"), Origin: sp("session")}
+		user := &wire.DecisionSource{Kind: wire.DecidedByUser, Via: "dialog"}
+		for _, ev := range []serve.Event{
+			serve.Decided{Ask: legacyBash(), Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: user}},
+			serve.Decided{Ask: bashChain(), Response: wire.Response{State: wire.StateDeniedWithReason, DenialReason: "force pushes need review", DecidedBy: rule}, Auto: true},
+			serve.Decided{Ask: pathWrite(), Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: grant}, Auto: true},
+			serve.Decided{Ask: externalRead(), Response: wire.Response{Approved: true, State: wire.StateApprovedForSession, DecidedBy: user}},
+			serve.Invalid{ServedSession: rootSession, Path: "requests/bad.json", Reason: "createdAt is not a number"},
+		} {
+			tm.Send(EventMsg{Event: ev})
+		}
+		press(tm, "l")
+	})
+}
+
+func TestGoldenExpiredAsk(t *testing.T) {
+	screen(t, 80, 24, "expired: deployer", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, pathWrite(), bashChain())
+		press(tm, "j")
+		tm.Send(EventMsg{Event: serve.Withdrawn{Key: bashChain().Key, Pending: true}})
+	})
+}
+
+func TestGoldenHostileStrings(t *testing.T) {
+	_, raw := screen(t, 80, 24, "ask 1 of 1", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, hostile())
+		press(tm, "v")
+		press(tm, "esc")
+	})
+	// The renderer writes its own CSI sequences and the title OSC; none of
+	// the request's may get through.
+	for _, bad := range []string{"\x1b]52", "\x1bP", "\x1b_", "\x1b[8m", "\x07;"} {
+		if bytes.Contains(raw, []byte(bad)) {
+			t.Errorf("terminal output contains %q", bad)
+		}
+	}
+	if !utf8.Valid(raw) {
+		t.Error("terminal output is not valid UTF-8 (a raw 8-bit C1 byte got through)")
+	}
+	for _, r := range string(raw) {
+		if (r >= 0x80 && r <= 0x9f) || unicode.Is(unicode.Cf, r) {
+			t.Errorf("terminal output contains %U", r)
+		}
+	}
+}
+
+// A program quit by key with nothing pending must end on its own.
+func TestQuitEndsProgram(t *testing.T) {
+	m := New(Options{Backend: &fakeBackend{}, Now: func() time.Time { return testNow }, Refresh: -1, Attention: io.Discard})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+}

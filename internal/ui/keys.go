@@ -1,0 +1,79 @@
+package ui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// KeyMap is every key the console answers to. Change a key here and the
+// help text follows.
+type KeyMap struct {
+	Up               key.Binding
+	Down             key.Binding
+	ApproveOnce      key.Binding
+	ApproveSession   key.Binding
+	Deny             key.Binding
+	DenyReason       key.Binding
+	Select           key.Binding
+	ApproveIdentical key.Binding
+	View             key.Binding
+	Grants           key.Binding
+	Log              key.Binding
+	ClearExpired     key.Binding
+	Help             key.Binding
+	Quit             key.Binding
+	ForceQuit        key.Binding
+
+	// Inside overlays.
+	Confirm key.Binding
+	Close   key.Binding
+	Revoke  key.Binding
+}
+
+// DefaultKeyMap returns the console's keys.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Up:               key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("↑/k", "up")),
+		Down:             key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("↓/j", "down")),
+		ApproveOnce:      key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve once")),
+		ApproveSession:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "approve for session…")),
+		Deny:             key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny")),
+		DenyReason:       key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "deny with reason…")),
+		Select:           key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "select")),
+		ApproveIdentical: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve all identical")),
+		View:             key.NewBinding(key.WithKeys("v", "enter"), key.WithHelp("v/enter", "full view")),
+		Grants:           key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "grants")),
+		Log:              key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "decision log")),
+		ClearExpired:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "clear expired")),
+		Help:             key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:             key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+		ForceQuit:        key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		Confirm:          key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
+		Close:            key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close")),
+		Revoke:           key.NewBinding(key.WithKeys("d", "delete"), key.WithHelp("d", "revoke")),
+	}
+}
+
+// helpKeys adapts a fixed set of bindings to help.KeyMap, so each screen
+// shows only the keys that work there.
+type helpKeys struct {
+	short []key.Binding
+	full  [][]key.Binding
+}
+
+func (h helpKeys) ShortHelp() []key.Binding  { return h.short }
+func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
+
+func (k KeyMap) queueHelp() helpKeys {
+	return helpKeys{
+		short: []key.Binding{k.ApproveOnce, k.ApproveSession, k.Deny, k.DenyReason, k.View, k.Help},
+		full: [][]key.Binding{
+			{k.Up, k.Down, k.Select, k.View},
+			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical},
+			{k.Deny, k.DenyReason, k.ClearExpired},
+			{k.Grants, k.Log, k.Help, k.Quit},
+		},
+	}
+}
+
+func (k KeyMap) overlayHelp(extra ...key.Binding) helpKeys {
+	short := append(append([]key.Binding{}, extra...), k.Close)
+	return helpKeys{short: short, full: [][]key.Binding{short}}
+}

@@ -1,0 +1,440 @@
+// Package ui is the approval console: a Bubble Tea model that shows what the
+// serving loop reports and turns a person's keys into serve.Decision values.
+// Update does no IO; every call to the Backend runs in a tea.Cmd and comes
+// back as a message.
+package ui
+
+import (
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/textinput"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Backend is what the console asks of the serving loop (*serve.Server).
+type Backend interface {
+	Decide(serve.Decision) error
+	RevokeGrant(session string, g wire.Grant) error
+}
+
+// Options configures the console.
+type Options struct {
+	Backend Backend
+	// Bell rings the terminal bell on each new ask.
+	Bell bool
+	// Notify sends an OSC 9 and an OSC 777 desktop notification on each new
+	// ask. It carries only the pending count, never request text.
+	Notify bool
+	// ConfirmDouble makes every decision need two presses of the same key.
+	ConfirmDouble bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Timeout is the child's forwarding timeout, for the countdown; 0 means
+	// the pi default of 10 minutes.
+	Timeout time.Duration
+	// IsExpired reports a Decide error meaning the child already gave up
+	// (errors.Is(err, serve.ErrExpired)); nil treats every error as a
+	// failure to retry.
+	IsExpired func(error) bool
+	// Refresh is how often ages and countdowns redraw; 0 means every second
+	// and a negative value turns the ticker off (tests).
+	Refresh time.Duration
+	// Attention receives the bell and notification sequences; nil means
+	// os.Stderr. Bubble Tea v1 has no way to emit raw bytes through its
+	// renderer, and both sequences leave the screen untouched.
+	Attention io.Writer
+}
+
+// DefaultTimeout is pi's forwarding timeout (wire-protocol §6).
+const DefaultTimeout = 10 * time.Minute
+
+// EventMsg carries one serving-loop event into the program:
+// program.Send(ui.EventMsg{Event: ev}).
+type EventMsg struct{ Event serve.Event }
+
+// decidedMsg is the Backend's answer to one Decide call.
+type decidedMsg struct {
+	Decision serve.Decision
+	Err      error
+}
+
+// revokedMsg is the Backend's answer to one RevokeGrant call.
+type revokedMsg struct {
+	Session string
+	Grant   wire.Grant
+	Err     error
+}
+
+type tickMsg time.Time
+
+type askState int
+
+const (
+	statePending askState = iota
+	stateSending          // a decision is on its way to the Backend
+	stateExpired          // the child stopped waiting; it can no longer be answered
+)
+
+type entry struct {
+	ask      serve.Ask
+	state    askState
+	selected bool
+}
+
+type mode int
+
+const (
+	modeQueue mode = iota
+	modeScope
+	modeReason
+	modeView
+	modeGrants
+	modeLog
+	modeQuit
+)
+
+type sessionState struct {
+	serving bool
+	pid     int // of the other node, when served elsewhere
+}
+
+// armedPress is the first press of a decision key under ConfirmDouble.
+type armedPress struct {
+	key     string
+	targets []string
+}
+
+// Model is the console. New returns a pointer; Update mutates it and returns
+// the same pointer.
+type Model struct {
+	opts   Options
+	keys   KeyMap
+	styles Styles
+	help   help.Model
+
+	width, height int
+
+	queue     []*entry
+	cursorKey string
+	// cursorShifted is set when the highlighted ask changed under the
+	// person (it was answered or removed by an event); the next decision key
+	// is refused so nobody answers an ask they have not looked at.
+	cursorShifted bool
+
+	sessions       map[string]sessionState
+	policyLoaded   bool
+	policyProblems []string
+	autoApproved   int
+	autoDenied     int
+	expired        int
+	invalid        int
+	grants         map[string][]wire.Grant
+	log            []logEntry
+
+	mode        mode
+	status      string
+	streak      autoStreak
+	armed       *armedPress
+	scope       scopeChoice
+	reason      textinput.Model
+	reasonFor   []string
+	pager       viewport.Model
+	viewKey     string // the ask shown in the full view
+	grantCursor int
+	titleCount  int
+}
+
+// New builds the console.
+func New(opts Options) *Model {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Refresh == 0 {
+		opts.Refresh = time.Second
+	}
+	if opts.Attention == nil {
+		opts.Attention = os.Stderr
+	}
+	ti := textinput.New()
+	ti.Placeholder = "reason shown to the agent"
+	ti.CharLimit = 500
+	ti.Prompt = "reason: "
+	ti.Cursor.SetMode(cursor.CursorStatic)
+	return &Model{
+		opts:       opts,
+		keys:       DefaultKeyMap(),
+		styles:     DefaultStyles(),
+		help:       help.New(),
+		width:      80,
+		height:     24,
+		sessions:   map[string]sessionState{},
+		grants:     map[string][]wire.Grant{},
+		reason:     ti,
+		pager:      viewport.New(80, 10),
+		titleCount: -1,
+	}
+}
+
+// Init sets the window title and starts the redraw ticker.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(m.titleCmd(), m.tickCmd())
+}
+
+// Update applies one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.Width = msg.Width
+		m.refreshPager()
+		return m, nil
+	case EventMsg:
+		cmd := m.applyEvent(msg.Event)
+		m.closeStaleOverlay()
+		return m, tea.Batch(cmd, m.titleCmd())
+	case decidedMsg:
+		m.applyDecided(msg)
+		m.closeStaleOverlay()
+		return m, m.titleCmd()
+	case revokedMsg:
+		m.applyRevoked(msg)
+		return m, nil
+	case tickMsg:
+		return m, m.tickCmd()
+	case tea.KeyMsg:
+		cmd := m.handleKey(msg)
+		return m, tea.Batch(cmd, m.titleCmd())
+	}
+	if m.mode == modeReason {
+		var cmd tea.Cmd
+		m.reason, cmd = m.reason.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+func (m *Model) tickCmd() tea.Cmd {
+	if m.opts.Refresh < 0 {
+		return nil
+	}
+	return tea.Tick(m.opts.Refresh, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// applyEvent folds one serving-loop event into the state.
+func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
+	switch ev := ev.(type) {
+	case serve.AskQueued:
+		return m.enqueue(ev.Ask)
+	case serve.Decided:
+		m.applyResponse(ev)
+	case serve.Withdrawn:
+		if e := m.find(ev.Key); e != nil && e.state != stateExpired {
+			m.expire(e)
+			m.setStatus("expired: " + m.label(e) + " (the child stopped waiting)")
+		}
+	case serve.Invalid:
+		m.invalid++
+		note := "rejected request " + Sanitize(ev.Path) + ": " + Sanitize(ev.Reason)
+		m.addLog(logEntry{note: note})
+		m.setStatus(note)
+	case serve.Serving:
+		m.sessions[ev.SessionID] = sessionState{serving: true}
+	case serve.ServedElsewhere:
+		m.sessions[ev.SessionID] = sessionState{pid: ev.PID}
+	case serve.PolicyStatus:
+		m.policyLoaded = true
+		m.policyProblems = slices.Clone(ev.Problems)
+	case serve.WriteFailed:
+		note := "answer not written yet for " + Sanitize(ev.Key) + ": " + Sanitize(ev.Err) + " (retrying)"
+		m.addLog(logEntry{note: note})
+		m.setStatus(note)
+	case serve.GrantsChanged:
+		m.grants = make(map[string][]wire.Grant, len(ev.Grants))
+		for s, gs := range ev.Grants {
+			if len(gs) > 0 {
+				m.grants[s] = slices.Clone(gs)
+			}
+		}
+		m.grantCursor = min(m.grantCursor, max(0, len(m.grantRows())-1))
+	}
+	return nil
+}
+
+func (m *Model) enqueue(a serve.Ask) tea.Cmd {
+	if a.Request == nil || m.find(a.Key) != nil {
+		return nil
+	}
+	m.queue = append(m.queue, &entry{ask: a})
+	if m.cursorKey == "" {
+		m.cursorKey = a.Key
+	}
+	return m.attentionCmd(m.pendingCount())
+}
+
+// applyResponse handles a written response: it leaves the queue (if it was
+// there), is counted and logged. Automatic answers to queued asks happen when
+// a new whole-session grant covers them; the status line says so.
+func (m *Model) applyResponse(ev serve.Decided) {
+	wasQueued := m.find(ev.Ask.Key) != nil
+	if wasQueued {
+		m.remove(ev.Ask.Key, !ev.Auto)
+	}
+	if ev.Auto {
+		if ev.Response.Approved {
+			m.autoApproved++
+		} else {
+			m.autoDenied++
+		}
+	}
+	m.addLog(logEntry{ask: ev.Ask, response: ev.Response, auto: ev.Auto, latency: ev.Latency})
+	if ev.Auto && wasQueued {
+		m.streak.add(ev.Response.Approved)
+		m.status = m.streak.String()
+	}
+}
+
+func (m *Model) applyDecided(msg decidedMsg) {
+	e := m.find(msg.Decision.Key)
+	if e == nil {
+		return // already answered and removed by its Decided event
+	}
+	switch {
+	case msg.Err == nil:
+		m.remove(e.ask.Key, true)
+	case m.opts.IsExpired != nil && m.opts.IsExpired(msg.Err):
+		if e.state != stateExpired {
+			m.expire(e)
+		}
+		m.setStatus("too late: " + m.label(e) + " expired before the answer; nothing was sent")
+	default:
+		if e.state == stateSending {
+			e.state = statePending
+		}
+		m.setStatus("could not answer " + m.label(e) + ": " + Sanitize(msg.Err.Error()))
+	}
+}
+
+func (m *Model) applyRevoked(msg revokedMsg) {
+	what := Sanitize(msg.Grant.Surface) + " " + Sanitize(msg.Grant.Pattern)
+	if msg.Err != nil {
+		m.setStatus("could not revoke " + what + ": " + Sanitize(msg.Err.Error()))
+		return
+	}
+	m.setStatus("revoked " + what + " for " + Sanitize(msg.Session))
+}
+
+func (m *Model) expire(e *entry) {
+	e.state = stateExpired
+	e.selected = false
+	m.expired++
+}
+
+// remove drops an ask from the queue. byPerson says the person's own answer
+// removed it, so moving the highlight is expected.
+func (m *Model) remove(key string, byPerson bool) {
+	i := m.index(key)
+	if i < 0 {
+		return
+	}
+	m.queue = slices.Delete(m.queue, i, i+1)
+	if m.cursorKey != key {
+		return
+	}
+	m.cursorKey = ""
+	if len(m.queue) > 0 {
+		m.cursorKey = m.queue[min(i, len(m.queue)-1)].ask.Key
+		m.cursorShifted = !byPerson
+	}
+}
+
+func (m *Model) find(key string) *entry {
+	if i := m.index(key); i >= 0 {
+		return m.queue[i]
+	}
+	return nil
+}
+
+func (m *Model) index(key string) int {
+	return slices.IndexFunc(m.queue, func(e *entry) bool { return e.ask.Key == key })
+}
+
+func (m *Model) current() *entry { return m.find(m.cursorKey) }
+
+func (m *Model) pendingCount() int {
+	n := 0
+	for _, e := range m.queue {
+		if e.state != stateExpired {
+			n++
+		}
+	}
+	return n
+}
+
+// setStatus replaces the status line and ends any run of automatic answers.
+func (m *Model) setStatus(s string) {
+	m.status = s
+	m.streak = autoStreak{}
+}
+
+func (m *Model) addLog(l logEntry) {
+	const logCap = 2000
+	l.at = m.opts.Now()
+	m.log = append(m.log, l)
+	if len(m.log) > logCap {
+		m.log = slices.Delete(m.log, 0, len(m.log)-logCap)
+	}
+	if m.mode == modeLog {
+		m.refreshPager()
+	}
+}
+
+// servedIDs returns the session ids in a stable order, split by state.
+func (m *Model) servedIDs() (serving, elsewhere []string) {
+	for id, s := range m.sessions {
+		if s.serving {
+			serving = append(serving, id)
+		} else {
+			elsewhere = append(elsewhere, id)
+		}
+	}
+	sort.Strings(serving)
+	sort.Strings(elsewhere)
+	return serving, elsewhere
+}
+
+// autoStreak counts queued asks answered automatically since the last other
+// status message, so a burst reads as one line.
+type autoStreak struct{ approved, denied int }
+
+func (s *autoStreak) add(approved bool) {
+	if approved {
+		s.approved++
+	} else {
+		s.denied++
+	}
+}
+
+func (s autoStreak) String() string {
+	n := s.approved + s.denied
+	msg := plural(n, "queued ask") + " answered by recorded policy:"
+	if s.approved > 0 {
+		msg += " ✓ " + itoa(s.approved) + " approved"
+	}
+	if s.denied > 0 {
+		msg += " ✗ " + itoa(s.denied) + " denied"
+	}
+	return msg + " (l: log)"
+}

@@ -1,0 +1,584 @@
+package ui
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// harness drives a Model with messages and runs every Cmd it returns,
+// feeding Backend results back in, as the Bubble Tea runtime would.
+type harness struct {
+	t       *testing.T
+	m       *Model
+	backend *fakeBackend
+	quit    bool
+	bells   *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newHarness(t *testing.T, tweak ...func(*Options)) *harness {
+	t.Helper()
+	b := &fakeBackend{}
+	bells := &syncBuffer{}
+	opts := Options{
+		Backend:   b,
+		Now:       func() time.Time { return testNow },
+		Refresh:   -1,
+		IsExpired: isTestExpired,
+		Attention: bells,
+	}
+	for _, f := range tweak {
+		f(&opts)
+	}
+	h := &harness{t: t, m: New(opts), backend: b, bells: bells}
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	return h
+}
+
+// send delivers one message and runs the resulting commands to completion.
+func (h *harness) send(msg tea.Msg) {
+	h.t.Helper()
+	_, cmd := h.m.Update(msg)
+	h.run(cmd)
+}
+
+func (h *harness) run(cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	switch msg := cmd().(type) {
+	case tea.BatchMsg:
+		for _, c := range msg {
+			h.run(c)
+		}
+	case tea.QuitMsg:
+		h.quit = true
+	case decidedMsg, revokedMsg:
+		h.send(msg)
+	}
+}
+
+func (h *harness) events(evs ...serve.Event) {
+	for _, ev := range evs {
+		h.send(EventMsg{Event: ev})
+	}
+}
+
+func (h *harness) queue(asks ...serve.Ask) {
+	for _, a := range asks {
+		h.events(serve.AskQueued{Ask: a})
+	}
+}
+
+// keys presses each key in turn; names like "esc", "enter", "space",
+// "down" are special keys, anything else is typed as runes.
+func (h *harness) keys(names ...string) {
+	for _, n := range names {
+		h.send(keyMsg(n))
+	}
+}
+
+func keyMsg(name string) tea.KeyMsg {
+	switch name {
+	case "esc":
+		return tea.KeyMsg{Type: tea.KeyEsc}
+	case "enter":
+		return tea.KeyMsg{Type: tea.KeyEnter}
+	case "space":
+		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	case "up":
+		return tea.KeyMsg{Type: tea.KeyUp}
+	case "ctrl+c":
+		return tea.KeyMsg{Type: tea.KeyCtrlC}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(name)}
+}
+
+func (h *harness) decisions() []serve.Decision {
+	h.backend.mu.Lock()
+	defer h.backend.mu.Unlock()
+	return append([]serve.Decision(nil), h.backend.decisions...)
+}
+
+func (h *harness) wantDecisions(want ...serve.Decision) {
+	h.t.Helper()
+	got := h.decisions()
+	if len(want) == 0 && len(got) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(got, want) {
+		h.t.Fatalf("decisions:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func (h *harness) wantStatus(sub string) {
+	h.t.Helper()
+	if !strings.Contains(h.m.status, sub) {
+		h.t.Fatalf("status %q does not contain %q", h.m.status, sub)
+	}
+}
+
+func (h *harness) queueKeys() []string {
+	var keys []string
+	for _, e := range h.m.queue {
+		keys = append(keys, e.ask.Key)
+	}
+	return keys
+}
+
+func TestApproveOnce(t *testing.T) {
+	h := newHarness(t)
+	a := pathWrite()
+	h.queue(a)
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateApproved})
+	if len(h.m.queue) != 0 {
+		t.Fatalf("answered ask still queued: %v", h.queueKeys())
+	}
+}
+
+func TestDeny(t *testing.T) {
+	h := newHarness(t)
+	a, b := pathWrite(), bashChain()
+	h.queue(a, b)
+	h.keys("j", "n")
+	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateDenied})
+	if got := h.queueKeys(); !reflect.DeepEqual(got, []string{a.Key}) {
+		t.Fatalf("queue after deny = %v", got)
+	}
+}
+
+func TestDenyWithReasonRequiresText(t *testing.T) {
+	h := newHarness(t)
+	a := bashChain()
+	h.queue(a)
+	h.keys("r", "enter")
+	h.wantDecisions()
+	h.wantStatus("type a reason first")
+	if h.m.mode != modeReason {
+		t.Fatalf("empty reason left the input (mode %d)", h.m.mode)
+	}
+	h.keys(" ", " ", "enter") // blanks only
+	h.wantDecisions()
+	h.keys("no force pushes", "enter")
+	h.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateDeniedWithReason, Reason: "no force pushes"})
+	if h.m.mode != modeQueue {
+		t.Fatalf("mode after submit = %d", h.m.mode)
+	}
+}
+
+func TestSessionScopeChoices(t *testing.T) {
+	cases := []struct {
+		name   string
+		ask    serve.Ask
+		titles []string
+		downs  int
+		want   serve.Decision
+	}{
+		{"default is this subagent", pathWrite(),
+			[]string{"this subagent only", "this subagent, both directions", "the whole session", "the whole session, both directions"},
+			0, serve.Decision{State: wire.StateApprovedForSession}},
+		{"subagent both directions", pathWrite(), nil,
+			1, serve.Decision{State: wire.StateApprovedForSession, Family: true}},
+		{"whole session", pathWrite(), nil,
+			2, serve.Decision{State: wire.StateApprovedForServingSession}},
+		{"whole session both directions", externalRead(), nil,
+			3, serve.Decision{State: wire.StateApprovedForServingSession, Family: true}},
+		{"bash cannot widen", bashChain(),
+			[]string{"this subagent only", "the whole session"},
+			1, serve.Decision{State: wire.StateApprovedForServingSession}},
+		{"no suggestion: only this subagent", noSuggestion(),
+			[]string{"this subagent only"},
+			3, serve.Decision{State: wire.StateApprovedForSession}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.queue(c.ask)
+			h.keys("s")
+			if h.m.mode != modeScope {
+				t.Fatalf("s did not open the scope choice")
+			}
+			if c.titles != nil {
+				var got []string
+				for _, o := range h.m.scope.options {
+					got = append(got, o.title)
+				}
+				if !reflect.DeepEqual(got, c.titles) {
+					t.Fatalf("options = %q, want %q", got, c.titles)
+				}
+			}
+			for range c.downs {
+				h.keys("j")
+			}
+			h.wantDecisions()
+			h.keys("enter")
+			c.want.Key = c.ask.Key
+			h.wantDecisions(c.want)
+		})
+	}
+}
+
+func TestScopeWithoutSuggestionExplains(t *testing.T) {
+	h := newHarness(t)
+	h.queue(noSuggestion())
+	h.keys("s")
+	if !strings.Contains(h.m.View(), "the whole session is not offered") {
+		t.Fatalf("scope view does not explain the missing whole-session option:\n%s", h.m.View())
+	}
+}
+
+func TestEscNeverDecides(t *testing.T) {
+	h := newHarness(t)
+	h.queue(pathWrite(), bashChain())
+	for _, opener := range [][]string{{"s"}, {"s", "j", "j"}, {"r", "x"}, {"v"}, {"g"}, {"l"}, {"q"}, {"?"}} {
+		h.keys(opener...)
+		h.keys("esc")
+		if h.m.mode != modeQueue {
+			t.Fatalf("esc after %v left mode %d", opener, h.m.mode)
+		}
+	}
+	h.keys("esc", "esc")
+	h.wantDecisions()
+	if h.quit {
+		t.Fatal("esc quit the console")
+	}
+}
+
+func TestMultiSelect(t *testing.T) {
+	h := newHarness(t)
+	a, b, c := pathWrite(), bashChain(), externalRead()
+	h.queue(a, b, c)
+	h.keys("space", "j", "j", "space", "y")
+	h.wantDecisions(
+		serve.Decision{Key: a.Key, State: wire.StateApproved},
+		serve.Decision{Key: c.Key, State: wire.StateApproved},
+	)
+	if got := h.queueKeys(); !reflect.DeepEqual(got, []string{b.Key}) {
+		t.Fatalf("queue = %v", got)
+	}
+	// With nothing selected, n acts on the highlighted ask only.
+	h.keys("n")
+	h.wantDecisions(
+		serve.Decision{Key: a.Key, State: wire.StateApproved},
+		serve.Decision{Key: c.Key, State: wire.StateApproved},
+		serve.Decision{Key: b.Key, State: wire.StateDenied},
+	)
+}
+
+func TestMultiSelectDeny(t *testing.T) {
+	h := newHarness(t)
+	a, b := pathWrite(), bashChain()
+	h.queue(a, b)
+	h.keys("space", "j", "space", "n")
+	h.wantDecisions(
+		serve.Decision{Key: a.Key, State: wire.StateDenied},
+		serve.Decision{Key: b.Key, State: wire.StateDenied},
+	)
+}
+
+func TestApproveIdentical(t *testing.T) {
+	h := newHarness(t)
+	a1, other := pathWrite(), externalRead()
+	a2 := pathWrite()
+	a2.Key += "-again"
+	a2.Request.ID += "x"
+	sameButOtherAgent := pathWrite()
+	sameButOtherAgent.Key += "-agent"
+	sameButOtherAgent.Request.AccessIntent.Principal.AgentName = "builder"
+	h.queue(a1, other, a2, sameButOtherAgent)
+	h.keys("a")
+	h.wantDecisions(
+		serve.Decision{Key: a1.Key, State: wire.StateApproved},
+		serve.Decision{Key: a2.Key, State: wire.StateApproved},
+	)
+	if got := h.queueKeys(); !reflect.DeepEqual(got, []string{other.Key, sameButOtherAgent.Key}) {
+		t.Fatalf("queue = %v", got)
+	}
+}
+
+func TestConfirmDouble(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.ConfirmDouble = true })
+	a, b := pathWrite(), bashChain()
+	h.queue(a, b)
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("press y again")
+	h.keys("j", "y") // moving disarms; this is a first press again
+	h.wantDecisions()
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateApproved})
+
+	h.keys("r", "because", "enter")
+	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateApproved})
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateApproved},
+		serve.Decision{Key: a.Key, State: wire.StateDeniedWithReason, Reason: "because"})
+}
+
+func TestConfirmDoubleScope(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.ConfirmDouble = true })
+	a := pathWrite()
+	h.queue(a)
+	h.keys("s", "enter")
+	h.wantDecisions()
+	h.keys("j", "enter") // a different choice needs its own two presses
+	h.wantDecisions()
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateApprovedForSession, Family: true})
+}
+
+func TestWithdrawnAskCannotBeAnswered(t *testing.T) {
+	h := newHarness(t)
+	a := pathWrite()
+	h.queue(a)
+	h.events(serve.Withdrawn{Key: a.Key, Pending: true})
+	h.keys("y", "n", "s", "a")
+	h.wantDecisions()
+	h.wantStatus("expired")
+	if e := h.m.find(a.Key); e == nil || e.state != stateExpired {
+		t.Fatalf("withdrawn ask should stay visible as expired, got %+v", e)
+	}
+	if h.m.expired != 1 || h.m.pendingCount() != 0 {
+		t.Fatalf("expired=%d pending=%d", h.m.expired, h.m.pendingCount())
+	}
+	if !strings.Contains(h.m.View(), "expired") {
+		t.Fatal("expired ask is not marked in words")
+	}
+	h.keys("x")
+	if len(h.m.queue) != 0 {
+		t.Fatal("x did not clear the expired ask")
+	}
+}
+
+func TestDecideExpiredError(t *testing.T) {
+	h := newHarness(t)
+	h.backend.decideErr = errExpired
+	a := bashChain()
+	h.queue(a)
+	h.keys("y")
+	h.wantStatus("too late")
+	if e := h.m.find(a.Key); e == nil || e.state != stateExpired {
+		t.Fatalf("ask after expired error = %+v", e)
+	}
+	h.keys("y")
+	if n := len(h.decisions()); n != 1 {
+		t.Fatalf("late key press reached the backend: %d calls", n)
+	}
+}
+
+func TestDecideOtherErrorKeepsAskPending(t *testing.T) {
+	h := newHarness(t)
+	h.backend.decideErr = errors.New("disk full")
+	a := bashChain()
+	h.queue(a)
+	h.keys("y")
+	h.wantStatus("disk full")
+	if e := h.m.find(a.Key); e == nil || e.state != statePending {
+		t.Fatalf("ask after failed decide = %+v", e)
+	}
+}
+
+func TestQuitConfirmation(t *testing.T) {
+	h := newHarness(t)
+	h.queue(pathWrite())
+	h.keys("q")
+	if h.quit || h.m.mode != modeQuit {
+		t.Fatalf("q with a pending ask: quit=%v mode=%d", h.quit, h.m.mode)
+	}
+	h.keys("n")
+	if h.quit || h.m.mode != modeQueue {
+		t.Fatal("n did not stay")
+	}
+	h.keys("q", "q")
+	if !h.quit {
+		t.Fatal("second q did not quit")
+	}
+	h.wantDecisions()
+
+	empty := newHarness(t)
+	empty.keys("q")
+	if !empty.quit {
+		t.Fatal("q with nothing pending should quit at once")
+	}
+}
+
+func TestGrantsPaneRevokes(t *testing.T) {
+	h := newHarness(t)
+	g1 := wire.Grant{Surface: "bash", Pattern: "git status *"}
+	g2 := wire.Grant{Surface: "path_write", Pattern: "/w/p/src/*"}
+	h.events(serve.GrantsChanged{Grants: map[string][]wire.Grant{rootSession: {g1, g2}}})
+	h.keys("g", "j", "d")
+	want := []revocation{{rootSession, g2}}
+	if !reflect.DeepEqual(h.backend.revoked, want) {
+		t.Fatalf("revoked %+v, want %+v", h.backend.revoked, want)
+	}
+	h.wantStatus("revoked path_write /w/p/src/*")
+	h.wantDecisions()
+}
+
+func TestGrantApprovesQueuedAsks(t *testing.T) {
+	h := newHarness(t)
+	a, b, c := pathWrite(), bashChain(), externalRead()
+	h.queue(a, b, c)
+	h.keys("j", "j") // highlight c
+	grant := &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: "path_write", Pattern: sp("/w/p/src/*"), Origin: sp("session")}
+	approved := wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: grant}
+	h.events(
+		serve.GrantsChanged{Grants: map[string][]wire.Grant{rootSession: {{Surface: "path_write", Pattern: "/w/p/src/*"}}}},
+		serve.Decided{Ask: a, Response: approved, Auto: true},
+		serve.Decided{Ask: b, Response: approved, Auto: true},
+	)
+	h.wantStatus("2 queued asks answered by recorded policy: ✓ 2 approved")
+	if got := h.queueKeys(); !reflect.DeepEqual(got, []string{c.Key}) {
+		t.Fatalf("queue = %v", got)
+	}
+	if h.m.autoApproved != 2 || len(h.m.log) != 2 {
+		t.Fatalf("autoApproved=%d log=%d", h.m.autoApproved, len(h.m.log))
+	}
+	h.keys("l")
+	if v := h.m.View(); !strings.Contains(v, "session grant path_write /w/p/src/*") {
+		t.Fatalf("log does not name the grant:\n%s", v)
+	}
+}
+
+func TestCursorShiftGuard(t *testing.T) {
+	h := newHarness(t)
+	a, b := pathWrite(), bashChain()
+	h.queue(a, b)
+	// a, the highlighted ask, is answered automatically; b slides under
+	// the cursor. The next y must not approve b unseen.
+	h.events(serve.Decided{Ask: a, Response: wire.Response{Approved: true, State: wire.StateApproved}, Auto: true})
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("changed under you")
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateApproved})
+}
+
+func TestOverlayClosesWhenItsAskGoes(t *testing.T) {
+	h := newHarness(t)
+	a := pathWrite()
+	h.queue(a)
+	h.keys("s")
+	h.events(serve.Withdrawn{Key: a.Key, Pending: true})
+	if h.m.mode != modeQueue {
+		t.Fatal("scope choice stayed open for an expired ask")
+	}
+	h.keys("enter") // would have confirmed; now opens the view
+	h.wantDecisions()
+}
+
+func TestAttention(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Bell, o.Notify = true, true })
+	h.queue(hostile(), pathWrite())
+	out := h.bells.String()
+	if strings.Count(out, "\a\x1b]9;") != 2 {
+		t.Fatalf("want a bell and a notification per ask, got %q", out)
+	}
+	if !strings.Contains(out, "\x1b]9;permtui: 2 asks pending\x07") || !strings.Contains(out, "\x1b]777;notify;permtui;2 asks pending\x07") {
+		t.Fatalf("notification text %q", out)
+	}
+	if strings.Contains(out, "rm -rf") || strings.Contains(out, "evil") {
+		t.Fatalf("notification leaks request text: %q", out)
+	}
+
+	quiet := newHarness(t)
+	quiet.queue(pathWrite())
+	if s := quiet.bells.String(); s != "" {
+		t.Fatalf("Bell=false Notify=false still wrote %q", s)
+	}
+}
+
+func TestWindowTitleFollowsPendingCount(t *testing.T) {
+	h := newHarness(t)
+	_, cmd := h.m.Update(EventMsg{Event: serve.AskQueued{Ask: pathWrite()}})
+	if !containsTitle(cmd, "permtui: 1 ask pending") {
+		t.Fatal("no window title with the pending count")
+	}
+}
+
+// containsTitle runs cmd (and batches) looking for a window-title message.
+func containsTitle(cmd tea.Cmd, title string) bool {
+	if cmd == nil {
+		return false
+	}
+	msg := cmd()
+	if batch, ok := msg.(tea.BatchMsg); ok {
+		for _, c := range batch {
+			if containsTitle(c, title) {
+				return true
+			}
+		}
+		return false
+	}
+	return reflect.DeepEqual(msg, tea.SetWindowTitle(title)())
+}
+
+func TestHeaderShowsSessionsPolicyAndCounts(t *testing.T) {
+	h := newHarness(t)
+	h.events(
+		serve.Serving{SessionID: rootSession},
+		serve.ServedElsewhere{SessionID: "other-root", PID: 4242},
+		serve.PolicyStatus{Problems: []string{"project config /w/p/.pi/pi-permissions.jsonc: trailing comma at 3:5"}},
+		serve.Decided{Ask: bashChain(), Response: wire.Response{State: wire.StateDenied}, Auto: true},
+		serve.Invalid{ServedSession: rootSession, Path: "/fwd/x/requests/bad.json", Reason: "id is not a string"},
+	)
+	v := h.m.View()
+	for _, want := range []string{"serving ♥ " + rootSession, "served elsewhere ⚠ other-root (pid 4242)",
+		"policy ⚠ 1 problem: project config", "✗ 1 auto-denied", "⚠ 1 invalid"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("header lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+func TestLayoutFitsTheTerminal(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {60, 24}, {60, 12}, {120, 40}} {
+		h := newHarness(t)
+		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		h.queue(legacyBash(), pathWrite(), bashChain(), externalRead(), hostile())
+		for _, screen := range [][]string{nil, {"s"}, {"r"}, {"v"}, {"g"}, {"l"}, {"q"}, {"?"}} {
+			h.keys(screen...)
+			lines := strings.Split(h.m.View(), "\n")
+			if len(lines) != size[1] {
+				t.Errorf("%v after %v: %d lines", size, screen, len(lines))
+			}
+			for _, l := range lines {
+				if w := ansi.StringWidth(l); w > size[0] {
+					t.Errorf("%v after %v: line %d cells wide: %q", size, screen, w, l)
+				}
+			}
+			h.keys("esc")
+		}
+	}
+}

@@ -1,0 +1,501 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+const labelWidth = 9
+
+// View renders the whole screen: header, the body of the current mode,
+// status line and help. Every line is cut to the terminal width so nothing
+// wraps and the layout holds at any size.
+func (m *Model) View() string {
+	header := m.headerLines()
+	footer := []string{m.statusLine()}
+	footer = append(footer, strings.Split(m.help.View(m.helpKeys()), "\n")...)
+	bodyHeight := max(m.height-len(header)-len(footer), 1)
+
+	var body []string
+	switch m.mode {
+	case modeScope:
+		body = m.scopeBody()
+	case modeReason:
+		body = m.reasonBody(bodyHeight)
+	case modeView, modeLog:
+		body = m.pagerBody()
+	case modeGrants:
+		body = m.grantsBody()
+	case modeQuit:
+		body = m.quitBody()
+	default:
+		body = m.queueBody(bodyHeight)
+	}
+	body = fitLines(body, bodyHeight)
+
+	lines := append(append(header, body...), footer...)
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, m.width, "…")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *Model) helpKeys() help.KeyMap {
+	k := m.keys
+	switch m.mode {
+	case modeScope:
+		return k.overlayHelp(k.Up, k.Down, k.Confirm)
+	case modeReason:
+		return k.overlayHelp(k.Confirm)
+	case modeView, modeLog:
+		return k.overlayHelp(k.Up, k.Down)
+	case modeGrants:
+		return k.overlayHelp(k.Up, k.Down, k.Revoke)
+	case modeQuit:
+		return k.overlayHelp(k.Quit)
+	}
+	return k.queueHelp()
+}
+
+func (m *Model) headerLines() []string {
+	s := m.styles
+	counts := []string{
+		s.Title.Render("permtui"),
+		itoa(m.pendingCount()) + " pending",
+		s.Approved.Render("✓ " + itoa(m.autoApproved) + " auto-approved"),
+		s.Denied.Render("✗ " + itoa(m.autoDenied) + " auto-denied"),
+		"⌛ " + itoa(m.expired) + " expired",
+	}
+	if m.invalid > 0 {
+		counts = append(counts, s.Warning.Render("⚠ "+itoa(m.invalid)+" invalid"))
+	}
+	lines := flow(counts, m.width)
+
+	serving, elsewhere := m.servedIDs()
+	var sessions []string
+	if len(serving) == 0 {
+		sessions = append(sessions, s.Warning.Render("serving: none yet"))
+	}
+	for _, id := range serving {
+		sessions = append(sessions, "serving ♥ "+Sanitize(id))
+	}
+	for _, id := range elsewhere {
+		sessions = append(sessions, s.Warning.Render(fmt.Sprintf("served elsewhere ⚠ %s (pid %d)", Sanitize(id), m.sessions[id].pid)))
+	}
+	lines = append(lines, flow(sessions, m.width)...)
+
+	switch {
+	case !m.policyLoaded:
+		lines = append(lines, s.Muted.Render("policy: not loaded yet"))
+	case len(m.policyProblems) == 0:
+		lines = append(lines, "policy ✓ loaded")
+	default:
+		lines = append(lines, s.Warning.Render(fmt.Sprintf("policy ⚠ %s: %s", plural(len(m.policyProblems), "problem"),
+			Sanitize(m.policyProblems[0]))))
+	}
+	return lines
+}
+
+func (m *Model) statusLine() string {
+	if m.status == "" {
+		return ""
+	}
+	return m.styles.Status.Render("» " + m.status)
+}
+
+func (m *Model) rule(title string) string {
+	title = "── " + title + " "
+	return m.styles.Rule.Render(title + strings.Repeat("─", max(m.width-ansi.StringWidth(title), 0)))
+}
+
+// queueBody is the queue (at most a third of the body, scrolled to keep the
+// highlighted ask in view) over the detail of the highlighted ask.
+func (m *Model) queueBody(height int) []string {
+	if len(m.queue) == 0 {
+		return []string{
+			m.rule("queue"),
+			"",
+			"  No asks waiting for you.",
+			m.styles.Muted.Render("  Automatic answers are counted above and listed in the log (l)."),
+		}
+	}
+	visible := min(len(m.queue), max(3, height/3))
+	cur := max(m.index(m.cursorKey), 0)
+	first := min(max(cur-visible+1, 0), len(m.queue)-visible)
+	title := "queue"
+	if visible < len(m.queue) {
+		title = fmt.Sprintf("queue %d–%d of %d", first+1, first+visible, len(m.queue))
+	}
+	lines := []string{m.rule(title), m.styles.Muted.Render(m.row("  ", "   ", "agent", "surface", "value", "age", "left"))}
+	for _, e := range m.queue[first : first+visible] {
+		lines = append(lines, m.queueRow(e))
+	}
+
+	e := m.current()
+	pos := fmt.Sprintf("ask %d of %d", cur+1, len(m.queue))
+	lines = append(lines, m.rule(pos))
+	room := height - len(lines)
+	fields := detailFields(e)
+	detail := m.renderFields(fields, false)
+	if len(detail) > room {
+		detail = append(detail[:max(room-1, 0)], m.styles.Muted.Render(
+			fmt.Sprintf("… %d more lines: v shows everything", len(detail)-room+1)))
+	}
+	return append(lines, detail...)
+}
+
+func (m *Model) row(cursor, sel, agent, surface, value, age, left string) string {
+	const agentW, surfaceW, ageW, leftW = 10, 12, 6, 7
+	valueW := max(m.width-2-4-agentW-1-surfaceW-1-1-ageW-1-leftW, 8)
+	return cursor + sel + " " + pad(agent, agentW) + " " + pad(surface, surfaceW) + " " +
+		pad(value, valueW) + " " + padLeft(age, ageW) + " " + padLeft(left, leftW)
+}
+
+func (m *Model) queueRow(e *entry) string {
+	r := e.ask.Request
+	now := m.opts.Now()
+	created := createdAt(e.ask)
+	cursor, sel := "  ", "[ ]"
+	if e.ask.Key == m.cursorKey {
+		cursor = "▸ "
+	}
+	if e.selected {
+		sel = "[•]"
+	}
+	left := countdown(created.Add(m.opts.Timeout).Sub(now))
+	switch e.state {
+	case stateExpired:
+		sel, left = "[-]", "expired"
+	case stateSending:
+		left = "sending"
+	}
+	line := m.row(cursor, sel, Sanitize(agentOf(r)), Sanitize(surfaceOf(r)), Sanitize(shortValue(r)),
+		age(now.Sub(created)), left)
+	switch {
+	case e.state == stateExpired:
+		return m.styles.Expired.Render(line)
+	case e.ask.Key == m.cursorKey:
+		return m.styles.Cursor.Render(line)
+	}
+	return line
+}
+
+// renderFields lays fields out as label and text; wrap decides between one
+// truncated row per field (the queue screen) and wrapping in full (the
+// full view).
+func (m *Model) renderFields(fields []field, wrap bool) []string {
+	s := m.styles
+	textWidth := max(m.width-labelWidth-1, 10)
+	var out []string
+	for _, f := range fields {
+		if f.kind == kindHeading {
+			out = append(out, s.Label.Render(f.text))
+			continue
+		}
+		style := s.Value
+		switch f.kind {
+		case kindBoundary:
+			style = s.Boundary
+		case kindWarning:
+			style = s.Warning
+		case kindAnnotation:
+			style = s.Annotation
+		case kindMuted:
+			style = s.Muted
+		}
+		chunks := []string{ansi.Truncate(f.text, textWidth, "…")}
+		switch {
+		case wrap && f.prose():
+			chunks = strings.Split(ansi.Wrap(f.text, textWidth, ""), "\n")
+		case wrap:
+			chunks = strings.Split(ansi.Hardwrap(f.text, textWidth, true), "\n")
+		}
+		for i, c := range chunks {
+			label := ""
+			if i == 0 {
+				label = f.label
+			}
+			out = append(out, s.Label.Render(pad(label, labelWidth))+" "+style.Render(c))
+		}
+	}
+	return out
+}
+
+func (m *Model) scopeBody() []string {
+	s := m.styles
+	lines := []string{m.rule("approve for session")}
+	if e := m.find(m.scope.key); e != nil {
+		lines = append(lines, "  "+m.label(e), "")
+	}
+	for i, o := range m.scope.options {
+		mark, style := "  ( ) ", s.Value
+		if i == m.scope.chosen {
+			mark, style = "▸ (•) ", s.Option
+		}
+		lines = append(lines, style.Render(mark+o.title)+s.Muted.Render(" — "+o.recorder+":"))
+		if o.grants == nil {
+			lines = append(lines, "        "+grantsText(nil))
+		}
+		for _, g := range o.grants {
+			lines = append(lines, "        "+pad(Sanitize(g.Surface), 24)+" "+Sanitize(g.Pattern))
+		}
+	}
+	if m.scope.note != "" {
+		lines = append(lines, "", s.Muted.Render(m.scope.note))
+	}
+	return append(lines, "", s.Muted.Render("enter approves with the marked scope; esc cancels and decides nothing"))
+}
+
+func (m *Model) reasonBody(height int) []string {
+	lines := []string{
+		m.rule("deny with reason: " + m.describe(m.reasonFor)),
+		m.reason.View(),
+		m.styles.Muted.Render("the agent sees this reason; enter denies, esc cancels and decides nothing"),
+	}
+	if len(m.reasonFor) == 1 {
+		if e := m.find(m.reasonFor[0]); e != nil {
+			lines = append(lines, m.rule("the ask"))
+			lines = append(lines, m.renderFields(detailFields(e), false)...)
+		}
+	}
+	return fitLines(lines, height)
+}
+
+func (m *Model) grantsBody() []string {
+	s := m.styles
+	lines := []string{m.rule("whole-session grants"),
+		s.Muted.Render("permtui holds these; later identical asks are approved by them. Subagent grants live in each child.")}
+	rows := m.grantRows()
+	if len(rows) == 0 {
+		return append(lines, "", "  No whole-session grants yet.")
+	}
+	session := ""
+	for i, r := range rows {
+		if r.session != session {
+			session = r.session
+			lines = append(lines, "", "session "+Sanitize(session))
+		}
+		mark := "  "
+		if i == m.grantCursor {
+			mark = "▸ "
+		}
+		line := mark + pad(Sanitize(r.grant.Surface), 24) + " " + Sanitize(r.grant.Pattern)
+		if i == m.grantCursor {
+			line = s.Cursor.Render(line)
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+func (m *Model) quitBody() []string {
+	return []string{
+		m.rule("quit?"),
+		"",
+		fmt.Sprintf("  %s still waiting for a person.", plural(m.pendingCount(), "ask is", "asks are")),
+		"  Quit anyway? Their children get no answer from this console.",
+		"",
+		m.styles.Muted.Render("  q or y quits; esc or n stays"),
+	}
+}
+
+// openPager shows the full detail of the highlighted ask or the decision
+// log in a scrollable viewport.
+func (m *Model) openPager(md mode) {
+	if md == modeView {
+		e := m.current()
+		if e == nil {
+			m.setStatus("nothing to show")
+			return
+		}
+		m.viewKey = e.ask.Key
+	}
+	m.mode = md
+	m.refreshPager()
+	if md == modeLog {
+		m.pager.GotoBottom()
+	} else {
+		m.pager.GotoTop()
+	}
+}
+
+func (m *Model) pagerBody() []string {
+	title := "decision log"
+	if m.mode == modeView {
+		title = "full view"
+	}
+	return append([]string{m.rule(title)}, strings.Split(m.pager.View(), "\n")...)
+}
+
+// refreshPager sizes the viewport to the body and refills it.
+func (m *Model) refreshPager() {
+	header := len(m.headerLines())
+	m.pager.Width = m.width
+	m.pager.Height = max(m.height-header-3, 1) // rule above, status and help below
+	switch m.mode {
+	case modeView:
+		if e := m.find(m.viewKey); e != nil {
+			m.pager.SetContent(strings.Join(m.renderFields(detailFields(e), true), "\n"))
+		}
+	case modeLog:
+		m.pager.SetContent(strings.Join(m.logLines(), "\n"))
+	}
+}
+
+// logEntry is one line of the decision log: a written response, or a note
+// about a rejected request or a failed write.
+type logEntry struct {
+	at       time.Time
+	ask      serve.Ask
+	response wire.Response
+	auto     bool
+	latency  time.Duration
+	note     string
+}
+
+func (m *Model) logLines() []string {
+	if len(m.log) == 0 {
+		return []string{"", "  No decisions yet."}
+	}
+	textWidth := max(m.width-2, 10)
+	var out []string
+	for _, l := range m.log {
+		var text string
+		if l.note != "" {
+			text = l.at.Format("15:04:05") + " ⚠ " + l.note
+		} else {
+			text = l.at.Format("15:04:05") + " " + m.stateWords(l.response) + " " + askLabel(l.ask) +
+				" — by " + decidedBy(l.response.DecidedBy, l.auto)
+		}
+		for i, c := range strings.Split(ansi.Wrap(text, textWidth, ""), "\n") {
+			if i > 0 {
+				c = "  " + c
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// stateWords says the outcome in words and a glyph, never by colour alone.
+func (m *Model) stateWords(r wire.Response) string {
+	switch r.State {
+	case wire.StateApprovedForSession:
+		return m.styles.Approved.Render("✓ approved for session")
+	case wire.StateDeniedWithReason:
+		return m.styles.Denied.Render("✗ denied (" + Sanitize(r.DenialReason) + ")")
+	}
+	if r.Approved {
+		return m.styles.Approved.Render("✓ approved")
+	}
+	return m.styles.Denied.Render("✗ denied")
+}
+
+// decidedBy names the rule or person behind a response.
+func decidedBy(ds *wire.DecisionSource, auto bool) string {
+	if ds == nil {
+		if auto {
+			return "recorded policy"
+		}
+		return "you"
+	}
+	switch ds.Kind {
+	case wire.DecidedByUser:
+		return "you"
+	case wire.DecidedByRule:
+		origin := deref(ds.Origin)
+		if origin == "session" {
+			return "session grant " + Sanitize(ds.Surface) + " " + Sanitize(deref(ds.Pattern))
+		}
+		return "rule (" + Sanitize(origin) + ") " + Sanitize(ds.Surface) + ": " + Sanitize(deref(ds.Pattern))
+	}
+	s := Sanitize(ds.Kind)
+	if ds.Reason != nil {
+		s += ": " + Sanitize(*ds.Reason)
+	}
+	return s
+}
+
+// createdAt is when the child built the request; the arrival time stands in
+// when the child's clock value is unusable.
+func createdAt(a serve.Ask) time.Time {
+	if ms := a.Request.CreatedAt; ms > 0 && ms < 1e15 {
+		return time.UnixMilli(int64(ms))
+	}
+	return a.ArrivedAt
+}
+
+func age(d time.Duration) string {
+	d = max(d, 0).Truncate(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// countdown is the time left before the child gives up.
+func countdown(d time.Duration) string {
+	if d <= 0 {
+		return "due"
+	}
+	d = d.Truncate(time.Second)
+	if d >= time.Hour {
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// flow packs segments into as few lines as fit the width, " · " between.
+func flow(segments []string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, seg := range segments {
+		switch {
+		case cur == "":
+			cur = seg
+		case ansi.StringWidth(cur)+3+ansi.StringWidth(seg) <= width:
+			cur += " · " + seg
+		default:
+			lines = append(lines, cur)
+			cur = seg
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
+}
+
+// fitLines pads or cuts to exactly height lines.
+func fitLines(lines []string, height int) []string {
+	if len(lines) > height {
+		return lines[:height]
+	}
+	for len(lines) < height {
+		lines = append(lines, "")
+	}
+	return lines
+}
+
+// pad cuts or fills s to exactly w cells.
+func pad(s string, w int) string {
+	s = ansi.Truncate(s, w, "…")
+	return s + strings.Repeat(" ", max(w-ansi.StringWidth(s), 0))
+}
+
+func padLeft(s string, w int) string {
+	s = ansi.Truncate(s, w, "…")
+	return strings.Repeat(" ", max(w-ansi.StringWidth(s), 0)) + s
+}
+
+func truncate(s string, w int) string { return ansi.Truncate(s, w, "…") }
