@@ -148,10 +148,9 @@ const (
 	DecidedByAbsent  = "absent"
 )
 
-// Grant widths a child records for approved_for_session.
-const (
-	GrantWidthProven = "proven"
-)
+// GrantWidthProven is the default width a child records for
+// approved_for_session; it is never written.
+const GrantWidthProven = "proven"
 
 // ChildResponse is a response as the newest child reads it.
 type ChildResponse struct {

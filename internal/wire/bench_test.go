@@ -1,0 +1,40 @@
+package wire
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func BenchmarkParseRequest(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join(vectorsDir(b), "requests", "newest-bash-floor-units.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ParseRequest(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMarshalResponse(b *testing.B) {
+	r := Response{Approved: true, State: StateApproved, ResponderSessionID: servedID, RespondedAt: 1791279020001,
+		DecidedBy: RuleDecision("bash", strp("npm *"), strp("permtui"))}
+	for b.Loop() {
+		if _, err := MarshalResponse(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWriteFileAtomic(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "r.json")
+	data := []byte(`{"approved":true,"state":"approved","responderSessionId":"s","respondedAt":1}`)
+	for b.Loop() {
+		if err := WriteFileAtomic(path, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
