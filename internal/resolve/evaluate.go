@@ -118,7 +118,8 @@ type judged struct {
 	outcome
 	surface  string // the surface evaluated (a member for a folded family)
 	member   string
-	other    *outcome // the losing member of a fold
+	folded   bool   // a bare family was judged by both members
+	otherAct Action // the other member's result
 	otherSur string
 	floor    string // the request floor that touched an allow
 	floorHow string // "clamped", "grant" or "yolo"
@@ -150,9 +151,9 @@ func (p *Policy) judgeSurface(rs *ruleset, surface string, values []string, floo
 	if readSurface, writeSurface, ok := familyMembers(surface); ok {
 		read := p.judge(rs, readSurface, values, grants)
 		write := p.judge(rs, writeSurface, values, grants)
-		j = judged{outcome: read, surface: readSurface, member: readSurface, other: &write, otherSur: writeSurface}
+		j = judged{outcome: read, surface: readSurface, member: readSurface, folded: true, otherAct: write.action, otherSur: writeSurface}
 		if restrictiveness(write.action) > restrictiveness(read.action) {
-			j = judged{outcome: write, surface: writeSurface, member: writeSurface, other: &read, otherSur: readSurface}
+			j = judged{outcome: write, surface: writeSurface, member: writeSurface, folded: true, otherAct: read.action, otherSur: readSurface}
 		}
 	} else {
 		j = judged{outcome: p.judge(rs, surface, values, grants), surface: surface}
@@ -201,11 +202,11 @@ func (p *Policy) Evaluate(q Query, grants []wire.Grant) Verdict {
 // accessIntent always goes to a person (ADR 0008 §4).
 func (p *Policy) Resolve(req *wire.Request, grants []wire.Grant) Verdict {
 	if req == nil || req.AccessIntent == nil {
-		why := "The request carries no facts (no accessIntent), so a person decides: recorded policy never auto-answers a request without facts (ADR 0008 §4)."
+		why := "A person decides: the request carries no facts (no accessIntent), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."
 		if req != nil {
 			for _, d := range req.Dropped {
 				if d.Field == "accessIntent" {
-					why = "The request carries no facts (its accessIntent was malformed and dropped: " + d.Reason + "), so a person decides (ADR 0008 §4)."
+					why = "A person decides: the request carries no facts (no accessIntent: it was malformed and dropped, " + d.Reason + "), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."
 				}
 			}
 		}
@@ -251,20 +252,24 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 		v.Floor = j.floor
 	}
 	var b strings.Builder
+	b.Grow(512)
 	b.WriteString(actionWords[j.action])
 	b.WriteString(". ")
 	b.WriteString(prefix)
-	if j.other != nil {
-		b.WriteString("The direction is unproven, so both members were judged: " + j.surface + " gives " + string(j.outcome.action) +
-			", " + j.otherSur + " gives " + string(j.other.action) + "; " + j.member + " decides (more restrictive, read on a tie). ")
+	if j.folded {
+		writeAll(&b, "The direction is unproven, so both members were judged: ", j.surface, " gives ", string(j.outcome.action),
+			", ", j.otherSur, " gives ", string(j.otherAct), "; ", j.member, " decides (more restrictive, read on a tie). ")
 	}
 	switch {
 	case j.grant != nil:
 		v.Rule = &RuleRef{Surface: j.grant.Surface, Pattern: j.grant.Pattern, Action: Allow, Origin: OriginSession, Index: len(rs.rules)}
 		pat := j.grant.Pattern
 		v.Pattern = &pat
-		b.WriteString("The whole-session grant " + j.grant.Surface + " " + strconv.Quote(j.grant.Pattern) +
-			" matches " + strconv.Quote(j.value) + "; session grants come after every config rule, so it allows.")
+		writeAll(&b, "The whole-session grant ", j.grant.Surface, " ")
+		writeQuoted(&b, j.grant.Pattern)
+		b.WriteString(" matches ")
+		writeQuoted(&b, j.value)
+		b.WriteString("; session grants come after every config rule, so it allows.")
 	case j.rule != nil:
 		r := j.rule
 		v.Rule = &r.ref
@@ -272,29 +277,45 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 			v.Reason = r.reason
 		}
 		if r.layer == layerDefault {
-			b.WriteString("No specific rule matches " + strconv.Quote(j.value) + " on " + j.surface + ", so " + r.desc + " applies.")
+			b.WriteString("No specific rule matches ")
+			writeQuoted(&b, j.value)
+			writeAll(&b, " on ", j.surface, ", so ", r.desc, " applies.")
 		} else {
-			b.WriteString("The last rule matching " + strconv.Quote(j.value) + " on " + j.surface + " is " + r.desc + ".")
+			b.WriteString("The last rule matching ")
+			writeQuoted(&b, j.value)
+			writeAll(&b, " on ", j.surface, " is ", r.desc, ".")
 		}
 		if r.ref.FailClosed {
-			b.WriteString(" The fail-closed floor turned its allow into ask because " + floorCause(rs.floor) + ".")
+			writeAll(&b, " The fail-closed floor turned its allow into ask because ", floorCause(rs.floor), ".")
 		}
 	default:
 		b.WriteString("No rule matched.")
 	}
 	if j.yolo {
-		b.WriteString(" Then yoloMode (" + p.yoloFrom + ") turns this ask into allow.")
+		writeAll(&b, " Then yoloMode (", p.yoloFrom, ") turns this ask into allow.")
 	}
 	switch j.floorHow {
 	case "clamped":
-		b.WriteString(" The child marked this ask with the floor " + j.floor + ", so an allow from a rule is clamped to ask.")
+		writeAll(&b, " The child marked this ask with the floor ", j.floor, ", so an allow from a rule is clamped to ask.")
 	case "yolo":
-		b.WriteString(" The child marked this ask with the floor " + j.floor + "; under yoloMode (" + p.yoloFrom + ") the allow stands.")
+		writeAll(&b, " The child marked this ask with the floor ", j.floor, "; under yoloMode (", p.yoloFrom, ") the allow stands.")
 	case "grant":
-		b.WriteString(" The child's floor " + j.floor + " does not hold back a session grant.")
+		writeAll(&b, " The child's floor ", j.floor, " does not hold back a session grant.")
 	}
 	v.Explanation = b.String()
 	return v
+}
+
+func writeAll(b *strings.Builder, parts ...string) {
+	for _, s := range parts {
+		b.WriteString(s)
+	}
+}
+
+// writeQuoted writes s as a Go-quoted string without a temporary string.
+func writeQuoted(b *strings.Builder, s string) {
+	var scratch [128]byte
+	b.Write(strconv.AppendQuote(scratch[:0], s))
 }
 
 func floorCause(problems []Problem) string {

@@ -18,7 +18,7 @@ type fmValue struct {
 // comment stripping, the key ends at the first colon, quotes are peeled one
 // per side. It returns nil when the file has no frontmatter.
 func parseFrontmatter(text string) *ordered[fmValue] {
-	text = strings.ReplaceAll(text, "\r\n", "\n")
+	text = strings.ReplaceAll(strings.ToValidUTF8(text, "\uFFFD"), "\r\n", "\n")
 	if !strings.HasPrefix(text, "---\n") {
 		return nil
 	}

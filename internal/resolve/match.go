@@ -35,7 +35,12 @@ type glob struct {
 // CompilePattern expands a leading home token against home (nothing is
 // expanded when home is "") and prepares the pattern for matching.
 func CompilePattern(text, home string) Pattern {
-	expanded := expandHome(text, home)
+	expanded := text
+	if !utf8.ValidString(expanded) {
+		// A valid pattern keeps byte-wise and unit-wise matching in agreement.
+		expanded = strings.ToValidUTF8(expanded, "\uFFFD")
+	}
+	expanded = expandHome(expanded, home)
 	p := Pattern{text: text, full: compileGlob(expanded)}
 	if n := len(expanded); n >= 2 && expanded[n-1] == '*' && expanded[n-2] == ' ' {
 		p.alt, p.hasAlt = compileGlob(expanded[:n-2]), true
@@ -125,10 +130,15 @@ type unitPos struct {
 	low bool
 }
 
-// nextUnit decodes the UTF-16 unit at pos without allocating. Invalid UTF-8
-// counts as U+FFFD, one unit per bad byte.
+// nextUnit decodes the UTF-16 unit at pos without allocating. Each byte of
+// invalid UTF-8 becomes its own unit 0xDC00|byte (a lone low surrogate, which
+// valid text never decodes to), so it matches only the same byte, exactly as
+// byte-wise matching does.
 func nextUnit(s string, pos unitPos) (uint16, unitPos) {
 	r, size := utf8.DecodeRuneInString(s[pos.off:])
+	if r == utf8.RuneError && size == 1 {
+		return 0xDC00 | uint16(s[pos.off]), unitPos{off: pos.off + 1}
+	}
 	if r < 0x10000 {
 		return uint16(r), unitPos{off: pos.off + size}
 	}

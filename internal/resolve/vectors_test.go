@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/permtui/permtui/internal/wire"
@@ -155,11 +156,18 @@ func TestRulesetVectors(t *testing.T) {
 			}
 			var got Verdict
 			if v.Intent != "" {
-				req := &wire.Request{ID: v.ID}
-				if v.Intent == "dropped" {
-					req.Dropped = []wire.DroppedField{{Field: "accessIntent", Reason: "malformed"}}
+				text := `{"id":"` + v.ID + `","createdAt":1,"requesterSessionId":"c","targetSessionId":"t","requesterAgentName":"a"`
+				if v.RawIntent != nil {
+					text += `,"accessIntent":` + string(*v.RawIntent)
+				}
+				req, err := wire.ParseRequest([]byte(text + "}"))
+				if err != nil || req.AccessIntent != nil {
+					t.Fatalf("ParseRequest = %+v, %v; want a request without a usable intent", req, err)
 				}
 				got = p.Resolve(req, v.Grants)
+				if !strings.Contains(got.Explanation, "the request carries no facts") {
+					t.Errorf("explanation %q does not say the request has no facts", got.Explanation)
+				}
 				if got.Rule != nil || got.DecidedBy() != nil {
 					t.Errorf("a request without facts got a rule: %+v", got.Rule)
 				}

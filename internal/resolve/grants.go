@@ -1,0 +1,149 @@
+package resolve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Grants holds the whole-session grants (ADR 0006 "the whole session") of
+// every served session, persisted as <dir>/<enc(session)>.json so they
+// outlive a permtui restart. Safe for concurrent use.
+type Grants struct {
+	dir string
+	mu  sync.Mutex
+	by  map[string][]wire.Grant
+}
+
+const grantsFileSuffix = ".json"
+
+// OpenGrants loads every grants file of dir, creating dir (0700) if needed.
+// A corrupt file is an error naming it, never silently dropped.
+func OpenGrants(dir string) (*Grants, error) {
+	if err := wire.MkdirPrivate(dir); err != nil {
+		return nil, fmt.Errorf("grants directory %s: %w", dir, err)
+	}
+	g := &Grants{dir: dir, by: map[string][]wire.Grant{}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("grants directory %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		session, ok := grantsSession(e.Name())
+		if !ok {
+			continue // temp files of atomic writes, or not ours
+		}
+		file := filepath.Join(dir, e.Name())
+		data, err := wire.ReadRegularFile(file, maxPolicyFileSize)
+		if err != nil {
+			return nil, fmt.Errorf("grants file %s: %w", file, err)
+		}
+		var list []wire.Grant
+		if err := json.Unmarshal(data, &list); err != nil {
+			return nil, fmt.Errorf("grants file %s is corrupt: %w", file, err)
+		}
+		if len(list) > 0 {
+			g.by[session] = list
+		}
+	}
+	return g, nil
+}
+
+// grantsSession decodes a grants file name back to its session id; names
+// that are not the canonical encoding of an id are not grants files.
+func grantsSession(name string) (string, bool) {
+	stem, ok := strings.CutSuffix(name, grantsFileSuffix)
+	if !ok {
+		return "", false
+	}
+	session, err := url.PathUnescape(stem)
+	if err != nil || session == "" || wire.EncodeSegment(session) != stem {
+		return "", false
+	}
+	return session, true
+}
+
+func (g *Grants) file(session string) string {
+	return filepath.Join(g.dir, wire.EncodeSegment(session)+grantsFileSuffix)
+}
+
+// For returns a copy of the session's grants in recorded order.
+func (g *Grants) For(session string) []wire.Grant {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.by[session])
+}
+
+// All returns a copy of every session's grants.
+func (g *Grants) All() map[string][]wire.Grant {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	all := make(map[string][]wire.Grant, len(g.by))
+	for s, list := range g.by {
+		all[s] = slices.Clone(list)
+	}
+	return all
+}
+
+// Add records grants for the session, skipping ones already recorded, and
+// persists them before returning. On a write failure nothing is recorded.
+func (g *Grants) Add(session string, grants []wire.Grant) error {
+	if session == "" {
+		return errors.New("grants: empty session id")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	list := slices.Clone(g.by[session])
+	for _, gr := range grants {
+		if !slices.Contains(list, gr) {
+			list = append(list, gr)
+		}
+	}
+	if len(list) == len(g.by[session]) {
+		return nil
+	}
+	return g.save(session, list)
+}
+
+// Revoke removes one grant of the session and persists the change.
+func (g *Grants) Revoke(session string, grant wire.Grant) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	list := slices.Clone(g.by[session])
+	i := slices.Index(list, grant)
+	if i < 0 {
+		return nil
+	}
+	return g.save(session, slices.Delete(list, i, i+1))
+}
+
+// save writes the list atomically, then makes it current. Called with mu held.
+func (g *Grants) save(session string, list []wire.Grant) error {
+	if list == nil {
+		list = []wire.Grant{}
+	}
+	data, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	if len(data) > maxPolicyFileSize {
+		return fmt.Errorf("grants: session %q would exceed %d bytes of grants", session, maxPolicyFileSize)
+	}
+	if err := wire.WriteFileAtomic(g.file(session), data); err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		delete(g.by, session)
+	} else {
+		g.by[session] = list
+	}
+	return nil
+}

@@ -1,0 +1,309 @@
+package resolve
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// fixture lays out an agent dir and a project dir under t.TempDir().
+type fixture struct {
+	t    *testing.T
+	opts LoadOptions
+}
+
+func newFixture(t *testing.T) *fixture {
+	root := t.TempDir()
+	return &fixture{t: t, opts: LoadOptions{
+		AgentDir: filepath.Join(root, "agent"), ProjectDir: filepath.Join(root, "proj"), TrustProject: true, Home: "/home/u",
+	}}
+}
+
+func (f *fixture) global(text string) string {
+	p := globalConfigPath(f.opts.AgentDir)
+	writeFile(f.t, p, []byte(text))
+	return p
+}
+
+func (f *fixture) project(text string) string {
+	p := projectConfigPaths(f.opts.ProjectDir)[0]
+	writeFile(f.t, p, []byte(text))
+	return p
+}
+
+func (f *fixture) projectLocal(text string) string {
+	p := projectConfigPaths(f.opts.ProjectDir)[1]
+	writeFile(f.t, p, []byte(text))
+	return p
+}
+
+func (f *fixture) agent(name, text string) string {
+	p := filepath.Join(f.opts.AgentDir, "agents", name+".md")
+	writeFile(f.t, p, []byte(text))
+	return p
+}
+
+func (f *fixture) eval(agent, surface string, values ...string) Verdict {
+	return Load(f.opts).Evaluate(Query{Agent: agent, Surface: surface, Values: values}, nil)
+}
+
+func TestInvalidProjectFileSetsFailClosedFloor(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"allow","bash":{"*":"allow","rm *":"deny"},"read":"allow"}}`)
+	file := f.project(`{"permission":{"path_wrote":"allow"}}`)
+	p := Load(f.opts)
+	probs := p.Problems()
+	if len(probs) != 1 || probs[0].File != file || !probs[0].FailClosed || !strings.Contains(probs[0].Message, "path_wrote") {
+		t.Fatalf("problems = %+v, want one fail-closed problem naming path_wrote in %s", probs, file)
+	}
+	for _, c := range []struct {
+		surface, value string
+		want           Action
+	}{{"bash", "ls", Ask}, {"bash", "rm x", Deny}, {"read", "/x", Ask}, {"skill", "s", Ask}} {
+		v := p.Evaluate(Query{Surface: c.surface, Values: []string{c.value}}, nil)
+		if v.Action != c.want {
+			t.Errorf("%s %q = %s, want %s", c.surface, c.value, v.Action, c.want)
+		}
+		if c.want == Ask && (v.Origin != OriginFailClosed || !strings.Contains(v.Explanation, file)) {
+			t.Errorf("%s %q: origin %q, explanation %q; want fail-closed naming %s", c.surface, c.value, v.Origin, v.Explanation, file)
+		}
+	}
+	// Session grants are never floored.
+	v := p.Evaluate(Query{Surface: "bash", Values: []string{"ls"}}, []wire.Grant{{Surface: "bash", Pattern: "ls"}})
+	if v.Action != Allow || v.Origin != OriginSession {
+		t.Errorf("grant under the floor = %s/%s, want allow/session", v.Action, v.Origin)
+	}
+}
+
+func TestInvalidGlobalFileSetsNoFloor(t *testing.T) {
+	f := newFixture(t)
+	file := f.global(`{"permission":{"bash":"allow",}}`)
+	f.project(`{"permission":{"read":"allow"}}`)
+	p := Load(f.opts)
+	probs := p.Problems()
+	if len(probs) != 1 || probs[0].File != file || probs[0].FailClosed {
+		t.Fatalf("problems = %+v, want one problem that is not fail-closed", probs)
+	}
+	if v := p.Evaluate(Query{Surface: "read", Values: []string{"/x"}}, nil); v.Action != Allow || v.Origin != OriginProject {
+		t.Errorf("read = %s/%s, want allow/project", v.Action, v.Origin)
+	}
+	if v := p.Evaluate(Query{Surface: "bash", Values: []string{"ls"}}, nil); v.Action != Ask {
+		t.Errorf("bash = %s, want ask (the invalid global file contributes nothing)", v.Action)
+	}
+}
+
+func TestUnreadableProjectFileSetsFloor(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"allow"}}`)
+	target := filepath.Join(t.TempDir(), "elsewhere.json")
+	writeFile(t, target, []byte(`{"permission":{}}`))
+	link := projectConfigPaths(f.opts.ProjectDir)[1]
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	p := Load(f.opts)
+	if probs := p.Problems(); len(probs) != 1 || probs[0].File != link || !probs[0].FailClosed {
+		t.Fatalf("problems = %+v, want the symlinked config.local.json as a fail-closed problem", probs)
+	}
+	if v := p.Evaluate(Query{Surface: "bash", Values: []string{"ls"}}, nil); v.Action != Ask || v.Origin != OriginFailClosed {
+		t.Errorf("bash = %s/%s, want ask/fail-closed", v.Action, v.Origin)
+	}
+}
+
+func TestOversizedAgentFileFloorsOnlyThatAgent(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"allow"}}`)
+	f.agent("big", "---\npermission:\n  bash: allow\n---\n"+strings.Repeat("x", maxPolicyFileSize))
+	f.agent("ok", "---\npermission:\n  bash: allow\n---\n")
+	p := Load(f.opts)
+	if probs := p.Problems(); len(probs) != 1 || !probs[0].FailClosed || !strings.HasSuffix(probs[0].File, "big.md") {
+		t.Fatalf("problems = %+v", probs)
+	}
+	for agent, want := range map[string]Action{"big": Ask, "ok": Allow, "": Allow, "other": Allow} {
+		if v := p.Evaluate(Query{Agent: agent, Surface: "bash", Values: []string{"ls"}}, nil); v.Action != want {
+			t.Errorf("agent %q: %s, want %s", agent, v.Action, want)
+		}
+	}
+}
+
+func TestUntrustedProjectIsLeftOut(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":"ask"}}`)
+	f.project(`{"permission":{"bash":"allow"}}`)
+	writeFile(t, filepath.Join(f.opts.ProjectDir, ".pi", "agents", "a.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
+	f.opts.TrustProject = false
+	p := Load(f.opts)
+	if v := p.Evaluate(Query{Agent: "a", Surface: "bash", Values: []string{"ls"}}, nil); v.Action != Ask {
+		t.Errorf("untrusted project: bash = %s, want ask", v.Action)
+	}
+	for _, w := range p.WatchPaths() {
+		if strings.HasPrefix(w, f.opts.ProjectDir) {
+			t.Errorf("untrusted project path %s is watched", w)
+		}
+	}
+}
+
+func TestConfigLocalMergesInsideProjectScope(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":{"*":"ask"}}}`)
+	f.project(`{"permission":{"bash":{"git *":"allow","rm *":"deny"}}}`)
+	f.projectLocal(`{"permission":{"bash":{"git *":"deny","npm *":"allow"}}}`)
+	for value, want := range map[string]Action{"git status": Deny, "rm x": Deny, "npm i": Allow, "ls": Ask} {
+		if v := f.eval("", "bash", value); v.Action != want {
+			t.Errorf("bash %q = %s, want %s", value, v.Action, want)
+		}
+	}
+	if v := f.eval("", "bash", "git status"); v.Origin != OriginProject || !strings.Contains(v.Explanation, "config.local.json") {
+		t.Errorf("git status: origin %q, explanation %q; want project from config.local.json", v.Origin, v.Explanation)
+	}
+}
+
+func TestYoloScopes(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"yoloMode":true,"permission":{"bash":"ask"}}`)
+	if v := f.eval("", "bash", "ls"); v.Action != Allow || v.Origin != OriginYolo {
+		t.Fatalf("global yolo: %s/%s", v.Action, v.Origin)
+	}
+	f.project(`{"yoloMode":false}`)
+	if v := f.eval("", "bash", "ls"); v.Action != Ask {
+		t.Errorf("project yoloMode false should override the global true: %s", v.Action)
+	}
+	f.project(`{"yoloMode":"yes"}`)
+	p := Load(f.opts)
+	if yolo, _ := p.Yolo(); !yolo || len(p.Problems()) != 1 || !p.Problems()[0].FailClosed {
+		t.Errorf("a non-boolean yoloMode rejects the project file: yolo=%v problems=%+v", yolo, p.Problems())
+	}
+}
+
+func TestAgentNamesNeverReachOutsideTheAgentDirs(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":"ask"}}`)
+	// A file that a path-like agent name could point at.
+	writeFile(t, filepath.Join(f.opts.AgentDir, "evil.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
+	writeFile(t, filepath.Join(f.opts.AgentDir, "agents", "sub", "x.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
+	for _, name := range []string{"../evil", "sub/x", "..", "/etc/passwd", "./../evil", "sub"} {
+		if v := f.eval(name, "bash", "ls"); v.Action != Ask {
+			t.Errorf("agent %q: %s, want ask (no agent file)", name, v.Action)
+		}
+	}
+	if got := Load(f.opts).Agents(); len(got) != 0 {
+		t.Errorf("agents = %v, want none", got)
+	}
+}
+
+func TestJSONCStripping(t *testing.T) {
+	cases := map[string]string{
+		"a // c\nb":             "a \nb",
+		"a /* c */ b":           "a  b",
+		"a /* never closed":     "a ",
+		`"x // y" // z`:         `"x // y" `,
+		`'it''s' /* x */`:       `'it''s' `,
+		`"a \" // b" // c`:      `"a \" // b" `,
+		`"unterminated // x`:    `"unterminated // x`,
+		"x // no newline":       "x ",
+		`"/* not a comment */"`: `"/* not a comment */"`,
+	}
+	for in, want := range cases {
+		if got := stripJSONComments(in); got != want {
+			t.Errorf("strip(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestJSONObjectOrder(t *testing.T) {
+	v, err := parseJSON(`{"b":1,"10":2,"a":3,"2":4,"b":5,"01":6,"4294967294":7,"4294967295":8,"-1":9}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"2", "10", "4294967294", "b", "a", "01", "4294967295", "-1"}
+	if strings.Join(v.obj.keys, ",") != strings.Join(want, ",") {
+		t.Fatalf("keys = %v, want %v", v.obj.keys, want)
+	}
+	if b, _ := v.obj.get("b"); b.str != "5" {
+		t.Errorf("duplicate b = %s, want the last value 5", b.str)
+	}
+	for _, bad := range []string{`{"a":1,}`, `[1,]`, `{a:1}`, `{"a":01}`, `{"a":"\x"}`, "\ufeff{}", `{"a":1} x`, `{"a":"` + "\t" + `"}`, `'a'`, ``} {
+		if _, err := parseJSON(bad); err == nil {
+			t.Errorf("parseJSON(%q) accepted invalid JSON", bad)
+		}
+	}
+	s, err := parseJSON(`"\ud83d\ude00 \u00e9 \ud800 \/"`)
+	if err != nil || s.str != "😀 é \uFFFD /" {
+		t.Errorf("string escapes = %q, %v", s.str, err)
+	}
+}
+
+func TestSchemaRejections(t *testing.T) {
+	bad := []string{
+		`[]`, `{"permission":[]}`, `{"permission":{"":"allow"}}`, `{"permission":{"bash":{"":"allow"}}}`,
+		`{"permission":{"bash":["allow"]}}`, `{"permission":{"bash":{"x":{"action":"allow"}}}}`,
+		`{"permission":{"bash":{"x":{"reason":"r"}}}}`, `{"permission":{"bash":{"x":{"action":"deny","reason":1}}}}`,
+		`{"permission":{"bash":{"x":{"action":"deny","reason":"` + strings.Repeat("r", 501) + `"}}}}`,
+		`{"permission":{"external_directory_rw":"allow"}}`, `{"permission":{"path_":"allow"}}`, `{"nope":1}`,
+	}
+	for _, text := range bad {
+		if _, err := parseConfig(text, OriginGlobal, "f"); err == nil {
+			t.Errorf("parseConfig accepted %s", text)
+		}
+	}
+	good := `{"$schema":"x","commandEffects":{},"permission":{"*":{"foo":"deny"},"path_read":"allow","bash":{"x":{"action":"deny","reason":"` + strings.Repeat("é", 500) + `"}}}}`
+	if _, err := parseConfig(good, OriginGlobal, "f"); err != nil {
+		t.Errorf("parseConfig rejected a valid file: %v", err)
+	}
+}
+
+func TestFrontmatterDialect(t *testing.T) {
+	text := "---\n" +
+		"permission:\n" +
+		"  # a comment\n" +
+		"  bash:\n" +
+		"    'git *': allow\n" +
+		"    \"rm *\": 'deny'\n" +
+		"    x: maybe\n" +
+		"  \"skill\": deny\n" +
+		"  read:\n" +
+		"  7: ask\n" +
+		"  mcp:\n" +
+		"    a:b: allow\n" +
+		"other: 1\n" +
+		"---\n"
+	perms := agentPermissions(text, OriginAgent, "a.md")
+	if got := strings.Join(perms.keys, ","); got != "7,bash,skill" {
+		t.Fatalf("surfaces = %s, want 7,bash,skill (empty read and invalid mcp maps dropped, 7 first)", got)
+	}
+	bash, _ := perms.get("bash")
+	if got := strings.Join(bash.patterns.keys, ","); got != "git *,rm *" {
+		t.Errorf("bash patterns = %s", got)
+	}
+	if rm, _ := bash.patterns.get("rm *"); rm.action != Deny {
+		t.Errorf("rm * = %s", rm.action)
+	}
+	for _, text := range []string{"", "---\npermission:\n  bash: allow\n", " ---\npermission:\n  bash: allow\n---\n", "---\npermission: allow\n---\n"} {
+		if agentPermissions(text, OriginAgent, "a.md").Len() != 0 {
+			t.Errorf("%q should give no permissions", text)
+		}
+	}
+}
+
+func TestDirectionalSugarAndRelocation(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"deny","mcp__srv__tool":"allow","path":{"*":"ask"},"path_write":{"/tmp/*":"allow"}}}`)
+	if v := f.eval("", "mcp", "mcp__srv__tool"); v.Action != Allow || deref(v.Pattern) != "mcp__srv__tool" {
+		t.Errorf("relocated Pi MCP tool rule: %s %s", v.Action, deref(v.Pattern))
+	}
+	if v := f.eval("", "mcp__srv__tool"); v.Action != Allow {
+		t.Errorf("the original tool rule stays: %s", v.Action)
+	}
+	if v := f.eval("", "path_write", "/tmp/x"); v.Action != Allow {
+		t.Errorf("path_write /tmp/x = %s", v.Action)
+	}
+	if v := f.eval("", "path", "/tmp/x"); v.Action != Ask || v.Member != "path_read" {
+		t.Errorf("path /tmp/x = %s via %s, want ask via path_read", v.Action, v.Member)
+	}
+}

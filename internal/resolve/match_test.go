@@ -1,0 +1,121 @@
+package resolve
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// refUnits decodes s to UTF-16 units, one unit 0xDC00|b per invalid byte.
+func refUnits(s string) []uint16 {
+	var out []uint16
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, 0xDC00|uint16(s[0]))
+		} else {
+			out = utf16.AppendRune(out, r)
+		}
+		s = s[size:]
+	}
+	return out
+}
+
+// refGlob is the textbook dynamic-programming wildcard match over units.
+func refGlob(p, v []uint16) bool {
+	// m[i][j]: p[:i] matches v[:j]
+	m := make([][]bool, len(p)+1)
+	for i := range m {
+		m[i] = make([]bool, len(v)+1)
+	}
+	m[0][0] = true
+	for i := 1; i <= len(p); i++ {
+		for j := 0; j <= len(v); j++ {
+			switch p[i-1] {
+			case '*':
+				m[i][j] = m[i-1][j] || (j > 0 && m[i][j-1])
+			case '?':
+				m[i][j] = j > 0 && m[i-1][j-1]
+			default:
+				m[i][j] = j > 0 && m[i-1][j-1] && p[i-1] == v[j-1]
+			}
+		}
+	}
+	return m[len(p)][len(v)]
+}
+
+// refMatch is §5 without home expansion: anchored glob plus the optional
+// trailing " *".
+func refMatch(pattern, value string) bool {
+	p, v := refUnits(strings.ToValidUTF8(pattern, "\uFFFD")), refUnits(value)
+	if refGlob(p, v) {
+		return true
+	}
+	n := len(p)
+	return n >= 2 && p[n-1] == '*' && p[n-2] == ' ' && refGlob(p[:n-2], v)
+}
+
+func FuzzMatch(f *testing.F) {
+	for _, s := range [][2]string{
+		{"git *", "git status"}, {"a?b", "a😀b"}, {"a??b", "a😀b"}, {"*.env.*", "/w/.env.x"},
+		{"?*", "*"}, {"a **", "a"}, {" *", ""}, {"*a*b?c*", "xxaxbyczz"}, {"\xff*", "\xc3\x80"}, {"*\x80", "\xc3\x80"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, value string) {
+		if len(pattern) > 64 || len(value) > 256 {
+			return // the reference is quadratic
+		}
+		p := CompilePattern(pattern, "")
+		if got, want := p.Match(value), refMatch(pattern, value); got != want {
+			t.Fatalf("Match(%q, %q) = %v, reference says %v", pattern, value, got, want)
+		}
+	})
+}
+
+func TestMatchAgreesWithReferenceOnAstralAndInvalidText(t *testing.T) {
+	patterns := []string{"*", "?", "??", "a?", "*?*", "?😀", "😀*", "*\x80", "\xc3*", "é?", "*é", "a*b*c", "* *"}
+	values := []string{"", "a", "😀", "a😀", "\xc3\x80", "\xc3", "é", "éé", "abc", "a b", "axbxc", "\x80"}
+	for _, p := range patterns {
+		for _, v := range values {
+			if got, want := MatchPattern(p, v, ""), refMatch(p, v); got != want {
+				t.Errorf("Match(%q, %q) = %v, reference says %v", p, v, got, want)
+			}
+		}
+	}
+}
+
+func TestMatchDoesNotAllocate(t *testing.T) {
+	pats := []Pattern{
+		CompilePattern("git *", "/home/u"), CompilePattern("*.env.*", "/home/u"),
+		CompilePattern("~/dev/*", "/home/u"), CompilePattern("a?b*c", "/home/u"), CompilePattern("*x*y*", "/home/u"),
+	}
+	values := []string{"git status --short", "/w/p/.env.local", "/home/u/dev/x", "a😀bzzc", "xxxxxxyyyy"}
+	allocs := testing.AllocsPerRun(200, func() {
+		for _, p := range pats {
+			for _, v := range values {
+				p.Match(v)
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("matching allocated %v times per run", allocs)
+	}
+}
+
+func TestExpandHome(t *testing.T) {
+	cases := map[string]string{
+		"~": "/home/u", "$HOME": "/home/u", "${HOME}": "/home/u", "~/": "/home/u", "~//": "/home/u/",
+		"~/a/./b/../c/": "/home/u/a/c/", "${HOME}\\x": "/home/u/x", "~user": "~user", "$HOMEDIR/x": "$HOMEDIR/x",
+		"${HOME:-x}/y": "${HOME:-x}/y", "x/~/y": "x/~/y", "~/..": "/home",
+	}
+	for in, want := range cases {
+		if got := expandHome(in, "/home/u"); got != want {
+			t.Errorf("expandHome(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := expandHome("~/x", ""); got != "~/x" {
+		t.Errorf("with no home, expandHome = %q, want the pattern unchanged", got)
+	}
+}
