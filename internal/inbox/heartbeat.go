@@ -25,8 +25,9 @@ func (in *Inbox) claimKnown() {
 }
 
 // claim starts serving id unless another live node holds a fresh heartbeat
-// for it; then it reports that and leaves the id for a later recheck.
-func (in *Inbox) claim(id string) {
+// for it; then it reports that and leaves the id for a later recheck. It
+// reports whether serving started; the caller makes sure a scan follows.
+func (in *Inbox) claim(id string) bool {
 	in.hbMu.Lock()
 	defer in.hbMu.Unlock()
 	now := in.cfg.Now()
@@ -34,7 +35,7 @@ func (in *Inbox) claim(id string) {
 	s := in.sessions[id]
 	in.mu.Unlock()
 	if s == nil || s.serving {
-		return
+		return false
 	}
 	if pid, taken := in.foreignServer(id, now); taken {
 		in.mu.Lock()
@@ -45,7 +46,7 @@ func (in *Inbox) claim(id string) {
 		if changed {
 			in.cfg.Deliver(ServedElsewhere{Session: id, PID: pid})
 		}
-		return
+		return false
 	}
 	if err := in.publish(id, now); err != nil {
 		// Without a heartbeat newer children abandon in 2 s, but older ones
@@ -56,7 +57,7 @@ func (in *Inbox) claim(id string) {
 	s.serving, s.otherPID, s.published = true, 0, true
 	in.mu.Unlock()
 	in.cfg.Deliver(Serving{Session: id})
-	in.kickScan()
+	return true
 }
 
 // heartbeatLoop refreshes our records and rechecks contended ids, from its
@@ -93,7 +94,9 @@ func (in *Inbox) refreshAll() {
 	}
 	sort.Strings(recheck)
 	for _, id := range recheck {
-		in.claim(id)
+		if in.claim(id) {
+			in.kickScan()
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func (j *fakeJudge) Resolve(req *wire.Request, grants []wire.Grant) resolve.Verd
 	value := ai.MatchValues[0]
 	for _, g := range grants {
 		fam, _ := resolve.Family(ai.Surface)
-		if (g.Surface == ai.Surface || g.Surface == fam) && g.Pattern == value {
+		if (g.Surface == ai.Surface || g.Surface == fam) && grantMatches(g.Pattern, value) {
 			return ruleVerdict(resolve.Allow, ai.Surface, g.Pattern, "session", "")
 		}
 	}
@@ -52,6 +53,14 @@ func (j *fakeJudge) Resolve(req *wire.Request, grants []wire.Grant) resolve.Verd
 		return v
 	}
 	return resolve.Verdict{Action: resolve.Ask, Surface: ai.Surface}
+}
+
+// grantMatches is exact, or "cmd *" matching cmd and cmd with arguments.
+func grantMatches(pattern, value string) bool {
+	if prefix, ok := strings.CutSuffix(pattern, " *"); ok {
+		return value == prefix || strings.HasPrefix(value, prefix+" ")
+	}
+	return pattern == value
 }
 
 func (j *fakeJudge) set(value string, v resolve.Verdict) {
