@@ -185,10 +185,10 @@ func hostile() serve.Ask {
 		Surface:            sp("bash"),
 		Value:              sp(value),
 		AccessIntent: &wire.AccessIntent{
-			Surface:       "bash",
-			MatchValues:   []string{value},
-			RequesterCwd:  "/w/p\x1bP+q\x1b\\",
-			Principal:     wire.Principal{SessionID: childSession + "\x1b[2J", AgentName: "evil\u2066agent\u2069"},
+			Surface:      "bash",
+			MatchValues:  []string{value},
+			RequesterCwd: "/w/p\x1bP+q\x1b\\",
+			Principal:    wire.Principal{SessionID: childSession + "\x1b[2J", AgentName: "evil\u2066agent\u2069"},
 		},
 		Payload: &wire.Payload{
 			Kind:        "bash",

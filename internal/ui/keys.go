@@ -33,12 +33,12 @@ func DefaultKeyMap() KeyMap {
 		Up:               key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("↑/k", "up")),
 		Down:             key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("↓/j", "down")),
 		ApproveOnce:      key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve once")),
-		ApproveSession:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "approve for session…")),
+		ApproveSession:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "session approval…")),
 		Deny:             key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny")),
 		DenyReason:       key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "deny with reason…")),
 		Select:           key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "select")),
-		ApproveIdentical: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve all identical")),
-		View:             key.NewBinding(key.WithKeys("v", "enter"), key.WithHelp("v/enter", "full view")),
+		ApproveIdentical: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve identical")),
+		View:             key.NewBinding(key.WithKeys("v", "enter"), key.WithHelp("v", "full view")),
 		Grants:           key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "grants")),
 		Log:              key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "decision log")),
 		ClearExpired:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "clear expired")),
@@ -63,7 +63,7 @@ func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
 
 func (k KeyMap) queueHelp() helpKeys {
 	return helpKeys{
-		short: []key.Binding{k.ApproveOnce, k.ApproveSession, k.Deny, k.DenyReason, k.View, k.Help},
+		short: []key.Binding{k.Help, k.ApproveOnce, k.Deny, k.ApproveSession, k.DenyReason},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Select, k.View},
 			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical},

@@ -241,7 +241,8 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.Decided:
 		m.applyResponse(ev)
 	case serve.Withdrawn:
-		if e := m.find(ev.Key); e != nil && e.state != stateExpired {
+		// An ask whose answer is being written is settled by Decide's result.
+		if e := m.find(ev.Key); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
 			m.expire(e)
 			m.setStatus("expired: " + m.label(e) + " (the child stopped waiting)")
 		}
@@ -255,6 +256,12 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.ServedElsewhere:
 		m.sessions[ev.SessionID] = sessionState{pid: ev.PID}
 	case serve.PolicyStatus:
+		// The header has room for one problem; the log keeps all of them.
+		if !slices.Equal(ev.Problems, m.policyProblems) {
+			for _, p := range ev.Problems {
+				m.addLog(logEntry{note: "policy: " + Sanitize(p)})
+			}
+		}
 		m.policyLoaded = true
 		m.policyProblems = slices.Clone(ev.Problems)
 	case serve.WriteFailed:

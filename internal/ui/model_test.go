@@ -396,6 +396,22 @@ func TestDecideExpiredError(t *testing.T) {
 	}
 }
 
+func TestWithdrawnWhileAnswerIsWritten(t *testing.T) {
+	h := newHarness(t)
+	a := pathWrite()
+	h.queue(a)
+	_, cmd := h.m.Update(keyMsg("y")) // the Decide call has not run yet
+	h.events(serve.Withdrawn{Key: a.Key, Pending: false})
+	if e := h.m.find(a.Key); e == nil || e.state != stateSending {
+		t.Fatalf("ask being answered was changed by Withdrawn: %+v", e)
+	}
+	h.run(cmd)
+	h.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateApproved})
+	if len(h.m.queue) != 0 || h.m.expired != 0 {
+		t.Fatalf("queue=%v expired=%d", h.queueKeys(), h.m.expired)
+	}
+}
+
 func TestDecideOtherErrorKeepsAskPending(t *testing.T) {
 	h := newHarness(t)
 	h.backend.decideErr = errors.New("disk full")
@@ -569,7 +585,11 @@ func TestLayoutFitsTheTerminal(t *testing.T) {
 		h.queue(legacyBash(), pathWrite(), bashChain(), externalRead(), hostile())
 		for _, screen := range [][]string{nil, {"s"}, {"r"}, {"v"}, {"g"}, {"l"}, {"q"}, {"?"}} {
 			h.keys(screen...)
-			lines := strings.Split(h.m.View(), "\n")
+			v := h.m.View()
+			if size[0] >= 80 && len(screen) == 1 && screen[0] == "?" && !strings.Contains(v, "q quit") {
+				t.Errorf("%v: full help is cut:\n%s", size, v)
+			}
+			lines := strings.Split(v, "\n")
 			if len(lines) != size[1] {
 				t.Errorf("%v after %v: %d lines", size, screen, len(lines))
 			}

@@ -6,7 +6,6 @@ import "github.com/charmbracelet/lipgloss"
 // word or glyph already says, so the console reads the same under NO_COLOR.
 type Styles struct {
 	Title      lipgloss.Style
-	Header     lipgloss.Style
 	Muted      lipgloss.Style
 	Rule       lipgloss.Style
 	Cursor     lipgloss.Style // the highlighted queue row
@@ -19,7 +18,6 @@ type Styles struct {
 	Boundary   lipgloss.Style
 	Annotation lipgloss.Style
 	Status     lipgloss.Style
-	Overlay    lipgloss.Style // overlay titles
 	Option     lipgloss.Style // the chosen option in a choice list
 }
 
@@ -36,7 +34,6 @@ func DefaultStyles() Styles {
 	)
 	return Styles{
 		Title:      lipgloss.NewStyle().Bold(true).Foreground(accent),
-		Header:     lipgloss.NewStyle(),
 		Muted:      lipgloss.NewStyle().Foreground(dim),
 		Rule:       lipgloss.NewStyle().Foreground(dim),
 		Cursor:     lipgloss.NewStyle().Bold(true),
@@ -49,7 +46,6 @@ func DefaultStyles() Styles {
 		Boundary:   lipgloss.NewStyle().Bold(true),
 		Annotation: lipgloss.NewStyle().Foreground(purple).Italic(true),
 		Status:     lipgloss.NewStyle().Foreground(accent),
-		Overlay:    lipgloss.NewStyle().Bold(true).Foreground(accent),
 		Option:     lipgloss.NewStyle().Bold(true),
 	}
 }

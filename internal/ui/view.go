@@ -97,8 +97,12 @@ func (m *Model) headerLines() []string {
 	case len(m.policyProblems) == 0:
 		lines = append(lines, "policy ✓ loaded")
 	default:
-		lines = append(lines, s.Warning.Render(fmt.Sprintf("policy ⚠ %s: %s", plural(len(m.policyProblems), "problem"),
-			Sanitize(m.policyProblems[0]))))
+		more := ""
+		if len(m.policyProblems) > 1 {
+			more = " (all in the log: l)"
+		}
+		lines = append(lines, s.Warning.Render(fmt.Sprintf("policy ⚠ %s: %s%s", plural(len(m.policyProblems), "problem"),
+			Sanitize(m.policyProblems[0]), more)))
 	}
 	return lines
 }
@@ -300,7 +304,7 @@ func (m *Model) quitBody() []string {
 		m.rule("quit?"),
 		"",
 		fmt.Sprintf("  %s still waiting for a person.", plural(m.pendingCount(), "ask is", "asks are")),
-		"  Quit anyway? Their children get no answer from this console.",
+		"  Quit anyway? permtui then denies them as \"permtui exited\".",
 		"",
 		m.styles.Muted.Render("  q or y quits; esc or n stays"),
 	}
