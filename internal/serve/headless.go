@@ -22,8 +22,9 @@ const NoApproverReason = "no approver is attached to permtui"
 
 // RunHeadless is the front end without a person: it prints one compact JSON
 // line per event to out and, with ask "deny" (the default), denies every ask
-// that would need a person. It returns when the event stream ends (after
-// Run returns) or ctx is done.
+// that would need a person. It returns when the event stream ends, which is
+// after Run returns; once ctx is done it stops deciding but keeps printing,
+// so the shutdown's own answers (decision 0041) are still reported.
 func RunHeadless(ctx context.Context, s *Server, out io.Writer, ask string) error {
 	switch ask {
 	case "":
@@ -32,17 +33,18 @@ func RunHeadless(ctx context.Context, s *Server, out io.Writer, ask string) erro
 	default:
 		return fmt.Errorf("headless: unknown ask policy %q (want %q or %q)", ask, HeadlessDeny, HeadlessLeave)
 	}
-	events := s.Events()
+	events, stopping := s.Events(), ctx.Done()
 	for {
 		var ev Event
-		var ok bool
 		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok = <-events:
+		case <-stopping:
+			stopping, ask = nil, HeadlessLeave
+			continue
+		case next, ok := <-events:
 			if !ok {
 				return nil
 			}
+			ev = next
 		}
 		if line := headlessLine(ev); line != nil {
 			if err := writeLine(out, line); err != nil {

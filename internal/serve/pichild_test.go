@@ -98,17 +98,21 @@ func (b *lockedBuffer) waitLine(t *testing.T, pred func(map[string]any) bool) {
 	t.Fatalf("no matching line in %v", b.lines(t))
 }
 
-// headless runs the headless front end on the harness's server.
-func headless(t *testing.T, policy string, before func(h *harness)) (*harness, *lockedBuffer, <-chan error) {
+// headless runs the headless front end on the harness's server; stopping
+// the harness stops it too, as SIGTERM does in cmd.
+func headless(t *testing.T, policy string) (*harness, *lockedBuffer, <-chan error) {
 	out := &lockedBuffer{}
-	h := startServer(t, options{noRecorder: true, before: before})
+	ctx, cancel := context.WithCancel(context.Background())
+	h := startServer(t, options{noRecorder: true})
+	stopServer := h.stop
+	h.stop = func() { cancel(); stopServer() }
 	done := make(chan error, 1)
-	go func() { done <- RunHeadless(context.Background(), h.s, out, policy) }()
+	go func() { done <- RunHeadless(ctx, h.s, out, policy) }()
 	return h, out, done
 }
 
 func TestHeadlessDeniesA2073AskTheChildAccepts(t *testing.T) {
-	h, out, done := headless(t, "", nil)
+	h, out, done := headless(t, "")
 	req := pichild.LegacyBash(rootID, "researcher\x1b[31m", "0198c3b0-1111-7222-8333-944455556666", "npm install left-pad")
 	resp := answered(t, h.ask(context.Background(), h.child(false), req))
 	if resp.Approved || resp.State != wire.StateDeniedWithReason || resp.DenialReason != NoApproverReason {
@@ -143,7 +147,7 @@ func TestHeadlessDeniesA2073AskTheChildAccepts(t *testing.T) {
 }
 
 func TestHeadlessLeaveKeepsAsksPending(t *testing.T) {
-	h, out, done := headless(t, HeadlessLeave, nil)
+	h, out, done := headless(t, HeadlessLeave)
 	h.judge.set("ls", ruleVerdict(resolve.Allow, "", "ls", "global", ""))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -171,6 +175,10 @@ func TestHeadlessLeaveKeepsAsksPending(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// The exit denial is still reported after the front end was told to stop.
+	out.waitLine(t, func(m map[string]any) bool {
+		return m["event"] == "decided" && m["id"] == makeReq.ID && m["reason"] == ExitReason
+	})
 }
 
 func TestHeadlessRejectsAnUnknownPolicy(t *testing.T) {
