@@ -173,11 +173,13 @@ func New(opts Options) *Model {
 	ti.CharLimit = 500
 	ti.Prompt = "reason: "
 	ti.Cursor.SetMode(cursor.CursorStatic)
+	hm := help.New()
+	hm.Width = 80
 	return &Model{
 		opts:       opts,
 		keys:       DefaultKeyMap(),
 		styles:     DefaultStyles(),
-		help:       help.New(),
+		help:       hm,
 		width:      80,
 		height:     24,
 		sessions:   map[string]sessionState{},
@@ -281,7 +283,13 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 }
 
 func (m *Model) enqueue(a serve.Ask) tea.Cmd {
-	if a.Request == nil || m.find(a.Key) != nil {
+	if m.find(a.Key) != nil {
+		return nil
+	}
+	if a.Request == nil { // a serve bug; say so rather than drop it silently
+		note := "ask " + Sanitize(a.Key) + " arrived without its request and cannot be shown"
+		m.addLog(logEntry{note: note})
+		m.setStatus(note)
 		return nil
 	}
 	m.queue = append(m.queue, &entry{ask: a})

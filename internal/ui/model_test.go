@@ -602,3 +602,13 @@ func TestLayoutFitsTheTerminal(t *testing.T) {
 		}
 	}
 }
+
+func TestAskWithoutRequestIsReported(t *testing.T) {
+	h := newHarness(t)
+	h.queue(serve.Ask{Key: rootSession + "/broken.json"})
+	h.wantStatus("arrived without its request")
+	if len(h.m.queue) != 0 || len(h.m.log) != 1 {
+		t.Fatalf("queue=%d log=%d", len(h.m.queue), len(h.m.log))
+	}
+	_ = h.m.View()
+}
