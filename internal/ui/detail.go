@@ -54,12 +54,15 @@ func detailFields(e *entry) []field {
 			Sanitize(ai.Principal.SessionID), kindWarning)
 	}
 	add("served", Sanitize(a.ServedSession), kindPlain)
+	if r.Source != "" && r.Source != wire.SourceToolCall {
+		add("source", Sanitize(string(r.Source)), kindPlain)
+	}
 
 	if ai == nil {
 		add("surface", Sanitize(deref(r.Surface))+" (display only: the request carries no accessIntent)", kindWarning)
 		add("value", Sanitize(deref(r.Value)), kindPlain)
 	} else {
-		f = append(f, intentFields(r)...)
+		f = append(f, intentFields(r, a.Verdict.Unit)...)
 	}
 
 	if why := strings.TrimSpace(a.Verdict.Explanation); why != "" {
@@ -86,7 +89,9 @@ func detailFields(e *entry) []field {
 	return f
 }
 
-func intentFields(r *wire.Request) []field {
+// intentFields shows the child's facts; decidingUnit marks the asking unit
+// the verdict names.
+func intentFields(r *wire.Request, decidingUnit string) []field {
 	ai := r.AccessIntent
 	var f []field
 	add := func(label, text string, kind fieldKind) { f = append(f, field{label, text, kind}) }
@@ -117,6 +122,9 @@ func intentFields(r *wire.Request) []field {
 		text := Sanitize(u.Command)
 		if u.Floor != nil {
 			text += "  ⚠ floor " + Sanitize(*u.Floor)
+		}
+		if u.Command == decidingUnit && len(ai.AskingUnits) > 1 {
+			text += "  ◀ decides"
 		}
 		add("unit "+itoa(i+1), text, kindPlain)
 	}
@@ -167,7 +175,11 @@ func payloadFields(r *wire.Request) []field {
 // sessionFields shows what each "approve for session" choice would record.
 func sessionFields(r *wire.Request) []field {
 	opts, note := scopeOptions(r)
-	f := []field{{text: "approve for session (s) would record", kind: kindHeading}}
+	heading := "approve for session (s) would record"
+	if r.SessionApproval != nil && r.SessionApproval.Legacy {
+		heading += " (suggestion sent in the 20.x {surface, patterns} shape)"
+	}
+	f := []field{{text: heading, kind: kindHeading}}
 	for _, o := range opts {
 		f = append(f, field{label: "", text: o.title + ": " + o.recorder + " " + grantsText(o.grants)})
 	}
