@@ -105,11 +105,11 @@ type Inbox struct {
 }
 
 type sessionState struct {
-	serving    bool
-	otherPID   int       // the live pid serving it elsewhere, when not serving
-	nextClaim  time.Time // when to look at a foreign heartbeat again
-	published  bool      // we wrote a heartbeat for it
-	badRequest string    // reason requests/ was refused, reported once
+	serving   bool
+	otherPID  int       // the live pid serving it elsewhere, when not serving
+	nextClaim time.Time // when to look at a foreign heartbeat again
+	published bool      // we wrote a heartbeat for it
+	badDir    string    // a refused session root or requests/, reported once
 }
 
 type entry struct {

@@ -619,3 +619,34 @@ func TestNewRejectsUnusableSessionIDs(t *testing.T) {
 		}
 	}
 }
+
+func TestSymlinkedRequestsDirectoryIsNotFollowed(t *testing.T) {
+	h := start(t, func(c *Config) { c.Poll, c.Sessions = true, []string{servedID, otherID} })
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "1791279012345-out-1.json")
+	if err := os.WriteFile(victim, []byte(requestJSON("1791279012345-out-1", servedID)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.MkdirPrivate(h.layout.SessionDir(servedID)); err != nil {
+		t.Fatal(err)
+	}
+	reqDir := h.layout.RequestsDir(servedID)
+	if err := os.Symlink(outside, reqDir); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.waitFor(t, "invalid requests dir", invalidAt(reqDir))
+	// Two arrivals in another session prove later passes ran.
+	h.send(otherID, "1791279012399-mark-1")
+	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	h.send(otherID, "1791279012399-mark-2")
+	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-2"))
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("file behind the symlink was touched: %v", err)
+	}
+	if h.rec.count(arrivedID("1791279012345-out-1")) != 0 {
+		t.Fatal("a request behind a symlinked requests/ was delivered")
+	}
+	if n := h.rec.count(invalidAt(reqDir)); n != 1 {
+		t.Fatalf("reported %d times", n)
+	}
+}

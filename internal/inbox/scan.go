@@ -89,50 +89,53 @@ func (in *Inbox) servedIDs() []string {
 // scanSession delivers new requests of one served session and reports the
 // delivered ones whose files vanished.
 func (in *Inbox) scanSession(w *watcher, id string) {
-	layout := in.cfg.Layout
-	sessionDir := layout.SessionDir(id)
-	reqDir := layout.RequestsDir(id)
-	// The session root is watched so requests/ appearing is noticed.
-	if w != nil && isDir(sessionDir) {
-		w.watch(sessionDir)
-	}
+	sessionDir := in.cfg.Layout.SessionDir(id)
+	reqDir := in.cfg.Layout.RequestsDir(id)
 	present := map[string]bool{}
-	if st, err := os.Lstat(reqDir); err == nil {
-		if !st.IsDir() {
-			in.refuseRequestsDir(id, reqDir)
-		} else {
+	if in.realDir(id, sessionDir) {
+		// The session root is watched so requests/ appearing is noticed.
+		w.watch(sessionDir)
+		if in.realDir(id, reqDir) {
 			w.watch(reqDir)
-			if entries, err := os.ReadDir(reqDir); err == nil {
-				for _, e := range entries {
-					name := e.Name()
-					if !strings.HasSuffix(name, ".json") {
-						continue // temp files of atomic writes, and anything else
-					}
-					path := filepath.Join(reqDir, name)
-					present[path] = true
-					in.consider(id, path, e)
-				}
-			} else {
+			entries, err := os.ReadDir(reqDir)
+			if err != nil {
 				in.cfg.Logger.Warn("list requests", "dir", reqDir, "err", err)
 				return // unknown state: do not call anything withdrawn
+			}
+			for _, e := range entries {
+				name := e.Name()
+				if !strings.HasSuffix(name, ".json") {
+					continue // temp files of atomic writes, and anything else
+				}
+				path := filepath.Join(reqDir, name)
+				present[path] = true
+				in.consider(id, path, e)
 			}
 		}
 	}
 	in.forgetVanished(id, present)
 }
 
-// refuseRequestsDir reports a requests/ entry that is not a real directory
-// (a symlink could lead reads and deletes out of the inbox), once.
-func (in *Inbox) refuseRequestsDir(id, reqDir string) {
-	const reason = "requests/ is not a directory (symlinks are not followed)"
+// realDir reports whether dir exists as a real directory. Anything else
+// there (a symlink could lead reads and deletes out of the inbox) is
+// reported once as invalid.
+func (in *Inbox) realDir(id, dir string) bool {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return false
+	}
+	if st.IsDir() {
+		return true
+	}
 	in.mu.Lock()
 	s := in.sessions[id]
-	first := s.badRequest == ""
-	s.badRequest = reason
+	first := s.badDir != dir
+	s.badDir = dir
 	in.mu.Unlock()
 	if first {
-		in.cfg.Deliver(Invalid{Session: id, Path: reqDir, Reason: reason})
+		in.cfg.Deliver(Invalid{Session: id, Path: dir, Reason: filepath.Base(dir) + " is not a directory (symlinks are not followed)"})
 	}
+	return false
 }
 
 // consider reads one candidate file and delivers, refuses or skips it.

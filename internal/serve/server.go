@@ -235,9 +235,16 @@ func (s *Server) arrive(ev inbox.Arrived) {
 }
 
 // judge applies the recorded authority. A request without facts always goes
-// to a person (ADR 0008 §4), whatever the judge says.
-func (s *Server) judge(session string, req *wire.Request) resolve.Verdict {
-	v := s.cfg.Judge().Resolve(req, s.cfg.Grants.For(session))
+// to a person (ADR 0008 §4), whatever the judge says, and so does one the
+// judge fails on.
+func (s *Server) judge(session string, req *wire.Request) (v resolve.Verdict) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.cfg.Logger.Error("judge failed; asking a person", "id", req.ID, "panic", fmt.Sprint(r))
+			v = resolve.Verdict{Action: resolve.Ask, Explanation: "The policy could not judge this request, so a person decides."}
+		}
+	}()
+	v = s.cfg.Judge().Resolve(req, s.cfg.Grants.For(session))
 	if req.AccessIntent == nil && v.Action != resolve.Ask {
 		s.cfg.Logger.Error("judge decided a request without accessIntent; asking a person", "id", req.ID, "action", v.Action)
 		v = resolve.Verdict{Action: resolve.Ask, Explanation: "The request carries no accessIntent, so a person decides."}

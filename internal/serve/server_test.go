@@ -92,6 +92,18 @@ func TestRequestWithoutAccessIntentAlwaysGoesToAPerson(t *testing.T) {
 	decidedByUser(t, resp.DecidedBy)
 }
 
+type panickingJudge struct{}
+
+func (panickingJudge) Resolve(*wire.Request, []wire.Grant) resolve.Verdict { panic("broken policy") }
+
+func TestAJudgeThatFailsSendsTheAskToAPerson(t *testing.T) {
+	h := startServer(t, options{config: func(c *Config) { c.Judge = func() Judge { return panickingJudge{} } }})
+	h.send(intent("1791279012345-panic-1", "impl", "bash", "ls"))
+	if ask := h.queued("1791279012345-panic-1"); ask.Verdict.Action != resolve.Ask {
+		t.Fatalf("%+v", ask.Verdict)
+	}
+}
+
 func TestPersonApprovesOnce(t *testing.T) {
 	h := startServer(t, options{})
 	h.send(intent("1791279012345-once-1", "impl", "bash", "make"))
