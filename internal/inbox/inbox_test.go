@@ -650,3 +650,24 @@ func TestSymlinkedRequestsDirectoryIsNotFollowed(t *testing.T) {
 		t.Fatalf("reported %d times", n)
 	}
 }
+
+func TestRespondRefusesASymlinkedResponsesDirectory(t *testing.T) {
+	h := start(t, nil)
+	path := h.send(servedID, "1791279012345-rl-1")
+	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-rl-1"))
+	outside := t.TempDir()
+	respDir := h.layout.ResponsesDir(servedID)
+	_ = os.Remove(respDir)
+	if err := os.Symlink(outside, respDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.in.Respond(path, approve()); err == nil {
+		t.Fatal("wrote through a symlinked responses/")
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("wrote outside the inbox: %v", entries)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("request not kept: %v", err)
+	}
+}

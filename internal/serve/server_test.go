@@ -167,6 +167,20 @@ func TestPersonApprovesForSessionBothDirections(t *testing.T) {
 	}
 }
 
+func TestA3xChildGetsPlainApprovedForASessionApproval(t *testing.T) {
+	h := startServer(t, options{})
+	// 3.x children wrote only the core fields and message, and read
+	// approved_for_session as unreadable (a deny).
+	h.sendRaw("1791279012345-v3-1", []byte(`{"id":"1791279012345-v3-1","createdAt":1791279012345,"requesterSessionId":"c1","targetSessionId":"`+rootID+`","requesterAgentName":"old","message":"Agent 'old' wants to run ls"}`))
+	ask := h.queued("1791279012345-v3-1")
+	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApprovedForSession}); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.await("1791279012345-v3-1"); !r.Approved || r.State != wire.StateApproved {
+		t.Fatalf("%+v", r)
+	}
+}
+
 func TestWholeSessionGrantCoversOtherAgents(t *testing.T) {
 	h := startServer(t, options{})
 	grant := wire.Grant{Surface: "bash", Pattern: "npm test"}
