@@ -43,8 +43,8 @@ type rule struct {
 // ruleset is the composed, compiled policy for one agent name.
 type ruleset struct {
 	rules     []rule
-	bySurface map[string][]int32 // rules whose surface pattern is a plain name
-	wild      []int32            // rules whose surface pattern has wildcards
+	bySurface map[string]*ruleGroup // rules whose surface pattern is a plain name
+	wild      []int32               // rules whose surface pattern has wildcards
 	floor     []Problem          // the invalid non-global scopes behind the fail-closed floor
 }
 
@@ -212,7 +212,8 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 		}
 	}
 
-	rs := &ruleset{rules: rules, bySurface: map[string][]int32{}, floor: floor}
+	rs := &ruleset{rules: rules, bySurface: map[string]*ruleGroup{}, floor: floor}
+	plain := map[string][]int32{}
 	for i := range rs.rules {
 		r := &rs.rules[i]
 		r.ref.Index = i
@@ -221,10 +222,13 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 		}
 		r.desc = describeRule(r, len(rs.rules))
 		if s := &r.surface; s.full.literal && !s.hasAlt {
-			rs.bySurface[s.full.expr] = append(rs.bySurface[s.full.expr], int32(i))
+			plain[s.full.expr] = append(plain[s.full.expr], int32(i))
 		} else {
 			rs.wild = append(rs.wild, int32(i))
 		}
+	}
+	for surface, ids := range plain {
+		rs.bySurface[surface] = buildGroup(rs.rules, ids)
 	}
 	return rs
 }

@@ -44,51 +44,56 @@ type outcome struct {
 func (p *Policy) judge(rs *ruleset, surface string, values []string, grants []wire.Grant) outcome {
 	for gi := len(grants) - 1; gi >= 0; gi-- {
 		g := &grants[gi]
-		if !grantCovers(g.Surface, surface, p.opts.Home) {
+		if !p.grantCovers(g.Surface, surface) {
 			continue
 		}
+		pattern := p.grantPattern(g.Pattern)
 		for _, v := range values {
-			if MatchPattern(g.Pattern, v, p.opts.Home) {
+			if pattern.Match(v) {
 				return outcome{grant: g, value: v, action: Allow, origin: OriginSession}
 			}
 		}
 	}
-	lit := rs.bySurface[surface]
-	li, wi := len(lit)-1, len(rs.wild)-1
-	for li >= 0 || wi >= 0 {
-		var idx int32
-		if wi < 0 || (li >= 0 && lit[li] > rs.wild[wi]) {
-			idx = lit[li]
-			li--
-		} else {
-			idx = rs.wild[wi]
-			wi--
-			if !rs.rules[idx].surface.Match(surface) {
-				continue
-			}
+	// The winner is the highest rule matching any value: search per value,
+	// each search only above the best found so far.
+	best := int32(-1)
+	group := rs.bySurface[surface]
+	for _, v := range values {
+		if group != nil {
+			best = group.lastMatch(rs.rules, v, best)
 		}
-		r := &rs.rules[idx]
-		for _, v := range values {
-			if r.value.Match(v) {
-				o := outcome{rule: r, value: v, action: r.action, origin: r.origin, pattern: r.pattern}
-				if o.action == Ask && p.yolo {
-					o.action, o.origin, o.yolo = Allow, OriginYolo, true
-				}
-				return o
+		for k := len(rs.wild) - 1; k >= 0 && rs.wild[k] > best; k-- {
+			r := &rs.rules[rs.wild[k]]
+			if r.surface.Match(surface) && r.value.Match(v) {
+				best = rs.wild[k]
+				break
 			}
 		}
 	}
-	// Unreachable while the default rule exists; a ruleset without one asks.
-	return outcome{action: Ask}
+	if best < 0 {
+		return outcome{action: Ask} // only without a default rule
+	}
+	r := &rs.rules[best]
+	o := outcome{rule: r, action: r.action, origin: r.origin, pattern: r.pattern}
+	for _, v := range values {
+		if r.value.Match(v) {
+			o.value = v // the first value, in the given order, that the winner matches
+			break
+		}
+	}
+	if o.action == Ask && p.yolo {
+		o.action, o.origin, o.yolo = Allow, OriginYolo, true
+	}
+	return o
 }
 
 // grantCovers says whether a grant recorded on grantSurface applies to a
 // query on surface. A grant on a bare family covers both members (§8.1).
-func grantCovers(grantSurface, surface, home string) bool {
+func (p *Policy) grantCovers(grantSurface, surface string) bool {
 	if isFamily(grantSurface) {
 		return memberFamily(surface) == grantSurface
 	}
-	return MatchPattern(grantSurface, surface, home)
+	return p.grantPattern(grantSurface).Match(surface)
 }
 
 // bashValue drops comment lines (first non-space character '#') and trims;

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -44,6 +45,19 @@ type Policy struct {
 	yolo     bool
 	yoloFrom string
 	watch    []string
+	// grantPatterns caches compiled session-grant patterns (text → *Pattern):
+	// grants arrive with each evaluation but change rarely.
+	grantPatterns sync.Map
+}
+
+// grantPattern returns the compiled form of a grant's surface or pattern.
+func (p *Policy) grantPattern(text string) *Pattern {
+	if c, ok := p.grantPatterns.Load(text); ok {
+		return c.(*Pattern)
+	}
+	c := CompilePattern(text, p.opts.Home)
+	actual, _ := p.grantPatterns.LoadOrStore(text, &c)
+	return actual.(*Pattern)
 }
 
 // Options returns the options the policy was loaded with.
@@ -92,16 +106,28 @@ func projectConfigPaths(projectDir string) []string {
 	return []string{filepath.Join(dir, "config.json"), filepath.Join(dir, "config.local.json")}
 }
 
+// watchPaths lists the policy files and agent directories of opts.
+func watchPaths(opts LoadOptions) []string {
+	var paths []string
+	if opts.AgentDir != "" {
+		paths = append(paths, globalConfigPath(opts.AgentDir), filepath.Join(opts.AgentDir, "agents"))
+	}
+	if opts.TrustProject && opts.ProjectDir != "" {
+		paths = append(paths, projectConfigPaths(opts.ProjectDir)...)
+		paths = append(paths, filepath.Join(opts.ProjectDir, ".pi", "agents"))
+	}
+	return paths
+}
+
 // Load reads the root's policy. It never fails: a file that cannot be used
 // becomes a Problem, and an unusable non-global scope sets the fail-closed
 // floor (ruleset-semantics §2.2).
 func Load(opts LoadOptions) *Policy {
-	p := &Policy{opts: opts, agents: map[string]*ruleset{}}
+	p := &Policy{opts: opts, agents: map[string]*ruleset{}, watch: watchPaths(opts)}
 	var shared []*permissions // global, then project scopes
 	var floor []Problem
 	if opts.AgentDir != "" {
 		file := globalConfigPath(opts.AgentDir)
-		p.watch = append(p.watch, file)
 		if cfg, ok := p.readConfig(file, OriginGlobal, false); ok {
 			shared = appendScope(shared, cfg.perms)
 			p.setYolo(cfg.yolo, file)
@@ -110,7 +136,6 @@ func Load(opts LoadOptions) *Policy {
 	project := opts.TrustProject && opts.ProjectDir != ""
 	if project {
 		for _, file := range projectConfigPaths(opts.ProjectDir) {
-			p.watch = append(p.watch, file)
 			cfg, ok := p.readConfig(file, OriginProject, true)
 			if ok {
 				shared = appendScope(shared, cfg.perms)
@@ -133,7 +158,6 @@ func Load(opts LoadOptions) *Policy {
 	}
 	for _, d := range dirs {
 		dir, origin := d[0], d[1]
-		p.watch = append(p.watch, dir)
 		entries, err := os.ReadDir(dir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			pr := p.problem(dir, "the agent directory cannot be listed ("+err.Error()+"); every agent's policy is held to ask by the fail-closed floor", true)

@@ -30,6 +30,11 @@ type glob struct {
 	anyMid   bool   // mid is only stars: prefix and suffix decide
 	byUnits  bool   // mid holds '?': match UTF-16 units, not bytes
 	minBytes int
+	// segments are the literal runs between the stars of a mid without '?',
+	// found leftmost-first, which is exact for a glob of stars and literals.
+	// Literals are valid UTF-8, so byte-wise matches line up with character
+	// boundaries and agree with matching over UTF-16 units.
+	segments []string
 }
 
 // CompilePattern expands a leading home token against home (nothing is
@@ -73,6 +78,13 @@ func compileGlob(expr string) glob {
 	g.minBytes = len(g.prefix) + len(g.suffix)
 	g.anyMid = strings.Trim(g.mid, "*") == ""
 	g.byUnits = strings.IndexByte(g.mid, '?') >= 0
+	if !g.byUnits {
+		for _, seg := range strings.Split(g.mid, "*") {
+			if seg != "" {
+				g.segments = append(g.segments, seg)
+			}
+		}
+	}
 	return g
 }
 
@@ -90,35 +102,12 @@ func (g *glob) match(v string) bool {
 	if g.byUnits {
 		return globUnits(g.mid, rest)
 	}
-	return globBytes(g.mid, rest)
-}
-
-// globBytes matches a pattern without '?'. Literals are valid UTF-8, so a
-// byte-wise match lines up with character boundaries and agrees with a
-// match over UTF-16 units.
-func globBytes(p, v string) bool {
-	px, vx := 0, 0
-	starP, starV := -1, 0
-	for vx < len(v) || px < len(p) {
-		if px < len(p) {
-			c := p[px]
-			if c == '*' {
-				starP, starV = px, vx
-				px++
-				continue
-			}
-			if vx < len(v) && v[vx] == c {
-				px++
-				vx++
-				continue
-			}
+	for _, seg := range g.segments {
+		i := strings.Index(rest, seg)
+		if i < 0 {
+			return false
 		}
-		if starP >= 0 && starV < len(v) {
-			starV++
-			px, vx = starP+1, starV
-			continue
-		}
-		return false
+		rest = rest[i+len(seg):]
 	}
 	return true
 }

@@ -21,6 +21,7 @@ type Store struct {
 	opts    LoadOptions
 	current atomic.Pointer[Policy]
 	mu      sync.Mutex // serialises reloads
+	seen    string     // file metadata taken just before the current load; under mu
 }
 
 // Timings of Watch: events are debounced; the rescan is a safety net for
@@ -33,7 +34,7 @@ const (
 // NewStore loads the policy once.
 func NewStore(opts LoadOptions) *Store {
 	s := &Store{opts: opts}
-	s.current.Store(Load(opts))
+	s.Reload()
 	return s
 }
 
@@ -44,6 +45,8 @@ func (s *Store) Policy() *Policy { return s.current.Load() }
 func (s *Store) Reload() *Policy {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Taken before reading, so a change during the load is seen as new.
+	s.seen = fingerprint(watchPaths(s.opts))
 	p := Load(s.opts)
 	s.current.Store(p)
 	return p
@@ -61,9 +64,8 @@ func (s *Store) Watch(ctx context.Context, onReload func(*Policy)) error {
 	}
 	defer watcher.Close()
 	watched := map[string]bool{}
-	paths := s.Policy().WatchPaths()
+	paths := watchPaths(s.opts)
 	syncWatches(watcher, watched, paths)
-	seen := fingerprint(paths)
 
 	var debounce <-chan time.Time
 	force := false
@@ -89,19 +91,24 @@ func (s *Store) Watch(ctx context.Context, onReload func(*Policy)) error {
 		case <-ticker.C:
 		}
 		debounce = nil
-		now := fingerprint(paths)
-		if !force && now == seen {
+		if !force && !s.changed() {
 			continue
 		}
 		force = false
 		p := s.Reload()
-		paths = p.WatchPaths()
-		syncWatches(watcher, watched, paths)
-		seen = now
+		syncWatches(watcher, watched, paths) // directories may have appeared
 		if onReload != nil {
 			onReload(p)
 		}
 	}
+}
+
+// changed reports whether the files differ from what the last load saw.
+func (s *Store) changed() bool {
+	now := fingerprint(watchPaths(s.opts))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return now != s.seen
 }
 
 // relevant: the event concerns a watched path, a file inside a watched

@@ -1,0 +1,115 @@
+package resolve
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// benchConfig writes a global config with n rules, half bash and half path,
+// in the shapes people write: command prefixes, directory trees, file
+// suffixes, home-relative paths.
+func benchConfig(n int) string {
+	var bash, path []string
+	bash = append(bash, `"*":"ask"`)
+	path = append(path, `"*":"ask"`)
+	for i := 0; len(bash)+len(path) < n; i++ {
+		switch i % 4 {
+		case 0:
+			bash = append(bash, fmt.Sprintf(`"git sub%d *":"allow"`, i))
+			path = append(path, fmt.Sprintf(`"/home/u/proj%d/src/*":"allow"`, i))
+		case 1:
+			bash = append(bash, fmt.Sprintf(`"npm run task%d*":"allow"`, i))
+			path = append(path, fmt.Sprintf(`"*.secret%d":"deny"`, i))
+		case 2:
+			bash = append(bash, fmt.Sprintf(`"docker c%d ?? *":"ask"`, i))
+			path = append(path, fmt.Sprintf(`"~/dev/repo%d/*":"allow"`, i))
+		case 3:
+			bash = append(bash, fmt.Sprintf(`"rm -rf /tmp/x%d*":"deny"`, i))
+			path = append(path, fmt.Sprintf(`"build%d/**":"allow"`, i))
+		}
+	}
+	return `{"permission":{"bash":{` + strings.Join(bash, ",") + `},"path":{` + strings.Join(path, ",") + `}}}`
+}
+
+// benchConfigUnindexed is the index's worst case: n bash rules with no
+// literal prefix or suffix ("*word*"), so every one must be tried.
+func benchConfigUnindexed(n int) string {
+	rules := []string{`"*":"ask"`}
+	for i := 1; i < n; i++ {
+		rules = append(rules, fmt.Sprintf(`"*--flag%d*":"deny"`, i))
+	}
+	return `{"permission":{"bash":{` + strings.Join(rules, ",") + `}}}`
+}
+
+func benchPolicy(b *testing.B, config string) *Policy {
+	root := b.TempDir()
+	opts := LoadOptions{AgentDir: root + "/agent", Home: "/home/u"}
+	writeFile(b, globalConfigPath(opts.AgentDir), []byte(config))
+	p := Load(opts)
+	if len(p.Problems()) > 0 {
+		b.Fatal(p.Problems())
+	}
+	return p
+}
+
+// The queries match none of the specific rules, so the search falls all the
+// way back to each surface's "*" rule: the worst case for last-match-wins.
+func BenchmarkEvaluate(b *testing.B) {
+	grants := []wire.Grant{{Surface: "bash", Pattern: "make *"}, {Surface: "external_directory", Pattern: "/o/p/*"}}
+	for _, n := range []int{10, 100, 1000, 10000} {
+		p := benchPolicy(b, benchConfig(n))
+		b.Run(fmt.Sprintf("bash/rules=%d", n), func(b *testing.B) {
+			q := Query{Surface: "bash", Values: []string{"git status --short"}}
+			if v := p.Evaluate(q, grants); v.Action != Ask || deref(v.Pattern) != "*" {
+				b.Fatalf("unexpected verdict %s %s", v.Action, deref(v.Pattern))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Evaluate(q, grants)
+			}
+		})
+		b.Run(fmt.Sprintf("path/rules=%d", n), func(b *testing.B) {
+			q := Query{Surface: "path", Values: []string{"/home/u/work/app/src/main.go", "src/main.go"}}
+			if v := p.Evaluate(q, grants); v.Action != Ask {
+				b.Fatalf("unexpected verdict %s", v.Action)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Evaluate(q, grants)
+			}
+		})
+		worst := benchPolicy(b, benchConfigUnindexed(n))
+		b.Run(fmt.Sprintf("unindexed/rules=%d", n), func(b *testing.B) {
+			q := Query{Surface: "bash", Values: []string{"git status --short --branch"}}
+			if v := worst.Evaluate(q, grants); v.Action != Ask || deref(v.Pattern) != "*" {
+				b.Fatalf("unexpected verdict %s %s", v.Action, deref(v.Pattern))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				worst.Evaluate(q, grants)
+			}
+		})
+	}
+}
+
+func BenchmarkMatch(b *testing.B) {
+	cases := []struct{ name, pattern, value string }{
+		{"prefix", "git *", "git status --short"},
+		{"suffix", "*.env.*", "/home/u/work/app/.env.local"},
+		{"middle", "*/node_modules/*/package.json", "/home/u/work/app/node_modules/left-pad/package.json"},
+		{"units", "a?b*c", "a😀😀b-----c"},
+		{"miss", "/home/u/proj7/src/*", "/home/u/work/app/src/main.go"},
+	}
+	for _, c := range cases {
+		p := CompilePattern(c.pattern, "/home/u")
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Match(c.value)
+			}
+		})
+	}
+}

@@ -1,0 +1,113 @@
+package resolve
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+func TestGrantsPersistAndReload(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state", "grants")
+	g, err := OpenGrants(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("grants dir: %v %v", fi.Mode(), err)
+	}
+	a := wire.Grant{Surface: "bash", Pattern: "npm *"}
+	b := wire.Grant{Surface: "external_directory", Pattern: "/o/p/*"}
+	weird := "../../etc/passwd"
+	if err := g.Add("s1", []wire.Grant{a, b, a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Add("s1", []wire.Grant{b}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Add(weird, []wire.Grant{a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Add("", []wire.Grant{a}); err == nil {
+		t.Error("an empty session id was accepted")
+	}
+	if got := g.For("s1"); !reflect.DeepEqual(got, []wire.Grant{a, b}) {
+		t.Fatalf("For(s1) = %v, want [a b] without duplicates", got)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		fi, _ := e.Info()
+		if strings.Contains(e.Name(), "/") || fi.Mode().Perm() != 0o600 || !fi.Mode().IsRegular() {
+			t.Errorf("grants file %s mode %v", e.Name(), fi.Mode())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "etc")); err == nil {
+		t.Error("a session id escaped the grants directory")
+	}
+
+	again, err := OpenGrants(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := again.All(), g.All(); !reflect.DeepEqual(got, want) || len(got) != 2 {
+		t.Fatalf("reloaded grants = %v, want %v", got, want)
+	}
+	if err := again.Revoke("s1", a); err != nil {
+		t.Fatal(err)
+	}
+	third, err := OpenGrants(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := third.For("s1"); !reflect.DeepEqual(got, []wire.Grant{b}) {
+		t.Errorf("after revoke and reload: %v", got)
+	}
+	if got := third.For(weird); !reflect.DeepEqual(got, []wire.Grant{a}) {
+		t.Errorf("weird session id: %v", got)
+	}
+	// The copy handed out is the caller's own.
+	c := third.For("s1")
+	c[0].Pattern = "changed"
+	if third.For("s1")[0].Pattern != b.Pattern {
+		t.Error("For returned shared storage")
+	}
+}
+
+func TestCorruptGrantsFileIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "s1.json")
+	writeFile(t, bad, []byte(`[{"surface":"bash"`))
+	writeFile(t, filepath.Join(dir, "s1.json.123.456.tmp"), []byte(`garbage`))
+	_, err := OpenGrants(dir)
+	if err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("OpenGrants = %v, want an error naming %s", err, bad)
+	}
+}
+
+func TestGrantsFailedWriteRecordsNothing(t *testing.T) {
+	dir := t.TempDir()
+	g, err := OpenGrants(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(dir, 0o700)
+	if os.Getuid() == 0 {
+		t.Log("running as root: permissions do not stop writes; checking the success path instead")
+		if err := g.Add("s", []wire.Grant{{Surface: "bash", Pattern: "x"}}); err != nil || len(g.For("s")) != 1 {
+			t.Fatalf("Add = %v, For = %v", err, g.For("s"))
+		}
+		return
+	}
+	if err := g.Add("s", []wire.Grant{{Surface: "bash", Pattern: "x"}}); err == nil {
+		t.Fatal("Add succeeded in a read-only directory")
+	}
+	if got := g.For("s"); len(got) != 0 {
+		t.Errorf("a grant that was not persisted is in force: %v", got)
+	}
+}

@@ -1,0 +1,197 @@
+package resolve
+
+// ruleGroup indexes the rules of one plain surface name by the literal text
+// their value pattern must start with (a byte trie over prefixes) or, when
+// it has no literal prefix, must end with (a trie over reversed suffixes).
+// A value then only meets the rules whose literal parts it carries.
+type ruleGroup struct {
+	prefixes trie
+	suffixes trie
+	rest     []int32 // rules with neither a literal prefix nor suffix
+	// restNeed[i] holds 1 + hashed byte pairs of a literal segment that rule
+	// rest[i] needs somewhere in the value (0 = no need): a value missing one
+	// of them cannot match, so the rule is skipped without running the glob.
+	restNeed [][pairsPerRule]uint16
+}
+
+// pairBits is a Bloom-style set of the byte pairs present in a value.
+type pairBits [pairSetSize / 64]uint64
+
+const (
+	pairSetSize  = 4096
+	pairsPerRule = 4
+)
+
+func pairHash(a, b byte) uint16 { return (uint16(a)<<5 ^ uint16(b)) % pairSetSize }
+
+func (s *pairBits) fill(v string) {
+	for i := 0; i+1 < len(v); i++ {
+		h := pairHash(v[i], v[i+1])
+		s[h/64] |= 1 << (h % 64)
+	}
+}
+
+func (s *pairBits) has(h uint16) bool { return s[h/64]&(1<<(h%64)) != 0 }
+
+// restNeed samples byte pairs, spread over the longest literal segment a
+// "*…*" pattern needs.
+func restNeed(p *Pattern) (need [pairsPerRule]uint16) {
+	if p.hasAlt {
+		return need
+	}
+	longest := ""
+	for _, seg := range p.full.segments {
+		if len(seg) > len(longest) {
+			longest = seg
+		}
+	}
+	if len(longest) < 2 {
+		return need
+	}
+	last := len(longest) - 2
+	for i := range need {
+		at := last * i / (pairsPerRule - 1)
+		need[i] = 1 + pairHash(longest[at], longest[at+1])
+	}
+	return need
+}
+
+func (s *pairBits) hasAll(need *[pairsPerRule]uint16) bool {
+	for _, h := range need {
+		if h != 0 && !s.has(h-1) {
+			return false
+		}
+	}
+	return true
+}
+
+// trie is a byte trie; each node lists the rules (ascending) whose key ends
+// there. Node 0 is the root.
+type trie struct {
+	nodes []trieNode
+}
+
+type trieNode struct {
+	labels []byte
+	next   []int32
+	rules  []int32
+}
+
+func (t *trie) insert(key string, id int32) {
+	if len(t.nodes) == 0 {
+		t.nodes = append(t.nodes, trieNode{})
+	}
+	n := int32(0)
+	for i := 0; i < len(key); i++ {
+		child := t.nodes[n].child(key[i])
+		if child < 0 {
+			child = int32(len(t.nodes))
+			t.nodes = append(t.nodes, trieNode{})
+			t.nodes[n].labels = append(t.nodes[n].labels, key[i])
+			t.nodes[n].next = append(t.nodes[n].next, child)
+		}
+		n = child
+	}
+	t.nodes[n].rules = append(t.nodes[n].rules, id)
+}
+
+func (n *trieNode) child(b byte) int32 {
+	for i, l := range n.labels {
+		if l == b {
+			return n.next[i]
+		}
+	}
+	return -1
+}
+
+// indexKey returns the literal text a value must start with (prefix) or end
+// with (suffix) to match p; a pattern with an optional " *" tail is keyed by
+// the shorter form's prefix, which also prefixes the full form.
+func indexKey(p *Pattern) (prefix, suffix string) {
+	g := &p.full
+	if p.hasAlt {
+		g = &p.alt
+	}
+	if g.literal {
+		return g.expr, ""
+	}
+	if g.prefix != "" {
+		return g.prefix, ""
+	}
+	if p.hasAlt {
+		return "", "" // the full form ends in '*': no literal suffix
+	}
+	return "", g.suffix
+}
+
+func buildGroup(rules []rule, ids []int32) *ruleGroup {
+	g := &ruleGroup{}
+	for _, id := range ids {
+		prefix, suffix := indexKey(&rules[id].value)
+		switch {
+		case prefix != "":
+			g.prefixes.insert(prefix, id)
+		case suffix != "":
+			g.suffixes.insert(reverse(suffix), id)
+		default:
+			g.rest = append(g.rest, id)
+			g.restNeed = append(g.restNeed, restNeed(&rules[id].value))
+		}
+	}
+	return g
+}
+
+func reverse(s string) string {
+	b := []byte(s)
+	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+	return string(b)
+}
+
+// lastMatch returns the highest rule id above best whose value pattern
+// matches v, or best. It does not allocate.
+func (g *ruleGroup) lastMatch(rules []rule, v string, best int32) int32 {
+	if len(g.rest) > 0 && g.rest[len(g.rest)-1] > best {
+		var pairs pairBits
+		pairs.fill(v)
+		for k := len(g.rest) - 1; k >= 0 && g.rest[k] > best; k-- {
+			if !pairs.hasAll(&g.restNeed[k]) {
+				continue
+			}
+			if rules[g.rest[k]].value.Match(v) {
+				best = g.rest[k]
+				break
+			}
+		}
+	}
+	if nodes := g.prefixes.nodes; len(nodes) > 0 {
+		n := int32(0)
+		for i := 0; i < len(v); i++ {
+			if n = nodes[n].child(v[i]); n < 0 {
+				break
+			}
+			best = lastIn(rules, nodes[n].rules, v, best)
+		}
+	}
+	if nodes := g.suffixes.nodes; len(nodes) > 0 {
+		n := int32(0)
+		for i := len(v) - 1; i >= 0; i-- {
+			if n = nodes[n].child(v[i]); n < 0 {
+				break
+			}
+			best = lastIn(rules, nodes[n].rules, v, best)
+		}
+	}
+	return best
+}
+
+// lastIn scans an ascending id list from the top down to best.
+func lastIn(rules []rule, ids []int32, v string, best int32) int32 {
+	for k := len(ids) - 1; k >= 0 && ids[k] > best; k-- {
+		if rules[ids[k]].value.Match(v) {
+			return ids[k]
+		}
+	}
+	return best
+}
