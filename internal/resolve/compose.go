@@ -45,7 +45,7 @@ type ruleset struct {
 	rules     []rule
 	bySurface map[string]*ruleGroup // rules whose surface pattern is a plain name
 	wild      []int32               // rules whose surface pattern has wildcards
-	floor     []Problem          // the invalid non-global scopes behind the fail-closed floor
+	floor     []Problem             // the invalid non-global scopes behind the fail-closed floor
 }
 
 // scope is one layer of policy as loaded: its directional sugar is already
