@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -211,7 +212,7 @@ func (m *Model) confirmed(pressed string, targets []string) bool {
 	if !m.opts.ConfirmDouble {
 		return true
 	}
-	if m.armed != nil && m.armed.key == pressed && equalKeys(m.armed.targets, targets) {
+	if m.armed != nil && m.armed.key == pressed && slices.Equal(m.armed.targets, targets) {
 		m.armed = nil
 		return true
 	}
@@ -238,10 +239,8 @@ func (m *Model) describe(keys []string) string {
 	return plural(len(keys), "ask")
 }
 
-// label names an ask in status messages: agent and short value.
-func (m *Model) label(e *entry) string {
-	return Sanitize(agentOf(e.ask.Request)) + " " + truncate(Sanitize(shortValue(e.ask.Request)), 40)
-}
+// label names an ask in status messages and dialog titles.
+func (m *Model) label(e *entry) string { return truncate(askLabel(e.ask), 60) }
 
 // scopeOption is one answer offered by "approve for session".
 type scopeOption struct {

@@ -4,6 +4,7 @@ import (
 	"io"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // attentionCmd rings the bell and raises a desktop notification for a new
@@ -14,11 +15,7 @@ func (m *Model) attentionCmd(pending int) tea.Cmd {
 	if seq == "" {
 		return nil
 	}
-	w := m.opts.Attention
-	return func() tea.Msg {
-		_, _ = io.WriteString(w, seq) // best effort: a lost bell must not stop the console
-		return nil
-	}
+	return m.writeCmd(seq)
 }
 
 // attentionSequence is BEL, then OSC 9 (iTerm2, Windows Terminal, WezTerm,
@@ -35,13 +32,25 @@ func attentionSequence(bell, notify bool, pending int) string {
 	return seq
 }
 
-// titleCmd keeps the window title at the pending count; it sends only when
-// the count changed.
+// titleCmd keeps the window title at the pending count; it writes only when
+// the count changed. It goes through the attention writer rather than
+// tea.SetWindowTitle, whose v1 implementation writes to the output outside
+// the renderer's lock.
 func (m *Model) titleCmd() tea.Cmd {
 	n := m.pendingCount()
 	if n == m.titleCount {
 		return nil
 	}
 	m.titleCount = n
-	return tea.SetWindowTitle("permtui: " + plural(n, "ask") + " pending")
+	return m.writeCmd(ansi.SetWindowTitle("permtui: " + plural(n, "ask") + " pending"))
+}
+
+// writeCmd writes seq to the attention writer in one Write. It is best
+// effort: a lost bell or title must not stop the console.
+func (m *Model) writeCmd(seq string) tea.Cmd {
+	w := m.opts.Attention
+	return func() tea.Msg {
+		_, _ = io.WriteString(w, seq)
+		return nil
+	}
 }

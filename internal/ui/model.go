@@ -49,9 +49,11 @@ type Options struct {
 	// Refresh is how often ages and countdowns redraw; 0 means every second
 	// and a negative value turns the ticker off (tests).
 	Refresh time.Duration
-	// Attention receives the bell and notification sequences; nil means
-	// os.Stderr. Bubble Tea v1 has no way to emit raw bytes through its
-	// renderer, and both sequences leave the screen untouched.
+	// Attention receives the bell, notification and window-title sequences;
+	// nil means os.Stdout, the terminal the console draws on. Bubble Tea v1
+	// has no command that writes raw bytes through its renderer; writes to
+	// one *os.File are serialized, the renderer writes each frame in one
+	// Write, and none of these sequences move the cursor.
 	Attention io.Writer
 }
 
@@ -166,7 +168,7 @@ func New(opts Options) *Model {
 		opts.Refresh = time.Second
 	}
 	if opts.Attention == nil {
-		opts.Attention = os.Stderr
+		opts.Attention = os.Stdout
 	}
 	ti := textinput.New()
 	ti.Placeholder = "reason shown to the agent"

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"slices"
 	"sort"
 	"strconv"
 )
@@ -35,5 +34,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
-
-func equalKeys(a, b []string) bool { return slices.Equal(a, b) }
