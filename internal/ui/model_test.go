@@ -414,6 +414,19 @@ func TestWithdrawnWhileAnswerIsWritten(t *testing.T) {
 	}
 }
 
+func TestDefaultExpiryRecognisesServeErrors(t *testing.T) {
+	for _, err := range []error{serve.ErrExpired, serve.ErrUnknownAsk} {
+		h := newHarness(t, func(o *Options) { o.IsExpired = nil })
+		h.backend.decideErr = err
+		a := pathWrite()
+		h.queue(a)
+		h.keys("y")
+		if e := h.m.find(a.Key); e == nil || e.state != stateExpired {
+			t.Fatalf("%v: ask = %+v, want expired", err, e)
+		}
+	}
+}
+
 func TestDecideOtherErrorKeepsAskPending(t *testing.T) {
 	h := newHarness(t)
 	h.backend.decideErr = errors.New("disk full")
