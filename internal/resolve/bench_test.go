@@ -113,3 +113,15 @@ func BenchmarkMatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoad is the cost of a (re)load: read, parse, compose, compile
+// and index 10,000 rules.
+func BenchmarkLoad(b *testing.B) {
+	root := b.TempDir()
+	opts := LoadOptions{AgentDir: root + "/agent", Home: "/home/u"}
+	writeFile(b, globalConfigPath(opts.AgentDir), []byte(benchConfig(10000)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Load(opts)
+	}
+}

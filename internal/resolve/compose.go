@@ -1,7 +1,6 @@
 package resolve
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -168,7 +167,22 @@ var mcpBaseline = [...]string{"mcp_status", "mcp_list", "mcp_search", "mcp_descr
 // compose builds the ruleset of §4.4 items 1–5 from merged scopes: default
 // rule, MCP baseline, config rules, Pi MCP relocation, fail-closed floor.
 func compose(merged *permissions, floor []Problem, home string) *ruleset {
-	var rules []rule
+	configCount, relocated, mcpAllow := 0, 0, false
+	for i, key := range merged.keys {
+		if key == "*" {
+			continue
+		}
+		patterns := asPatterns(merged.vals[i])
+		configCount += patterns.Len()
+		for _, e := range patterns.vals {
+			mcpAllow = mcpAllow || (key == "mcp" && e.action == Allow)
+		}
+		if _, whole := patterns.get("*"); whole && strings.HasPrefix(key, "mcp__") {
+			relocated++
+		}
+	}
+	rules := make([]rule, 0, 1+len(mcpBaseline)+configCount+relocated)
+
 	def := rule{surface: CompilePattern("*", home), value: CompilePattern("*", home), action: Ask, origin: OriginBuiltin, layer: layerDefault}
 	def.ref = RuleRef{Surface: "*", Pattern: "*", Action: Ask, Origin: OriginBuiltin}
 	if u, ok := merged.get("*"); ok && u.str != nil {
@@ -177,38 +191,33 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 	}
 	rules = append(rules, def)
 
-	var config []rule
-	mcpAllow := false
-	for i, key := range merged.keys {
-		if key == "*" {
-			continue
-		}
-		surface := CompilePattern(key, home)
-		v := merged.vals[i]
-		patterns := asPatterns(v)
-		for j, pat := range patterns.keys {
-			e := patterns.vals[j]
-			config = append(config, configRule(surface, key, pat, e, home))
-			mcpAllow = mcpAllow || (key == "mcp" && e.action == Allow)
-		}
-	}
+	// The baseline is emitted only when some config rule allows mcp, and
+	// sits before the config rules so a config mcp "*" shadows it.
+	mcp := CompilePattern("mcp", home)
 	if mcpAllow {
-		mcp := CompilePattern("mcp", home)
 		for _, pat := range mcpBaseline {
 			r := rule{surface: mcp, value: CompilePattern(pat, home), action: Allow, origin: OriginBaseline, layer: layerBaseline}
 			r.ref = RuleRef{Surface: "mcp", Pattern: pat, Action: Allow, Origin: OriginBaseline}
 			rules = append(rules, r)
 		}
 	}
-	rules = append(rules, config...)
+	configStart := len(rules)
+	for i, key := range merged.keys {
+		if key == "*" {
+			continue
+		}
+		surface := CompilePattern(key, home)
+		patterns := asPatterns(merged.vals[i])
+		for j, pat := range patterns.keys {
+			rules = append(rules, configRule(surface, key, pat, patterns.vals[j], home))
+		}
+	}
 	// Pi MCP tool keys (mcp__server__tool, or an mcp__ wildcard) written as
 	// whole-tool rules are also copied onto the mcp surface (NEW, #1001).
-	mcp := CompilePattern("mcp", home)
-	for _, r := range config {
-		if r.ref.Pattern == "*" && strings.HasPrefix(r.ref.Surface, "mcp__") {
+	for i := configStart; i < configStart+configCount; i++ {
+		if r := &rules[i]; r.ref.Pattern == "*" && strings.HasPrefix(r.ref.Surface, "mcp__") {
 			e := entry{action: r.ref.Action, reason: r.reason, origin: r.ref.Origin, file: r.ref.File}
-			moved := configRule(mcp, "mcp", r.ref.Surface, e, home)
-			rules = append(rules, moved)
+			rules = append(rules, configRule(mcp, "mcp", r.ref.Surface, e, home))
 		}
 	}
 
@@ -252,19 +261,41 @@ var scopeNames = map[string]string{
 
 // describeRule says in plain words what the rule is and where it came from.
 func describeRule(r *rule, total int) string {
-	pos := "rule " + strconv.Itoa(r.ref.Index+1) + " of " + strconv.Itoa(total)
+	var b strings.Builder
+	b.Grow(96 + len(r.ref.Surface) + len(r.ref.Pattern) + len(r.ref.File) + len(r.reason))
+	quote := func(s string) {
+		var scratch [64]byte
+		b.Write(strconv.AppendQuote(scratch[:0], s))
+	}
+	position := func() {
+		writeAll(&b, "rule ", strconv.Itoa(r.ref.Index+1), " of ", strconv.Itoa(total))
+	}
 	switch r.layer {
 	case layerDefault:
+		writeAll(&b, "the default rule → ", string(r.ref.Action))
 		if r.ref.Origin == OriginBuiltin {
-			return fmt.Sprintf("the default rule → %s (built in: no scope sets \"*\")", r.ref.Action)
+			b.WriteString(` (built in: no scope sets "*")`)
+		} else {
+			writeAll(&b, ` (the universal "*" of `, scopeNames[r.ref.Origin], " ", r.ref.File, ")")
 		}
-		return fmt.Sprintf("the default rule → %s (the universal \"*\" of %s %s)", r.ref.Action, scopeNames[r.ref.Origin], r.ref.File)
 	case layerBaseline:
-		return fmt.Sprintf("the built-in MCP baseline rule mcp %q → allow (present because a config rule allows mcp; %s)", r.ref.Pattern, pos)
+		b.WriteString("the built-in MCP baseline rule mcp ")
+		quote(r.ref.Pattern)
+		b.WriteString(" → allow (present because a config rule allows mcp; ")
+		position()
+		b.WriteString(")")
+	default:
+		writeAll(&b, "the rule ", r.ref.Surface, " ")
+		quote(r.ref.Pattern)
+		writeAll(&b, " → ", string(r.ref.Action))
+		if r.reason != "" {
+			b.WriteString(" (reason ")
+			quote(r.reason)
+			b.WriteString(")")
+		}
+		writeAll(&b, " from ", scopeNames[r.ref.Origin], " ", r.ref.File, " (")
+		position()
+		b.WriteString(")")
 	}
-	s := fmt.Sprintf("the rule %s %q → %s", r.ref.Surface, r.ref.Pattern, r.ref.Action)
-	if r.reason != "" {
-		s += fmt.Sprintf(" (reason %q)", r.reason)
-	}
-	return s + fmt.Sprintf(" from %s %s (%s)", scopeNames[r.ref.Origin], r.ref.File, pos)
+	return b.String()
 }

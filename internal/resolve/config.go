@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -91,47 +92,47 @@ func parsePermission(val jsonValue, origin, file string) (*permissions, error) {
 	perms := newOrdered[surfaceValue]()
 	for i, surface := range val.obj.keys {
 		v := val.obj.vals[i]
-		where := fmt.Sprintf("permission[%q]", surface)
+		where := func() string { return fmt.Sprintf("permission[%q]", surface) }
 		if surface == "" {
 			return nil, fmt.Errorf("permission has an empty key")
 		}
 		if (strings.HasPrefix(surface, "path_") || strings.HasPrefix(surface, "external_directory_")) && !directionalKeys[surface] {
-			return nil, fmt.Errorf("%s is not a directional key (only path_read, path_write, external_directory_read, external_directory_write)", where)
+			return nil, fmt.Errorf("%s is not a directional key (only path_read, path_write, external_directory_read, external_directory_write)", where())
 		}
 		switch v.kind {
 		case jsonString:
 			if !isState(v.str) {
-				return nil, fmt.Errorf("%s is %q, not allow, ask or deny", where, v.str)
+				return nil, fmt.Errorf("%s is %q, not allow, ask or deny", where(), v.str)
 			}
 			perms.set(surface, surfaceValue{str: &entry{action: Action(v.str), origin: origin, file: file}})
 		case jsonObject:
 			patterns := newOrdered[entry]()
 			for j, pat := range v.obj.keys {
-				e, err := parsePatternEntry(v.obj.vals[j], fmt.Sprintf("%s[%q]", where, pat))
+				e, err := parsePatternEntry(v.obj.vals[j])
 				if err != nil {
-					return nil, err
+					return nil, fmt.Errorf("%s[%q]%w", where(), pat, err)
 				}
 				if pat == "" {
-					return nil, fmt.Errorf("%s has an empty pattern", where)
+					return nil, fmt.Errorf("%s has an empty pattern", where())
 				}
 				e.origin, e.file = origin, file
 				patterns.set(pat, e)
 			}
 			perms.set(surface, surfaceValue{patterns: patterns})
 		default:
-			return nil, fmt.Errorf("%s is %s, not a state or a pattern map", where, v.kind)
+			return nil, fmt.Errorf("%s is %s, not a state or a pattern map", where(), v.kind)
 		}
 	}
 	return perms, nil
 }
 
 // parsePatternEntry accepts a state string or the strict deny object
-// {"action":"deny","reason"?:string}.
-func parsePatternEntry(v jsonValue, where string) (entry, error) {
+// {"action":"deny","reason"?:string}. Errors continue the caller's location.
+func parsePatternEntry(v jsonValue) (entry, error) {
 	switch v.kind {
 	case jsonString:
 		if !isState(v.str) {
-			return entry{}, fmt.Errorf("%s is %q, not allow, ask or deny", where, v.str)
+			return entry{}, fmt.Errorf(" is %q, not allow, ask or deny", v.str)
 		}
 		return entry{action: Action(v.str)}, nil
 	case jsonObject:
@@ -141,27 +142,27 @@ func parsePatternEntry(v jsonValue, where string) (entry, error) {
 			switch k {
 			case "action":
 				if f.kind != jsonString || f.str != string(Deny) {
-					return entry{}, fmt.Errorf("%s.action must be \"deny\"", where)
+					return entry{}, errors.New(`.action must be "deny"`)
 				}
 				e.action = Deny
 			case "reason":
 				if f.kind != jsonString {
-					return entry{}, fmt.Errorf("%s.reason is %s, not a string", where, f.kind)
+					return entry{}, fmt.Errorf(".reason is %s, not a string", f.kind)
 				}
 				if utf16Len(f.str) > maxReasonLength {
-					return entry{}, fmt.Errorf("%s.reason is longer than %d characters", where, maxReasonLength)
+					return entry{}, fmt.Errorf(".reason is longer than %d characters", maxReasonLength)
 				}
 				e.reason = f.str
 			default:
-				return entry{}, fmt.Errorf("%s has the unknown key %q (a deny object allows only action and reason)", where, k)
+				return entry{}, fmt.Errorf(" has the unknown key %q (a deny object allows only action and reason)", k)
 			}
 		}
 		if e.action != Deny {
-			return entry{}, fmt.Errorf("%s lacks \"action\": \"deny\"", where)
+			return entry{}, errors.New(` lacks "action": "deny"`)
 		}
 		return e, nil
 	default:
-		return entry{}, fmt.Errorf("%s is %s, not a state or a deny object", where, v.kind)
+		return entry{}, fmt.Errorf(" is %s, not a state or a deny object", v.kind)
 	}
 }
 

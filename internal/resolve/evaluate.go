@@ -317,10 +317,19 @@ func writeAll(b *strings.Builder, parts ...string) {
 	}
 }
 
-// writeQuoted writes s as a Go-quoted string without a temporary string.
+// writeQuoted writes s as a Go-quoted string, so control characters in
+// untrusted values stay visible and inert.
 func writeQuoted(b *strings.Builder, s string) {
-	var scratch [128]byte
-	b.Write(strconv.AppendQuote(scratch[:0], s))
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			var scratch [128]byte
+			b.Write(strconv.AppendQuote(scratch[:0], s))
+			return
+		}
+	}
+	b.WriteByte('"') // plain printable ASCII quotes as itself
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 func floorCause(problems []Problem) string {

@@ -143,3 +143,15 @@ func TestEvaluateAllocatesLittle(t *testing.T) {
 		t.Errorf("Evaluate allocates %v times; the explanation should be its only cost", allocs)
 	}
 }
+
+func TestExplanationNeutralisesControlCharacters(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":{"ls*":"allow"}}}`)
+	v := f.eval("", "bash", "ls \x1b[2J\"x\"")
+	if strings.ContainsRune(v.Explanation, 0x1b) || !strings.Contains(v.Explanation, `"ls \x1b[2J\"x\""`) {
+		t.Errorf("explanation = %q", v.Explanation)
+	}
+	if v = f.eval("", "bash", "ls plain"); !strings.Contains(v.Explanation, `"ls plain"`) {
+		t.Errorf("explanation = %q", v.Explanation)
+	}
+}

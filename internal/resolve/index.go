@@ -65,43 +65,58 @@ func (s *pairBits) hasAll(need *[pairsPerRule]uint16) bool {
 	return true
 }
 
-// trie is a byte trie; each node lists the rules (ascending) whose key ends
-// there. Node 0 is the root.
+// trie is a byte trie in flat arrays (no allocation per node): children are
+// a first-child/next-sibling chain, and each node's rules a linked list,
+// highest id first. Index 0 is the root node and the "none" link.
 type trie struct {
 	nodes []trieNode
+	links []ruleLink
 }
 
 type trieNode struct {
-	labels []byte
-	next   []int32
-	rules  []int32
+	child, sibling int32 // 0 = none (the root is nobody's child)
+	rules          int32 // head of the node's rule list in links; 0 = none
+	label          byte
 }
 
+type ruleLink struct{ id, next int32 }
+
+// insert adds a rule under key; ids must arrive in ascending order.
 func (t *trie) insert(key string, id int32) {
 	if len(t.nodes) == 0 {
 		t.nodes = append(t.nodes, trieNode{})
+		t.links = append(t.links, ruleLink{})
 	}
 	n := int32(0)
 	for i := 0; i < len(key); i++ {
-		child := t.nodes[n].child(key[i])
-		if child < 0 {
-			child = int32(len(t.nodes))
-			t.nodes = append(t.nodes, trieNode{})
-			t.nodes[n].labels = append(t.nodes[n].labels, key[i])
-			t.nodes[n].next = append(t.nodes[n].next, child)
+		c := t.child(n, key[i])
+		if c == 0 {
+			c = int32(len(t.nodes))
+			t.nodes = append(t.nodes, trieNode{label: key[i], sibling: t.nodes[n].child})
+			t.nodes[n].child = c
 		}
-		n = child
+		n = c
 	}
-	t.nodes[n].rules = append(t.nodes[n].rules, id)
+	t.links = append(t.links, ruleLink{id: id, next: t.nodes[n].rules})
+	t.nodes[n].rules = int32(len(t.links) - 1)
 }
 
-func (n *trieNode) child(b byte) int32 {
-	for i, l := range n.labels {
-		if l == b {
-			return n.next[i]
+func (t *trie) child(n int32, b byte) int32 {
+	c := t.nodes[n].child
+	for c != 0 && t.nodes[c].label != b {
+		c = t.nodes[c].sibling
+	}
+	return c
+}
+
+// lastInList scans a node's rules (highest first) down to best.
+func (t *trie) lastInList(rules []rule, link int32, v string, best int32) int32 {
+	for ; link != 0 && t.links[link].id > best; link = t.links[link].next {
+		if id := t.links[link].id; rules[id].value.Match(v) {
+			return id
 		}
 	}
-	return -1
+	return best
 }
 
 // indexKey returns the literal text a value must start with (prefix) or end
@@ -154,10 +169,16 @@ func reverse(s string) string {
 func (g *ruleGroup) lastMatch(rules []rule, v string, best int32) int32 {
 	if len(g.rest) > 0 && g.rest[len(g.rest)-1] > best {
 		var pairs pairBits
-		pairs.fill(v)
+		filled := false
 		for k := len(g.rest) - 1; k >= 0 && g.rest[k] > best; k-- {
-			if !pairs.hasAll(&g.restNeed[k]) {
-				continue
+			if need := &g.restNeed[k]; need[0] != 0 {
+				if !filled {
+					pairs.fill(v)
+					filled = true
+				}
+				if !pairs.hasAll(need) {
+					continue
+				}
 			}
 			if rules[g.rest[k]].value.Match(v) {
 				best = g.rest[k]
@@ -165,32 +186,22 @@ func (g *ruleGroup) lastMatch(rules []rule, v string, best int32) int32 {
 			}
 		}
 	}
-	if nodes := g.prefixes.nodes; len(nodes) > 0 {
+	if t := &g.prefixes; len(t.nodes) > 0 {
 		n := int32(0)
 		for i := 0; i < len(v); i++ {
-			if n = nodes[n].child(v[i]); n < 0 {
+			if n = t.child(n, v[i]); n == 0 {
 				break
 			}
-			best = lastIn(rules, nodes[n].rules, v, best)
+			best = t.lastInList(rules, t.nodes[n].rules, v, best)
 		}
 	}
-	if nodes := g.suffixes.nodes; len(nodes) > 0 {
+	if t := &g.suffixes; len(t.nodes) > 0 {
 		n := int32(0)
 		for i := len(v) - 1; i >= 0; i-- {
-			if n = nodes[n].child(v[i]); n < 0 {
+			if n = t.child(n, v[i]); n == 0 {
 				break
 			}
-			best = lastIn(rules, nodes[n].rules, v, best)
-		}
-	}
-	return best
-}
-
-// lastIn scans an ascending id list from the top down to best.
-func lastIn(rules []rule, ids []int32, v string, best int32) int32 {
-	for k := len(ids) - 1; k >= 0 && ids[k] > best; k-- {
-		if rules[ids[k]].value.Match(v) {
-			return ids[k]
+			best = t.lastInList(rules, t.nodes[n].rules, v, best)
 		}
 	}
 	return best
