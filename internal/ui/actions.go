@@ -327,7 +327,6 @@ func (m *Model) openReason() tea.Cmd {
 	}
 	m.reasonFor = targets
 	m.reason.Reset()
-	m.reason.Width = max(m.width-len(m.reason.Prompt)-2, 10)
 	m.mode = modeReason
 	return m.reason.Focus()
 }

@@ -181,6 +181,7 @@ func New(opts Options) *Model {
 	ti.CharLimit = 500
 	ti.Prompt = "reason: "
 	ti.Cursor.SetMode(cursor.CursorStatic)
+	ti.Width = 80 - len(ti.Prompt) - 2
 	hm := help.New()
 	hm.Width = 80
 	return &Model{
@@ -209,6 +210,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.help.Width = msg.Width
+		m.reason.Width = max(msg.Width-len(m.reason.Prompt)-2, 10)
 		m.refreshPager()
 		return m, nil
 	case EventMsg:
