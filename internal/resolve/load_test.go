@@ -307,3 +307,19 @@ func TestDirectionalSugarAndRelocation(t *testing.T) {
 		t.Errorf("path /tmp/x = %s via %s, want ask via path_read", v.Action, v.Member)
 	}
 }
+
+func TestUnlistableAgentsDirFloorsEveryAgent(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"allow"}}`)
+	writeFile(t, filepath.Join(f.opts.ProjectDir, ".pi", "agents", "a.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
+	writeFile(t, filepath.Join(f.opts.AgentDir, "agents"), []byte("not a directory"))
+	p := Load(f.opts)
+	if probs := p.Problems(); len(probs) != 1 || !probs[0].FailClosed || probs[0].File != filepath.Join(f.opts.AgentDir, "agents") {
+		t.Fatalf("problems = %+v", probs)
+	}
+	for agent, want := range map[string]Action{"a": Ask, "nofile": Ask, "": Allow} {
+		if v := p.Evaluate(Query{Agent: agent, Surface: "bash", Values: []string{"ls"}}, nil); v.Action != want {
+			t.Errorf("agent %q: %s, want %s", agent, v.Action, want)
+		}
+	}
+}
