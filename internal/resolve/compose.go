@@ -55,17 +55,6 @@ type scope struct {
 
 var families = [...]string{"path", "external_directory"}
 
-// memberFamily returns the bare family when surface is one of its directional
-// members ("path_write" → "path").
-func memberFamily(surface string) string {
-	for _, fam := range families {
-		if rest, ok := strings.CutPrefix(surface, fam); ok && (rest == "_read" || rest == "_write") {
-			return fam
-		}
-	}
-	return ""
-}
-
 func isFamily(surface string) bool { return surface == "path" || surface == "external_directory" }
 
 // familyMembers returns the read and write members of a bare family.
@@ -93,7 +82,7 @@ func expandDirectional(perms *permissions) *permissions {
 	for i, key := range perms.keys {
 		fam := key
 		if !isFamily(fam) {
-			fam = memberFamily(key)
+			fam, _ = Family(key)
 		}
 		bare, sugared := perms.get(fam)
 		if fam == "" || !sugared {

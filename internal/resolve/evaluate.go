@@ -91,7 +91,8 @@ func (p *Policy) judge(rs *ruleset, surface string, values []string, grants []wi
 // query on surface. A grant on a bare family covers both members (§8.1).
 func (p *Policy) grantCovers(grantSurface, surface string) bool {
 	if isFamily(grantSurface) {
-		return memberFamily(surface) == grantSurface
+		fam, ok := Family(surface)
+		return ok && fam == grantSurface
 	}
 	return p.grantPattern(grantSurface).Match(surface)
 }
