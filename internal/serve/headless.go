@@ -52,7 +52,7 @@ func RunHeadless(ctx context.Context, s *Server, out io.Writer, ask string) erro
 			}
 		}
 		if q, isAsk := ev.(AskQueued); isAsk && ask == HeadlessDeny {
-			err := s.Decide(Decision{Key: q.Ask.Key, State: wire.StateDeniedWithReason, Reason: NoApproverReason})
+			err := s.Decide(Decision{Key: q.Ask.Key, State: wire.StateDeniedWithReason, Reason: NoApproverReason, Unattended: true})
 			// Expired and stopped asks are reported by their own events.
 			if err != nil && !errors.Is(err, ErrExpired) && !errors.Is(err, ErrStopped) {
 				if werr := writeLine(out, map[string]any{"event": "error", "key": q.Ask.Key, "error": err.Error()}); werr != nil {

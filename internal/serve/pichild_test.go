@@ -118,6 +118,10 @@ func TestHeadlessDeniesA2073AskTheChildAccepts(t *testing.T) {
 	if resp.Approved || resp.State != wire.StateDeniedWithReason || resp.DenialReason != NoApproverReason {
 		t.Fatalf("%+v", resp)
 	}
+	// Nobody decided: the wire must not claim a person did.
+	if by := resp.DecidedBy; by == nil || by.Kind != wire.DecidedByUnavailable || by.Reason == nil || *by.Reason != NoApproverReason {
+		t.Fatalf("decidedBy = %+v, want unavailable with the no-approver reason", by)
+	}
 	h.shutdown()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -138,7 +142,7 @@ func TestHeadlessDeniesA2073AskTheChildAccepts(t *testing.T) {
 	if _, ok := d["latencyMicros"].(float64); !ok {
 		t.Fatalf("no latency in %v", d)
 	}
-	if by, _ := d["decidedBy"].(map[string]any); by["kind"] != "user" {
+	if by, _ := d["decidedBy"].(map[string]any); by["kind"] != "unavailable" {
 		t.Fatalf("decidedBy %v", d["decidedBy"])
 	}
 	if events["arrived"]["verdict"] != "ask" {

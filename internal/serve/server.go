@@ -320,6 +320,12 @@ func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
 		suggested = req.SessionApproval.Grants
 	}
 	ans := &answer{resp: wire.Response{DecidedBy: wire.UserDecision()}}
+	if d.Unattended {
+		if d.State != wire.StateDenied && d.State != wire.StateDeniedWithReason {
+			return nil, fmt.Errorf("%w: only a denial can be made with nobody attached", ErrInvalidDecision)
+		}
+		ans.resp.DecidedBy = wire.UnavailableDecision(NoApproverReason)
+	}
 	if d.Family && d.State != wire.StateApprovedForSession && d.State != wire.StateApprovedForServingSession {
 		return nil, fmt.Errorf("%w: both directions applies only to a session approval", ErrInvalidDecision)
 	}

@@ -537,3 +537,20 @@ func TestAuditLogGroupCommitKeepsEveryRecord(t *testing.T) {
 		t.Fatalf("%d fsyncs for %d records", syncs, n)
 	}
 }
+
+func TestUnattendedDecisionMayOnlyDeny(t *testing.T) {
+	h := startServer(t, options{})
+	h.send(intent("1791279012345-un-1", "impl", "bash", "make"))
+	ask := h.queued("1791279012345-un-1")
+	err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved, Unattended: true})
+	if !errors.Is(err, ErrInvalidDecision) {
+		t.Fatalf("unattended approve = %v, want ErrInvalidDecision", err)
+	}
+	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateDenied, Unattended: true}); err != nil {
+		t.Fatal(err)
+	}
+	resp := h.await("1791279012345-un-1")
+	if resp.Approved || resp.DecidedBy == nil || resp.DecidedBy.Kind != wire.DecidedByUnavailable {
+		t.Fatalf("%+v", resp)
+	}
+}

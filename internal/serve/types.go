@@ -30,6 +30,10 @@ type Decision struct {
 	State  wire.State
 	Reason string // denied_with_reason only; blank turns into denied
 	Family bool   // "both directions" (sessionGrantWidth family)
+	// Unattended: no person decided; the ask is refused for want of an
+	// approver (headless). Only a denial may be unattended, and it goes on
+	// the wire as decidedBy {kind:"unavailable"}, never as a user's choice.
+	Unattended bool
 }
 
 // Event is something the serving loop reports to its front end (console or
