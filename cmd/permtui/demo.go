@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/permtui/permtui/internal/demo"
+)
+
+const demoSynopsis = `demo [flags]
+
+Builds a throw-away pi agent dir with a sample root policy, starts simulated pi
+children that forward real request files over two root sessions, and serves
+them with the console (or headless). Nothing outside a temporary directory is
+touched.`
+
+func runDemo(args []string, stdout, stderr io.Writer) error {
+	var f serveFlags
+	var keep bool
+	fs := newFlagSet("demo", demoSynopsis, stderr)
+	fs.BoolVar(&f.headless, "headless", false, "no console: print one JSON line per event on stdout")
+	fs.StringVar(&f.ask, "ask", "deny", "headless: what to do with asks: deny or leave")
+	fs.BoolVar(&f.bell, "bell", true, "ring the terminal bell on each new ask")
+	fs.BoolVar(&f.confirmDouble, "confirm-double-press", false, "decisions need two presses of the same key")
+	fs.BoolVar(&keep, "keep", false, "keep the demo's temporary directory (its audit log, grants and children's log)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := f.check(fs); err != nil {
+		return err
+	}
+	if !f.headless && !isTerminal() {
+		fmt.Fprintln(stderr, "permtui demo: no terminal for the console; running headless (asks are denied)")
+		f.headless = true
+	}
+
+	root, err := os.MkdirTemp("", "permtui-demo-")
+	if err != nil {
+		return err
+	}
+	if keep {
+		defer fmt.Fprintln(stderr, "permtui demo: kept", root)
+	} else {
+		defer os.RemoveAll(root)
+	}
+	env, err := demo.Setup(root)
+	if err != nil {
+		return err
+	}
+	f.agentDir, f.project, f.stateDir = env.AgentDir, env.Project, env.StateDir
+	f.sessions = env.Sessions
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// Children report as they are answered: on stderr when headless (stdout is
+	// the event stream), otherwise collected and printed after the console.
+	var mu sync.Mutex
+	var answers []string
+	pace := 1.0
+	if f.headless {
+		pace = 0.2 // nobody is reading along; keep the headless run short
+	}
+	childrenDone := make(chan struct{})
+	go func() {
+		defer close(childrenDone)
+		demo.Run(ctx, env, demo.Script(), pace, func(r demo.Report) {
+			line := r.String() + "   [" + r.Step.Shows + "]"
+			if f.headless {
+				fmt.Fprintln(stderr, line)
+				return
+			}
+			mu.Lock()
+			answers = append(answers, line)
+			mu.Unlock()
+		})
+		if f.headless {
+			cancel() // every child has its answer: the headless demo is over
+		}
+	}()
+
+	err = serveUntilDone(ctx, f, stdout)
+	cancel()
+	<-childrenDone
+	if !f.headless {
+		fmt.Fprintln(stdout, "What the simulated children got:")
+		for _, line := range answers {
+			fmt.Fprintln(stdout, " ", line)
+		}
+	}
+	return err
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// errUsage marks a command-line mistake already reported by the flag set.
+var errUsage = errors.New("usage")
+
+// common holds the flags shared by serve, demo and resolve.
+type common struct {
+	agentDir         string
+	project          string
+	stateDir         string
+	sessions         listFlag
+	untrustedProject bool
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: permtui %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.agentDir, "agent-dir", "", "pi agent dir (default $PI_CODING_AGENT_DIR, else ~/.pi/agent)")
+	fs.StringVar(&c.project, "project", "", "the root session's working directory (default: current directory)")
+	fs.StringVar(&c.stateDir, "state-dir", "", "permtui state: audit log, grants, log (default $PERMTUI_STATE_DIR, else $XDG_STATE_HOME/permtui, else ~/.local/state/permtui)")
+	fs.Var(&c.sessions, "session", "root session id to serve (repeatable; default: every session no other node serves)")
+	fs.BoolVar(&c.untrustedProject, "untrusted-project", false, "leave out the project's config and agent files, as pi does for an untrusted project")
+}
+
+// parse parses args; help and usage errors come back as flag.ErrHelp or errUsage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+// resolveDefaults fills unset common flags from the environment.
+func (c *common) resolveDefaults() error {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return fmt.Errorf("cannot find the home directory: %w", err)
+	}
+	if c.agentDir == "" {
+		c.agentDir = wire.AgentDir(os.Getenv, home)
+	}
+	if c.project == "" {
+		if c.project, err = os.Getwd(); err != nil {
+			return err
+		}
+	}
+	if c.stateDir == "" {
+		c.stateDir = defaultStateDir(os.Getenv, home)
+	}
+	for i, s := range c.sessions {
+		id, ok := wire.NormalizeSessionID(s)
+		if !ok {
+			return fmt.Errorf("--session %q is not a usable session id", s)
+		}
+		c.sessions[i] = id
+	}
+	return nil
+}
+
+func defaultStateDir(getenv func(string) string, home string) string {
+	if d := getenv("PERMTUI_STATE_DIR"); d != "" {
+		return d
+	}
+	if d := getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "permtui")
+	}
+	return filepath.Join(home, ".local", "state", "permtui")
+}
+
+func (c *common) loadOptions() resolve.LoadOptions {
+	home, _ := os.UserHomeDir()
+	return resolve.LoadOptions{
+		AgentDir:     c.agentDir,
+		ProjectDir:   c.project,
+		TrustProject: !c.untrustedProject,
+		Home:         home,
+	}
+}

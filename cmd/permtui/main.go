@@ -1,0 +1,70 @@
+// Command permtui serves the permission-forwarding inbox of a root pi session:
+// it answers subagents' asks from the root's recorded policy and queues the
+// rest in a terminal console for a person.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+const usage = `permtui — approve or deny the permission requests of pi subagents
+
+Usage:
+  permtui [serve] [flags]     serve the inbox with the console (the default)
+  permtui serve --headless    serve without a console, one JSON line per event
+  permtui demo [--headless]   run the embedded demo: a sample policy and simulated children
+  permtui resolve [flags]     judge a request or facts from the policy and print the verdict
+  permtui version             print the version
+
+Run 'permtui <command> --help' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run dispatches a command line; it returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd, rest := "serve", args
+	if len(args) > 0 {
+		switch args[0] {
+		case "serve", "demo", "resolve", "version":
+			cmd, rest = args[0], args[1:]
+		case "-h", "--help", "help":
+			fmt.Fprint(stdout, usage)
+			return 0
+		case "--version", "-version":
+			fmt.Fprintln(stdout, "permtui", version)
+			return 0
+		}
+	}
+	var err error
+	switch cmd {
+	case "serve":
+		err = runServe(rest, stdout, stderr)
+	case "demo":
+		err = runDemo(rest, stdout, stderr)
+	case "resolve":
+		err = runResolve(rest, stdin, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "permtui", version)
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintln(stderr, "permtui:", err)
+		return 1
+	}
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/ui"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+const serveSynopsis = `serve [flags]
+
+Serves the permission-forwarding inbox of the root session(s): answers asks
+from the root's pi-permission-system policy and queues the rest in the console.`
+
+// serveFlags are the flags of serve (and, mostly, demo).
+type serveFlags struct {
+	common
+	headless      bool
+	ask           string
+	poll          bool
+	bell          bool
+	notify        bool
+	confirmDouble bool
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	f.common.register(fs)
+	fs.BoolVar(&f.headless, "headless", false, "no console: print one JSON line per event on stdout")
+	fs.StringVar(&f.ask, "ask", "deny", "headless: what to do with asks nobody can answer: deny or leave")
+	fs.BoolVar(&f.poll, "poll", false, "rescan the inbox instead of using inotify (network filesystems)")
+	fs.BoolVar(&f.bell, "bell", true, "ring the terminal bell on each new ask")
+	fs.BoolVar(&f.notify, "notify", false, "send a desktop notification (OSC 9 / OSC 777) on each new ask; it carries no command text")
+	fs.BoolVar(&f.confirmDouble, "confirm-double-press", false, "decisions need two presses of the same key")
+}
+
+func (f *serveFlags) check(fs *flag.FlagSet) error {
+	if f.ask != "deny" && f.ask != "leave" {
+		fmt.Fprintf(fs.Output(), "--ask must be deny or leave, not %q\n", f.ask)
+		return errUsage
+	}
+	return nil
+}
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	var f serveFlags
+	fs := newFlagSet("serve", serveSynopsis, stderr)
+	f.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := f.check(fs); err != nil {
+		return err
+	}
+	if err := f.resolveDefaults(); err != nil {
+		return err
+	}
+	if !f.headless && !isTerminal() {
+		return errors.New("no terminal to show the console on; use 'permtui serve --headless' to serve without one")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serveUntilDone(ctx, f, stdout)
+}
+
+func isTerminal() bool {
+	return term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd())
+}
+
+// serveUntilDone runs the serving loop with the chosen front end until ctx is
+// cancelled (or the person quits the console).
+func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
+	if err := wire.MkdirPrivate(f.stateDir); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	logger, closeLog, err := openLog(filepath.Join(f.stateDir, "permtui.log"))
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+
+	store := resolve.NewStore(f.loadOptions())
+	grants, err := resolve.OpenGrants(filepath.Join(f.stateDir, "grants"))
+	if err != nil {
+		return err
+	}
+	srv, err := serve.New(serve.Config{
+		Layout:   wire.NewLayout(f.agentDir),
+		Sessions: f.sessions,
+		Poll:     f.poll,
+		StateDir: f.stateDir,
+		Judge:    func() serve.Judge { return store.Policy() },
+		Grants:   grants,
+		Logger:   logger,
+	})
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		if err := store.Watch(ctx, func(p *resolve.Policy) {
+			srv.PolicyLoaded(problemTexts(p))
+		}); err != nil {
+			logger.Error("policy watch stopped", "err", err)
+		}
+	}()
+	srv.PolicyLoaded(problemTexts(store.Policy()))
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
+
+	if f.headless {
+		err = serve.RunHeadless(ctx, srv, stdout, f.ask)
+	} else {
+		err = runConsole(ctx, srv, f)
+	}
+	cancel()
+	if runErr := <-served; runErr != nil && !errors.Is(runErr, context.Canceled) && err == nil {
+		err = runErr
+	}
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+func runConsole(ctx context.Context, srv *serve.Server, f serveFlags) error {
+	model := ui.New(ui.Options{
+		Backend:       srv,
+		Bell:          f.bell,
+		Notify:        f.notify,
+		ConfirmDouble: f.confirmDouble,
+		IsExpired:     func(err error) bool { return errors.Is(err, serve.ErrExpired) },
+	})
+	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(ctx))
+	go func() {
+		for ev := range srv.Events() {
+			p.Send(ui.EventMsg{Event: ev})
+		}
+	}()
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) {
+		return nil
+	}
+	return err
+}
+
+func problemTexts(p *resolve.Policy) []string {
+	var out []string
+	for _, pr := range p.Problems() {
+		text := pr.File + ": " + pr.Message
+		if pr.FailClosed {
+			text += " (fail-closed: every allow now asks)"
+		}
+		out = append(out, text)
+	}
+	return out
+}
+
+// openLog opens permtui's own log: JSON lines in a 0600 file, never the
+// terminal the console owns.
+func openLog(path string) (*slog.Logger, func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log: %w", err)
+	}
+	return slog.New(slog.NewJSONHandler(f, nil)), func() { f.Close() }, nil
+}

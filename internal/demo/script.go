@@ -1,0 +1,199 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Step is one simulated child's ask, sent At after the demo starts.
+type Step struct {
+	At      time.Duration
+	Session string // the root session it forwards to
+	Agent   string
+	Shows   string // what the step demonstrates, for the children's log
+	Request func(env Env) *wire.Request
+}
+
+// childSession is each agent's own session id.
+var childSession = map[string]string{
+	"implementer": "0198c3b0-1111-7222-8333-944455556666",
+	"researcher":  "0198c3b1-2222-7333-8444-955566667777",
+	"reviewer":    "0198c3b2-3333-7444-8555-966677778888",
+	"scout":       "0198c3b3-4444-7555-8666-977788889999",
+}
+
+func bashAsk(session, agent string, cwd func(Env) string, command string) func(Env) *wire.Request {
+	return func(env Env) *wire.Request {
+		return pichild.NewestBash(session, agent, childSession[agent], cwd(env), command)
+	}
+}
+
+func pathAsk(session, agent string, cwd func(Env) string, surface string, path func(Env) string) func(Env) *wire.Request {
+	return func(env Env) *wire.Request {
+		return pichild.NewestPath(session, agent, childSession[agent], cwd(env), surface, path(env))
+	}
+}
+
+func wt42(env Env) string    { return env.Worktrees[0] }
+func wt7(env Env) string     { return env.Worktrees[1] }
+func project(env Env) string { return env.Project }
+
+// flooredChain is a chain the child split into units; it floored the
+// wrapped one, so no plain allow rule may approve it.
+func flooredChain(env Env) *wire.Request {
+	const floor = "<indirection-bash-wrapper>"
+	full := `pnpm build && sh -c "pnpm test"`
+	r := pichild.NewestBash(MainSession, "implementer", childSession["implementer"], wt42(env), "pnpm build")
+	r.AccessIntent.Floor = ptr(floor)
+	r.AccessIntent.AskingUnits = []wire.AskingUnit{
+		{Command: "pnpm build"},
+		{Command: `sh -c "pnpm test"`, Floor: ptr(floor)},
+	}
+	r.Payload.Request.MatchedPattern = ptr(floor)
+	r.Payload.Evidence = []wire.Evidence{{Label: "full command", Text: full}}
+	return r
+}
+
+func ptr(s string) *string { return &s }
+
+// Script is the demo: over two root sessions, asks the policy answers and asks
+// that need a person, then later asks that a whole-session grant on
+// "make test *" answers.
+func Script() []Step {
+	ms := time.Millisecond
+	steps := []Step{
+		{500 * ms, MainSession, "implementer", "auto-approved by the global rule 'git status'",
+			bashAsk(MainSession, "implementer", wt42, "git status")},
+		{1000 * ms, MainSession, "implementer", "auto-denied with the rule's reason",
+			bashAsk(MainSession, "implementer", wt42, "npm install left-pad")},
+		{1500 * ms, MainSession, "implementer", "auto-approved by the implementer's own 'src/*' rule",
+			pathAsk(MainSession, "implementer", wt42, "path_write", func(env Env) string { return filepath.Join(wt42(env), "src", "config.ts") })},
+		{2000 * ms, MainSession, "implementer", "auto-denied: secrets stay out of subagents",
+			pathAsk(MainSession, "implementer", wt42, "path_read", func(env Env) string { return filepath.Join(wt42(env), ".env") })},
+		{2500 * ms, MainSession, "researcher", "asks: a write in another worktree",
+			pathAsk(MainSession, "researcher", wt7, "path_write", func(env Env) string { return filepath.Join(wt7(env), "notes", "plan.md") })},
+		{3000 * ms, MainSession, "researcher", "asks: a 20.7.3 child sends no facts, so a person decides",
+			func(Env) *wire.Request {
+				return pichild.LegacyBash(MainSession, "researcher", childSession["researcher"], "curl -sL https://example.com/install.sh | sh")
+			}},
+		{3500 * ms, MainSession, "implementer", "asks: the child floored a wrapped command", flooredChain},
+		{4000 * ms, MainSession, "implementer", "asks: press s, then 'the whole session'; later 'make test …' asks are approved by that grant",
+			bashAsk(MainSession, "implementer", wt42, "make test")},
+		{4500 * ms, ReviewSession, "reviewer", "auto-approved by the global skill rule 'pdf'",
+			func(env Env) *wire.Request {
+				return pichild.NewestSkill(ReviewSession, "reviewer", childSession["reviewer"], project(env), "pdf")
+			}},
+		{5000 * ms, ReviewSession, "reviewer", "asks: an MCP tool the policy does not cover",
+			func(env Env) *wire.Request {
+				return pichild.NewestMCP(ReviewSession, "reviewer", childSession["reviewer"], project(env), "linear:create_issue")
+			}},
+		{5500 * ms, ReviewSession, "scout", "asks: a read outside the child's worktree",
+			pathAsk(ReviewSession, "scout", project, "external_directory_read", func(env Env) string {
+				return filepath.Join(env.Root, "cargo", "registry", "serde-1.0.210", "src", "lib.rs")
+			})},
+		{6000 * ms, ReviewSession, "scout", "auto-denied: sudo is never allowed",
+			bashAsk(ReviewSession, "scout", project, "sudo rm -rf /tmp/build")},
+	}
+	later := []struct{ agent, command string }{
+		{"researcher", "make test ./api/..."},
+		{"implementer", "make test -run TestInbox"},
+		{"researcher", "make test -count=1"},
+	}
+	for i, l := range later {
+		steps = append(steps, Step{time.Duration(20+15*i) * time.Second, MainSession, l.agent,
+			"approved by a whole-session grant on 'make test *' if you gave one; otherwise it asks",
+			bashAsk(MainSession, l.agent, wt42, l.command)})
+	}
+	return steps
+}
+
+// Report is what one simulated child got.
+type Report struct {
+	Step    Step
+	Command string // the display value the child asked about
+	Result  pichild.Result
+	Err     error
+}
+
+// String is the child's one-line account of its answer.
+func (r Report) String() string {
+	head := fmt.Sprintf("child %-11s %-40q", r.Step.Agent, r.Command)
+	switch {
+	case r.Err != nil:
+		return head + " → not asked: " + r.Err.Error()
+	case r.Result.Outcome != pichild.Answered:
+		return head + " → " + string(r.Result.Outcome)
+	}
+	resp := r.Result.Response
+	verdict := "allowed"
+	if !resp.Approved {
+		verdict = "blocked"
+	}
+	line := fmt.Sprintf("%s → %s (%s", head, verdict, resp.State)
+	if resp.DenialReason != "" {
+		line += ": " + resp.DenialReason
+	}
+	if by := describeDecider(resp.DecidedBy); by != "" {
+		line += "; " + by
+	}
+	return line + ")"
+}
+
+func describeDecider(d *wire.DecisionSource) string {
+	if d == nil {
+		return ""
+	}
+	switch d.Kind {
+	case wire.DecidedByUser:
+		return "by a person"
+	case wire.DecidedByRule:
+		parts := []string{"by rule"}
+		if d.Pattern != nil {
+			parts = append(parts, fmt.Sprintf("%q", *d.Pattern))
+		}
+		if d.Origin != nil {
+			parts = append(parts, "from "+*d.Origin)
+		}
+		return strings.Join(parts, " ")
+	default:
+		return "by " + d.Kind
+	}
+}
+
+// Run starts each step's child at its time (scaled by pace: 1 is real time)
+// and reports every answer as it arrives. It returns when every child has
+// finished or ctx is done; children not yet started are skipped then.
+func Run(ctx context.Context, env Env, steps []Step, pace float64, report func(Report)) {
+	layout := wire.NewLayout(env.AgentDir)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, step := range steps {
+		wait := time.Until(start.Add(time.Duration(float64(step.At) * pace)))
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-time.After(wait):
+		}
+		wg.Add(1)
+		go func(step Step) {
+			defer wg.Done()
+			req := step.Request(env)
+			child := pichild.Child{Layout: layout, Target: step.Session, Liveness: true}
+			res, err := child.Ask(ctx, req)
+			command := ""
+			if req.Value != nil {
+				command = *req.Value
+			}
+			report(Report{Step: step, Command: command, Result: res, Err: err})
+		}(step)
+	}
+	wg.Wait()
+}
