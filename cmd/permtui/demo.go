@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/permtui/permtui/internal/demo"
 )
@@ -18,6 +19,10 @@ Builds a throw-away pi agent dir with a sample root policy, starts simulated pi
 children that forward real request files over two root sessions, and serves
 them with the console (or headless). Nothing outside a temporary directory is
 touched.`
+
+// childGrace is how long children may still poll after the server stopped:
+// a few of pi's 250 ms polls.
+const childGrace = time.Second
 
 func runDemo(args []string, stdout, stderr io.Writer) error {
 	var f serveFlags
@@ -68,17 +73,20 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if f.headless {
 		pace = 0.2 // nobody is reading along; keep the headless run short
 	}
+	// Children outlive the server briefly so they read the answers it writes
+	// while shutting down (open asks are denied as "permtui exited").
+	asks, stopAsking := context.WithCancel(context.Background())
+	defer stopAsking()
 	childrenDone := make(chan struct{})
 	go func() {
 		defer close(childrenDone)
-		demo.Run(ctx, env, demo.Script(), pace, func(r demo.Report) {
-			line := r.String() + "   [" + r.Step.Shows + "]"
+		demo.Run(ctx, asks, env, demo.Script(), pace, func(r demo.Report) {
 			if f.headless {
-				fmt.Fprintln(stderr, line)
+				fmt.Fprintf(stderr, "%s   [%s]\n", r, r.Step.Shows)
 				return
 			}
 			mu.Lock()
-			answers = append(answers, line)
+			answers = append(answers, r.String())
 			mu.Unlock()
 		})
 		if f.headless {
@@ -88,7 +96,12 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 
 	err = serveUntilDone(ctx, f, stdout)
 	cancel()
-	<-childrenDone
+	select {
+	case <-childrenDone:
+	case <-time.After(childGrace):
+		stopAsking()
+		<-childrenDone
+	}
 	if !f.headless {
 		fmt.Fprintln(stdout, "What the simulated children got:")
 		for _, line := range answers {

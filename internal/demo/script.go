@@ -124,19 +124,18 @@ type Report struct {
 
 // String is the child's one-line account of its answer.
 func (r Report) String() string {
-	head := fmt.Sprintf("child %-11s %-40q", r.Step.Agent, r.Command)
+	head := r.Step.Agent + ": " + r.Command + " → "
 	switch {
 	case r.Err != nil:
-		return head + " → not asked: " + r.Err.Error()
+		return "· " + head + "gave up: " + r.Err.Error()
 	case r.Result.Outcome != pichild.Answered:
-		return head + " → " + string(r.Result.Outcome)
+		return "· " + head + string(r.Result.Outcome)
 	}
 	resp := r.Result.Response
-	verdict := "allowed"
+	line := "✓ " + head + "allowed (" + string(resp.State)
 	if !resp.Approved {
-		verdict = "blocked"
+		line = "✗ " + head + "blocked (" + string(resp.State)
 	}
-	line := fmt.Sprintf("%s → %s (%s", head, verdict, resp.State)
 	if resp.DenialReason != "" {
 		line += ": " + resp.DenialReason
 	}
@@ -153,6 +152,8 @@ func describeDecider(d *wire.DecisionSource) string {
 	switch d.Kind {
 	case wire.DecidedByUser:
 		return "by a person"
+	case wire.DecidedByUnavailable:
+		return "nobody was there to decide"
 	case wire.DecidedByRule:
 		parts := []string{"by rule"}
 		if d.Pattern != nil {
@@ -168,16 +169,17 @@ func describeDecider(d *wire.DecisionSource) string {
 }
 
 // Run starts each step's child at its time (scaled by pace: 1 is real time)
-// and reports every answer as it arrives. It returns when every child has
-// finished or ctx is done; children not yet started are skipped then.
-func Run(ctx context.Context, env Env, steps []Step, pace float64, report func(Report)) {
+// and reports every answer as it arrives. Once launch is done no further
+// child starts; asks ends the children still waiting. It returns when every
+// started child has finished.
+func Run(launch, asks context.Context, env Env, steps []Step, pace float64, report func(Report)) {
 	layout := wire.NewLayout(env.AgentDir)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, step := range steps {
 		wait := time.Until(start.Add(time.Duration(float64(step.At) * pace)))
 		select {
-		case <-ctx.Done():
+		case <-launch.Done():
 			wg.Wait()
 			return
 		case <-time.After(wait):
@@ -187,7 +189,7 @@ func Run(ctx context.Context, env Env, steps []Step, pace float64, report func(R
 			defer wg.Done()
 			req := step.Request(env)
 			child := pichild.Child{Layout: layout, Target: step.Session, Liveness: true}
-			res, err := child.Ask(ctx, req)
+			res, err := child.Ask(asks, req)
 			command := ""
 			if req.Value != nil {
 				command = *req.Value
