@@ -4,10 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/permtui/permtui/internal/vectortest"
 )
 
 func BenchmarkParseRequest(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join(vectorsDir(b), "requests", "newest-bash-floor-units.json"))
+	data, err := os.ReadFile(filepath.Join(vectortest.Dir(b), "requests", "newest-bash-floor-units.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,11 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/permtui/permtui/internal/vectortest"
 )
 
 // seedFromVectors adds every request file and response line as a seed.
 func seedFromVectors(f *testing.F, requests bool) {
-	dir := vectorsDir(f)
+	dir := vectortest.Dir(f)
 	if requests {
 		files, err := filepath.Glob(filepath.Join(dir, "requests", "*.json"))
 		if err != nil || len(files) == 0 {
@@ -25,7 +27,7 @@ func seedFromVectors(f *testing.F, requests bool) {
 		}
 		return
 	}
-	for _, v := range readJSONL[responseVector](f, "responses.jsonl") {
+	for _, v := range vectortest.ReadJSONL[responseVector](f, "responses.jsonl") {
 		if v.ResponseText != nil {
 			f.Add([]byte(*v.ResponseText))
 		} else {

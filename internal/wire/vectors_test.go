@@ -1,62 +1,15 @@
 package wire
 
 import (
-	"bufio"
 	"bytes"
 	stdjson "encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/permtui/permtui/internal/vectortest"
 )
-
-// vectorsDir finds ../shared/spec/vectors beside the module root.
-func vectorsDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "spec", "vectors")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// readJSONL decodes every line of a vectors file into T.
-func readJSONL[T any](t testing.TB, name string) []T {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(vectorsDir(t), name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []T
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var v T
-		if err := stdjson.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("%s line %d: %v", name, len(out)+1, err)
-		}
-		out = append(out, v)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s has no vectors", name)
-	}
-	return out
-}
 
 type requestVector struct {
 	File            string `json:"file"`
@@ -82,10 +35,10 @@ func fieldStatus(r *Request, field string, kept bool) string {
 }
 
 func TestRequestVectors(t *testing.T) {
-	vectors := readJSONL[requestVector](t, "requests.jsonl")
+	vectors := vectortest.ReadJSONL[requestVector](t, "requests.jsonl")
 	for _, v := range vectors {
 		t.Run(filepath.Base(v.File), func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(vectorsDir(t), v.File))
+			data, err := os.ReadFile(filepath.Join(vectortest.Dir(t), v.File))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +92,7 @@ func writerValidExpected(v responseVector) bool {
 }
 
 func TestResponseVectors(t *testing.T) {
-	vectors := readJSONL[responseVector](t, "responses.jsonl")
+	vectors := vectortest.ReadJSONL[responseVector](t, "responses.jsonl")
 	overridden := 0
 	for _, v := range vectors {
 		if v.WriterValid != writerValidExpected(v) {
