@@ -17,9 +17,19 @@ type Step struct {
 	At      time.Duration
 	Session string // the root session it forwards to
 	Agent   string
+	Policy  Expect // how the sample policy answers it
 	Shows   string // what the step demonstrates, for the children's log
 	Request func(env Env) *wire.Request
 }
+
+// Expect is how the demo's policy answers a step before any person acts.
+type Expect string
+
+const (
+	AutoApprove Expect = "auto-approve"
+	AutoDeny    Expect = "auto-deny"
+	AskPerson   Expect = "ask"
+)
 
 // childSession is each agent's own session id.
 var childSession = map[string]string{
@@ -69,36 +79,36 @@ func ptr(s string) *string { return &s }
 func Script() []Step {
 	ms := time.Millisecond
 	steps := []Step{
-		{500 * ms, MainSession, "implementer", "auto-approved by the global rule 'git status'",
+		{500 * ms, MainSession, "implementer", AutoApprove, "auto-approved by the global rule 'git status'",
 			bashAsk(MainSession, "implementer", wt42, "git status")},
-		{1000 * ms, MainSession, "implementer", "auto-denied with the rule's reason",
+		{1000 * ms, MainSession, "implementer", AutoDeny, "auto-denied with the rule's reason",
 			bashAsk(MainSession, "implementer", wt42, "npm install left-pad")},
-		{1500 * ms, MainSession, "implementer", "auto-approved by the implementer's own 'src/*' rule",
+		{1500 * ms, MainSession, "implementer", AutoApprove, "auto-approved by the implementer's own 'src/*' rule",
 			pathAsk(MainSession, "implementer", wt42, "path_write", func(env Env) string { return filepath.Join(wt42(env), "src", "config.ts") })},
-		{2000 * ms, MainSession, "implementer", "auto-denied: secrets stay out of subagents",
+		{2000 * ms, MainSession, "implementer", AutoDeny, "auto-denied: secrets stay out of subagents",
 			pathAsk(MainSession, "implementer", wt42, "path_read", func(env Env) string { return filepath.Join(wt42(env), ".env") })},
-		{2500 * ms, MainSession, "researcher", "asks: a write in another worktree",
+		{2500 * ms, MainSession, "researcher", AskPerson, "asks: a write in another worktree",
 			pathAsk(MainSession, "researcher", wt7, "path_write", func(env Env) string { return filepath.Join(wt7(env), "notes", "plan.md") })},
-		{3000 * ms, MainSession, "researcher", "asks: a 20.7.3 child sends no facts, so a person decides",
+		{3000 * ms, MainSession, "researcher", AskPerson, "asks: a 20.7.3 child sends no facts, so a person decides",
 			func(Env) *wire.Request {
 				return pichild.LegacyBash(MainSession, "researcher", childSession["researcher"], "curl -sL https://example.com/install.sh | sh")
 			}},
-		{3500 * ms, MainSession, "implementer", "asks: the child floored a wrapped command", flooredChain},
-		{4000 * ms, MainSession, "implementer", "asks: press s, then 'the whole session'; later 'make test …' asks are approved by that grant",
+		{3500 * ms, MainSession, "implementer", AskPerson, "asks: the child floored a wrapped command", flooredChain},
+		{4000 * ms, MainSession, "implementer", AskPerson, "asks: press s, then 'the whole session'; later 'make test …' asks are approved by that grant",
 			bashAsk(MainSession, "implementer", wt42, "make test")},
-		{4500 * ms, ReviewSession, "reviewer", "auto-approved by the global skill rule 'pdf'",
+		{4500 * ms, ReviewSession, "reviewer", AutoApprove, "auto-approved by the global skill rule 'pdf'",
 			func(env Env) *wire.Request {
 				return pichild.NewestSkill(ReviewSession, "reviewer", childSession["reviewer"], project(env), "pdf")
 			}},
-		{5000 * ms, ReviewSession, "reviewer", "asks: an MCP tool the policy does not cover",
+		{5000 * ms, ReviewSession, "reviewer", AskPerson, "asks: an MCP tool the policy does not cover",
 			func(env Env) *wire.Request {
 				return pichild.NewestMCP(ReviewSession, "reviewer", childSession["reviewer"], project(env), "linear:create_issue")
 			}},
-		{5500 * ms, ReviewSession, "scout", "asks: a read outside the child's worktree",
+		{5500 * ms, ReviewSession, "scout", AskPerson, "asks: a read outside the child's worktree",
 			pathAsk(ReviewSession, "scout", project, "external_directory_read", func(env Env) string {
 				return filepath.Join(env.Root, "cargo", "registry", "serde-1.0.210", "src", "lib.rs")
 			})},
-		{6000 * ms, ReviewSession, "scout", "auto-denied: sudo is never allowed",
+		{6000 * ms, ReviewSession, "scout", AutoDeny, "auto-denied: sudo is never allowed",
 			bashAsk(ReviewSession, "scout", project, "sudo rm -rf /tmp/build")},
 	}
 	later := []struct{ agent, command string }{
@@ -107,7 +117,7 @@ func Script() []Step {
 		{"researcher", "make test -count=1"},
 	}
 	for i, l := range later {
-		steps = append(steps, Step{time.Duration(20+15*i) * time.Second, MainSession, l.agent,
+		steps = append(steps, Step{time.Duration(20+15*i) * time.Second, MainSession, l.agent, AskPerson,
 			"approved by a whole-session grant on 'make test *' if you gave one; otherwise it asks",
 			bashAsk(MainSession, l.agent, wt42, l.command)})
 	}

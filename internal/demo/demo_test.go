@@ -1,0 +1,89 @@
+package demo
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// TestScriptMatchesTheSamplePolicy serves the demo world headless and checks
+// that every scripted child gets the answer its step promises: the demo's
+// narration must stay true when the policy or the script changes.
+func TestScriptMatchesTheSamplePolicy(t *testing.T) {
+	env, err := Setup(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := resolve.Load(resolve.LoadOptions{AgentDir: env.AgentDir, ProjectDir: env.Project, TrustProject: true, Home: env.Root})
+	if problems := policy.Problems(); len(problems) > 0 {
+		t.Fatalf("the sample policy has problems: %+v", problems)
+	}
+	grants, err := resolve.OpenGrants(filepath.Join(env.StateDir, "grants"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serve.New(serve.Config{
+		Layout:   wire.NewLayout(env.AgentDir),
+		Sessions: env.Sessions,
+		StateDir: env.StateDir,
+		Judge:    func() serve.Judge { return policy },
+		Grants:   grants,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
+	headless := make(chan error, 1)
+	go func() { headless <- serve.RunHeadless(ctx, srv, io.Discard, serve.HeadlessDeny) }()
+
+	var mu sync.Mutex
+	var reports []Report
+	steps := Script()
+	Run(ctx, ctx, env, steps, 0.01, func(r Report) {
+		mu.Lock()
+		reports = append(reports, r)
+		mu.Unlock()
+	})
+	cancel()
+	if err := <-served; err != nil && err != context.Canceled {
+		t.Fatal(err)
+	}
+	<-headless
+
+	if len(reports) != len(steps) {
+		t.Fatalf("%d of %d children reported", len(reports), len(steps))
+	}
+	for _, r := range reports {
+		if r.Err != nil || r.Result.Outcome != pichild.Answered {
+			t.Errorf("%s: %v %s", r, r.Err, r.Result.Outcome)
+			continue
+		}
+		resp := r.Result.Response
+		by := resp.DecidedBy
+		switch r.Step.Policy {
+		case AutoApprove:
+			if !resp.Approved || by == nil || by.Kind != wire.DecidedByRule {
+				t.Errorf("%s: want an approval by rule", r)
+			}
+		case AutoDeny:
+			if resp.Approved || resp.State != wire.StateDeniedWithReason || by == nil || by.Kind != wire.DecidedByRule {
+				t.Errorf("%s: want a denial with reason by rule", r)
+			}
+		case AskPerson:
+			if resp.Approved || by == nil || by.Kind != wire.DecidedByUnavailable {
+				t.Errorf("%s: want it to reach the (absent) person", r)
+			}
+		default:
+			t.Errorf("%s: step has no expected outcome", r)
+		}
+	}
+}
