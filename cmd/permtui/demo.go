@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/permtui/permtui/internal/demo"
@@ -24,16 +22,16 @@ touched.`
 // a few of pi's 250 ms polls.
 const childGrace = time.Second
 
-func runDemo(args []string, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f serveFlags
 	var keep bool
-	fs := newFlagSet("demo", demoSynopsis, stderr)
+	fs := newFlagSet("demo", demoSynopsis, stdout, stderr)
 	fs.BoolVar(&f.headless, "headless", false, "no console: print one JSON line per event on stdout")
 	fs.StringVar(&f.ask, "ask", "deny", "headless: what to do with asks: deny or leave")
 	fs.BoolVar(&f.bell, "bell", true, "ring the terminal bell on each new ask")
 	fs.BoolVar(&f.confirmDouble, "confirm-double-press", false, "decisions need two presses of the same key")
 	fs.BoolVar(&keep, "keep", false, "keep the demo's temporary directory (its audit log, grants and children's log)")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if err := f.check(fs); err != nil {
@@ -60,8 +58,6 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	f.agentDir, f.project, f.stateDir = env.AgentDir, env.Project, env.StateDir
 	f.sessions = env.Sessions
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 

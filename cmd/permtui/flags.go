@@ -31,17 +31,24 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+// flagSet is a command's flags: usage mistakes are reported on stderr,
+// --help prints the usage on stdout.
+type flagSet struct {
+	*flag.FlagSet
+	stdout io.Writer
+}
+
+func newFlagSet(name, synopsis string, stdout, stderr io.Writer) flagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: permtui %s\n\nFlags:\n", synopsis)
 		fs.PrintDefaults()
 	}
-	return fs
+	return flagSet{FlagSet: fs, stdout: stdout}
 }
 
-func (c *common) register(fs *flag.FlagSet) {
+func (c *common) register(fs flagSet) {
 	fs.StringVar(&c.agentDir, "agent-dir", "", "pi agent dir (default $PI_CODING_AGENT_DIR, else ~/.pi/agent)")
 	fs.StringVar(&c.project, "project", "", "the root session's working directory (default: current directory)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "permtui state: audit log, grants, log (default $PERMTUI_STATE_DIR, else $XDG_STATE_HOME/permtui, else ~/.local/state/permtui)")
@@ -50,7 +57,17 @@ func (c *common) register(fs *flag.FlagSet) {
 }
 
 // parse parses args; help and usage errors come back as flag.ErrHelp or errUsage.
-func parse(fs *flag.FlagSet, args []string) error {
+func (fs flagSet) parse(args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(fs.stdout)
+			fs.Usage()
+			return flag.ErrHelp
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

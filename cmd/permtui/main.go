@@ -4,11 +4,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -27,11 +31,17 @@ Run 'permtui <command> --help' for a command's flags.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// SIGINT and SIGTERM end serving cleanly: open asks are answered and the
+	// heartbeat is removed before exit.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-// run dispatches a command line; it returns the process exit code.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// run dispatches a command line until it is done or ctx ends; it returns the
+// process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd, rest := "serve", args
 	if len(args) > 0 {
 		switch args[0] {
@@ -43,14 +53,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "--version", "-version":
 			fmt.Fprintln(stdout, "permtui", version)
 			return 0
+		default:
+			if !strings.HasPrefix(args[0], "-") {
+				fmt.Fprintf(stderr, "permtui: unknown command %q\n\n%s", args[0], usage)
+				return 2
+			}
 		}
 	}
 	var err error
 	switch cmd {
 	case "serve":
-		err = runServe(rest, stdout, stderr)
+		err = runServe(ctx, rest, stdout, stderr)
 	case "demo":
-		err = runDemo(rest, stdout, stderr)
+		err = runDemo(ctx, rest, stdout, stderr)
 	case "resolve":
 		err = runResolve(rest, stdin, stdout, stderr)
 	case "version":

@@ -54,14 +54,14 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	var request, agent, surface string
 	var values listFlag
 	var batch bool
-	fs := newFlagSet("resolve", resolveSynopsis, stderr)
+	fs := newFlagSet("resolve", resolveSynopsis, stdout, stderr)
 	c.register(fs)
 	fs.StringVar(&request, "request", "", "judge this request file")
 	fs.StringVar(&agent, "agent", "", "principal agent name (\"\" = no agent scope)")
 	fs.StringVar(&surface, "surface", "", "accessIntent surface, e.g. bash, path_write, external_directory_read")
 	fs.Var(&values, "value", "a match value (repeatable)")
 	fs.BoolVar(&batch, "batch", false, "read JSON lines from stdin, print one verdict per line")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	forms := 0

@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/term"
@@ -37,7 +34,7 @@ type serveFlags struct {
 	confirmDouble bool
 }
 
-func (f *serveFlags) register(fs *flag.FlagSet) {
+func (f *serveFlags) register(fs flagSet) {
 	f.common.register(fs)
 	fs.BoolVar(&f.headless, "headless", false, "no console: print one JSON line per event on stdout")
 	fs.StringVar(&f.ask, "ask", "deny", "headless: what to do with asks nobody can answer: deny or leave")
@@ -47,7 +44,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.confirmDouble, "confirm-double-press", false, "decisions need two presses of the same key")
 }
 
-func (f *serveFlags) check(fs *flag.FlagSet) error {
+func (f *serveFlags) check(fs flagSet) error {
 	if f.ask != "deny" && f.ask != "leave" {
 		fmt.Fprintf(fs.Output(), "--ask must be deny or leave, not %q\n", f.ask)
 		return errUsage
@@ -55,11 +52,11 @@ func (f *serveFlags) check(fs *flag.FlagSet) error {
 	return nil
 }
 
-func runServe(args []string, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f serveFlags
-	fs := newFlagSet("serve", serveSynopsis, stderr)
+	fs := newFlagSet("serve", serveSynopsis, stdout, stderr)
 	f.register(fs)
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if err := f.check(fs); err != nil {
@@ -71,8 +68,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if !f.headless && !isTerminal() {
 		return errors.New("no terminal to show the console on; use 'permtui serve --headless' to serve without one")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	return serveUntilDone(ctx, f, stdout)
 }
 

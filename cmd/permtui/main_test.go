@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/vectortest"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+const rootID = "0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b"
+
+// runCmd runs a command line and returns its exit code and output.
+func runCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// TestResolveBatchMatchesRulesetVectors feeds every ruleset vector with facts
+// through 'permtui resolve --batch', and every vector without usable facts
+// through 'permtui resolve --request', and expects the vector's state.
+func TestResolveBatchMatchesRulesetVectors(t *testing.T) {
+	for _, v := range vectortest.ReadJSONL[vectortest.Ruleset](t, "ruleset.jsonl") {
+		t.Run(v.ID, func(t *testing.T) {
+			t.Setenv("HOME", v.Home) // HOME drives ~ expansion in patterns
+			root := t.TempDir()
+			agentDir, project, state := filepath.Join(root, "agent"), filepath.Join(root, "proj"), filepath.Join(root, "state")
+			v.WriteFiles(t, agentDir, project)
+			args := []string{"resolve", "--agent-dir", agentDir, "--project", project, "--state-dir", state, "--session", rootID}
+			if len(v.Grants) > 0 {
+				store, err := resolve.OpenGrants(filepath.Join(state, "grants"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var grants []wire.Grant
+				for _, g := range v.Grants {
+					grants = append(grants, wire.Grant{Surface: g.Surface, Pattern: g.Pattern})
+				}
+				if err := store.Add(rootID, grants); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			var code int
+			var out, errOut string
+			if v.Intent != "" {
+				text := `{"id":"r1","createdAt":1,"requesterSessionId":"c","targetSessionId":"` + rootID + `","requesterAgentName":"a"`
+				if v.RawIntent != nil {
+					text += `,"accessIntent":` + string(*v.RawIntent)
+				}
+				file := filepath.Join(root, "request.json")
+				vectortest.WriteFile(t, file, []byte(text+"}"))
+				code, out, errOut = runCmd(t, "", append(args, "--request", file)...)
+			} else {
+				line, err := json.Marshal(map[string]any{"agent": v.Agent, "surface": v.Surface, "values": v.Values, "floor": v.Floor, "askingUnits": v.AskingUnits})
+				if err != nil {
+					t.Fatal(err)
+				}
+				code, out, errOut = runCmd(t, string(line)+"\n", append(args, "--batch")...)
+			}
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var got struct {
+				State       string  `json:"state"`
+				Reason      *string `json:"reason"`
+				Explanation string  `json:"explanation"`
+			}
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("%v in %q", err, out)
+			}
+			if got.State != v.Expect {
+				t.Fatalf("state %s, want %s: %s", got.State, v.Expect, got.Explanation)
+			}
+			if v.Reason != nil && (got.Reason == nil || *got.Reason != *v.Reason) {
+				t.Errorf("reason %v, want %q", got.Reason, *v.Reason)
+			}
+		})
+	}
+}
+
+func TestResolveBatchKeepsOrderAndFlagsBadLines(t *testing.T) {
+	root := t.TempDir()
+	agentDir := filepath.Join(root, "agent")
+	vectortest.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
+		[]byte(`{"permission":{"bash":{"*":"ask","git *":"allow","rm *":"deny"}}}`))
+	in := `{"agent":"a","surface":"bash","values":["git status"]}
+not json
+{"agent":"a","surface":"bash","values":["rm -rf /"]}
+`
+	code, out, _ := runCmd(t, in, "resolve", "--agent-dir", agentDir, "--project", root, "--state-dir", filepath.Join(root, "s"), "--batch")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 for a bad line", code)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], `"state":"allow"`) || !strings.Contains(lines[1], `"error":"line 2:`) || !strings.Contains(lines[2], `"state":"deny"`) {
+		t.Fatalf("output:\n%s", out)
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	if code, out, _ := runCmd(t, "", "--version"); code != 0 || !strings.HasPrefix(out, "permtui ") {
+		t.Errorf("--version: %d %q", code, out)
+	}
+	if code, out, _ := runCmd(t, "", "resolve", "--help"); code != 0 || !strings.Contains(out, "--batch") {
+		t.Errorf("resolve --help: %d %q (help belongs on stdout)", code, out)
+	}
+	if code, _, errOut := runCmd(t, "", "bogus"); code != 2 || !strings.Contains(errOut, `unknown command "bogus"`) {
+		t.Errorf("unknown command: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "", "serve", "--ask", "maybe", "--headless"); code != 2 || !strings.Contains(errOut, "--ask must be deny or leave") {
+		t.Errorf("bad --ask: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "", "resolve", "--batch", "--surface", "bash"); code != 2 || !strings.Contains(errOut, "exactly one of") {
+		t.Errorf("two resolve forms: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "", "serve", "--session", " Unknown "); code != 1 || !strings.Contains(errOut, "not a usable session id") {
+		t.Errorf("unusable --session: %d %q", code, errOut)
+	}
+}
+
+func TestServeWithoutATerminalPointsToHeadless(t *testing.T) {
+	if isTerminal() {
+		t.Skip("stdin and stdout are a terminal here; the refusal needs them not to be")
+	}
+	code, _, errOut := runCmd(t, "", "serve", "--state-dir", t.TempDir())
+	if code != 1 || !strings.Contains(errOut, "--headless") {
+		t.Fatalf("exit %d: %q", code, errOut)
+	}
+}
+
+// lockedBuffer is an io.Writer the server goroutines and the test share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestHeadlessServeAnswersA2073Child runs 'permtui serve --headless' and a
+// pi child that checks the heartbeat: the 20.7.3 request (no facts) is
+// denied with the no-approver reason, and the heartbeat goes on exit.
+func TestHeadlessServeAnswersA2073Child(t *testing.T) {
+	root := t.TempDir()
+	agentDir := filepath.Join(root, "agent")
+	t.Setenv("PI_CODING_AGENT_DIR", agentDir)
+	vectortest.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
+		[]byte(`{"permission":{"*":"allow"}}`)) // even allow-all must not decide a request without facts
+	stdout := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--headless", "--project", root, "--state-dir", filepath.Join(root, "state"), "--session", rootID},
+			strings.NewReader(""), stdout, &lockedBuffer{})
+	}()
+
+	layout := wire.NewLayout(agentDir)
+	child := pichild.Child{Layout: layout, Target: rootID, Liveness: true}
+	req := pichild.LegacyBash(rootID, "researcher", "0198c3b0-1111-7222-8333-944455556666", "npm install left-pad")
+	res, err := child.Ask(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != pichild.Answered {
+		t.Fatalf("outcome %s", res.Outcome)
+	}
+	if r := res.Response; r.Approved || r.State != wire.StateDeniedWithReason || r.DenialReason != serve.NoApproverReason {
+		t.Fatalf("response %+v", r)
+	}
+	if _, err := os.Stat(layout.HeartbeatPath(rootID)); err != nil {
+		t.Fatalf("heartbeat while serving: %v", err)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop after cancellation")
+	}
+	if _, err := os.Stat(layout.HeartbeatPath(rootID)); !os.IsNotExist(err) {
+		t.Fatalf("heartbeat left behind: %v", err)
+	}
+	events := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("not a JSON line: %q", sc.Text())
+		}
+		events[line["event"].(string)] = true
+	}
+	for _, want := range []string{"serving", "arrived", "decided"} {
+		if !events[want] {
+			t.Errorf("no %q event in:\n%s", want, stdout.String())
+		}
+	}
+}
