@@ -8,14 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
-	"github.com/permtui/permtui/internal/vectortest"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -33,7 +32,7 @@ func runCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
 // through 'permtui resolve --batch', and every vector without usable facts
 // through 'permtui resolve --request', and expects the vector's state.
 func TestResolveBatchMatchesRulesetVectors(t *testing.T) {
-	for _, v := range vectortest.ReadJSONL[vectortest.Ruleset](t, "ruleset.jsonl") {
+	for _, v := range testkit.ReadJSONL[testkit.Ruleset](t, "ruleset.jsonl") {
 		t.Run(v.ID, func(t *testing.T) {
 			t.Setenv("HOME", v.Home) // HOME drives ~ expansion in patterns
 			root := t.TempDir()
@@ -62,7 +61,7 @@ func TestResolveBatchMatchesRulesetVectors(t *testing.T) {
 					text += `,"accessIntent":` + string(*v.RawIntent)
 				}
 				file := filepath.Join(root, "request.json")
-				vectortest.WriteFile(t, file, []byte(text+"}"))
+				testkit.WriteFile(t, file, []byte(text+"}"))
 				code, out, errOut = runCmd(t, "", append(args, "--request", file)...)
 			} else {
 				line, err := json.Marshal(map[string]any{"agent": v.Agent, "surface": v.Surface, "values": v.Values, "floor": v.Floor, "askingUnits": v.AskingUnits})
@@ -95,7 +94,7 @@ func TestResolveBatchMatchesRulesetVectors(t *testing.T) {
 func TestResolveBatchKeepsOrderAndFlagsBadLines(t *testing.T) {
 	root := t.TempDir()
 	agentDir := filepath.Join(root, "agent")
-	vectortest.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
+	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
 		[]byte(`{"permission":{"bash":{"*":"ask","git *":"allow","rm *":"deny"}}}`))
 	in := `{"agent":"a","surface":"bash","values":["git status"]}
 not json
@@ -142,24 +141,6 @@ func TestServeWithoutATerminalPointsToHeadless(t *testing.T) {
 	}
 }
 
-// lockedBuffer is an io.Writer the server goroutines and the test share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestHeadlessServeAnswersA2073Child runs 'permtui serve --headless' and a
 // pi child that checks the heartbeat: the 20.7.3 request (no facts) is
 // denied with the no-approver reason, and the heartbeat goes on exit.
@@ -167,14 +148,14 @@ func TestHeadlessServeAnswersA2073Child(t *testing.T) {
 	root := t.TempDir()
 	agentDir := filepath.Join(root, "agent")
 	t.Setenv("PI_CODING_AGENT_DIR", agentDir)
-	vectortest.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
+	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
 		[]byte(`{"permission":{"*":"allow"}}`)) // even allow-all must not decide a request without facts
-	stdout := &lockedBuffer{}
+	stdout := &testkit.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--headless", "--project", root, "--state-dir", filepath.Join(root, "state"), "--session", rootID},
-			strings.NewReader(""), stdout, &lockedBuffer{})
+			strings.NewReader(""), stdout, &testkit.SyncBuffer{})
 	}()
 
 	layout := wire.NewLayout(agentDir)

@@ -8,73 +8,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
 const (
 	servedID = "0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b"
 	otherID  = "0198c3a4-0000-7e8f-9a0b-1c2d3e4f5a6b"
-	// waitLimit only bounds a broken test; no assertion depends on timing.
-	waitLimit = 20 * time.Second
 )
 
-// recorder collects delivered events and lets a test wait for one.
-type recorder struct {
-	mu     sync.Mutex
-	events []Event
-	signal chan struct{}
-}
-
-func newRecorder() *recorder { return &recorder{signal: make(chan struct{}, 1)} }
-
-func (r *recorder) deliver(ev Event) {
-	r.mu.Lock()
-	r.events = append(r.events, ev)
-	r.mu.Unlock()
-	select {
-	case r.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (r *recorder) snapshot() []Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Event(nil), r.events...)
-}
-
-// waitFor returns the first event matching pred, waiting for it.
-func (r *recorder) waitFor(t *testing.T, what string, pred func(Event) bool) Event {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		for _, ev := range r.snapshot() {
-			if pred(ev) {
-				return ev
-			}
-		}
-		select {
-		case <-r.signal:
-		case <-deadline:
-			t.Fatalf("no %s event; got %#v", what, r.snapshot())
-		}
-	}
-}
-
-func (r *recorder) count(pred func(Event) bool) int {
-	n := 0
-	for _, ev := range r.snapshot() {
-		if pred(ev) {
-			n++
-		}
-	}
-	return n
-}
+type recorder = testkit.Recorder[Event]
 
 func arrivedID(id string) func(Event) bool {
 	return func(ev Event) bool {
@@ -103,11 +50,11 @@ type harness struct {
 // the test polls, so fsnotify tests prove fsnotify.
 func start(t *testing.T, tweak func(*Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, layout: wire.Layout{Root: filepath.Join(t.TempDir(), "sessions", "permission-forwarding")}, rec: newRecorder()}
+	h := &harness{t: t, layout: wire.Layout{Root: filepath.Join(t.TempDir(), "sessions", "permission-forwarding")}, rec: testkit.NewRecorder[Event]()}
 	cfg := Config{
 		Layout:            h.layout,
 		Sessions:          []string{servedID},
-		Deliver:           h.rec.deliver,
+		Deliver:           h.rec.Add,
 		Rescan:            time.Hour,
 		PollRescan:        10 * time.Millisecond,
 		HeartbeatInterval: 10 * time.Millisecond,
@@ -167,37 +114,37 @@ func gone(t *testing.T, path string) {
 
 func TestArrivalViaFsnotifyWhenTheRootAppearsLater(t *testing.T) {
 	h := start(t, nil)
-	h.rec.waitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+	h.rec.WaitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
 	if _, err := os.Stat(h.layout.SessionsDir()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("sessions/ should not exist yet")
 	}
 	// Rescans are an hour apart: only fsnotify can notice these.
 	path := h.send(servedID, "1791279012345-aaaa-1")
-	ev := h.rec.waitFor(t, "arrived", arrivedID("1791279012345-aaaa-1")).(Arrived)
+	ev := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-aaaa-1")).(Arrived)
 	if ev.Path != path || ev.Session != servedID || ev.Request.TargetSessionID != servedID {
 		t.Fatalf("arrived = %+v", ev)
 	}
 	// A later request in the now-watched directory arrives too.
 	h.send(servedID, "1791279012346-bbbb-1")
-	h.rec.waitFor(t, "second arrival", arrivedID("1791279012346-bbbb-1"))
+	h.rec.WaitFor(t, "second arrival", arrivedID("1791279012346-bbbb-1"))
 }
 
 func TestArrivalInPollMode(t *testing.T) {
 	h := start(t, func(c *Config) { c.Poll = true })
 	h.send(servedID, "1791279012345-poll-1")
-	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-poll-1"))
+	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-poll-1"))
 }
 
 func TestEachRequestIsDeliveredOnce(t *testing.T) {
 	h := start(t, func(c *Config) { c.Poll = true })
 	h.send(servedID, "1791279012345-once-1")
-	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-once-1"))
+	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-once-1"))
 	// Later passes see the file again; a marker proves some ran.
 	h.send(servedID, "1791279012399-mark-1")
-	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	h.rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-1"))
 	h.send(servedID, "1791279012399-mark-2")
-	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-2"))
-	if n := h.rec.count(arrivedID("1791279012345-once-1")); n != 1 {
+	h.rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-2"))
+	if n := h.rec.Count(arrivedID("1791279012345-once-1")); n != 1 {
 		t.Fatalf("delivered %d times", n)
 	}
 }
@@ -205,11 +152,11 @@ func TestEachRequestIsDeliveredOnce(t *testing.T) {
 func TestWithdrawalIsReported(t *testing.T) {
 	h := start(t, nil)
 	path := h.send(servedID, "1791279012345-wd-1")
-	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-wd-1"))
+	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-wd-1"))
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	h.rec.waitFor(t, "withdrawn", func(ev Event) bool {
+	h.rec.WaitFor(t, "withdrawn", func(ev Event) bool {
 		w, ok := ev.(Withdrawn)
 		return ok && w.Path == path && w.Session == servedID
 	})
@@ -231,13 +178,13 @@ func TestInvalidMisroutedAndUnsafeFilesAreDeletedAndReported(t *testing.T) {
 		paths[name] = h.writeRequest(servedID, name, body)
 	}
 	for name, path := range paths {
-		ev := h.rec.waitFor(t, "invalid "+name, invalidAt(path)).(Invalid)
+		ev := h.rec.WaitFor(t, "invalid "+name, invalidAt(path)).(Invalid)
 		if ev.Reason == "" || ev.Session != servedID {
 			t.Errorf("%s: %+v", name, ev)
 		}
 		gone(t, path)
 	}
-	if n := h.rec.count(func(ev Event) bool { _, ok := ev.(Arrived); return ok }); n != 0 {
+	if n := h.rec.Count(func(ev Event) bool { _, ok := ev.(Arrived); return ok }); n != 0 {
 		t.Fatalf("%d invalid requests were delivered", n)
 	}
 }
@@ -247,15 +194,15 @@ func TestTempAndNonJSONFilesAreIgnored(t *testing.T) {
 	tmp := h.writeRequest(servedID, "1791279012345-t-1.json.4242.1791279012345.tmp", requestJSON("1791279012345-t-1", servedID))
 	txt := h.writeRequest(servedID, "notes.txt", "hello")
 	h.send(servedID, "1791279012399-mark-1")
-	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	h.rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-1"))
 	h.send(servedID, "1791279012399-mark-2")
-	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-2"))
+	h.rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-2"))
 	for _, p := range []string{tmp, txt} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%s was touched: %v", p, err)
 		}
 	}
-	if n := h.rec.count(arrivedID("1791279012345-t-1")); n != 0 {
+	if n := h.rec.Count(arrivedID("1791279012345-t-1")); n != 0 {
 		t.Fatal("a temp file was delivered")
 	}
 }
@@ -275,12 +222,12 @@ func TestSymlinkIsRemovedWithoutTouchingItsTarget(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	h.rec.waitFor(t, "invalid symlink", invalidAt(link))
+	h.rec.WaitFor(t, "invalid symlink", invalidAt(link))
 	gone(t, link)
 	if data, err := os.ReadFile(target); err != nil || string(data) != body {
 		t.Fatalf("symlink target changed: %q, %v", data, err)
 	}
-	if h.rec.count(arrivedID("1791279012345-ln-1")) != 0 {
+	if h.rec.Count(arrivedID("1791279012345-ln-1")) != 0 {
 		t.Fatal("a symlinked request was delivered")
 	}
 }
@@ -295,18 +242,18 @@ func TestFIFOIsRefusedWithoutBlocking(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h.rec.waitFor(t, "invalid fifo", invalidAt(fifo))
+	h.rec.WaitFor(t, "invalid fifo", invalidAt(fifo))
 	gone(t, fifo)
 	// The loop is not stuck on the FIFO: later requests still arrive.
 	h.send(servedID, "1791279012346-after-1")
-	h.rec.waitFor(t, "arrival after the fifo", arrivedID("1791279012346-after-1"))
+	h.rec.WaitFor(t, "arrival after the fifo", arrivedID("1791279012346-after-1"))
 }
 
 func TestOversizedRequestIsRejected(t *testing.T) {
 	h := start(t, nil)
 	big := `{"id":"1791279012345-big-1","pad":"` + strings.Repeat("x", wire.MaxFileSize) + `"}`
 	path := h.writeRequest(servedID, "1791279012345-big-1.json", big)
-	ev := h.rec.waitFor(t, "invalid oversized", invalidAt(path)).(Invalid)
+	ev := h.rec.WaitFor(t, "invalid oversized", invalidAt(path)).(Invalid)
 	if !strings.Contains(ev.Reason, "1 MiB") {
 		t.Fatalf("reason = %q", ev.Reason)
 	}
@@ -320,7 +267,7 @@ func approve() wire.Response {
 func TestRespondWritesTheResponseThenDeletesTheRequest(t *testing.T) {
 	h := start(t, nil)
 	path := h.writeRequest(servedID, "by-name.json", requestJSON("1791279012345-rs-1", servedID))
-	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-rs-1"))
+	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-rs-1"))
 	if err := h.in.Respond(path, approve()); err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +299,7 @@ func TestRespondToAWithdrawnRequestWritesNothing(t *testing.T) {
 		early := &harness{t: t, layout: c.Layout}
 		path = early.send(servedID, "1791279012345-gone-1")
 	})
-	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-gone-1"))
+	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-gone-1"))
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +312,7 @@ func TestRespondToAWithdrawnRequestWritesNothing(t *testing.T) {
 func TestFailedResponseWriteKeepsTheRequestWithoutRedelivery(t *testing.T) {
 	h := start(t, func(c *Config) { c.Poll = true })
 	path := h.send(servedID, "1791279012345-wf-1")
-	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-wf-1"))
+	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-wf-1"))
 	// A regular file where responses/ belongs makes mkdir and the write fail,
 	// even for root.
 	respDir := h.layout.ResponsesDir(servedID)
@@ -380,10 +327,10 @@ func TestFailedResponseWriteKeepsTheRequestWithoutRedelivery(t *testing.T) {
 		t.Fatalf("request not kept: %v", err)
 	}
 	h.send(servedID, "1791279012399-mark-1")
-	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	h.rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-1"))
 	h.send(servedID, "1791279012399-mark-2")
-	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-2"))
-	if n := h.rec.count(arrivedID("1791279012345-wf-1")); n != 1 {
+	h.rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-2"))
+	if n := h.rec.Count(arrivedID("1791279012345-wf-1")); n != 1 {
 		t.Fatalf("delivered %d times", n)
 	}
 	if err := os.Remove(respDir); err != nil {
@@ -409,7 +356,7 @@ func readHB(t *testing.T, path string) wire.Heartbeat {
 
 func TestHeartbeatIsPublishedRefreshedAndRemoved(t *testing.T) {
 	h := start(t, nil)
-	h.rec.waitFor(t, "serving", func(ev Event) bool { s, ok := ev.(Serving); return ok && s.Session == servedID })
+	h.rec.WaitFor(t, "serving", func(ev Event) bool { s, ok := ev.(Serving); return ok && s.Session == servedID })
 	path := h.layout.HeartbeatPath(servedID)
 	first := readHB(t, path)
 	if first.PID != os.Getpid() || first.SessionID != servedID {
@@ -422,7 +369,7 @@ func TestHeartbeatIsPublishedRefreshedAndRemoved(t *testing.T) {
 	if st, err := os.Stat(h.layout.ServingDir()); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("serving/ mode %v, %v", st.Mode().Perm(), err)
 	}
-	deadline := time.After(waitLimit)
+	deadline := time.After(testkit.WaitLimit)
 	for readHB(t, path).UpdatedAt == first.UpdatedAt {
 		select {
 		case <-deadline:
@@ -436,12 +383,12 @@ func TestHeartbeatIsPublishedRefreshedAndRemoved(t *testing.T) {
 
 func TestHeartbeatReappearsWhenDeleted(t *testing.T) {
 	h := start(t, nil)
-	h.rec.waitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+	h.rec.WaitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
 	path := h.layout.HeartbeatPath(servedID)
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(waitLimit)
+	deadline := time.After(testkit.WaitLimit)
 	for {
 		if _, ok := readHeartbeat(path); ok {
 			return
@@ -502,9 +449,9 @@ func TestAnotherLiveServerKeepsTheSessionUntilItGoesAway(t *testing.T) {
 		}
 	}()
 
-	rec := newRecorder()
+	rec := testkit.NewRecorder[Event]()
 	in, err := New(Config{
-		Layout: layout, Sessions: []string{servedID, otherID}, Poll: true, Deliver: rec.deliver,
+		Layout: layout, Sessions: []string{servedID, otherID}, Poll: true, Deliver: rec.Add,
 		PollRescan: 10 * time.Millisecond, HeartbeatInterval: 10 * time.Millisecond, ContentionRecheck: 10 * time.Millisecond,
 	})
 	if err != nil {
@@ -516,7 +463,7 @@ func TestAnotherLiveServerKeepsTheSessionUntilItGoesAway(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	h := &harness{t: t, layout: layout, rec: rec, in: in}
 
-	elsewhere := rec.waitFor(t, "served elsewhere", func(ev Event) bool {
+	elsewhere := rec.WaitFor(t, "served elsewhere", func(ev Event) bool {
 		s, ok := ev.(ServedElsewhere)
 		return ok && s.Session == servedID
 	}).(ServedElsewhere)
@@ -527,10 +474,10 @@ func TestAnotherLiveServerKeepsTheSessionUntilItGoesAway(t *testing.T) {
 	// Two full passes over the uncontested session prove the contested
 	// request was seen and left alone.
 	h.send(otherID, "1791279012399-mark-1")
-	rec.waitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-1"))
 	h.send(otherID, "1791279012399-mark-2")
-	rec.waitFor(t, "marker", arrivedID("1791279012399-mark-2"))
-	if rec.count(arrivedID("1791279012345-elsewhere-1")) != 0 {
+	rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-2"))
+	if rec.Count(arrivedID("1791279012345-elsewhere-1")) != 0 {
 		t.Fatal("a request of a session served elsewhere was delivered")
 	}
 	if _, err := os.Stat(contested); err != nil {
@@ -539,7 +486,7 @@ func TestAnotherLiveServerKeepsTheSessionUntilItGoesAway(t *testing.T) {
 	if hb := readHB(t, layout.HeartbeatPath(servedID)); hb.PID != pid {
 		t.Fatalf("the other node's record was overwritten: %+v", hb)
 	}
-	if rec.count(func(ev Event) bool { s, ok := ev.(Serving); return ok && s.Session == servedID }) != 0 {
+	if rec.Count(func(ev Event) bool { s, ok := ev.(Serving); return ok && s.Session == servedID }) != 0 {
 		t.Fatal("served a contested session")
 	}
 
@@ -548,8 +495,8 @@ func TestAnotherLiveServerKeepsTheSessionUntilItGoesAway(t *testing.T) {
 	<-otherDone
 	_ = other.Process.Kill()
 	_ = other.Wait()
-	rec.waitFor(t, "serving after takeover", func(ev Event) bool { s, ok := ev.(Serving); return ok && s.Session == servedID })
-	rec.waitFor(t, "contested request delivered", arrivedID("1791279012345-elsewhere-1"))
+	rec.WaitFor(t, "serving after takeover", func(ev Event) bool { s, ok := ev.(Serving); return ok && s.Session == servedID })
+	rec.WaitFor(t, "contested request delivered", arrivedID("1791279012345-elsewhere-1"))
 	if hb := readHB(t, layout.HeartbeatPath(servedID)); hb.PID != os.Getpid() {
 		t.Fatalf("heartbeat after takeover: %+v", hb)
 	}
@@ -572,11 +519,11 @@ func TestStaleOrDeadHeartbeatsDoNotBlockServing(t *testing.T) {
 				layout = c.Layout
 				writeHB(t, layout, servedID, hb.PID, time.UnixMilli(hb.UpdatedAt))
 			})
-			h.rec.waitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+			h.rec.WaitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
 			if got := readHB(t, layout.HeartbeatPath(servedID)); got.PID != os.Getpid() {
 				t.Fatalf("heartbeat %+v", got)
 			}
-			if h.rec.count(func(ev Event) bool { _, ok := ev.(ServedElsewhere); return ok }) != 0 {
+			if h.rec.Count(func(ev Event) bool { _, ok := ev.(ServedElsewhere); return ok }) != 0 {
 				t.Fatal("reported served elsewhere")
 			}
 		})
@@ -594,14 +541,14 @@ func TestDiscoveryServesCanonicalSessionDirectoriesCreatedLater(t *testing.T) {
 	}
 	odd := "a b/c:d"
 	h.send(odd, "1791279012345-disc-1")
-	ev := h.rec.waitFor(t, "discovered arrival", arrivedID("1791279012345-disc-1")).(Arrived)
+	ev := h.rec.WaitFor(t, "discovered arrival", arrivedID("1791279012345-disc-1")).(Arrived)
 	if ev.Session != odd {
 		t.Fatalf("session %q", ev.Session)
 	}
 	if filepath.Base(h.layout.SessionDir(odd)) != "a%20b%2Fc%3Ad" {
 		t.Fatal("layout encoding changed")
 	}
-	for _, ev := range h.rec.snapshot() {
+	for _, ev := range h.rec.Snapshot() {
 		if s, ok := ev.(Serving); ok && s.Session != odd {
 			t.Fatalf("served a non-canonical directory: %q", s.Session)
 		}
@@ -634,19 +581,19 @@ func TestSymlinkedRequestsDirectoryIsNotFollowed(t *testing.T) {
 	if err := os.Symlink(outside, reqDir); err != nil {
 		t.Fatal(err)
 	}
-	h.rec.waitFor(t, "invalid requests dir", invalidAt(reqDir))
+	h.rec.WaitFor(t, "invalid requests dir", invalidAt(reqDir))
 	// Two arrivals in another session prove later passes ran.
 	h.send(otherID, "1791279012399-mark-1")
-	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	h.rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-1"))
 	h.send(otherID, "1791279012399-mark-2")
-	h.rec.waitFor(t, "marker", arrivedID("1791279012399-mark-2"))
+	h.rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-2"))
 	if _, err := os.Stat(victim); err != nil {
 		t.Fatalf("file behind the symlink was touched: %v", err)
 	}
-	if h.rec.count(arrivedID("1791279012345-out-1")) != 0 {
+	if h.rec.Count(arrivedID("1791279012345-out-1")) != 0 {
 		t.Fatal("a request behind a symlinked requests/ was delivered")
 	}
-	if n := h.rec.count(invalidAt(reqDir)); n != 1 {
+	if n := h.rec.Count(invalidAt(reqDir)); n != 1 {
 		t.Fatalf("reported %d times", n)
 	}
 }
@@ -654,7 +601,7 @@ func TestSymlinkedRequestsDirectoryIsNotFollowed(t *testing.T) {
 func TestRespondRefusesASymlinkedResponsesDirectory(t *testing.T) {
 	h := start(t, nil)
 	path := h.send(servedID, "1791279012345-rl-1")
-	h.rec.waitFor(t, "arrived", arrivedID("1791279012345-rl-1"))
+	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-rl-1"))
 	outside := t.TempDir()
 	respDir := h.layout.ResponsesDir(servedID)
 	_ = os.Remove(respDir)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/permtui/permtui/internal/vectortest"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -80,8 +80,8 @@ func TestGrantsPersistAndReload(t *testing.T) {
 func TestCorruptGrantsFileIsAnError(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "s1.json")
-	vectortest.WriteFile(t, bad, []byte(`[{"surface":"bash"`))
-	vectortest.WriteFile(t, filepath.Join(dir, "s1.json.123.456.tmp"), []byte(`garbage`))
+	testkit.WriteFile(t, bad, []byte(`[{"surface":"bash"`))
+	testkit.WriteFile(t, filepath.Join(dir, "s1.json.123.456.tmp"), []byte(`garbage`))
 	_, err := OpenGrants(dir)
 	if err == nil || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("OpenGrants = %v, want an error naming %s", err, bad)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/permtui/permtui/internal/vectortest"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -25,25 +25,25 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) global(text string) string {
 	p := globalConfigPath(f.opts.AgentDir)
-	vectortest.WriteFile(f.t, p, []byte(text))
+	testkit.WriteFile(f.t, p, []byte(text))
 	return p
 }
 
 func (f *fixture) project(text string) string {
 	p := projectConfigPaths(f.opts.ProjectDir)[0]
-	vectortest.WriteFile(f.t, p, []byte(text))
+	testkit.WriteFile(f.t, p, []byte(text))
 	return p
 }
 
 func (f *fixture) projectLocal(text string) string {
 	p := projectConfigPaths(f.opts.ProjectDir)[1]
-	vectortest.WriteFile(f.t, p, []byte(text))
+	testkit.WriteFile(f.t, p, []byte(text))
 	return p
 }
 
 func (f *fixture) agent(name, text string) string {
 	p := filepath.Join(f.opts.AgentDir, "agents", name+".md")
-	vectortest.WriteFile(f.t, p, []byte(text))
+	testkit.WriteFile(f.t, p, []byte(text))
 	return p
 }
 
@@ -100,7 +100,7 @@ func TestUnreadableProjectFileSetsFloor(t *testing.T) {
 	f := newFixture(t)
 	f.global(`{"permission":{"*":"allow"}}`)
 	target := filepath.Join(t.TempDir(), "elsewhere.json")
-	vectortest.WriteFile(t, target, []byte(`{"permission":{}}`))
+	testkit.WriteFile(t, target, []byte(`{"permission":{}}`))
 	link := projectConfigPaths(f.opts.ProjectDir)[1]
 	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestUntrustedProjectIsLeftOut(t *testing.T) {
 	f := newFixture(t)
 	f.global(`{"permission":{"bash":"ask"}}`)
 	f.project(`{"permission":{"bash":"allow"}}`)
-	vectortest.WriteFile(t, filepath.Join(f.opts.ProjectDir, ".pi", "agents", "a.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
+	testkit.WriteFile(t, filepath.Join(f.opts.ProjectDir, ".pi", "agents", "a.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
 	f.opts.TrustProject = false
 	p := Load(f.opts)
 	if v := p.Evaluate(Query{Agent: "a", Surface: "bash", Values: []string{"ls"}}, nil); v.Action != Ask {
@@ -186,8 +186,8 @@ func TestAgentNamesNeverReachOutsideTheAgentDirs(t *testing.T) {
 	f := newFixture(t)
 	f.global(`{"permission":{"bash":"ask"}}`)
 	// A file that a path-like agent name could point at.
-	vectortest.WriteFile(t, filepath.Join(f.opts.AgentDir, "evil.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
-	vectortest.WriteFile(t, filepath.Join(f.opts.AgentDir, "agents", "sub", "x.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
+	testkit.WriteFile(t, filepath.Join(f.opts.AgentDir, "evil.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
+	testkit.WriteFile(t, filepath.Join(f.opts.AgentDir, "agents", "sub", "x.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
 	for _, name := range []string{"../evil", "sub/x", "..", "/etc/passwd", "./../evil", "sub"} {
 		if v := f.eval(name, "bash", "ls"); v.Action != Ask {
 			t.Errorf("agent %q: %s, want ask (no agent file)", name, v.Action)
@@ -312,8 +312,8 @@ func TestDirectionalSugarAndRelocation(t *testing.T) {
 func TestUnlistableAgentsDirFloorsEveryAgent(t *testing.T) {
 	f := newFixture(t)
 	f.global(`{"permission":{"*":"allow"}}`)
-	vectortest.WriteFile(t, filepath.Join(f.opts.ProjectDir, ".pi", "agents", "a.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
-	vectortest.WriteFile(t, filepath.Join(f.opts.AgentDir, "agents"), []byte("not a directory"))
+	testkit.WriteFile(t, filepath.Join(f.opts.ProjectDir, ".pi", "agents", "a.md"), []byte("---\npermission:\n  bash: allow\n---\n"))
+	testkit.WriteFile(t, filepath.Join(f.opts.AgentDir, "agents"), []byte("not a directory"))
 	p := Load(f.opts)
 	if probs := p.Problems(); len(probs) != 1 || !probs[0].FailClosed || probs[0].File != filepath.Join(f.opts.AgentDir, "agents") {
 		t.Fatalf("problems = %+v", probs)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/permtui/permtui/internal/vectortest"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -19,7 +19,7 @@ type matcherVector struct {
 }
 
 func TestMatcherVectors(t *testing.T) {
-	for _, v := range vectortest.ReadJSONL[matcherVector](t, "matcher.jsonl") {
+	for _, v := range testkit.ReadJSONL[matcherVector](t, "matcher.jsonl") {
 		if got := MatchPattern(v.Pattern, v.Value, v.Home); got != v.Match {
 			t.Errorf("%s: match(%q, %q) = %v, want %v", v.ID, v.Pattern, v.Value, got, v.Match)
 		}
@@ -27,7 +27,7 @@ func TestMatcherVectors(t *testing.T) {
 }
 
 // policy loads the vector's files, laid out in a fresh directory.
-func rulesetPolicy(t *testing.T, v vectortest.Ruleset) *Policy {
+func rulesetPolicy(t *testing.T, v testkit.Ruleset) *Policy {
 	root := t.TempDir()
 	opts := LoadOptions{AgentDir: filepath.Join(root, "agent"), ProjectDir: filepath.Join(root, "proj"), TrustProject: true, Home: v.Home}
 	v.WriteFiles(t, opts.AgentDir, opts.ProjectDir)
@@ -35,7 +35,7 @@ func rulesetPolicy(t *testing.T, v vectortest.Ruleset) *Policy {
 }
 
 // vectorGrants are the vector's recorded grants in wire form.
-func vectorGrants(v vectortest.Ruleset) []wire.Grant {
+func vectorGrants(v testkit.Ruleset) []wire.Grant {
 	var grants []wire.Grant
 	for _, g := range v.Grants {
 		grants = append(grants, wire.Grant{Surface: g.Surface, Pattern: g.Pattern})
@@ -44,7 +44,7 @@ func vectorGrants(v vectortest.Ruleset) []wire.Grant {
 }
 
 func TestRulesetVectors(t *testing.T) {
-	for _, v := range vectortest.ReadJSONL[vectortest.Ruleset](t, "ruleset.jsonl") {
+	for _, v := range testkit.ReadJSONL[testkit.Ruleset](t, "ruleset.jsonl") {
 		t.Run(v.ID, func(t *testing.T) {
 			p := rulesetPolicy(t, v)
 			grants := vectorGrants(v)

@@ -13,13 +13,12 @@ import (
 	"time"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
 const (
 	rootID = "0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b"
-	// waitLimit only bounds a broken test; no assertion depends on timing.
-	waitLimit = 20 * time.Second
 )
 
 // fakeJudge decides by the first matchValue; whole-session grants whose
@@ -132,54 +131,7 @@ func (g *fakeGrants) All() map[string][]wire.Grant {
 }
 
 // recorder collects events and lets a test wait for one.
-type recorder struct {
-	mu     sync.Mutex
-	events []Event
-	signal chan struct{}
-}
-
-func (r *recorder) add(ev Event) {
-	r.mu.Lock()
-	r.events = append(r.events, ev)
-	r.mu.Unlock()
-	select {
-	case r.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (r *recorder) snapshot() []Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Event(nil), r.events...)
-}
-
-func (r *recorder) waitFor(t *testing.T, what string, pred func(Event) bool) Event {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		for _, ev := range r.snapshot() {
-			if pred(ev) {
-				return ev
-			}
-		}
-		select {
-		case <-r.signal:
-		case <-deadline:
-			t.Fatalf("no %s event; got %#v", what, r.snapshot())
-		}
-	}
-}
-
-func (r *recorder) count(pred func(Event) bool) int {
-	n := 0
-	for _, ev := range r.snapshot() {
-		if pred(ev) {
-			n++
-		}
-	}
-	return n
-}
+type recorder = testkit.Recorder[Event]
 
 type harness struct {
 	t      *testing.T
@@ -208,7 +160,7 @@ func startServer(t *testing.T, o options) *harness {
 		state:  filepath.Join(dir, "state", "permtui"),
 		judge:  &fakeJudge{},
 		grants: &fakeGrants{},
-		rec:    &recorder{signal: make(chan struct{}, 1)},
+		rec:    testkit.NewRecorder[Event](),
 	}
 	cfg := Config{
 		Layout: h.layout, Sessions: []string{rootID}, StateDir: h.state,
@@ -230,7 +182,7 @@ func startServer(t *testing.T, o options) *harness {
 	if !o.noRecorder {
 		go func() {
 			for ev := range s.Events() {
-				h.rec.add(ev)
+				h.rec.Add(ev)
 			}
 		}()
 	}
@@ -296,7 +248,7 @@ func (h *harness) sendRaw(id string, data []byte) string {
 func (h *harness) await(id string) *wire.ChildResponse {
 	h.t.Helper()
 	path := h.layout.ResponsePath(rootID, id)
-	deadline := time.Now().Add(waitLimit)
+	deadline := time.Now().Add(testkit.WaitLimit)
 	for {
 		data, err := os.ReadFile(path)
 		if err == nil {
@@ -309,7 +261,7 @@ func (h *harness) await(id string) *wire.ChildResponse {
 			return resp
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("no response for %s; events %#v", id, h.rec.snapshot())
+			h.t.Fatalf("no response for %s; events %#v", id, h.rec.Snapshot())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -317,7 +269,7 @@ func (h *harness) await(id string) *wire.ChildResponse {
 
 func (h *harness) queued(id string) Ask {
 	h.t.Helper()
-	return h.rec.waitFor(h.t, "queued "+id, func(ev Event) bool {
+	return h.rec.WaitFor(h.t, "queued "+id, func(ev Event) bool {
 		q, ok := ev.(AskQueued)
 		return ok && q.Ask.Request.ID == id
 	}).(AskQueued).Ask
@@ -325,7 +277,7 @@ func (h *harness) queued(id string) Ask {
 
 func (h *harness) decided(id string) Decided {
 	h.t.Helper()
-	return h.rec.waitFor(h.t, "decided "+id, func(ev Event) bool {
+	return h.rec.WaitFor(h.t, "decided "+id, func(ev Event) bool {
 		d, ok := ev.(Decided)
 		return ok && d.Ask.Request.ID == id
 	}).(Decided)

@@ -7,18 +7,18 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
 // child is a pi child of the served root that polls fast.
 func (h *harness) child(liveness bool) *pichild.Child {
-	return &pichild.Child{Layout: h.layout, Target: rootID, Poll: 5 * time.Millisecond, Timeout: waitLimit, Liveness: liveness}
+	return &pichild.Child{Layout: h.layout, Target: rootID, Poll: 5 * time.Millisecond, Timeout: testkit.WaitLimit, Liveness: liveness}
 }
 
 type asked struct {
@@ -41,7 +41,7 @@ func answered(t *testing.T, ch <-chan asked) *wire.ChildResponse {
 	var a asked
 	select {
 	case a = <-ch:
-	case <-time.After(waitLimit):
+	case <-time.After(testkit.WaitLimit):
 		t.Fatal("the child got no answer")
 	}
 	if a.err != nil || a.res.Outcome != pichild.Answered {
@@ -50,24 +50,13 @@ func answered(t *testing.T, ch <-chan asked) *wire.ChildResponse {
 	return a.res.Response
 }
 
-// lockedBuffer is an io.Writer safe to read while RunHeadless writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+// lockedBuffer is the headless output, safe to read while RunHeadless writes.
+type lockedBuffer struct{ testkit.SyncBuffer }
 
 func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, line := range bytes.Split(bytes.TrimSuffix(b.buf.Bytes(), []byte("\n")), []byte("\n")) {
+	for _, line := range bytes.Split(bytes.TrimSuffix([]byte(b.String()), []byte("\n")), []byte("\n")) {
 		if len(line) == 0 {
 			continue
 		}
@@ -88,7 +77,7 @@ func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
 // waitLine waits until some output line matches.
 func (b *lockedBuffer) waitLine(t *testing.T, pred func(map[string]any) bool) {
 	t.Helper()
-	for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.WaitLimit); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		for _, m := range b.lines(t) {
 			if pred(m) {
 				return
@@ -211,7 +200,7 @@ func TestNewestChildGetsRuleAnswersWithProvenance(t *testing.T) {
 func TestWholeSessionApprovalAutoApprovesAnotherAgentsChild(t *testing.T) {
 	h := startServer(t, options{})
 	first := h.ask(context.Background(), h.child(true), pichild.NewestBash(rootID, "implementer", "c1", "/w", "npm test"))
-	ask := h.rec.waitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
+	ask := h.rec.WaitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
 	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApprovedForServingSession}); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +225,7 @@ func TestChildThatGivesUpMakesDecideExpire(t *testing.T) {
 		before: func(h *harness) {
 			req := pichild.NewestBash(rootID, "impl", "c1", "/w", "make")
 			gaveUp = h.ask(ctx, h.child(false), req)
-			for deadline := time.Now().Add(waitLimit); ; time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(testkit.WaitLimit); ; time.Sleep(time.Millisecond) {
 				if _, err := os.Stat(h.layout.RequestPath(rootID, req.ID)); err == nil {
 					break
 				}
@@ -246,7 +235,7 @@ func TestChildThatGivesUpMakesDecideExpire(t *testing.T) {
 			}
 		},
 	})
-	ask := h.rec.waitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
+	ask := h.rec.WaitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
 	cancel() // the child gives up and removes its request
 	if a := <-gaveUp; !errors.Is(a.err, context.Canceled) {
 		t.Fatalf("child: %+v", a)
@@ -262,7 +251,7 @@ func TestChildThatGivesUpMakesDecideExpire(t *testing.T) {
 func TestChildGetsItsAnswerAfterAResponseWriteIsRepaired(t *testing.T) {
 	h := startServer(t, options{})
 	waiting := h.ask(context.Background(), h.child(true), pichild.NewestBash(rootID, "impl", "c1", "/w", "make"))
-	ask := h.rec.waitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
+	ask := h.rec.WaitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
 	respDir := h.layout.ResponsesDir(rootID)
 	if err := os.Remove(respDir); err != nil {
 		t.Fatal(err)
@@ -273,7 +262,7 @@ func TestChildGetsItsAnswerAfterAResponseWriteIsRepaired(t *testing.T) {
 	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved}); err != nil {
 		t.Fatal(err)
 	}
-	failed := h.rec.waitFor(t, "write failed", func(ev Event) bool { _, ok := ev.(WriteFailed); return ok }).(WriteFailed)
+	failed := h.rec.WaitFor(t, "write failed", func(ev Event) bool { _, ok := ev.(WriteFailed); return ok }).(WriteFailed)
 	if !strings.Contains(failed.Err, "responses") {
 		t.Fatalf("error %q", failed.Err)
 	}
@@ -284,7 +273,7 @@ func TestChildGetsItsAnswerAfterAResponseWriteIsRepaired(t *testing.T) {
 	if !resp.Approved {
 		t.Fatalf("%+v", resp)
 	}
-	if n := h.rec.count(func(ev Event) bool { _, ok := ev.(AskQueued); return ok }); n != 1 {
+	if n := h.rec.Count(func(ev Event) bool { _, ok := ev.(AskQueued); return ok }); n != 1 {
 		t.Fatalf("asked %d times", n)
 	}
 }

@@ -56,7 +56,7 @@ func TestWithTheRealResolver(t *testing.T) {
 
 	// No facts: a person decides even though a rule would allow the command.
 	legacy := h.ask(ctx, h.child(false), pichild.LegacyBash(rootID, "impl", "c1", "git status"))
-	ask := h.rec.waitFor(t, "legacy queued", func(ev Event) bool {
+	ask := h.rec.WaitFor(t, "legacy queued", func(ev Event) bool {
 		q, ok := ev.(AskQueued)
 		return ok && q.Ask.Request.AccessIntent == nil
 	}).(AskQueued).Ask
@@ -70,7 +70,7 @@ func TestWithTheRealResolver(t *testing.T) {
 	// A whole-session approval lands in the real grant store and covers
 	// another agent's identical ask.
 	first := h.ask(ctx, h.child(true), pichild.NewestBash(rootID, "implementer", "c1", "/w", "npm test"))
-	ask = h.rec.waitFor(t, "npm queued", func(ev Event) bool {
+	ask = h.rec.WaitFor(t, "npm queued", func(ev Event) bool {
 		q, ok := ev.(AskQueued)
 		return ok && q.Ask.Request.RequesterAgentName == "implementer"
 	}).(AskQueued).Ask

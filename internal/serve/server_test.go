@@ -65,7 +65,7 @@ func TestRuleAllowAndDenyAreAnsweredAtOnce(t *testing.T) {
 			t.Errorf("%s audit: %+v", id, recs)
 		}
 	}
-	if n := h.rec.count(func(ev Event) bool { _, ok := ev.(AskQueued); return ok }); n != 0 {
+	if n := h.rec.Count(func(ev Event) bool { _, ok := ev.(AskQueued); return ok }); n != 0 {
 		t.Fatalf("%d rule-decided requests were queued for a person", n)
 	}
 }
@@ -202,7 +202,7 @@ func TestWholeSessionGrantCoversOtherAgents(t *testing.T) {
 	if got := h.grants.For(rootID); !reflect.DeepEqual(got, []wire.Grant{grant}) {
 		t.Fatalf("grants %+v", got)
 	}
-	h.rec.waitFor(t, "grants changed", func(ev Event) bool {
+	h.rec.WaitFor(t, "grants changed", func(ev Event) bool {
 		g, ok := ev.(GrantsChanged)
 		return ok && len(g.Grants[rootID]) == 1
 	})
@@ -296,7 +296,7 @@ func TestDecideOnAWithdrawnRequestIsExpired(t *testing.T) {
 	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApprovedForServingSession}); !errors.Is(err, ErrExpired) {
 		t.Fatalf("Decide = %v, want ErrExpired", err)
 	}
-	w := h.rec.waitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.Key == ask.Key }).(Withdrawn)
+	w := h.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.Key == ask.Key }).(Withdrawn)
 	if w.Pending {
 		t.Fatal("a decided-then-expired ask reported as still pending")
 	}
@@ -321,7 +321,7 @@ func TestWithdrawnWhileWaitingIsReportedPending(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	w := h.rec.waitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.Key == ask.Key }).(Withdrawn)
+	w := h.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.Key == ask.Key }).(Withdrawn)
 	if !w.Pending {
 		t.Fatal("withdrawn ask not reported pending")
 	}
@@ -346,7 +346,7 @@ func TestFailedResponseWriteIsRetriedWithoutAskingAgain(t *testing.T) {
 	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved}); err != nil {
 		t.Fatalf("Decide = %v (a write failure is retried, not returned)", err)
 	}
-	h.rec.waitFor(t, "write failed", func(ev Event) bool { w, ok := ev.(WriteFailed); return ok && w.Key == ask.Key })
+	h.rec.WaitFor(t, "write failed", func(ev Event) bool { w, ok := ev.(WriteFailed); return ok && w.Key == ask.Key })
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("request not kept: %v", err)
 	}
@@ -360,7 +360,7 @@ func TestFailedResponseWriteIsRetriedWithoutAskingAgain(t *testing.T) {
 	if !resp.Approved {
 		t.Fatalf("%+v", resp)
 	}
-	if n := h.rec.count(func(ev Event) bool { q, ok := ev.(AskQueued); return ok && q.Ask.Key == ask.Key }); n != 1 {
+	if n := h.rec.Count(func(ev Event) bool { q, ok := ev.(AskQueued); return ok && q.Ask.Key == ask.Key }); n != 1 {
 		t.Fatalf("queued %d times", n)
 	}
 	if recs := h.auditFor("1791279012345-retry-1"); len(recs) != 1 {
@@ -379,7 +379,7 @@ func TestAuditFailureAnswersNothingUntilRepaired(t *testing.T) {
 	})
 	h.judge.set("ls", ruleVerdict(resolve.Allow, "", "ls", "global", ""))
 	path := h.send(intent("1791279012345-af-1", "impl", "bash", "ls"))
-	h.rec.waitFor(t, "write failed", func(ev Event) bool { _, ok := ev.(WriteFailed); return ok })
+	h.rec.WaitFor(t, "write failed", func(ev Event) bool { _, ok := ev.(WriteFailed); return ok })
 	if _, err := os.Stat(h.layout.ResponsePath(rootID, "1791279012345-af-1")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("answered without an audit record: %v", err)
 	}
@@ -445,7 +445,7 @@ func TestReresolveAnswersAsksThePolicyNowDecides(t *testing.T) {
 	if resp.State != wire.StateDeniedWithReason || resp.DenialReason != "not here" {
 		t.Fatalf("%+v", resp)
 	}
-	h.rec.waitFor(t, "policy", func(ev Event) bool { p, ok := ev.(PolicyStatus); return ok && len(p.Problems) == 1 })
+	h.rec.WaitFor(t, "policy", func(ev Event) bool { p, ok := ev.(PolicyStatus); return ok && len(p.Problems) == 1 })
 	if _, err := os.Stat(h.layout.RequestPath(rootID, "1791279012345-rr-2")); err != nil {
 		t.Fatalf("still-ask request answered: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
-	"github.com/permtui/permtui/internal/vectortest"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -32,7 +32,7 @@ const e2eRoot = "0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b"
 func startE2E(t *testing.T) *e2e {
 	root := t.TempDir()
 	agentDir := filepath.Join(root, "agent")
-	vectortest.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
+	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
 		[]byte(`{"permission":{"*":"ask","bash":{"*":"ask","git status":"allow"}}}`))
 	policy := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, ProjectDir: root, TrustProject: true, Home: root})
 	grants, err := resolve.OpenGrants(filepath.Join(root, "state", "grants"))

@@ -1,12 +1,10 @@
 package ui
 
 import (
-	"bytes"
 	"errors"
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -24,30 +23,13 @@ type harness struct {
 	m       *Model
 	backend *fakeBackend
 	quit    bool
-	bells   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	bells   *testkit.SyncBuffer
 }
 
 func newHarness(t *testing.T, tweak ...func(*Options)) *harness {
 	t.Helper()
 	b := &fakeBackend{}
-	bells := &syncBuffer{}
+	bells := &testkit.SyncBuffer{}
 	opts := Options{
 		Backend:   b,
 		Now:       func() time.Time { return testNow },

@@ -5,11 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/permtui/permtui/internal/vectortest"
+	"github.com/permtui/permtui/internal/testkit"
 )
 
 func BenchmarkParseRequest(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join(vectortest.Dir(b), "requests", "newest-bash-floor-units.json"))
+	data, err := os.ReadFile(filepath.Join(testkit.Dir(b), "requests", "newest-bash-floor-units.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

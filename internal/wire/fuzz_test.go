@@ -5,12 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/permtui/permtui/internal/vectortest"
+	"github.com/permtui/permtui/internal/testkit"
 )
 
 // seedFromVectors adds every request file and response line as a seed.
 func seedFromVectors(f *testing.F, requests bool) {
-	dir := vectortest.Dir(f)
+	dir := testkit.Dir(f)
 	if requests {
 		files, err := filepath.Glob(filepath.Join(dir, "requests", "*.json"))
 		if err != nil || len(files) == 0 {
@@ -27,7 +27,7 @@ func seedFromVectors(f *testing.F, requests bool) {
 		}
 		return
 	}
-	for _, v := range vectortest.ReadJSONL[responseVector](f, "responses.jsonl") {
+	for _, v := range testkit.ReadJSONL[responseVector](f, "responses.jsonl") {
 		if v.ResponseText != nil {
 			f.Add([]byte(*v.ResponseText))
 		} else {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/permtui/permtui/internal/vectortest"
+	"github.com/permtui/permtui/internal/testkit"
 )
 
 type requestVector struct {
@@ -35,10 +35,10 @@ func fieldStatus(r *Request, field string, kept bool) string {
 }
 
 func TestRequestVectors(t *testing.T) {
-	vectors := vectortest.ReadJSONL[requestVector](t, "requests.jsonl")
+	vectors := testkit.ReadJSONL[requestVector](t, "requests.jsonl")
 	for _, v := range vectors {
 		t.Run(filepath.Base(v.File), func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(vectortest.Dir(t), v.File))
+			data, err := os.ReadFile(filepath.Join(testkit.Dir(t), v.File))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func writerValidExpected(v responseVector) bool {
 }
 
 func TestResponseVectors(t *testing.T) {
-	vectors := vectortest.ReadJSONL[responseVector](t, "responses.jsonl")
+	vectors := testkit.ReadJSONL[responseVector](t, "responses.jsonl")
 	overridden := 0
 	for _, v := range vectors {
 		if v.WriterValid != writerValidExpected(v) {

@@ -1,7 +1,8 @@
-// Package vectortest reads the shared conformance vectors for tests: it finds
-// ../shared/spec/vectors beside the module root and lays ruleset vectors out
-// as real policy files. Only tests import it.
-package vectortest
+// Package testkit is shared test support, imported only by tests: the
+// conformance vectors (found in ../shared/spec/vectors beside the module
+// root, with ruleset vectors laid out as real policy files), an event
+// recorder, and a writer that goroutines and the test can share.
+package testkit
 
 import (
 	"bufio"
