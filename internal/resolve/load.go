@@ -170,7 +170,7 @@ func Load(opts LoadOptions) *Policy {
 				continue
 			}
 			file := filepath.Join(dir, e.Name())
-			data, err := wire.ReadRegularFile(file, maxPolicyFileSize)
+			data, err := wire.ReadRegularFileFollow(file, maxPolicyFileSize)
 			if err != nil {
 				pr := p.problem(file, "the agent file cannot be read ("+err.Error()+"); agent "+name+"'s policy is held to ask by the fail-closed floor", true)
 				agentFloor[name] = append(agentFloor[name], pr)
@@ -225,7 +225,7 @@ func (p *Policy) readConfig(file, origin string, nonGlobal bool) (configFile, bo
 	if nonGlobal {
 		consequence = "; it contributes no rules and the fail-closed floor turns every allow into ask"
 	}
-	data, err := wire.ReadRegularFile(file, maxPolicyFileSize)
+	data, err := wire.ReadRegularFileFollow(file, maxPolicyFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return configFile{}, false
 	}

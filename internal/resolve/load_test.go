@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/permtui/permtui/internal/testkit"
@@ -96,12 +97,11 @@ func TestInvalidGlobalFileSetsNoFloor(t *testing.T) {
 	}
 }
 
-func TestUnreadableProjectFileSetsFloor(t *testing.T) {
+func TestSymlinkedPolicyFilesAreFollowed(t *testing.T) {
 	f := newFixture(t)
-	f.global(`{"permission":{"*":"allow"}}`)
-	target := filepath.Join(t.TempDir(), "elsewhere.json")
-	testkit.WriteFile(t, target, []byte(`{"permission":{}}`))
-	link := projectConfigPaths(f.opts.ProjectDir)[1]
+	target := filepath.Join(t.TempDir(), "dotfiles", "config.json")
+	testkit.WriteFile(t, target, []byte(`{"permission":{"bash":{"git *":"allow"}}}`))
+	link := projectConfigPaths(f.opts.ProjectDir)[0]
 	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +109,29 @@ func TestUnreadableProjectFileSetsFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Load(f.opts)
+	if probs := p.Problems(); len(probs) != 0 {
+		t.Fatalf("problems = %+v, want none for a config kept as a symlink", probs)
+	}
+	if v := p.Evaluate(Query{Surface: "bash", Values: []string{"git log"}}, nil); v.Action != Allow || v.Origin != "project" {
+		t.Errorf("bash = %s/%s, want allow/project from the linked file", v.Action, v.Origin)
+	}
+}
+
+func TestUnreadableProjectFileSetsFloor(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"allow"}}`)
+	// A FIFO is never read (it could block the loader for ever): the file is
+	// there but unreadable, so the project scope fails closed.
+	link := projectConfigPaths(f.opts.ProjectDir)[1]
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(link, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := Load(f.opts)
 	if probs := p.Problems(); len(probs) != 1 || probs[0].File != link || !probs[0].FailClosed {
-		t.Fatalf("problems = %+v, want the symlinked config.local.json as a fail-closed problem", probs)
+		t.Fatalf("problems = %+v, want the FIFO config.local.json as a fail-closed problem", probs)
 	}
 	if v := p.Evaluate(Query{Surface: "bash", Values: []string{"ls"}}, nil); v.Action != Ask || v.Origin != OriginFailClosed {
 		t.Errorf("bash = %s/%s, want ask/fail-closed", v.Action, v.Origin)

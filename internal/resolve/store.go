@@ -161,7 +161,7 @@ func syncWatches(w *fsnotify.Watcher, watched map[string]bool, paths []string) {
 func fingerprint(paths []string) string {
 	var b strings.Builder
 	stat := func(p string) {
-		fi, err := os.Lstat(p)
+		fi, err := os.Stat(p) // follows links: an edit of a linked file's target counts
 		if err != nil {
 			fmt.Fprintf(&b, "%s:-;", p)
 			return

@@ -112,9 +112,21 @@ func MkdirPrivate(path string) error {
 
 // ReadRegularFile reads a regular file of at most max bytes. It opens with
 // O_NOFOLLOW|O_NONBLOCK, so a symlink, FIFO or device is refused with
-// ErrNotRegular without blocking on it or reading it.
+// ErrNotRegular without blocking on it or reading it. Inbox files are read
+// this way: a child must not point permtui at anything outside the inbox.
 func ReadRegularFile(path string, max int64) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	return readRegular(path, max, syscall.O_NOFOLLOW)
+}
+
+// ReadRegularFileFollow is ReadRegularFile for the user's own files (policy,
+// agent files): a symlink is followed — dotfile managers keep config as links —
+// but what it names must still be a regular file of at most max bytes.
+func ReadRegularFileFollow(path string, max int64) ([]byte, error) {
+	return readRegular(path, max, 0)
+}
+
+func readRegular(path string, max int64, extraFlags int) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|extraFlags, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, fmt.Errorf("%s: %w (symlink)", path, ErrNotRegular)
 	}

@@ -152,3 +152,35 @@ func TestReadRegularFile(t *testing.T) {
 		t.Fatalf("missing: %v", err)
 	}
 }
+
+func TestReadRegularFileFollow(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(path, []byte("12345"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := ReadRegularFileFollow(link, 5); err != nil || string(data) != "12345" {
+		t.Fatalf("linked regular file: %q %v", data, err)
+	}
+	if _, err := ReadRegularFileFollow(link, 4); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("size cap through a link: %v", err)
+	}
+	// Following a link never makes a FIFO or device readable, nor blocks on one.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{fifo, "/dev/null"} {
+		l := filepath.Join(dir, filepath.Base(target)+".link")
+		if err := os.Symlink(target, l); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadRegularFileFollow(l, 100); !errors.Is(err, ErrNotRegular) {
+			t.Fatalf("link to %s: %v", target, err)
+		}
+	}
+}
