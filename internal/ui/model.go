@@ -227,6 +227,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		return m, m.tickCmd()
 	case tea.KeyMsg:
+		if msg.Type == tea.KeyRunes && m.mode != modeReason {
+			if msg.Paste {
+				return m, nil // pasted text never decides anything
+			}
+			if len(msg.Runes) > 1 {
+				return m, m.handleKeys(msg.Runes)
+			}
+		}
 		cmd := m.handleKey(msg)
 		return m, tea.Batch(cmd, m.titleCmd())
 	}
@@ -236,6 +244,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	}
 	return m, nil
+}
+
+// handleKeys applies keys typed faster than the terminal is read: Bubble Tea
+// delivers such a run of runes as one message, which matches no binding.
+func (m *Model) handleKeys(runes []rune) tea.Cmd {
+	cmds := make([]tea.Cmd, 0, len(runes)+1)
+	for _, r := range runes {
+		cmds = append(cmds, m.handleKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}}))
+	}
+	return tea.Batch(append(cmds, m.titleCmd())...)
 }
 
 func (m *Model) tickCmd() tea.Cmd {

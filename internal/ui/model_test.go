@@ -598,3 +598,32 @@ func TestAskWithoutRequestIsReported(t *testing.T) {
 	}
 	_ = h.m.View()
 }
+
+// Bubble Tea delivers keys typed faster than it reads the terminal as one
+// run of runes; each must still act, in order.
+func TestKeysTypedTogetherActInTurn(t *testing.T) {
+	h := newHarness(t)
+	a, b := pathWrite(), bashChain()
+	h.queue(a, b)
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jn")})
+	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateDenied})
+
+	d := newHarness(t, func(o *Options) { o.ConfirmDouble = true })
+	d.queue(a)
+	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("yy")})
+	d.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateApproved})
+}
+
+func TestPasteNeverDecides(t *testing.T) {
+	h := newHarness(t)
+	a := pathWrite()
+	h.queue(a)
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("yyy"), Paste: true})
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y"), Paste: true})
+	h.wantDecisions()
+	// A reason may be pasted.
+	h.keys("r")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("see the main session"), Paste: true})
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateDeniedWithReason, Reason: "see the main session"})
+}
