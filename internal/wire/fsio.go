@@ -6,10 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Errors of ReadRegularFile.
@@ -25,46 +26,16 @@ var transientRetryWaits = []time.Duration{10 * time.Millisecond, 20 * time.Milli
 // tempSeq tells apart temp files this process creates in the same millisecond.
 var tempSeq atomic.Uint64
 
-// WriteFileAtomic writes data to path the way pi does: a 0600 temp file
-// <path>.<pid>.<unixms>.tmp beside it (never ending in .json, so readers
-// ignore it), written in one call, then renamed over path. The final path is
-// never written in place; on any failure the temp file is removed.
+// WriteFileAtomic writes data to path atomically (see Dir.WriteFileAtomic).
+// The parent directory is opened following symlinks: use it for the user's
+// own paths; inside the inbox use a Dir opened without following them.
 func WriteFileAtomic(path string, data []byte) error {
-	f, tmp, err := createTemp(path)
+	d, err := OpenDir(filepath.Dir(path))
 	if err != nil {
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
-	// The mode is set explicitly so the umask cannot widen or narrow it.
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o600)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = retryTransient(func() error { return os.Rename(tmp, path) })
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("atomic write %s: %w", path, err)
-	}
-	return nil
-}
-
-func createTemp(path string) (*os.File, string, error) {
-	base := path + "." + strconv.Itoa(os.Getpid()) + "." + strconv.FormatInt(time.Now().UnixMilli(), 10)
-	tmp := base + ".tmp"
-	for attempt := 0; ; attempt++ {
-		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_CLOEXEC, 0o600)
-		if err == nil {
-			return f, tmp, nil
-		}
-		if !errors.Is(err, os.ErrExist) || attempt == 8 {
-			return nil, "", err
-		}
-		tmp = base + "." + strconv.FormatUint(tempSeq.Add(1), 10) + ".tmp"
-	}
+	defer d.Close()
+	return d.WriteFileAtomic(filepath.Base(path), data)
 }
 
 // retryTransient runs op and retries it after 10, 20 and 30 ms while it fails
@@ -115,19 +86,22 @@ func MkdirPrivate(path string) error {
 // ErrNotRegular without blocking on it or reading it. Inbox files are read
 // this way: a child must not point permtui at anything outside the inbox.
 func ReadRegularFile(path string, max int64) ([]byte, error) {
-	return readRegular(path, max, syscall.O_NOFOLLOW)
+	return readRegular(unix.AT_FDCWD, path, path, max, unix.O_NOFOLLOW)
 }
 
 // ReadRegularFileFollow is ReadRegularFile for the user's own files (policy,
 // agent files): a symlink is followed — dotfile managers keep config as links —
 // but what it names must still be a regular file of at most max bytes.
 func ReadRegularFileFollow(path string, max int64) ([]byte, error) {
-	return readRegular(path, max, 0)
+	return readRegular(unix.AT_FDCWD, path, path, max, 0)
 }
 
-func readRegular(path string, max int64, extraFlags int) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|extraFlags, 0)
-	if errors.Is(err, syscall.ELOOP) {
+// readRegular opens name relative to dirfd (unix.AT_FDCWD for a plain path)
+// with O_NONBLOCK, so a FIFO never blocks, and checks it is a regular file
+// within max bytes before reading.
+func readRegular(dirfd int, path, name string, max int64, extraFlags int) ([]byte, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|extraFlags, 0)
+	if errors.Is(err, unix.ELOOP) && extraFlags&unix.O_NOFOLLOW != 0 {
 		return nil, fmt.Errorf("%s: %w (symlink)", path, ErrNotRegular)
 	}
 	if err != nil {

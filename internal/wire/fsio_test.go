@@ -46,20 +46,24 @@ func TestWriteFileAtomicModesAndContent(t *testing.T) {
 
 func TestWriteFileAtomicTempNameAndFailure(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "r.json")
-	f, tmp, err := createTemp(path)
+	d, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	f, tmp, err := d.createTemp("r.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
 	// A second temp in the same millisecond must not collide.
-	f2, tmp2, err := createTemp(path)
+	f2, tmp2, err := d.createTemp("r.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f2.Close()
 	for _, name := range []string{tmp, tmp2} {
-		if !strings.HasPrefix(name, path+".") || strings.HasSuffix(name, ".json") || !strings.HasSuffix(name, ".tmp") {
+		if !strings.HasPrefix(name, "r.json.") || strings.HasSuffix(name, ".json") || !strings.HasSuffix(name, ".tmp") {
 			t.Errorf("temp name %s", name)
 		}
 	}

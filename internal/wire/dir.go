@@ -1,0 +1,253 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotDir: a path component inside the inbox is not a real directory (a
+// symlink, a file, ...). Symlinks under the forwarding root are never followed.
+var ErrNotDir = errors.New("not a directory (symlinks are not followed)")
+
+// Dir is an open directory. Every operation on it is relative to the open
+// descriptor (openat, unlinkat, renameat), so a child that swaps a directory
+// of the inbox for a symlink after we opened it cannot redirect a read, a
+// write or a delete: they still act on the directory we opened.
+type Dir struct {
+	fd   int
+	path string // for messages only
+}
+
+// OpenDir opens base (followed if it is a symlink: it is the user's own
+// forwarding root or state directory) and then each of names below it without
+// following symlinks. A component that is not a real directory is ErrNotDir;
+// a missing one is fs.ErrNotExist.
+func OpenDir(base string, names ...string) (*Dir, error) {
+	fd, err := unix.Open(base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: base, Err: err}
+	}
+	d := &Dir{fd: fd, path: base}
+	for _, name := range names {
+		sub, err := d.Open(name)
+		d.Close()
+		if err != nil {
+			return nil, err
+		}
+		d = sub
+	}
+	return d, nil
+}
+
+// OpenDirPrivate is OpenDir that creates missing components below base with
+// mode 0700 (whatever the umask), like mkdir -p. base itself must exist.
+func OpenDirPrivate(base string, names ...string) (*Dir, error) {
+	d, err := OpenDir(base)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		sub, err := d.OpenPrivate(name)
+		d.Close()
+		if err != nil {
+			return nil, err
+		}
+		d = sub
+	}
+	return d, nil
+}
+
+// Path is the directory's path when it was opened.
+func (d *Dir) Path() string { return d.path }
+
+// Close releases the descriptor.
+func (d *Dir) Close() error { return unix.Close(d.fd) }
+
+func (d *Dir) join(name string) string { return filepath.Join(d.path, name) }
+
+// checkName refuses anything but a single path segment.
+func (d *Dir) checkName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return &os.PathError{Op: "open", Path: d.join(name), Err: errors.New("not a single file name")}
+	}
+	return nil
+}
+
+// Open opens the subdirectory name without following a symlink.
+func (d *Dir) Open(name string) (*Dir, error) {
+	if err := d.checkName(name); err != nil {
+		return nil, err
+	}
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
+		return nil, fmt.Errorf("%s: %w", d.join(name), ErrNotDir)
+	case err != nil:
+		return nil, &os.PathError{Op: "open", Path: d.join(name), Err: err}
+	}
+	return &Dir{fd: fd, path: d.join(name)}, nil
+}
+
+// OpenPrivate opens the subdirectory name, creating it with mode 0700 if it
+// is missing. An existing directory keeps its mode.
+func (d *Dir) OpenPrivate(name string) (*Dir, error) {
+	if err := d.checkName(name); err != nil {
+		return nil, err
+	}
+	err := retryTransient(func() error { return unix.Mkdirat(d.fd, name, 0o700) })
+	switch {
+	case err == nil:
+		// The umask may have narrowed the mode; make it exactly 0700.
+		if err := unix.Fchmodat(d.fd, name, 0o700, unix.AT_SYMLINK_NOFOLLOW); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
+			return nil, &os.PathError{Op: "chmod", Path: d.join(name), Err: err}
+		}
+	case errors.Is(err, unix.EEXIST):
+		// Created concurrently (by a child), or there already: Open checks it.
+	default:
+		return nil, &os.PathError{Op: "mkdir", Path: d.join(name), Err: err}
+	}
+	return d.Open(name)
+}
+
+// List returns the entries of the directory whose names end in suffix, at
+// most max of them, sorted by name; truncated reports that more were left
+// unread. Memory stays bounded however large the directory is.
+func (d *Dir) List(suffix string, max int) (entries []fs.DirEntry, truncated bool, err error) {
+	// A fresh descriptor of the same directory: its own read offset.
+	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false, &os.PathError{Op: "open", Path: d.path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), d.path)
+	defer f.Close()
+	for {
+		batch, err := f.ReadDir(256)
+		for _, e := range batch {
+			if !strings.HasSuffix(e.Name(), suffix) {
+				continue
+			}
+			if len(entries) == max {
+				truncated = true
+				break
+			}
+			entries = append(entries, e)
+		}
+		if truncated || len(batch) == 0 || err != nil {
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, false, err
+			}
+			break
+		}
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return entries, truncated, nil
+}
+
+// Mode is the type of the entry name (not following a symlink), or an error
+// such as fs.ErrNotExist.
+func (d *Dir) Mode(name string) (fs.FileMode, error) {
+	if err := d.checkName(name); err != nil {
+		return 0, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return 0, &os.PathError{Op: "lstat", Path: d.join(name), Err: err}
+	}
+	return modeType(st.Mode), nil
+}
+
+func modeType(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFREG:
+		return 0
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
+}
+
+// ReadFile reads the regular file name of at most max bytes; see
+// ReadRegularFile.
+func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
+	if err := d.checkName(name); err != nil {
+		return nil, err
+	}
+	return readRegular(d.fd, d.join(name), name, max, unix.O_NOFOLLOW)
+}
+
+// Remove unlinks the entry name. It never removes a directory (unlike
+// os.Remove, which falls back to rmdir) and never follows a symlink.
+func (d *Dir) Remove(name string) error {
+	if err := d.checkName(name); err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(d.fd, name, 0); err != nil {
+		return &os.PathError{Op: "unlink", Path: d.join(name), Err: err}
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to name the way pi does: a 0600 temp file
+// <name>.<pid>.<unixms>.tmp beside it (never ending in .json, so readers
+// ignore it), written in one call, then renamed over name. The final name is
+// never written in place; on any failure the temp file is removed.
+func (d *Dir) WriteFileAtomic(name string, data []byte) error {
+	if err := d.checkName(name); err != nil {
+		return err
+	}
+	f, tmp, err := d.createTemp(name)
+	if err != nil {
+		return fmt.Errorf("atomic write %s: %w", d.join(name), err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		// Explicit, so the umask can neither widen nor narrow it.
+		err = f.Chmod(0o600)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = retryTransient(func() error { return unix.Renameat(d.fd, tmp, d.fd, name) })
+	}
+	if err != nil {
+		_ = unix.Unlinkat(d.fd, tmp, 0)
+		return fmt.Errorf("atomic write %s: %w", d.join(name), err)
+	}
+	return nil
+}
+
+func (d *Dir) createTemp(name string) (*os.File, string, error) {
+	base := name + "." + strconv.Itoa(os.Getpid()) + "." + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	tmp := base + ".tmp"
+	for attempt := 0; ; attempt++ {
+		fd, err := unix.Openat(d.fd, tmp, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			return os.NewFile(uintptr(fd), d.join(tmp)), tmp, nil
+		}
+		if !errors.Is(err, unix.EEXIST) || attempt == 8 {
+			return nil, "", &os.PathError{Op: "create", Path: d.join(tmp), Err: err}
+		}
+		tmp = base + "." + strconv.FormatUint(tempSeq.Add(1), 10) + ".tmp"
+	}
+}
