@@ -120,21 +120,30 @@ func (in *Inbox) refresh(id string, now time.Time) {
 	}
 }
 
+// publish writes our record into serving/, which is opened (and created)
+// without following a symlink: a child must not redirect our heartbeat.
 func (in *Inbox) publish(id string, now time.Time) error {
 	data, err := wire.MarshalHeartbeat(wire.Heartbeat{SessionID: id, PID: in.cfg.PID, UpdatedAt: now.UnixMilli()})
 	if err != nil {
 		return err
 	}
-	if err := wire.MkdirPrivate(in.cfg.Layout.ServingDir()); err != nil {
+	if err := wire.MkdirPrivate(in.cfg.Layout.Root); err != nil {
 		return err
 	}
-	return wire.WriteFileAtomic(in.cfg.Layout.HeartbeatPath(id), data)
+	dir, err := wire.OpenDirPrivate(in.cfg.Layout.Root, "serving")
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.WriteFileAtomic(heartbeatName(id), data)
 }
+
+func heartbeatName(id string) string { return wire.EncodeSegment(id) + ".json" }
 
 // foreignServer reports the pid of another live node with a fresh record
 // for id (wire-protocol §7.3 classification: only "alive" counts).
 func (in *Inbox) foreignServer(id string, now time.Time) (int, bool) {
-	hb, ok := readHeartbeat(in.cfg.Layout.HeartbeatPath(id))
+	hb, ok := in.readHeartbeat(id)
 	if !ok || hb.PID == in.cfg.PID {
 		return 0, false
 	}
@@ -158,20 +167,37 @@ func (in *Inbox) withdrawHeartbeats() {
 		s.serving, s.published = false, false
 	}
 	in.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	dir, err := wire.OpenDir(in.cfg.Layout.Root, "serving")
+	if err != nil {
+		in.cfg.Logger.Warn("remove heartbeats", "err", err)
+		return
+	}
+	defer dir.Close()
 	for _, id := range ids {
-		path := in.cfg.Layout.HeartbeatPath(id)
-		if hb, ok := readHeartbeat(path); ok && hb.PID == in.cfg.PID {
-			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if hb, ok := readHeartbeatIn(dir, id); ok && hb.PID == in.cfg.PID {
+			if err := dir.Remove(heartbeatName(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				in.cfg.Logger.Warn("remove heartbeat", "session", id, "err", err)
 			}
 		}
 	}
 }
 
-// readHeartbeat returns a usable record; unreadable or unusable counts as
-// absent.
-func readHeartbeat(path string) (wire.Heartbeat, bool) {
-	data, err := wire.ReadRegularFile(path, wire.MaxFileSize)
+// readHeartbeat returns the usable record for id; unreadable, unusable or
+// behind a symlinked serving/ counts as absent.
+func (in *Inbox) readHeartbeat(id string) (wire.Heartbeat, bool) {
+	dir, err := wire.OpenDir(in.cfg.Layout.Root, "serving")
+	if err != nil {
+		return wire.Heartbeat{}, false
+	}
+	defer dir.Close()
+	return readHeartbeatIn(dir, id)
+}
+
+func readHeartbeatIn(dir *wire.Dir, id string) (wire.Heartbeat, bool) {
+	data, err := dir.ReadFile(heartbeatName(id), wire.MaxFileSize)
 	if err != nil {
 		return wire.Heartbeat{}, false
 	}

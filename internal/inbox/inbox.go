@@ -57,6 +57,9 @@ type Event interface{ inboxEvent() }
 type Arrived struct {
 	Session string // served id
 	Path    string // the request file
+	// Seq tells this delivery apart from a later request under the same
+	// file name; Respond and Present take it back.
+	Seq     uint64
 	Request *wire.Request
 	At      time.Time
 }
@@ -99,6 +102,7 @@ type Inbox struct {
 	sessions map[string]*sessionState // known ids
 	inflight map[string]*entry        // delivered, unanswered requests by path
 	reported map[string]string        // paths refused but not removable: reason reported
+	seq      uint64                   // last delivery number
 	running  bool
 
 	hbMu sync.Mutex // serializes heartbeat claims, refreshes and removal
@@ -114,7 +118,9 @@ type sessionState struct {
 
 type entry struct {
 	session   string
+	name      string // the request's file name in requests/
 	id        string
+	seq       uint64
 	answering bool // a response write is in progress: vanishing is not withdrawal
 	answered  bool // response written; forget the entry once the file is gone
 }

@@ -152,7 +152,7 @@ func TestEachRequestIsDeliveredOnce(t *testing.T) {
 func TestWithdrawalIsReported(t *testing.T) {
 	h := start(t, nil)
 	path := h.send(servedID, "1791279012345-wd-1")
-	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-wd-1"))
+	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-wd-1")).(Arrived).Seq
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestWithdrawalIsReported(t *testing.T) {
 		w, ok := ev.(Withdrawn)
 		return ok && w.Path == path && w.Session == servedID
 	})
-	if err := h.in.Respond(path, approve()); !errors.Is(err, ErrNotInFlight) {
+	if err := h.in.Respond(path, seq, approve()); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("Respond after withdrawal = %v", err)
 	}
 }
@@ -267,8 +267,8 @@ func approve() wire.Response {
 func TestRespondWritesTheResponseThenDeletesTheRequest(t *testing.T) {
 	h := start(t, nil)
 	path := h.writeRequest(servedID, "by-name.json", requestJSON("1791279012345-rs-1", servedID))
-	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-rs-1"))
-	if err := h.in.Respond(path, approve()); err != nil {
+	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-rs-1")).(Arrived).Seq
+	if err := h.in.Respond(path, seq, approve()); err != nil {
 		t.Fatal(err)
 	}
 	gone(t, path)
@@ -286,7 +286,7 @@ func TestRespondWritesTheResponseThenDeletesTheRequest(t *testing.T) {
 	if err != nil || !got.Approved || got.State != wire.StateApproved {
 		t.Fatalf("child reads %+v, %v from %s", got, err, data)
 	}
-	if err := h.in.Respond(path, approve()); !errors.Is(err, ErrNotInFlight) {
+	if err := h.in.Respond(path, seq, approve()); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("second Respond = %v", err)
 	}
 }
@@ -299,11 +299,11 @@ func TestRespondToAWithdrawnRequestWritesNothing(t *testing.T) {
 		early := &harness{t: t, layout: c.Layout}
 		path = early.send(servedID, "1791279012345-gone-1")
 	})
-	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-gone-1"))
+	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-gone-1")).(Arrived).Seq
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.in.Respond(path, approve()); !errors.Is(err, ErrWithdrawn) {
+	if err := h.in.Respond(path, seq, approve()); !errors.Is(err, ErrWithdrawn) {
 		t.Fatalf("Respond = %v, want ErrWithdrawn", err)
 	}
 	gone(t, h.layout.ResponsePath(servedID, "1791279012345-gone-1"))
@@ -312,7 +312,7 @@ func TestRespondToAWithdrawnRequestWritesNothing(t *testing.T) {
 func TestFailedResponseWriteKeepsTheRequestWithoutRedelivery(t *testing.T) {
 	h := start(t, func(c *Config) { c.Poll = true })
 	path := h.send(servedID, "1791279012345-wf-1")
-	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-wf-1"))
+	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-wf-1")).(Arrived).Seq
 	// A regular file where responses/ belongs makes mkdir and the write fail,
 	// even for root.
 	respDir := h.layout.ResponsesDir(servedID)
@@ -320,7 +320,7 @@ func TestFailedResponseWriteKeepsTheRequestWithoutRedelivery(t *testing.T) {
 	if err := os.WriteFile(respDir, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.in.Respond(path, approve()); err == nil {
+	if err := h.in.Respond(path, seq, approve()); err == nil {
 		t.Fatal("Respond succeeded with responses/ blocked")
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -336,7 +336,7 @@ func TestFailedResponseWriteKeepsTheRequestWithoutRedelivery(t *testing.T) {
 	if err := os.Remove(respDir); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.in.Respond(path, approve()); err != nil {
+	if err := h.in.Respond(path, seq, approve()); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	gone(t, path)
@@ -345,9 +345,18 @@ func TestFailedResponseWriteKeepsTheRequestWithoutRedelivery(t *testing.T) {
 	}
 }
 
+func readHeartbeatFile(path string) (wire.Heartbeat, bool) {
+	data, err := wire.ReadRegularFile(path, wire.MaxFileSize)
+	if err != nil {
+		return wire.Heartbeat{}, false
+	}
+	hb, err := wire.ParseHeartbeat(data)
+	return hb, err == nil
+}
+
 func readHB(t *testing.T, path string) wire.Heartbeat {
 	t.Helper()
-	hb, ok := readHeartbeat(path)
+	hb, ok := readHeartbeatFile(path)
 	if !ok {
 		t.Fatalf("no usable heartbeat at %s", path)
 	}
@@ -390,7 +399,7 @@ func TestHeartbeatReappearsWhenDeleted(t *testing.T) {
 	}
 	deadline := time.After(testkit.WaitLimit)
 	for {
-		if _, ok := readHeartbeat(path); ok {
+		if _, ok := readHeartbeatFile(path); ok {
 			return
 		}
 		select {
@@ -553,7 +562,7 @@ func TestDiscoveryServesCanonicalSessionDirectoriesCreatedLater(t *testing.T) {
 			t.Fatalf("served a non-canonical directory: %q", s.Session)
 		}
 	}
-	if _, ok := readHeartbeat(h.layout.HeartbeatPath(odd)); !ok {
+	if _, ok := readHeartbeatFile(h.layout.HeartbeatPath(odd)); !ok {
 		t.Fatal("no heartbeat for the discovered session")
 	}
 }
@@ -601,14 +610,14 @@ func TestSymlinkedRequestsDirectoryIsNotFollowed(t *testing.T) {
 func TestRespondRefusesASymlinkedResponsesDirectory(t *testing.T) {
 	h := start(t, nil)
 	path := h.send(servedID, "1791279012345-rl-1")
-	h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-rl-1"))
+	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-rl-1")).(Arrived).Seq
 	outside := t.TempDir()
 	respDir := h.layout.ResponsesDir(servedID)
 	_ = os.Remove(respDir)
 	if err := os.Symlink(outside, respDir); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.in.Respond(path, approve()); err == nil {
+	if err := h.in.Respond(path, seq, approve()); err == nil {
 		t.Fatal("wrote through a symlinked responses/")
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {

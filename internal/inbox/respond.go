@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -13,28 +12,58 @@ var (
 	// ErrWithdrawn: the request file is gone (the child gave up or timed
 	// out); nothing was written.
 	ErrWithdrawn = errors.New("inbox: request withdrawn")
-	// ErrNotInFlight: the path is not a delivered, unanswered request.
+	// ErrNotInFlight: the path and Seq do not name a delivered, unanswered
+	// request (a later request under the same name is a different one).
 	ErrNotInFlight = errors.New("inbox: request not in flight")
 	// ErrBusy: another response write for the request is in progress.
 	ErrBusy = errors.New("inbox: response write in progress")
 )
 
-// Present reports whether a delivered request's file still exists.
-func (in *Inbox) Present(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
+// Present reports whether the delivered request (path, seq) is still in
+// flight and its file is still a regular file in the session's requests/.
+func (in *Inbox) Present(path string, seq uint64) bool {
+	in.mu.Lock()
+	e := in.inflight[path]
+	in.mu.Unlock()
+	if e == nil || e.seq != seq {
+		return false
+	}
+	sess, reqDir, err := in.openRequests(e.session)
+	if err != nil {
+		return false
+	}
+	defer sess.Close()
+	defer reqDir.Close()
+	return isRegular(reqDir, e.name)
 }
 
-// Respond answers a delivered request: it checks the request still exists,
-// writes responses/<id>.json atomically, then deletes the request. On a
-// write error the request is kept in flight (never delivered again) so the
-// caller can retry without asking a person twice. ErrWithdrawn means the
-// request vanished and nothing was written; the entry is then forgotten.
-func (in *Inbox) Respond(path string, resp wire.Response) error {
+// openRequests opens the session root and its requests/ without following
+// symlinks.
+func (in *Inbox) openRequests(session string) (sess, reqDir *wire.Dir, err error) {
+	sess, err = wire.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(session))
+	if err != nil {
+		return nil, nil, err
+	}
+	if reqDir, err = sess.Open("requests"); err != nil {
+		sess.Close()
+		return nil, nil, err
+	}
+	return sess, reqDir, nil
+}
+
+// Respond answers the delivered request (path, seq): it checks the request
+// file is still there, writes responses/<id>.json atomically, then deletes
+// the request. All of it goes through directories opened without following
+// symlinks, so nothing outside the inbox is written or deleted. On a write
+// error the request is kept in flight (never delivered again) so the caller
+// can retry without asking a person twice. ErrWithdrawn means the request
+// vanished (or is no longer a real file in a real requests/) and nothing was
+// written; the entry is then forgotten.
+func (in *Inbox) Respond(path string, seq uint64, resp wire.Response) error {
 	in.mu.Lock()
 	e := in.inflight[path]
 	switch {
-	case e == nil || e.answered:
+	case e == nil || e.seq != seq || e.answered:
 		in.mu.Unlock()
 		return ErrNotInFlight
 	case e.answering:
@@ -44,52 +73,55 @@ func (in *Inbox) Respond(path string, resp wire.Response) error {
 	e.answering = true
 	in.mu.Unlock()
 
-	if !in.Present(path) {
-		in.mu.Lock()
-		delete(in.inflight, path)
-		in.mu.Unlock()
-		return ErrWithdrawn
-	}
-	if err := in.writeResponse(e.session, e.id, resp); err != nil {
-		in.mu.Lock()
-		e.answering = false
-		in.mu.Unlock()
-		return err
-	}
+	removed, err := in.respond(e, resp)
 	in.mu.Lock()
-	e.answering, e.answered = false, true
-	in.mu.Unlock()
-
-	// The child may already have consumed the response and removed the
-	// request; that is success too.
-	err := os.Remove(path)
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		in.mu.Lock()
+	defer in.mu.Unlock()
+	e.answering = false
+	switch {
+	case err != nil && !errors.Is(err, ErrWithdrawn):
+		// Kept in flight for the caller's retry.
+	case err == nil && !removed:
+		// Kept until the file is gone, so it is not delivered again.
+		e.answered = true
+	default:
 		delete(in.inflight, path)
-		in.mu.Unlock()
-		return nil
 	}
-	// The answered entry stays until the file is gone, so the request is
-	// not delivered again.
-	in.cfg.Logger.Warn("remove answered request", "path", path, "err", err)
-	return nil
+	return err
 }
 
-func (in *Inbox) writeResponse(session, id string, resp wire.Response) error {
+// respond writes the response and deletes the request; removed reports
+// that the request file is gone afterwards.
+func (in *Inbox) respond(e *entry, resp wire.Response) (removed bool, err error) {
 	data, err := wire.MarshalResponse(resp)
 	if err != nil {
-		return fmt.Errorf("encode response: %w", err)
+		return false, fmt.Errorf("encode response: %w", err)
 	}
-	dir := in.cfg.Layout.ResponsesDir(session)
-	if err := wire.MkdirPrivate(dir); err != nil {
-		return fmt.Errorf("prepare responses/: %w", err)
+	sess, reqDir, err := in.openRequests(e.session)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, wire.ErrNotDir) {
+		return false, ErrWithdrawn
 	}
-	// A symlinked responses/ would lead the write out of the inbox.
-	if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("prepare responses/: %s is not a directory", dir)
+	if err != nil {
+		return false, fmt.Errorf("open requests/: %w", err)
 	}
-	if err := wire.WriteFileAtomic(in.cfg.Layout.ResponsePath(session, id), data); err != nil {
-		return fmt.Errorf("write response: %w", err)
+	defer sess.Close()
+	defer reqDir.Close()
+	if !isRegular(reqDir, e.name) {
+		return false, ErrWithdrawn
 	}
-	return nil
+	// pi recreates responses/ defensively before answering (#398).
+	respDir, err := sess.OpenPrivate("responses")
+	if err != nil {
+		return false, fmt.Errorf("prepare responses/: %w", err)
+	}
+	defer respDir.Close()
+	if err := respDir.WriteFileAtomic(e.id+".json", data); err != nil {
+		return false, fmt.Errorf("write response: %w", err)
+	}
+	// The child may already have consumed the response and removed the
+	// request; that is success too.
+	if err := reqDir.Remove(e.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		in.cfg.Logger.Warn("remove answered request", "dir", reqDir.Path(), "name", e.name, "err", err)
+		return false, nil
+	}
+	return true, nil
 }

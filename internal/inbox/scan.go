@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -35,9 +34,14 @@ func (in *Inbox) scan(w *watcher) {
 // discoverSessions registers every canonical session directory not yet known
 // and claims it (heartbeat contention decides whether it is served).
 func (in *Inbox) discoverSessions() {
-	entries, err := os.ReadDir(in.cfg.Layout.SessionsDir())
+	sessions, err := wire.OpenDir(in.cfg.Layout.Root, "sessions")
 	if err != nil {
-		return // not created yet, or unreadable: rescanned later
+		return // not created yet, a symlink, or unreadable: rescanned later
+	}
+	entries, _, err := sessions.List("", maxListed)
+	sessions.Close()
+	if err != nil {
+		return
 	}
 	for _, e := range entries {
 		if !e.IsDir() { // symlinks are not followed
@@ -86,101 +90,131 @@ func (in *Inbox) servedIDs() []string {
 	return ids
 }
 
+// Bounds that keep memory flat however many files a child creates: a scan
+// reads at most maxListed names of a directory, and at most maxInFlight
+// requests of one session wait for an answer at a time; the rest stay on
+// disk until a slot frees (decision 0046).
+const (
+	maxListed   = 4096
+	maxInFlight = 256
+)
+
 // scanSession delivers new requests of one served session and reports the
-// delivered ones whose files vanished.
+// delivered ones whose files vanished. Every file operation goes through
+// directories opened without following symlinks (wire.Dir), so a child that
+// swaps requests/ for a symlink mid-scan cannot lead a read or a delete out
+// of the inbox.
 func (in *Inbox) scanSession(w *watcher, id string) {
 	sessionDir := in.cfg.Layout.SessionDir(id)
-	reqDir := in.cfg.Layout.RequestsDir(id)
-	present := map[string]bool{}
-	if in.realDir(id, sessionDir) {
-		// The session root is watched so requests/ appearing is noticed.
-		w.watch(sessionDir)
-		if in.realDir(id, reqDir) {
-			w.watch(reqDir)
-			entries, err := os.ReadDir(reqDir)
-			if err != nil {
-				in.cfg.Logger.Warn("list requests", "dir", reqDir, "err", err)
-				return // unknown state: do not call anything withdrawn
-			}
-			for _, e := range entries {
-				name := e.Name()
-				if !strings.HasSuffix(name, ".json") {
-					continue // temp files of atomic writes, and anything else
-				}
-				path := filepath.Join(reqDir, name)
-				present[path] = true
-				in.consider(id, path, e)
-			}
-		}
+	reqDirPath := in.cfg.Layout.RequestsDir(id)
+	sess := in.openDir(id, sessionDir, func() (*wire.Dir, error) {
+		return wire.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
+	})
+	if sess == nil {
+		in.forgetVanished(id, nil, nil)
+		return
 	}
-	in.forgetVanished(id, present)
+	defer sess.Close()
+	// The session root is watched so requests/ appearing is noticed.
+	w.watch(sessionDir)
+	reqDir := in.openDir(id, reqDirPath, func() (*wire.Dir, error) { return sess.Open("requests") })
+	if reqDir == nil {
+		in.forgetVanished(id, nil, nil)
+		return
+	}
+	defer reqDir.Close()
+	w.watch(reqDirPath)
+	// Temp files of atomic writes, and anything else, are not listed.
+	entries, truncated, err := reqDir.List(".json", maxListed)
+	if err != nil {
+		in.cfg.Logger.Warn("list requests", "dir", reqDirPath, "err", err)
+		return // unknown state: do not call anything withdrawn
+	}
+	if truncated {
+		in.cfg.Logger.Warn("requests/ holds more files than one scan reads", "dir", reqDirPath, "max", maxListed)
+	}
+	listed := map[string]bool{}
+	for _, e := range entries {
+		listed[e.Name()] = true
+		in.consider(id, reqDir, e)
+	}
+	if truncated {
+		listed = nil // unknown: keep what was reported
+	}
+	in.forgetVanished(id, reqDir, listed)
 }
 
-// realDir reports whether dir exists as a real directory. Anything else
-// there (a symlink could lead reads and deletes out of the inbox) is
-// reported once as invalid.
-func (in *Inbox) realDir(id, dir string) bool {
-	st, err := os.Lstat(dir)
-	if err != nil {
-		return false
+// openDir opens a session root or requests/ directory. Anything there but a
+// real directory (a symlink could lead reads and deletes out of the inbox)
+// is reported once as invalid; a missing one is nil without a report.
+func (in *Inbox) openDir(id, path string, open func() (*wire.Dir, error)) *wire.Dir {
+	d, err := open()
+	if err == nil {
+		return d
 	}
-	if st.IsDir() {
-		return true
+	if !errors.Is(err, wire.ErrNotDir) {
+		if !errors.Is(err, fs.ErrNotExist) {
+			in.cfg.Logger.Warn("open inbox directory", "dir", path, "err", err)
+		}
+		return nil
 	}
 	in.mu.Lock()
 	s := in.sessions[id]
-	first := s.badDir != dir
-	s.badDir = dir
+	first := s.badDir != path
+	s.badDir = path
 	in.mu.Unlock()
 	if first {
-		in.cfg.Deliver(Invalid{Session: id, Path: dir, Reason: filepath.Base(dir) + " is not a directory (symlinks are not followed)"})
+		in.cfg.Deliver(Invalid{Session: id, Path: path, Reason: filepath.Base(path) + " is not a directory (symlinks are not followed)"})
 	}
-	return false
+	return nil
 }
 
 // consider reads one candidate file and delivers, refuses or skips it.
-func (in *Inbox) consider(session, path string, e fs.DirEntry) {
+func (in *Inbox) consider(session string, dir *wire.Dir, e fs.DirEntry) {
+	name := e.Name()
+	path := filepath.Join(dir.Path(), name)
 	in.mu.Lock()
 	_, busy := in.inflight[path]
 	_, refused := in.reported[path]
+	full := in.inflightOf(session) >= maxInFlight
 	in.mu.Unlock()
-	if busy || refused {
+	if busy || refused || full {
 		return
 	}
 	if e.IsDir() {
-		in.refuse(session, path, "not a regular file (directory)", false)
+		in.refuse(session, dir, name, "not a regular file (directory)", false)
 		return
 	}
 	if !e.Type().IsRegular() {
 		// Symlinks, FIFOs, devices, sockets: never opened.
-		in.refuse(session, path, "not a regular file ("+e.Type().String()+")", true)
+		in.refuse(session, dir, name, "not a regular file ("+e.Type().String()+")", true)
 		return
 	}
-	data, err := wire.ReadRegularFile(path, wire.MaxFileSize)
+	data, err := dir.ReadFile(name, wire.MaxFileSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return // the child withdrew it already
 	case errors.Is(err, wire.ErrNotRegular):
-		in.refuse(session, path, "not a regular file", true)
+		in.refuse(session, dir, name, "not a regular file", true)
 		return
 	case errors.Is(err, wire.ErrTooLarge):
-		in.refuse(session, path, "larger than 1 MiB", true)
+		in.refuse(session, dir, name, "larger than 1 MiB", true)
 		return
 	case err != nil:
-		in.refuse(session, path, "unreadable: "+err.Error(), false)
+		in.refuse(session, dir, name, "unreadable: "+err.Error(), false)
 		return
 	}
 	req, err := wire.ParseRequest(data)
 	if err != nil {
-		in.refuse(session, path, err.Error(), true)
+		in.refuse(session, dir, name, err.Error(), true)
 		return
 	}
 	if !req.RoutedTo(session) {
-		in.refuse(session, path, "misrouted: targetSessionId "+quote(req.TargetSessionID)+" is not the served session", true)
+		in.refuse(session, dir, name, "misrouted: targetSessionId "+quote(req.TargetSessionID)+" is not the served session", true)
 		return
 	}
 	if !wire.ValidID(req.ID) {
-		in.refuse(session, path, "unsafe request id "+quote(req.ID), true)
+		in.refuse(session, dir, name, "unsafe request id "+quote(req.ID), true)
 		return
 	}
 
@@ -193,17 +227,32 @@ func (in *Inbox) consider(session, path string, e fs.DirEntry) {
 			return
 		}
 	}
-	in.inflight[path] = &entry{session: session, id: req.ID}
+	in.seq++
+	in.inflight[path] = &entry{session: session, name: name, id: req.ID, seq: in.seq}
+	seq := in.seq
 	in.mu.Unlock()
-	in.cfg.Deliver(Arrived{Session: session, Path: path, Request: req, At: in.cfg.Now()})
+	in.cfg.Deliver(Arrived{Session: session, Path: path, Seq: seq, Request: req, At: in.cfg.Now()})
 }
 
-// refuse reports a refused request file and removes its directory entry when
-// remove is set (os.Remove deletes a symlink itself, never its target). An
-// entry that stays is remembered so it is reported only once.
-func (in *Inbox) refuse(session, path, reason string, remove bool) {
+// inflightOf counts the session's delivered, unanswered requests. in.mu is
+// held.
+func (in *Inbox) inflightOf(session string) int {
+	n := 0
+	for _, e := range in.inflight {
+		if e.session == session {
+			n++
+		}
+	}
+	return n
+}
+
+// refuse reports a refused request file and unlinks it when remove is set
+// (never following a symlink, never removing a directory). An entry that
+// stays is remembered so it is reported only once.
+func (in *Inbox) refuse(session string, dir *wire.Dir, name, reason string, remove bool) {
+	path := filepath.Join(dir.Path(), name)
 	if remove {
-		err := os.Remove(path)
+		err := dir.Remove(name)
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
 			in.cfg.Deliver(Invalid{Session: session, Path: path, Reason: reason})
 			return
@@ -217,12 +266,31 @@ func (in *Inbox) refuse(session, path, reason string, remove bool) {
 }
 
 // forgetVanished drops state for files of the session that are gone, and
-// reports delivered, unanswered ones as withdrawn.
-func (in *Inbox) forgetVanished(session string, present map[string]bool) {
+// reports delivered, unanswered ones as withdrawn. reqDir nil means the
+// session has no requests/ directory (any more); listed nil means the
+// listing was cut short, so refused entries are kept.
+func (in *Inbox) forgetVanished(session string, reqDir *wire.Dir, listed map[string]bool) {
+	in.mu.Lock()
+	var candidates []*entry
+	for _, e := range in.inflight {
+		if e.session == session && !e.answering {
+			candidates = append(candidates, e)
+		}
+	}
+	in.mu.Unlock()
+	var vanished []*entry
+	for _, e := range candidates {
+		if reqDir == nil || !isRegular(reqDir, e.name) {
+			vanished = append(vanished, e)
+		}
+	}
+
 	var withdrawn []string
 	in.mu.Lock()
-	for path, e := range in.inflight {
-		if e.session != session || present[path] || e.answering {
+	for _, e := range vanished {
+		path := filepath.Join(in.cfg.Layout.RequestsDir(session), e.name)
+		// A Respond that began meanwhile settles the entry itself.
+		if in.inflight[path] != e || e.answering {
 			continue
 		}
 		delete(in.inflight, path)
@@ -230,10 +298,12 @@ func (in *Inbox) forgetVanished(session string, present map[string]bool) {
 			withdrawn = append(withdrawn, path)
 		}
 	}
-	reqDir := in.cfg.Layout.RequestsDir(session)
-	for path := range in.reported {
-		if filepath.Dir(path) == reqDir && !present[path] {
-			delete(in.reported, path)
+	if reqDir == nil || listed != nil {
+		reqDirPath := in.cfg.Layout.RequestsDir(session)
+		for path := range in.reported {
+			if filepath.Dir(path) == reqDirPath && !listed[filepath.Base(path)] {
+				delete(in.reported, path)
+			}
 		}
 	}
 	in.mu.Unlock()
@@ -241,6 +311,13 @@ func (in *Inbox) forgetVanished(session string, present map[string]bool) {
 	for _, path := range withdrawn {
 		in.cfg.Deliver(Withdrawn{Session: session, Path: path})
 	}
+}
+
+// isRegular reports whether name is a regular file in dir (a request that is
+// still there).
+func isRegular(dir *wire.Dir, name string) bool {
+	m, err := dir.Mode(name)
+	return err == nil && m.IsRegular()
 }
 
 func isDir(path string) bool {

@@ -83,7 +83,8 @@ type Server struct {
 
 type pending struct {
 	Ask
-	deciding bool // an answer is being written: no person may decide it
+	seq      uint64 // the inbox delivery this ask answers
+	deciding bool   // an answer is being written: no person may decide it
 }
 
 // answer is a decided response with what must happen before it is written.
@@ -216,7 +217,7 @@ func (s *Server) arrive(ev inbox.Arrived) {
 		s.mu.Unlock()
 		return
 	}
-	p := &pending{Ask: a, deciding: a.Verdict.Action != resolve.Ask}
+	p := &pending{Ask: a, seq: ev.Seq, deciding: a.Verdict.Action != resolve.Ask}
 	s.asks[a.Key] = p
 	if p.deciding {
 		s.workers.Add(1)
@@ -294,7 +295,7 @@ func (s *Server) Decide(d Decision) error {
 	defer s.workers.Done()
 
 	// Nothing is audited or granted for a request that is already gone.
-	if !s.inbox.Present(p.Path) {
+	if !s.inbox.Present(p.Path, p.seq) {
 		s.expire(p)
 		return ErrExpired
 	}
@@ -475,12 +476,10 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 	resp := ans.resp
 	resp.ResponderSessionID = p.ServedSession
 	resp.RespondedAt = s.cfg.Now().UnixMilli()
-	err := s.inbox.Respond(p.Path, resp)
+	err := s.inbox.Respond(p.Path, p.seq, resp)
 	switch {
 	case err == nil:
-		s.mu.Lock()
-		delete(s.asks, p.Key)
-		s.mu.Unlock()
+		s.forget(p)
 		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.ArrivedAt)})
 		if len(ans.grants) > 0 {
 			s.rejudge()
@@ -515,13 +514,22 @@ func (s *Server) retry(p *pending, ans *answer) {
 
 // expire forgets an ask whose request vanished and reports it.
 func (s *Server) expire(p *pending) {
-	s.mu.Lock()
-	_, known := s.asks[p.Key]
-	delete(s.asks, p.Key)
-	s.mu.Unlock()
-	if known {
+	if s.forget(p) {
 		s.emit(Withdrawn{Key: p.Key, Pending: false})
 	}
+}
+
+// forget removes p, and only p: a later request under the same file name
+// has the same key and must not be lost with it. It reports whether p was
+// still there.
+func (s *Server) forget(p *pending) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.asks[p.Key] != p {
+		return false
+	}
+	delete(s.asks, p.Key)
+	return true
 }
 
 // rejudge asks the recorded authority again about every ask still waiting

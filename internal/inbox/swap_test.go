@@ -1,0 +1,172 @@
+package inbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// swapForSymlink replaces dir by a symlink to outside, as a hostile child
+// could at any moment; the real directory moves beside it.
+func swapForSymlink(t *testing.T, dir, outside string) string {
+	t.Helper()
+	moved := dir + ".moved"
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	return moved
+}
+
+func mustExist(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Lstat(path); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func TestRequestsDirectorySwappedForASymlinkMidScanLeadsNothingOutside(t *testing.T) {
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "b.json")
+	if err := os.WriteFile(victim, []byte("not a request"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var reqDir string
+	start(t, func(c *Config) {
+		c.Poll, c.PollRescan = true, time.Hour // one scan only
+		early := &harness{t: t, layout: c.Layout}
+		early.writeRequest(servedID, "a.json", "broken")
+		early.writeRequest(servedID, "b.json", "broken too")
+		reqDir = c.Layout.RequestsDir(servedID)
+		deliver := c.Deliver
+		c.Deliver = func(ev Event) {
+			// Refusing a.json is the moment between listing and b.json.
+			if inv, ok := ev.(Invalid); ok && filepath.Base(inv.Path) == "a.json" {
+				swapForSymlink(t, reqDir, outside)
+			}
+			deliver(ev)
+		}
+	}).rec.WaitFor(t, "b.json refused", invalidAt(filepath.Join(reqDir, "b.json")))
+	mustExist(t, victim)
+	gone(t, filepath.Join(reqDir+".moved", "b.json"))
+}
+
+func TestRespondAfterRequestsBecameASymlinkWritesAndDeletesNothing(t *testing.T) {
+	h := start(t, func(c *Config) { c.Poll, c.PollRescan = true, time.Hour })
+	// The file name is chosen to match a file of the user's elsewhere.
+	path := h.writeRequest(servedID, "config.json", requestJSON("1791279012345-cf-1", servedID))
+	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-cf-1")).(Arrived).Seq
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "config.json")
+	if err := os.WriteFile(victim, []byte(`{"defaultPolicy":"deny"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	swapForSymlink(t, filepath.Dir(path), outside)
+	if h.in.Present(path, seq) {
+		t.Error("Present through a symlinked requests/")
+	}
+	if err := h.in.Respond(path, seq, approve()); !errors.Is(err, ErrWithdrawn) {
+		t.Fatalf("Respond = %v, want ErrWithdrawn", err)
+	}
+	mustExist(t, victim)
+	gone(t, h.layout.ResponsePath(servedID, "1791279012345-cf-1"))
+}
+
+func TestRespondToARequestReplacedByADirectoryRemovesNoDirectory(t *testing.T) {
+	h := start(t, func(c *Config) { c.Poll, c.PollRescan = true, time.Hour })
+	path := h.send(servedID, "1791279012345-dir-1")
+	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-dir-1")).(Arrived).Seq
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.in.Respond(path, seq, approve()); !errors.Is(err, ErrWithdrawn) {
+		t.Fatalf("Respond = %v, want ErrWithdrawn", err)
+	}
+	if st, err := os.Lstat(path); err != nil || !st.IsDir() {
+		t.Fatalf("directory removed: %v", err)
+	}
+	gone(t, h.layout.ResponsePath(servedID, "1791279012345-dir-1"))
+}
+
+func TestAnswerForAnEarlierRequestNeverReachesALaterOneWithTheSameName(t *testing.T) {
+	h := start(t, func(c *Config) { c.Poll = true })
+	path := h.writeRequest(servedID, "same.json", requestJSON("1791279012345-old-1", servedID))
+	oldSeq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-old-1")).(Arrived).Seq
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.Path == path })
+	h.writeRequest(servedID, "same.json", requestJSON("1791279012345-new-1", servedID))
+	newSeq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-new-1")).(Arrived).Seq
+	if err := h.in.Respond(path, oldSeq, approve()); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("Respond with the old delivery = %v, want ErrNotInFlight", err)
+	}
+	mustExist(t, path)
+	gone(t, h.layout.ResponsePath(servedID, "1791279012345-new-1"))
+	if err := h.in.Respond(path, newSeq, approve()); err != nil {
+		t.Fatal(err)
+	}
+	mustExist(t, h.layout.ResponsePath(servedID, "1791279012345-new-1"))
+}
+
+func TestHeartbeatIsNeverWrittenThroughASymlinkedServingDirectory(t *testing.T) {
+	outside := t.TempDir()
+	var layout wire.Layout
+	h := start(t, func(c *Config) {
+		layout = c.Layout
+		if err := wire.MkdirPrivate(c.Layout.Root); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, c.Layout.ServingDir()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h.rec.WaitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+	// A request round trip proves the scan and heartbeat loops ran.
+	h.send(servedID, "1791279012399-mark-1")
+	h.rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	h.shutdown()
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("heartbeat written outside the inbox: %v", entries)
+	}
+	if st, err := os.Lstat(layout.ServingDir()); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("serving/ symlink changed: %v", err)
+	}
+}
+
+func TestAFloodOfRequestsWaitsOnDiskBeyondTheInFlightBound(t *testing.T) {
+	const laterID = "0198c3a4-ffff-7e8f-9a0b-1c2d3e4f5a6b" // scanned after servedID
+	ids := make([]string, maxInFlight+1)
+	h := start(t, func(c *Config) {
+		c.Poll, c.PollRescan, c.Sessions = true, time.Hour, []string{servedID, laterID}
+		early := &harness{t: t, layout: c.Layout}
+		for i := range ids {
+			ids[i] = fmt.Sprintf("1791279012345-fl%04d-1", i)
+			early.send(servedID, ids[i])
+		}
+		early.send(laterID, "1791279012399-mark-1")
+	})
+	h.rec.WaitFor(t, "marker", arrivedID("1791279012399-mark-1"))
+	inServed := func(ev Event) bool { a, ok := ev.(Arrived); return ok && a.Session == servedID }
+	if n := h.rec.Count(inServed); n != maxInFlight {
+		t.Fatalf("%d delivered, want %d", n, maxInFlight)
+	}
+	last := ids[maxInFlight]
+	mustExist(t, h.layout.RequestPath(servedID, last))
+	first := h.rec.WaitFor(t, "first", arrivedID(ids[0])).(Arrived)
+	if err := h.in.Respond(first.Path, first.Seq, approve()); err != nil {
+		t.Fatal(err)
+	}
+	h.in.kickScan()
+	h.rec.WaitFor(t, "the one left waiting", arrivedID(last))
+}
