@@ -226,6 +226,7 @@ func (m *Model) send(d serve.Decision) tea.Cmd {
 		e.state = stateSending
 		e.selected = false
 	}
+	m.sent[d.Key] = d
 	b := m.opts.Backend
 	return func() tea.Msg { return decidedMsg{Decision: d, Err: b.Decide(d)} }
 }
@@ -271,7 +272,7 @@ func scopeOptions(r *wire.Request) ([]scopeOption, string) {
 	opts := []scopeOption{{title: "this subagent only", state: wire.StateApprovedForSession,
 		recorder: "the child records", grants: proven}}
 	if wide {
-		opts = append(opts, scopeOption{title: "this subagent, both directions", state: wire.StateApprovedForSession,
+		opts = append(opts, scopeOption{title: "this subagent, both directions (read and write)", state: wire.StateApprovedForSession,
 			family: true, recorder: "the child records", grants: widened})
 	}
 	if r.SessionApproval == nil {
@@ -280,7 +281,7 @@ func scopeOptions(r *wire.Request) ([]scopeOption, string) {
 	opts = append(opts, scopeOption{title: "the whole session", state: wire.StateApprovedForServingSession,
 		recorder: "permtui records", grants: proven})
 	if wide {
-		opts = append(opts, scopeOption{title: "the whole session, both directions", state: wire.StateApprovedForServingSession,
+		opts = append(opts, scopeOption{title: "the whole session, both directions (read and write)", state: wire.StateApprovedForServingSession,
 			family: true, recorder: "permtui records", grants: widened})
 	}
 	return opts, ""
@@ -473,4 +474,19 @@ func (m *Model) closeStaleOverlay() {
 			m.closeOverlay("that ask is no longer waiting")
 		}
 	}
+}
+
+// choiceWords says what a person chose, for the log: the scope of a session
+// approval with the grants it records; the response tells the rest.
+func choiceWords(d serve.Decision, r *wire.Request) string {
+	if d.State != wire.StateApprovedForSession && d.State != wire.StateApprovedForServingSession {
+		return ""
+	}
+	opts, _ := scopeOptions(r)
+	for _, o := range opts {
+		if o.state == d.State && o.family == d.Family {
+			return "for " + o.title + "; " + o.recorder + " " + grantsText(o.grants)
+		}
+	}
+	return ""
 }

@@ -31,12 +31,14 @@ type field struct {
 // prose fields wrap at word boundaries; values (commands, paths) wrap at the
 // exact cell so their spacing is shown as it is.
 func (f field) prose() bool {
-	return f.kind == kindHeading || f.kind == kindMuted || f.kind == kindAnnotation || f.label == "why"
+	return f.kind == kindHeading || f.kind == kindMuted || f.kind == kindAnnotation || f.kind == kindWarning ||
+		f.label == "why"
 }
 
 // detailFields lists everything known about an ask, most decision-relevant
-// first: who asks, what exactly, why it is asking, what was dropped, the
-// child's payload (or legacy message), and what a session approval records.
+// first: who asks for exactly what (every value, floor and unit), from where
+// and why, then the session ids, what was dropped, the child's payload (or
+// legacy message), and what a session approval records.
 func detailFields(e *entry) []field {
 	a := e.ask
 	r := a.Request
@@ -48,28 +50,26 @@ func detailFields(e *entry) []field {
 		add("status", "⌛ expired: the child stopped waiting; this ask can no longer be answered", kindWarning)
 	}
 	add("agent", Sanitize(agentOf(r)), kindPlain)
-	add("session", Sanitize(r.RequesterSessionID), kindPlain)
 	if ai != nil && (ai.Principal.SessionID != r.RequesterSessionID || ai.Principal.AgentName != r.RequesterAgentName) {
 		add("principal", "⚠ differs from the requester: "+Sanitize(ai.Principal.AgentName)+" "+
 			Sanitize(ai.Principal.SessionID), kindWarning)
 	}
-	add("served", Sanitize(a.ServedSession), kindPlain)
-	if r.Source != "" && r.Source != wire.SourceToolCall {
-		add("source", Sanitize(string(r.Source)), kindPlain)
-	}
-
 	if ai == nil {
 		add("surface", Sanitize(deref(r.Surface))+" (display only: the request carries no accessIntent)", kindWarning)
 		add("value", Sanitize(deref(r.Value)), kindPlain)
 	} else {
 		f = append(f, intentFields(r, a.Verdict.Unit)...)
 	}
-
 	if why := strings.TrimSpace(a.Verdict.Explanation); why != "" {
 		add("why", Sanitize(why), kindPlain)
 	}
 	if rule := a.Verdict.Rule; rule != nil {
 		add("rule", ruleText(rule), kindMuted)
+	}
+	add("session", Sanitize(r.RequesterSessionID), kindPlain)
+	add("served", Sanitize(a.ServedSession), kindPlain)
+	if r.Source != "" && r.Source != wire.SourceToolCall {
+		add("source", Sanitize(string(r.Source)), kindPlain)
 	}
 	for _, d := range r.Dropped {
 		add("warning", "⚠ dropped "+Sanitize(d.Field)+": "+Sanitize(d.Reason), kindWarning)
@@ -95,12 +95,14 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 	ai := r.AccessIntent
 	var f []field
 	add := func(label, text string, kind fieldKind) { f = append(f, field{label, text, kind}) }
-	add("cwd", Sanitize(ai.RequesterCwd), kindPlain)
 	surface := Sanitize(ai.Surface)
 	if tool := deref(r.Surface); tool != "" && tool != ai.Surface {
 		surface += " (tool " + Sanitize(tool) + ")"
 	}
 	add("surface", surface, kindPlain)
+	if full := fullCommand(r); full != "" && full != deref(r.Value) {
+		add("command", Sanitize(full), kindPlain)
+	}
 	if v := deref(r.Value); v != "" && !slices.Contains(ai.MatchValues, v) && !unitsContain(ai.AskingUnits, v) {
 		add("value", Sanitize(v), kindPlain)
 	}
@@ -128,7 +130,27 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 		}
 		add("unit "+itoa(i+1), text, kindPlain)
 	}
+	add("cwd", Sanitize(ai.RequesterCwd), kindPlain)
 	return f
+}
+
+// fullCommand is the whole chain a bash child split into asking units, from
+// its "full command" evidence: a unit alone can look harmless.
+func fullCommand(r *wire.Request) string {
+	if r.AccessIntent == nil || len(r.AccessIntent.AskingUnits) == 0 || r.Payload == nil {
+		return ""
+	}
+	for _, ev := range r.Payload.Evidence {
+		if ev.Label == "full command" {
+			return ev.Text
+		}
+	}
+	return ""
+}
+
+// floored reports whether the child's parser forced this ask.
+func floored(ai *wire.AccessIntent) bool {
+	return ai != nil && (ai.Floor != nil || slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return u.Floor != nil }))
 }
 
 func unitsContain(units []wire.AskingUnit, v string) bool {
@@ -181,7 +203,11 @@ func sessionFields(r *wire.Request) []field {
 	}
 	f := []field{{text: heading, kind: kindHeading}}
 	for _, o := range opts {
-		f = append(f, field{label: "", text: o.title + ": " + o.recorder + " " + grantsText(o.grants)})
+		kind := kindPlain // grant patterns wrap at the cell, like every value
+		if o.grants == nil {
+			kind = kindMuted
+		}
+		f = append(f, field{text: o.title + ": " + o.recorder + " " + grantsText(o.grants), kind: kind})
 	}
 	if note != "" {
 		f = append(f, field{text: note, kind: kindMuted})
@@ -192,7 +218,7 @@ func sessionFields(r *wire.Request) []field {
 // grantsText lists grants on one line; nil means the child computes its own.
 func grantsText(gs []wire.Grant) string {
 	if gs == nil {
-		return "its own grant (no suggestion was sent)"
+		return "its own grant (no suggestion sent)"
 	}
 	parts := make([]string, len(gs))
 	for i, g := range gs {
@@ -225,9 +251,12 @@ func surfaceOf(r *wire.Request) string {
 	return deref(r.Surface)
 }
 
-// shortValue is the one value a queue row shows.
+// shortValue is the one value a queue row or label shows: the whole chain
+// when the child split one, else the display value.
 func shortValue(r *wire.Request) string {
-	switch {
+	switch full := fullCommand(r); {
+	case full != "":
+		return full
 	case r.Value != nil:
 		return *r.Value
 	case r.Payload != nil:
@@ -236,6 +265,17 @@ func shortValue(r *wire.Request) string {
 		return r.AccessIntent.MatchValues[0]
 	}
 	return ""
+}
+
+// rowValue is what a queue row shows and whether its end matters more than
+// its start: a path ask shows its absolute boundary path (a relative display
+// value hides which worktree it is in), to be cut from the left so the file
+// name stays.
+func rowValue(r *wire.Request) (text string, keepEnd bool) {
+	if ai := r.AccessIntent; ai != nil && deref(ai.BoundaryValue) != "" {
+		return Sanitize(*ai.BoundaryValue), true
+	}
+	return Sanitize(shortValue(r)), false
 }
 
 func askLabel(a serve.Ask) string {

@@ -63,7 +63,9 @@ func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
 
 func (k KeyMap) queueHelp() helpKeys {
 	return helpKeys{
-		short: []key.Binding{k.Help, k.ApproveOnce, k.Deny, k.ApproveSession, k.DenyReason},
+		// Short labels, so the line fits 60 columns with help last.
+		short: []key.Binding{k.ApproveOnce, k.Deny, relabel(k.DenyReason, "reason…"),
+			relabel(k.ApproveSession, "session…"), k.Help},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Select, k.View},
 			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical},
@@ -76,4 +78,9 @@ func (k KeyMap) queueHelp() helpKeys {
 func (k KeyMap) overlayHelp(extra ...key.Binding) helpKeys {
 	short := append(append([]key.Binding{}, extra...), k.Close)
 	return helpKeys{short: short, full: [][]key.Binding{short}}
+}
+
+// relabel is b with a shorter description, for the one-line help.
+func relabel(b key.Binding, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
 }

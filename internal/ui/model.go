@@ -144,8 +144,12 @@ type Model struct {
 	grants         map[string][]wire.Grant
 	log            []logEntry
 
-	mode        mode
-	status      string
+	mode     mode
+	status   string
+	statusAt time.Time
+	// sent remembers each decision on its way, so the log can say which
+	// scope the person chose (the response alone cannot).
+	sent        map[string]serve.Decision
 	streak      autoStreak
 	armed       *armedPress
 	scope       scopeChoice
@@ -193,6 +197,7 @@ func New(opts Options) *Model {
 		height:     24,
 		sessions:   map[string]sessionState{},
 		grants:     map[string][]wire.Grant{},
+		sent:       map[string]serve.Decision{},
 		reason:     ti,
 		pager:      viewport.New(80, 10),
 		titleCount: -1,
@@ -279,7 +284,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.Invalid:
 		m.invalid++
 		note := "rejected request " + Sanitize(ev.Path) + ": " + Sanitize(ev.Reason)
-		m.addLog(logEntry{note: note})
+		m.addLog(logEntry{note: "⚠ " + note})
 		m.setStatus(note)
 	case serve.Serving:
 		m.sessions[ev.SessionID] = sessionState{serving: true}
@@ -289,14 +294,14 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		// The header has room for one problem; the log keeps all of them.
 		if !slices.Equal(ev.Problems, m.policyProblems) {
 			for _, p := range ev.Problems {
-				m.addLog(logEntry{note: "policy: " + Sanitize(p)})
+				m.addLog(logEntry{note: "⚠ policy: " + Sanitize(p)})
 			}
 		}
 		m.policyLoaded = true
 		m.policyProblems = slices.Clone(ev.Problems)
 	case serve.WriteFailed:
 		note := "answer not written yet for " + Sanitize(ev.Key) + ": " + Sanitize(ev.Err) + " (retrying)"
-		m.addLog(logEntry{note: note})
+		m.addLog(logEntry{note: "⚠ " + note})
 		m.setStatus(note)
 	case serve.GrantsChanged:
 		m.grants = make(map[string][]wire.Grant, len(ev.Grants))
@@ -316,7 +321,7 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 	}
 	if a.Request == nil { // a serve bug; say so rather than drop it silently
 		note := "ask " + Sanitize(a.Key) + " arrived without its request and cannot be shown"
-		m.addLog(logEntry{note: note})
+		m.addLog(logEntry{note: "⚠ " + note})
 		m.setStatus(note)
 		return nil
 	}
@@ -342,10 +347,15 @@ func (m *Model) applyResponse(ev serve.Decided) {
 			m.autoDenied++
 		}
 	}
-	m.addLog(logEntry{ask: ev.Ask, response: ev.Response, auto: ev.Auto, latency: ev.Latency})
+	l := logEntry{ask: ev.Ask, response: ev.Response, auto: ev.Auto, latency: ev.Latency}
+	if d, ok := m.sent[ev.Ask.Key]; ok && !ev.Auto {
+		l.choice = choiceWords(d, ev.Ask.Request)
+	}
+	delete(m.sent, ev.Ask.Key)
+	m.addLog(l)
 	if ev.Auto && wasQueued {
 		m.streak.add(ev.Response.Approved)
-		m.status = m.streak.String()
+		m.status, m.statusAt = m.streak.String(), m.opts.Now()
 	}
 }
 
@@ -353,6 +363,9 @@ func (m *Model) applyDecided(msg decidedMsg) {
 	e := m.find(msg.Decision.Key)
 	if e == nil {
 		return // already answered and removed by its Decided event
+	}
+	if msg.Err != nil {
+		delete(m.sent, e.ask.Key)
 	}
 	switch {
 	case msg.Err == nil:
@@ -366,17 +379,20 @@ func (m *Model) applyDecided(msg decidedMsg) {
 		if e.state == stateSending {
 			e.state = statePending
 		}
-		m.setStatus("could not answer " + m.label(e) + ": " + Sanitize(msg.Err.Error()))
+		note := "could not answer " + m.label(e) + ": " + Sanitize(msg.Err.Error())
+		m.addLog(logEntry{note: "⚠ " + note})
+		m.setStatus(note)
 	}
 }
 
 func (m *Model) applyRevoked(msg revokedMsg) {
 	what := Sanitize(msg.Grant.Surface) + " " + Sanitize(msg.Grant.Pattern)
+	note := "revoked whole-session grant " + what + " of " + Sanitize(msg.Session)
 	if msg.Err != nil {
-		m.setStatus("could not revoke " + what + ": " + Sanitize(msg.Err.Error()))
-		return
+		note = "⚠ could not revoke " + what + ": " + Sanitize(msg.Err.Error())
 	}
-	m.setStatus("revoked " + what + " for " + Sanitize(msg.Session))
+	m.addLog(logEntry{note: note})
+	m.setStatus(note)
 }
 
 func (m *Model) expire(e *entry) {
@@ -428,9 +444,13 @@ func (m *Model) pendingCount() int {
 
 // setStatus replaces the status line and ends any run of automatic answers.
 func (m *Model) setStatus(s string) {
-	m.status = s
+	m.status, m.statusAt = s, m.opts.Now()
 	m.streak = autoStreak{}
 }
+
+// statusTTL is how long a status message stays: long enough to read, short
+// enough that it does not describe a queue that has moved on.
+const statusTTL = 10 * time.Second
 
 func (m *Model) addLog(l logEntry) {
 	const logCap = 2000

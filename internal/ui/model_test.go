@@ -189,7 +189,7 @@ func TestSessionScopeChoices(t *testing.T) {
 		want   serve.Decision
 	}{
 		{"default is this subagent", pathWrite(),
-			[]string{"this subagent only", "this subagent, both directions", "the whole session", "the whole session, both directions"},
+			[]string{"this subagent only", "this subagent, both directions (read and write)", "the whole session", "the whole session, both directions (read and write)"},
 			0, serve.Decision{State: wire.StateApprovedForSession}},
 		{"subagent both directions", pathWrite(), nil,
 			1, serve.Decision{State: wire.StateApprovedForSession, Family: true}},
@@ -455,7 +455,7 @@ func TestGrantsPaneRevokes(t *testing.T) {
 	if !reflect.DeepEqual(h.backend.revoked, want) {
 		t.Fatalf("revoked %+v, want %+v", h.backend.revoked, want)
 	}
-	h.wantStatus("revoked path_write /w/p/src/*")
+	h.wantStatus("revoked whole-session grant path_write /w/p/src/*")
 	h.wantDecisions()
 }
 

@@ -71,7 +71,9 @@ func (m *Model) headerLines() []string {
 		itoa(m.pendingCount()) + " pending",
 		s.Approved.Render("✓ " + itoa(m.autoApproved) + " auto-approved"),
 		s.Denied.Render("✗ " + itoa(m.autoDenied) + " auto-denied"),
-		"⌛ " + itoa(m.expired) + " expired",
+	}
+	if m.expired > 0 {
+		counts = append(counts, "⌛ "+itoa(m.expired)+" expired")
 	}
 	if m.invalid > 0 {
 		counts = append(counts, s.Warning.Render("⚠ "+itoa(m.invalid)+" invalid"))
@@ -108,7 +110,7 @@ func (m *Model) headerLines() []string {
 }
 
 func (m *Model) statusLine() string {
-	if m.status == "" {
+	if m.status == "" || m.opts.Now().Sub(m.statusAt) > statusTTL {
 		return ""
 	}
 	return m.styles.Status.Render("» " + m.status)
@@ -137,17 +139,28 @@ func (m *Model) queueBody(height int) []string {
 	if visible < len(m.queue) {
 		title = fmt.Sprintf("queue %d–%d of %d", first+1, first+visible, len(m.queue))
 	}
-	lines := []string{m.rule(title), m.styles.Muted.Render(m.row("  ", "   ", "agent", "surface", "value", "age", "left"))}
+	if n := m.selectedCount(); n > 0 {
+		title += fmt.Sprintf(" · %d selected: y n r act on them", n)
+	}
+	cols := m.columns()
+	lines := []string{m.rule(title), m.styles.Muted.Render(cols.row("  ", "   ", "agent", "surface", "value", "age", "left"))}
 	for _, e := range m.queue[first : first+visible] {
-		lines = append(lines, m.queueRow(e))
+		lines = append(lines, m.queueRow(e, cols))
 	}
 
 	e := m.current()
 	pos := fmt.Sprintf("ask %d of %d", cur+1, len(m.queue))
+	if m.cursorShifted {
+		pos += " · ⚠ the highlighted ask left; this is another one"
+	}
 	lines = append(lines, m.rule(pos))
 	room := height - len(lines)
 	fields := detailFields(e)
-	detail := m.renderFields(fields, false)
+	detail := m.renderFields(fields, true, 0)
+	if len(detail) > room {
+		// Values stay whole (up to a few lines); explanations get one line.
+		detail = m.renderFields(fields, false, maxFactLines)
+	}
 	if len(detail) > room {
 		detail = append(detail[:max(room-1, 0)], m.styles.Muted.Render(
 			fmt.Sprintf("… %d more lines: v shows everything", len(detail)-room+1)))
@@ -155,14 +168,61 @@ func (m *Model) queueBody(height int) []string {
 	return append(lines, detail...)
 }
 
-func (m *Model) row(cursor, sel, agent, surface, value, age, left string) string {
-	const agentW, surfaceW, ageW, leftW = 10, 12, 6, 7
-	valueW := max(m.width-2-4-agentW-1-surfaceW-1-1-ageW-1-leftW, 8)
-	return cursor + sel + " " + pad(agent, agentW) + " " + pad(surface, surfaceW) + " " +
-		pad(value, valueW) + " " + padLeft(age, ageW) + " " + padLeft(left, leftW)
+// maxFactLines caps how many lines one value takes on the queue screen.
+const maxFactLines = 3
+
+func (m *Model) selectedCount() int {
+	n := 0
+	for _, e := range m.queue {
+		if e.selected {
+			n++
+		}
+	}
+	return n
 }
 
-func (m *Model) queueRow(e *entry) string {
+// queueColumns are the widths of the queue's columns at the current size.
+type queueColumns struct{ agent, surface, value, age int }
+
+const leftW = 7 // "expired", "sending", "8:25"
+
+// columns fits agent and surface to the longest in the queue and gives the
+// value at least half of what is left; below 70 columns the age goes.
+func (m *Model) columns() queueColumns {
+	c := queueColumns{agent: len("agent"), surface: len("surface"), age: 6}
+	if m.width < 70 {
+		c.age = 0
+	}
+	for _, e := range m.queue {
+		c.agent = max(c.agent, ansi.StringWidth(Sanitize(agentOf(e.ask.Request))))
+		c.surface = max(c.surface, ansi.StringWidth(Sanitize(surfaceOf(e.ask.Request))))
+	}
+	c.agent, c.surface = min(c.agent, 16), min(c.surface, 24)
+	rest := m.width - 2 - 3 - 1 - 1 - 1 - 1 - leftW
+	if c.age > 0 {
+		rest -= c.age + 1
+	}
+	budget := rest - max(rest/2, 16)
+	for c.agent+c.surface > budget && (c.agent > 6 || c.surface > 8) {
+		if c.surface >= c.agent && c.surface > 8 || c.agent <= 6 {
+			c.surface--
+		} else {
+			c.agent--
+		}
+	}
+	c.value = max(rest-c.agent-c.surface, 8)
+	return c
+}
+
+func (c queueColumns) row(cursor, sel, agent, surface, value, age, left string) string {
+	line := cursor + sel + " " + pad(agent, c.agent) + " " + pad(surface, c.surface) + " " + pad(value, c.value)
+	if c.age > 0 {
+		line += " " + padLeft(age, c.age)
+	}
+	return line + " " + padLeft(left, leftW)
+}
+
+func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	r := e.ask.Request
 	now := m.opts.Now()
 	created := createdAt(e.ask)
@@ -180,7 +240,15 @@ func (m *Model) queueRow(e *entry) string {
 	case stateSending:
 		left = "sending"
 	}
-	line := m.row(cursor, sel, Sanitize(agentOf(r)), Sanitize(surfaceOf(r)), Sanitize(shortValue(r)),
+	value, keepEnd := rowValue(r)
+	mark := ""
+	if floored(r.AccessIntent) {
+		mark = "⚠ " // the child's parser forced this ask
+	}
+	if w := cols.value - ansi.StringWidth(mark); keepEnd && ansi.StringWidth(value) > w {
+		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-w+1, "…")
+	}
+	line := cols.row(cursor, sel, Sanitize(agentOf(r)), Sanitize(surfaceOf(r)), mark+value,
 		age(now.Sub(created)), left)
 	switch {
 	case e.state == stateExpired:
@@ -191,10 +259,11 @@ func (m *Model) queueRow(e *entry) string {
 	return line
 }
 
-// renderFields lays fields out as label and text; wrap decides between one
-// truncated row per field (the queue screen) and wrapping in full (the
-// full view).
-func (m *Model) renderFields(fields []field, wrap bool) []string {
+// renderFields lays fields out as label and text. Values (commands, paths)
+// wrap at the exact cell so their spacing shows as it is, up to factLines
+// lines (0: all); prose wraps at words when wrapProse, else takes one
+// truncated line.
+func (m *Model) renderFields(fields []field, wrapProse bool, factLines int) []string {
 	s := m.styles
 	textWidth := max(m.width-labelWidth-1, 10)
 	var out []string
@@ -214,12 +283,18 @@ func (m *Model) renderFields(fields []field, wrap bool) []string {
 		case kindMuted:
 			style = s.Muted
 		}
-		chunks := []string{ansi.Truncate(f.text, textWidth, "…")}
+		var chunks []string
 		switch {
-		case wrap && f.prose():
+		case f.prose() && wrapProse:
 			chunks = strings.Split(ansi.Wrap(f.text, textWidth, ""), "\n")
-		case wrap:
+		case f.prose():
+			chunks = []string{ansi.Truncate(f.text, textWidth, "…")}
+		default:
 			chunks = strings.Split(ansi.Hardwrap(f.text, textWidth, true), "\n")
+			if factLines > 0 && len(chunks) > factLines {
+				chunks = chunks[:factLines]
+				chunks[factLines-1] = ansi.Truncate(chunks[factLines-1], textWidth-1, "") + "…"
+			}
 		}
 		for i, c := range chunks {
 			label := ""
@@ -235,9 +310,14 @@ func (m *Model) renderFields(fields []field, wrap bool) []string {
 func (m *Model) scopeBody() []string {
 	s := m.styles
 	lines := []string{m.rule("approve for session")}
-	if e := m.find(m.scope.key); e != nil {
-		lines = append(lines, "  "+m.label(e), "")
+	e := m.find(m.scope.key)
+	if e == nil {
+		return lines
 	}
+	r := e.ask.Request
+	lines = append(lines, "  "+Sanitize(agentOf(r))+" asks for "+Sanitize(surfaceOf(r))+":")
+	lines = append(lines, m.indented(Sanitize(shortValue(r)), 4, maxFactLines)...)
+	lines = append(lines, s.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.ServedSession)), "")
 	for i, o := range m.scope.options {
 		mark, style := "  ( ) ", s.Value
 		if i == m.scope.chosen {
@@ -248,13 +328,28 @@ func (m *Model) scopeBody() []string {
 			lines = append(lines, "        "+grantsText(nil))
 		}
 		for _, g := range o.grants {
-			lines = append(lines, "        "+pad(Sanitize(g.Surface), 24)+" "+Sanitize(g.Pattern))
+			lines = append(lines, m.indented(pad(Sanitize(g.Surface), 24)+" "+Sanitize(g.Pattern), 8, 0)...)
 		}
 	}
 	if m.scope.note != "" {
 		lines = append(lines, "", s.Muted.Render(m.scope.note))
 	}
 	return append(lines, "", s.Muted.Render("enter approves with the marked scope; esc cancels and decides nothing"))
+}
+
+// indented hard-wraps a value under an indent, so a pattern or command is
+// shown whole (up to maxLines lines; 0: all).
+func (m *Model) indented(text string, indent, maxLines int) []string {
+	width := max(m.width-indent, 10)
+	chunks := strings.Split(ansi.Hardwrap(text, width, true), "\n")
+	if maxLines > 0 && len(chunks) > maxLines {
+		chunks = chunks[:maxLines]
+		chunks[maxLines-1] = ansi.Truncate(chunks[maxLines-1], width-1, "") + "…"
+	}
+	for i, c := range chunks {
+		chunks[i] = strings.Repeat(" ", indent) + c
+	}
+	return chunks
 }
 
 func (m *Model) reasonBody(height int) []string {
@@ -266,7 +361,7 @@ func (m *Model) reasonBody(height int) []string {
 	if len(m.reasonFor) == 1 {
 		if e := m.find(m.reasonFor[0]); e != nil {
 			lines = append(lines, m.rule("the ask"))
-			lines = append(lines, m.renderFields(detailFields(e), false)...)
+			lines = append(lines, m.renderFields(detailFields(e), false, maxFactLines)...)
 		}
 	}
 	return fitLines(lines, height)
@@ -275,10 +370,11 @@ func (m *Model) reasonBody(height int) []string {
 func (m *Model) grantsBody() []string {
 	s := m.styles
 	lines := []string{m.rule("whole-session grants"),
-		s.Muted.Render("permtui holds these; later identical asks are approved by them. Subagent grants live in each child.")}
+		s.Muted.Render("permtui approves every later ask of the session that one of these covers."),
+		s.Muted.Render("Grants for a single subagent are kept by that child and are not listed.")}
 	rows := m.grantRows()
 	if len(rows) == 0 {
-		return append(lines, "", "  No whole-session grants yet.")
+		return append(lines, "", "  No whole-session grants.")
 	}
 	session := ""
 	for i, r := range rows {
@@ -304,7 +400,7 @@ func (m *Model) quitBody() []string {
 		m.rule("quit?"),
 		"",
 		fmt.Sprintf("  %s still waiting for a person.", plural(m.pendingCount(), "ask is", "asks are")),
-		"  Quit anyway? permtui then denies them as \"permtui exited\".",
+		fmt.Sprintf("  Quit anyway? permtui then denies %s as \"permtui exited\".", map[bool]string{true: "it", false: "them"}[m.pendingCount() == 1]),
 		"",
 		m.styles.Muted.Render("  q or y quits; esc or n stays"),
 	}
@@ -346,46 +442,66 @@ func (m *Model) refreshPager() {
 	switch m.mode {
 	case modeView:
 		if e := m.find(m.viewKey); e != nil {
-			m.pager.SetContent(strings.Join(m.renderFields(detailFields(e), true), "\n"))
+			m.pager.SetContent(strings.Join(m.renderFields(detailFields(e), true, 0), "\n"))
 		}
 	case modeLog:
 		m.pager.SetContent(strings.Join(m.logLines(), "\n"))
 	}
 }
 
-// logEntry is one line of the decision log: a written response, or a note
-// about a rejected request or a failed write.
+// logEntry is one entry of the decision log: a written response, or a note
+// (starting with its glyph) about a rejected request, a failed write or a
+// revoked grant.
 type logEntry struct {
 	at       time.Time
 	ask      serve.Ask
 	response wire.Response
 	auto     bool
 	latency  time.Duration
+	choice   string // the session scope a person chose, with its grants
 	note     string
 }
 
+// logIndent lines continuation lines up under the text after the time.
+const logIndent = "         "
+
+// logLines shows each decision as what happened to which ask, then on its
+// own line who or what decided, with the reason or the grants recorded.
 func (m *Model) logLines() []string {
 	if len(m.log) == 0 {
 		return []string{"", "  No decisions yet."}
 	}
-	textWidth := max(m.width-2, 10)
 	var out []string
 	for _, l := range m.log {
-		var text string
+		stamp := l.at.Format("15:04:05") + " "
 		if l.note != "" {
-			text = l.at.Format("15:04:05") + " ⚠ " + l.note
-		} else {
-			text = l.at.Format("15:04:05") + " " + m.stateWords(l.response) + " " + askLabel(l.ask) +
-				" — by " + decidedBy(l.response.DecidedBy, l.auto)
+			out = append(out, m.logWrap(stamp, l.note)...)
+			continue
 		}
-		for i, c := range strings.Split(ansi.Wrap(text, textWidth, ""), "\n") {
-			if i > 0 {
-				c = "  " + c
-			}
-			out = append(out, c)
+		out = append(out, m.logWrap(stamp, m.stateWords(l.response)+"  "+askLabel(l.ask))...)
+		by := "by " + decidedBy(l.response.DecidedBy, l.auto)
+		if l.choice != "" {
+			by += " · " + l.choice
 		}
+		if reason := l.response.DenialReason; reason != "" {
+			by += " · reason: " + Sanitize(reason)
+		}
+		out = append(out, m.logWrap(logIndent, by)...)
 	}
 	return out
+}
+
+// logWrap wraps text after a first-line prefix, continuing under it.
+func (m *Model) logWrap(prefix, text string) []string {
+	lines := strings.Split(ansi.Wrap(text, max(m.width-len(logIndent), 10), ""), "\n")
+	for i := range lines {
+		if i == 0 {
+			lines[i] = prefix + lines[i]
+		} else {
+			lines[i] = logIndent + lines[i]
+		}
+	}
+	return lines
 }
 
 // stateWords says the outcome in words and a glyph, never by colour alone.
@@ -393,8 +509,6 @@ func (m *Model) stateWords(r wire.Response) string {
 	switch r.State {
 	case wire.StateApprovedForSession:
 		return m.styles.Approved.Render("✓ approved for session")
-	case wire.StateDeniedWithReason:
-		return m.styles.Denied.Render("✗ denied (" + Sanitize(r.DenialReason) + ")")
 	}
 	if r.Approved {
 		return m.styles.Approved.Render("✓ approved")
