@@ -162,7 +162,9 @@ func TestParseRequestRules(t *testing.T) {
 }
 
 func TestNormalizeAndRouting(t *testing.T) {
-	for in, want := range map[string]string{" abc\t": "abc", "UNKNOWN": "", "": "", "  ": "", "..": "", "unknown-1": "unknown-1"} {
+	for in, want := range map[string]string{" abc\t": "abc", "UNKNOWN": "", "": "", "  ": "", "..": "", "unknown-1": "unknown-1",
+		// pi trims with JavaScript's trim: U+FEFF and U+3000 go, U+0085 stays.
+		"\ufeffabc\u3000": "abc", "\u0085abc": "\u0085abc"} {
 		got, ok := NormalizeSessionID(in)
 		if got != want || ok != (want != "") {
 			t.Errorf("NormalizeSessionID(%q) = %q, %v", in, got, ok)

@@ -36,11 +36,12 @@ func ValidID(id string) bool {
 	return true
 }
 
-// NormalizeSessionID trims a session id; false means "no id": empty or
-// "unknown" in any case (§2.3). "." and ".." also count as no id (our
+// NormalizeSessionID trims a session id as JavaScript's trim does (U+FEFF
+// is whitespace, U+0085 is not); false means "no id": empty or "unknown" in
+// any case (§2.3). "." and ".." also count as no id (our
 // policy), since their session directory would leave sessions/.
 func NormalizeSessionID(s string) (string, bool) {
-	s = strings.TrimSpace(s)
+	s = TrimReason(s)
 	if s == "" || strings.EqualFold(s, "unknown") || s == "." || s == ".." {
 		return "", false
 	}
