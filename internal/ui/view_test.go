@@ -1,0 +1,189 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// piChain is what the newest pi child sends for a chain (wire-protocol
+// §10.3): the display value names only the winning unit; the dangerous one
+// is in askingUnits and the "full command" evidence.
+func piChain() serve.Ask {
+	a := bashChain()
+	r := a.Request
+	r.Value = sp("pnpm test")
+	r.Payload.Request.Value = "pnpm test"
+	r.Payload.Evidence = []wire.Evidence{{Label: "full command", Text: "pnpm test && sudo rm -rf /tmp/build"}}
+	r.AccessIntent.MatchValues = []string{"pnpm test"}
+	r.AccessIntent.AskingUnits = []wire.AskingUnit{
+		{Command: "pnpm test"},
+		{Command: "sudo rm -rf /tmp/build", Floor: sp("<indirection-bash-wrapper>")},
+	}
+	a.Verdict.Unit = "sudo rm -rf /tmp/build"
+	return a
+}
+
+// deepWrite writes in another worktree; pi displays the path relative to
+// the child's cwd, which hides the worktree.
+func deepWrite() serve.Ask {
+	a := pathWrite()
+	a.Key += "-deep"
+	abs := "/home/ana/work/app-wt-7/packages/server/internal/handlers/notes/plan.md"
+	r := a.Request
+	r.Value = sp("packages/server/internal/handlers/notes/plan.md")
+	r.AccessIntent.RequesterCwd = "/home/ana/work/app-wt-7"
+	r.AccessIntent.MatchValues = []string{abs, *r.Value}
+	r.AccessIntent.BoundaryValue = sp(abs)
+	return a
+}
+
+func rowOf(t *testing.T, view, agent string) string {
+	t.Helper()
+	for _, l := range strings.Split(view, "\n") {
+		if strings.Contains(l, "[ ] "+agent) || strings.Contains(l, "[•] "+agent) {
+			return l
+		}
+	}
+	t.Fatalf("no queue row for %s:\n%s", agent, view)
+	return ""
+}
+
+func TestQueueRowShowsTheWholeChainAndMarksFloors(t *testing.T) {
+	h := newHarness(t)
+	h.queue(piChain())
+	row := rowOf(t, h.m.View(), "deployer")
+	if !strings.Contains(row, "⚠ pnpm test && sudo rm") {
+		t.Fatalf("row hides the floored unit: %q", row)
+	}
+	if v := h.m.View(); !strings.Contains(v, "command   pnpm test && sudo rm -rf /tmp/build") ||
+		!strings.Contains(v, "unit 2    sudo rm -rf /tmp/build  ⚠ floor") {
+		t.Fatalf("detail does not show the chain and its floored unit:\n%s", v)
+	}
+}
+
+func TestQueueRowShowsTheAbsolutePathEnd(t *testing.T) {
+	for _, width := range []int{60, 80, 120} {
+		h := newHarness(t)
+		h.send(tea.WindowSizeMsg{Width: width, Height: 24})
+		h.queue(deepWrite())
+		row := rowOf(t, h.m.View(), "reviewer")
+		if !strings.Contains(row, "notes/plan.md") || !strings.Contains(row, "…") && !strings.Contains(row, "app-wt-7") {
+			t.Fatalf("%d columns: row does not end in the file or loses the worktree: %q", width, row)
+		}
+		if strings.Contains(row, " packages/") {
+			t.Fatalf("%d columns: row shows the relative display value: %q", width, row)
+		}
+	}
+}
+
+func TestDetailShowsLongValuesWhole(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 60, Height: 24})
+	h.queue(deepWrite())
+	v := h.m.View()
+	flat := strings.ReplaceAll(v, "\n          ", "")
+	if !strings.Contains(flat, "/home/ana/work/app-wt-7/packages/server/internal/handlers/notes/plan.md") {
+		t.Fatalf("the boundary path is cut in the detail:\n%s", v)
+	}
+}
+
+func TestColumnsFitNamesWhenThereIsRoom(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
+	a := externalRead()
+	a.Request.RequesterAgentName = "implementer"
+	a.Request.AccessIntent.Principal.AgentName = "implementer"
+	h.queue(a)
+	row := rowOf(t, h.m.View(), "implementer")
+	if !strings.Contains(row, "implementer external_directory_read") {
+		t.Fatalf("agent or surface cut at 120 columns: %q", row)
+	}
+}
+
+func TestSelectionCountIsShown(t *testing.T) {
+	h := newHarness(t)
+	h.queue(pathWrite(), bashChain(), externalRead())
+	h.keys("space", "j", "space")
+	if v := h.m.View(); !strings.Contains(v, "2 selected: y n r act on them") {
+		t.Fatalf("selection count missing:\n%s", v)
+	}
+}
+
+func TestHighlightThatMovedIsMarked(t *testing.T) {
+	h := newHarness(t)
+	a, b := pathWrite(), bashChain()
+	h.queue(a, b)
+	h.events(serve.Decided{Ask: a, Response: wire.Response{Approved: true, State: wire.StateApproved}, Auto: true})
+	if v := h.m.View(); !strings.Contains(v, "the highlighted ask left; this is another one") {
+		t.Fatalf("no sign that the highlight moved:\n%s", v)
+	}
+	h.keys("j")
+	if v := h.m.View(); strings.Contains(v, "the highlighted ask left") {
+		t.Fatalf("the mark outlived the next key:\n%s", v)
+	}
+}
+
+func TestStatusFades(t *testing.T) {
+	now := testNow
+	h := newHarness(t, func(o *Options) { o.Now = func() time.Time { return now } })
+	h.queue(pathWrite())
+	h.keys("y")
+	if !strings.Contains(h.m.View(), "» approve once") {
+		t.Fatal("no status after a decision")
+	}
+	now = now.Add(statusTTL + time.Second)
+	if strings.Contains(h.m.View(), "» approve once") {
+		t.Fatal("the status outlived its time")
+	}
+}
+
+func TestLogNamesTheChosenScopeAndRevocations(t *testing.T) {
+	h := newHarness(t)
+	a := externalRead()
+	h.queue(a)
+	h.keys("s", "j", "j", "j", "enter")
+	d := h.decisions()
+	if len(d) != 1 || d[0].State != wire.StateApprovedForServingSession || !d[0].Family {
+		t.Fatalf("decisions %+v", d)
+	}
+	h.events(serve.Decided{Ask: a, Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: wire.UserDecision()}})
+	g := wire.Grant{Surface: "external_directory", Pattern: "/w/other/*"}
+	h.events(serve.GrantsChanged{Grants: map[string][]wire.Grant{rootSession: {g}}})
+	h.keys("g", "d", "esc", "l")
+	v := h.m.View()
+	for _, want := range []string{
+		"by you · for the whole session, both directions (read and write); permtui records",
+		"revoked whole-session grant external_directory /w/other/*",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(v), " "), want) {
+			t.Errorf("log lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+func TestShortHelpFitsSixtyColumns(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 60, Height: 24})
+	lines := strings.Split(h.m.View(), "\n")
+	last := lines[len(lines)-1]
+	for _, want := range []string{"y approve once", "n deny", "r reason", "s session", "? help"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("help line %q lacks %q", last, want)
+		}
+	}
+}
+
+func TestQuitWordingFollowsCount(t *testing.T) {
+	h := newHarness(t)
+	h.queue(pathWrite())
+	h.keys("q")
+	if v := h.m.View(); !strings.Contains(v, "denies it as") {
+		t.Fatalf("singular quit text wrong:\n%s", v)
+	}
+}
