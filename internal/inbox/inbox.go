@@ -158,7 +158,7 @@ func New(cfg Config) (*Inbox, error) {
 	for _, raw := range cfg.Sessions {
 		id, ok := wire.NormalizeSessionID(raw)
 		if !ok {
-			return nil, errors.New("inbox: unusable session id " + quote(raw))
+			return nil, errors.New("inbox: unusable session id " + wire.QuoteShort(raw))
 		}
 		in.sessions[id] = &sessionState{}
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -210,11 +209,7 @@ func (in *Inbox) consider(session string, dir *wire.Dir, e fs.DirEntry) {
 		return
 	}
 	if !req.RoutedTo(session) {
-		in.refuse(session, dir, name, "misrouted: targetSessionId "+quote(req.TargetSessionID)+" is not the served session", true)
-		return
-	}
-	if !wire.ValidID(req.ID) {
-		in.refuse(session, dir, name, "unsafe request id "+quote(req.ID), true)
+		in.refuse(session, dir, name, "misrouted: targetSessionId "+wire.QuoteShort(req.TargetSessionID)+" is not the served session", true)
 		return
 	}
 
@@ -323,13 +318,4 @@ func isRegular(dir *wire.Dir, name string) bool {
 func isDir(path string) bool {
 	st, err := os.Lstat(path)
 	return err == nil && st.IsDir()
-}
-
-// quote shows an untrusted string in a reason: escaped and shortened.
-func quote(s string) string {
-	const max = 80
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return strconv.Quote(s)
 }

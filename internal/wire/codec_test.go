@@ -243,3 +243,15 @@ func TestHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+func TestRejectionOfAHugeUnsafeIDStaysShort(t *testing.T) {
+	id := strings.Repeat("/", 100000)
+	_, err := ParseRequest([]byte(`{"id":"` + id + `","createdAt":1,"requesterSessionId":"a","targetSessionId":"b","requesterAgentName":"c"}`))
+	var rej *RejectError
+	if !errors.As(err, &rej) {
+		t.Fatalf("ParseRequest = %v", err)
+	}
+	if len(rej.Reason) > 200 {
+		t.Fatalf("reason is %d bytes", len(rej.Reason))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -18,6 +19,16 @@ func (e *RejectError) Error() string { return "request rejected: " + e.Reason }
 
 func reject(format string, args ...any) error {
 	return &RejectError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// QuoteShort quotes an untrusted string for a message: escaped, and cut
+// after 80 bytes so a hostile file cannot flood logs and events.
+func QuoteShort(s string) string {
+	const max = 80
+	if len(s) > max {
+		return strconv.Quote(s[:max]) + "…"
+	}
+	return strconv.Quote(s)
 }
 
 // ValidID reports whether a request id is safe as a file name: it matches
@@ -81,7 +92,7 @@ func ParseRequest(data []byte) (*Request, error) {
 		return nil, reject("id is not a string")
 	}
 	if !ValidID(r.ID) {
-		return nil, reject("id %q is not a safe file name", r.ID)
+		return nil, reject("id %s is not a safe file name", QuoteShort(r.ID))
 	}
 	if r.CreatedAt, ok = asFloat(o["createdAt"]); !ok {
 		return nil, reject("createdAt is not a finite JSON number")
