@@ -556,8 +556,8 @@ func TestHeaderShowsSessionsPolicyAndCounts(t *testing.T) {
 		serve.Invalid{ServedSession: rootSession, Path: "/fwd/x/requests/bad.json", Reason: "id is not a string"},
 	)
 	v := h.m.View()
-	for _, want := range []string{"serving ♥ " + rootSession, "served elsewhere ⚠ other-root (pid 4242)",
-		"policy ⚠ 1 problem: project config", "✗ 1 auto-denied", "⚠ 1 invalid"} {
+	for _, want := range []string{"serving ♥ " + rootSession, "⚠ pid 4242 serves other-root, not permtui",
+		"policy ⚠ 1 problem (l: log): project config", "✗ 1 auto-denied", "⚠ 1 invalid"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("header lacks %q:\n%s", want, v)
 		}

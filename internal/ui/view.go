@@ -89,7 +89,8 @@ func (m *Model) headerLines() []string {
 		sessions = append(sessions, "serving ♥ "+Sanitize(id))
 	}
 	for _, id := range elsewhere {
-		sessions = append(sessions, s.Warning.Render(fmt.Sprintf("served elsewhere ⚠ %s (pid %d)", Sanitize(id), m.sessions[id].pid)))
+		// Another node (usually the root pi itself) answers this session.
+		sessions = append(sessions, s.Warning.Render(fmt.Sprintf("⚠ pid %d serves %s, not permtui", m.sessions[id].pid, Sanitize(id))))
 	}
 	lines = append(lines, flow(sessions, m.width)...)
 
@@ -99,12 +100,9 @@ func (m *Model) headerLines() []string {
 	case len(m.policyProblems) == 0:
 		lines = append(lines, "policy ✓ loaded")
 	default:
-		more := ""
-		if len(m.policyProblems) > 1 {
-			more = " (all in the log: l)"
-		}
-		lines = append(lines, s.Warning.Render(fmt.Sprintf("policy ⚠ %s: %s%s", plural(len(m.policyProblems), "problem"),
-			Sanitize(m.policyProblems[0]), more)))
+		// The count and where to read them come first: the text may be cut.
+		lines = append(lines, s.Warning.Render(fmt.Sprintf("policy ⚠ %s (l: log): %s", plural(len(m.policyProblems), "problem"),
+			Sanitize(m.policyProblems[0]))))
 	}
 	return lines
 }
@@ -269,7 +267,9 @@ func (m *Model) renderFields(fields []field, wrapProse bool, factLines int) []st
 	var out []string
 	for _, f := range fields {
 		if f.kind == kindHeading {
-			out = append(out, s.Label.Render(f.text))
+			for _, c := range strings.Split(ansi.Wrap(f.text, m.width, ""), "\n") {
+				out = append(out, s.Label.Render(c))
+			}
 			continue
 		}
 		style := s.Value
