@@ -97,19 +97,34 @@ func (m *Model) toggleSelect() {
 	}
 }
 
+// clearExpired drops expired asks; a highlight on one moves to the next ask
+// still waiting (else the last), not back to the top.
 func (m *Model) clearExpired() {
+	next := ""
+	if e := m.current(); e != nil && e.state == stateExpired {
+		for _, f := range m.queue[m.index(m.cursorKey):] {
+			if f.state != stateExpired {
+				next = f.ask.Key
+				break
+			}
+		}
+	}
 	kept := m.queue[:0]
 	for _, e := range m.queue {
 		if e.state != stateExpired {
 			kept = append(kept, e)
 		}
 	}
+	clear(m.queue[len(kept):])
 	m.queue = kept
-	if m.current() == nil {
+	switch {
+	case m.current() != nil:
+	case next != "":
+		m.cursorKey = next
+	case len(m.queue) > 0:
+		m.cursorKey = m.queue[len(m.queue)-1].ask.Key
+	default:
 		m.cursorKey = ""
-		if len(m.queue) > 0 {
-			m.cursorKey = m.queue[0].ask.Key
-		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/permtui/permtui/internal/serve"
@@ -55,7 +56,8 @@ func (m *Model) helpKeys() help.KeyMap {
 	case modeReason:
 		return k.overlayHelp(k.Confirm)
 	case modeView, modeLog:
-		return k.overlayHelp(k.Up, k.Down)
+		page := key.NewBinding(key.WithKeys("pgdown", "pgup"), key.WithHelp("pgdn/pgup", "page"))
+		return k.overlayHelp(k.Up, k.Down, page)
 	case modeGrants:
 		return k.overlayHelp(k.Up, k.Down, k.Revoke)
 	case modeQuit:
@@ -430,6 +432,10 @@ func (m *Model) pagerBody() []string {
 	title := "decision log"
 	if m.mode == modeView {
 		title = "full view"
+	}
+	// Say where the page is, so nobody takes the last visible line for the end.
+	if total, shown := m.pager.TotalLineCount(), m.pager.VisibleLineCount(); total > shown {
+		title += fmt.Sprintf(" · lines %d–%d of %d", m.pager.YOffset+1, m.pager.YOffset+shown, total)
 	}
 	return append([]string{m.rule(title)}, strings.Split(m.pager.View(), "\n")...)
 }

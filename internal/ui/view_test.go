@@ -187,3 +187,28 @@ func TestQuitWordingFollowsCount(t *testing.T) {
 		t.Fatalf("singular quit text wrong:\n%s", v)
 	}
 }
+
+func TestFullViewSaysWhereItIs(t *testing.T) {
+	h := newHarness(t)
+	h.queue(bashChain())
+	h.keys("v")
+	if v := h.m.View(); !strings.Contains(v, "full view · lines 1–") {
+		t.Fatalf("no position in a full view longer than the screen:\n%s", v)
+	}
+	h.keys("j")
+	if v := h.m.View(); !strings.Contains(v, "full view · lines 2–") {
+		t.Fatalf("position does not follow scrolling:\n%s", v)
+	}
+}
+
+func TestClearExpiredKeepsThePlace(t *testing.T) {
+	h := newHarness(t)
+	a, b, c := pathWrite(), bashChain(), externalRead()
+	h.queue(a, b, c)
+	h.keys("j")
+	h.events(serve.Withdrawn{Key: b.Key, Pending: true})
+	h.keys("x")
+	if h.m.cursorKey != c.Key {
+		t.Fatalf("after x the highlight is on %s, want the next ask %s", h.m.cursorKey, c.Key)
+	}
+}
