@@ -59,9 +59,14 @@ func TestRequestsDirectorySwappedForASymlinkMidScanLeadsNothingOutside(t *testin
 }
 
 func TestRespondAfterRequestsBecameASymlinkWritesAndDeletesNothing(t *testing.T) {
-	h := start(t, func(c *Config) { c.Poll, c.PollRescan = true, time.Hour })
-	// The file name is chosen to match a file of the user's elsewhere.
-	path := h.writeRequest(servedID, "config.json", requestJSON("1791279012345-cf-1", servedID))
+	// The file name is chosen to match a file of the user's elsewhere. One
+	// scan only, so nothing but Respond looks at the swapped directory.
+	var path string
+	h := start(t, func(c *Config) {
+		c.Poll, c.PollRescan = true, time.Hour
+		early := &harness{t: t, layout: c.Layout}
+		path = early.writeRequest(servedID, "config.json", requestJSON("1791279012345-cf-1", servedID))
+	})
 	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-cf-1")).(Arrived).Seq
 	outside := t.TempDir()
 	victim := filepath.Join(outside, "config.json")
@@ -80,8 +85,12 @@ func TestRespondAfterRequestsBecameASymlinkWritesAndDeletesNothing(t *testing.T)
 }
 
 func TestRespondToARequestReplacedByADirectoryRemovesNoDirectory(t *testing.T) {
-	h := start(t, func(c *Config) { c.Poll, c.PollRescan = true, time.Hour })
-	path := h.send(servedID, "1791279012345-dir-1")
+	var path string
+	h := start(t, func(c *Config) {
+		c.Poll, c.PollRescan = true, time.Hour
+		early := &harness{t: t, layout: c.Layout}
+		path = early.send(servedID, "1791279012345-dir-1")
+	})
 	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-dir-1")).(Arrived).Seq
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
