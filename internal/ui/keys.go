@@ -61,17 +61,26 @@ type helpKeys struct {
 func (h helpKeys) ShortHelp() []key.Binding  { return h.short }
 func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
 
-func (k KeyMap) queueHelp() helpKeys {
+// queueHelp lists the queue's keys; below 80 columns the full help takes
+// two taller columns, since four side by side would be cut.
+func (k KeyMap) queueHelp(width int) helpKeys {
+	full := [][]key.Binding{
+		{k.Up, k.Down, k.Select, k.View},
+		{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical},
+		{k.Deny, k.DenyReason, k.ClearExpired},
+		{k.Grants, k.Log, k.Help, k.Quit},
+	}
+	if width < 80 {
+		full = [][]key.Binding{
+			{k.Up, k.Down, k.Select, k.View, k.Grants, k.Log, k.Help, k.Quit},
+			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.ClearExpired},
+		}
+	}
 	return helpKeys{
 		// Short labels, so the line fits 60 columns with help last.
 		short: []key.Binding{k.ApproveOnce, k.Deny, relabel(k.DenyReason, "reason…"),
 			relabel(k.ApproveSession, "session…"), k.Help},
-		full: [][]key.Binding{
-			{k.Up, k.Down, k.Select, k.View},
-			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical},
-			{k.Deny, k.DenyReason, k.ClearExpired},
-			{k.Grants, k.Log, k.Help, k.Quit},
-		},
+		full: full,
 	}
 }
 

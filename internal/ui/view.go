@@ -21,7 +21,14 @@ const labelWidth = 9
 func (m *Model) View() string {
 	header := m.headerLines()
 	footer := []string{m.statusLine()}
-	footer = append(footer, strings.Split(m.help.View(m.helpKeys()), "\n")...)
+	helpLines := strings.Split(m.help.View(m.helpKeys()), "\n")
+	if len(header)+1+len(helpLines)+1 > m.height {
+		// Too short for the full help: the one-line help, rather than none.
+		short := m.help
+		short.ShowAll = false
+		helpLines = []string{short.View(m.helpKeys())}
+	}
+	footer = append(footer, helpLines...)
 	bodyHeight := max(m.height-len(header)-len(footer), 1)
 
 	var body []string
@@ -42,6 +49,7 @@ func (m *Model) View() string {
 	body = fitLines(body, bodyHeight)
 
 	lines := append(append(header, body...), footer...)
+	lines = lines[:min(len(lines), max(m.height, 1))]
 	for i, l := range lines {
 		lines[i] = ansi.Truncate(l, m.width, "…")
 	}
@@ -63,7 +71,7 @@ func (m *Model) helpKeys() help.KeyMap {
 	case modeQuit:
 		return k.overlayHelp(k.Quit)
 	}
-	return k.queueHelp()
+	return k.queueHelp(m.width)
 }
 
 func (m *Model) headerLines() []string {
