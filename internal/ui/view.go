@@ -159,7 +159,7 @@ func (m *Model) queueBody(height int) []string {
 	e := m.current()
 	pos := fmt.Sprintf("ask %d of %d", cur+1, len(m.queue))
 	if m.cursorShifted {
-		pos += " · ⚠ the highlighted ask left; this is another one"
+		pos += " · ⚠ new ask under the highlight"
 	}
 	lines = append(lines, m.rule(pos))
 	room := height - len(lines)

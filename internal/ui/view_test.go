@@ -120,11 +120,11 @@ func TestHighlightThatMovedIsMarked(t *testing.T) {
 	a, b := pathWrite(), bashChain()
 	h.queue(a, b)
 	h.events(serve.Decided{Ask: a, Response: wire.Response{Approved: true, State: wire.StateApproved}, Auto: true})
-	if v := h.m.View(); !strings.Contains(v, "the highlighted ask left; this is another one") {
+	if v := h.m.View(); !strings.Contains(v, "⚠ new ask under the highlight") {
 		t.Fatalf("no sign that the highlight moved:\n%s", v)
 	}
 	h.keys("j")
-	if v := h.m.View(); strings.Contains(v, "the highlighted ask left") {
+	if v := h.m.View(); strings.Contains(v, "new ask under the highlight") {
 		t.Fatalf("the mark outlived the next key:\n%s", v)
 	}
 }
