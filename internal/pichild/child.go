@@ -114,7 +114,7 @@ func (c *Child) Ask(ctx context.Context, req *wire.Request) (Result, error) {
 		return res, nil
 	}
 	withdraw := func() {
-		_ = os.Remove(requestPath)
+		_ = syscall.Unlink(requestPath)
 		c.cleanup(target)
 	}
 	finish := func(o Outcome) (Result, error) {
@@ -136,9 +136,10 @@ func (c *Child) Ask(ctx context.Context, req *wire.Request) (Result, error) {
 	defer ticker.Stop()
 	for {
 		if _, err := os.Lstat(responsePath); err == nil {
-			// Read once, then delete both files whatever the content.
+			// Read once, then delete both files whatever the content
+			// (unlink only: a directory in their place is never removed).
 			raw, readErr := wire.ReadRegularFile(responsePath, wire.MaxFileSize)
-			_ = os.Remove(responsePath)
+			_ = syscall.Unlink(responsePath)
 			res.Raw = raw
 			if readErr == nil {
 				if cr, err := wire.ReadResponseAsChild(raw); err == nil {

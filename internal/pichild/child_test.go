@@ -260,3 +260,25 @@ func TestAskMintsIDAndCleansEmptyDirs(t *testing.T) {
 		}
 	}
 }
+
+func TestAskNeverRemovesADirectoryInPlaceOfTheResponse(t *testing.T) {
+	l := wire.NewLayout(t.TempDir())
+	req := LegacyBash(served, "researcher", childSess, "ls")
+	req.ID = "1791279012345-dirresp-1"
+	respPath := l.ResponsePath(served, req.ID)
+	if err := os.MkdirAll(respPath, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := &Child{Layout: l, Target: served, Poll: 5 * time.Millisecond}
+	res, err := c.Ask(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != Unreadable {
+		t.Fatalf("outcome %s", res.Outcome)
+	}
+	if st, err := os.Lstat(respPath); err != nil || !st.IsDir() {
+		t.Fatalf("directory removed: %v", err)
+	}
+	assertGone(t, l.RequestPath(served, req.ID))
+}
