@@ -26,6 +26,7 @@ const (
 	DefaultPollRescan        = 250 * time.Millisecond
 	DefaultHeartbeatInterval = time.Second
 	DefaultContentionRecheck = 2 * time.Second
+	DefaultMaxDiscovered     = 1024
 )
 
 // Config says which inboxes to serve and how.
@@ -43,6 +44,10 @@ type Config struct {
 	Now    func() time.Time
 	Logger *slog.Logger
 	PID    int // heartbeat pid; os.Getpid() when zero
+
+	// MaxDiscovered bounds how many sessions discovery serves (default
+	// DefaultMaxDiscovered): each costs a heartbeat write a second.
+	MaxDiscovered int
 
 	Rescan            time.Duration
 	PollRescan        time.Duration
@@ -104,6 +109,7 @@ type Inbox struct {
 	reported map[string]string        // paths refused but not removable: reason reported
 	seq      uint64                   // last delivery number
 	running  bool
+	full     bool // discovery reached MaxDiscovered (logged once)
 
 	hbMu sync.Mutex // serializes heartbeat claims, refreshes and removal
 }
@@ -141,6 +147,9 @@ func New(cfg Config) (*Inbox, error) {
 	}
 	if cfg.PID == 0 {
 		cfg.PID = os.Getpid()
+	}
+	if cfg.MaxDiscovered <= 0 {
+		cfg.MaxDiscovered = DefaultMaxDiscovered
 	}
 	setDefault(&cfg.Rescan, DefaultRescan)
 	setDefault(&cfg.PollRescan, DefaultPollRescan)

@@ -52,11 +52,17 @@ func (in *Inbox) discoverSessions() {
 		}
 		in.mu.Lock()
 		_, known := in.sessions[id]
-		if !known {
+		full := !known && len(in.sessions) >= in.cfg.MaxDiscovered
+		if !known && !full {
 			in.sessions[id] = &sessionState{}
 		}
+		warn := full && !in.full
+		in.full = in.full || full
 		in.mu.Unlock()
-		if !known {
+		if warn {
+			in.cfg.Logger.Warn("too many session directories; later ones are not served", "max", in.cfg.MaxDiscovered)
+		}
+		if !known && !full {
 			in.claim(id)
 		}
 	}

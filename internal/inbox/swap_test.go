@@ -179,3 +179,25 @@ func TestAFloodOfRequestsWaitsOnDiskBeyondTheInFlightBound(t *testing.T) {
 	h.in.kickScan()
 	h.rec.WaitFor(t, "the one left waiting", arrivedID(last))
 }
+
+func TestDiscoveryServesAtMostMaxDiscoveredSessions(t *testing.T) {
+	h := start(t, func(c *Config) {
+		c.Sessions, c.MaxDiscovered = nil, 2
+		c.Poll, c.PollRescan = true, time.Hour
+		early := &harness{t: t, layout: c.Layout}
+		early.send("s1", "1791279012345-s1-1")
+		early.send("s3", "1791279012345-s3-1")
+		early.send("s2", "1791279012345-s2-1") // scanned last of the served
+	})
+	h.rec.WaitFor(t, "s2 arrival", arrivedID("1791279012345-s2-1"))
+	for _, ev := range h.rec.Snapshot() {
+		if s, ok := ev.(Serving); ok && s.Session == "s3" {
+			t.Fatal("served a session beyond the bound")
+		}
+	}
+	if h.rec.Count(arrivedID("1791279012345-s3-1")) != 0 {
+		t.Fatal("delivered a request of an unserved session")
+	}
+	mustExist(t, h.layout.RequestPath("s3", "1791279012345-s3-1"))
+	gone(t, h.layout.HeartbeatPath("s3"))
+}
