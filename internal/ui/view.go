@@ -373,6 +373,13 @@ func (m *Model) reasonBody(height int) []string {
 			lines = append(lines, m.rule("the ask"))
 			lines = append(lines, m.renderFields(detailFields(e), false, maxFactLines)...)
 		}
+	} else {
+		lines = append(lines, m.rule("the asks"))
+		for _, k := range m.reasonFor {
+			if e := m.find(k); e != nil {
+				lines = append(lines, "  "+askLabel(e.ask))
+			}
+		}
 	}
 	return fitLines(lines, height)
 }

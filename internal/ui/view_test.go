@@ -212,3 +212,18 @@ func TestClearExpiredKeepsThePlace(t *testing.T) {
 		t.Fatalf("after x the highlight is on %s, want the next ask %s", h.m.cursorKey, c.Key)
 	}
 }
+
+func TestReasonForSeveralListsThem(t *testing.T) {
+	h := newHarness(t)
+	h.queue(pathWrite(), legacyBash(), externalRead())
+	h.keys("space", "j", "space", "r")
+	v := h.m.View()
+	for _, want := range []string{"  reviewer · path_write · /w/p/src/app.ts", "  builder · bash · npm run build"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("reason dialog does not list %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "/w/other/README.md") {
+		t.Errorf("reason dialog lists an ask that is not selected:\n%s", v)
+	}
+}
