@@ -75,7 +75,6 @@ func TestValidateResponseRefuses(t *testing.T) {
 		"yolo decider":               func(r *Response) { r.DecidedBy = &DecisionSource{Kind: DecidedByYolo} },
 		"user via voice":             func(r *Response) { r.DecidedBy = &DecisionSource{Kind: DecidedByUser, Via: "voice"} },
 		"user with stray surface":    func(r *Response) { r.DecidedBy = &DecisionSource{Kind: DecidedByUser, Via: "dialog", Surface: "bash"} },
-		"rule without surface":       func(r *Response) { r.DecidedBy = RuleDecision("", nil, nil) },
 		"unavailable without reason": func(r *Response) { r.DecidedBy = &DecisionSource{Kind: DecidedByUnavailable} },
 		"authorizer defer": func(r *Response) {
 			r.DecidedBy = &DecisionSource{Kind: DecidedByAuthorizer, Name: "j", Verdict: "defer"}
@@ -253,5 +252,18 @@ func TestRejectionOfAHugeUnsafeIDStaysShort(t *testing.T) {
 	}
 	if len(rej.Reason) > 200 {
 		t.Fatalf("reason is %d bytes", len(rej.Reason))
+	}
+}
+
+// accessIntent.surface may be "" (§4.4); a rule answer on it carries that
+// surface, and the child reads it (a refused write left the child unanswered).
+func TestRuleAnswerOnAnEmptySurfaceIsWrittenAndRead(t *testing.T) {
+	data, err := MarshalResponse(Response{State: StateDenied, ResponderSessionID: servedID, RespondedAt: 1, DecidedBy: RuleDecision("", nil, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ReadResponseAsChild(data)
+	if err != nil || c.DecidedByStatus != DecidedByKept || c.DecidedBy.Surface != "" {
+		t.Fatalf("child reads %+v, %v from %s", c, err, data)
 	}
 }

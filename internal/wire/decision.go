@@ -183,9 +183,8 @@ func checkWritableDecision(d *DecisionSource) error {
 		}
 		want = DecisionSource{Kind: d.Kind, Via: d.Via}
 	case DecidedByRule:
-		if d.Surface == "" {
-			return errors.New("rule decider needs a surface")
-		}
+		// The surface is accessIntent.surface, which may be "" (§4.4); the
+		// child reads any string.
 		want = DecisionSource{Kind: d.Kind, Surface: d.Surface, Pattern: d.Pattern, Origin: d.Origin}
 	case DecidedByAuthorizer:
 		if d.Name == "" || d.Verdict != "allow" && d.Verdict != "deny" {
