@@ -267,20 +267,26 @@ func shortValue(r *wire.Request) string {
 	return ""
 }
 
-// rowValue is what a queue row shows and whether its end matters more than
-// its start: a path ask shows its absolute boundary path (a relative display
-// value hides which worktree it is in), to be cut from the left so the file
-// name stays.
+// rowValue is what a queue row or label shows and whether its end matters
+// more than its start. A path ask keeps its end (the file name) when cut, and
+// a relative display value (pi shows paths relative to the child's cwd,
+// which hides the worktree) gives way to the absolute boundary path.
 func rowValue(r *wire.Request) (text string, keepEnd bool) {
-	if ai := r.AccessIntent; ai != nil && deref(ai.BoundaryValue) != "" {
-		return Sanitize(*ai.BoundaryValue), true
+	v := shortValue(r)
+	ai := r.AccessIntent
+	if ai == nil || deref(ai.BoundaryValue) == "" {
+		return Sanitize(v), false
 	}
-	return Sanitize(shortValue(r)), false
+	if !strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "~") {
+		v = *ai.BoundaryValue
+	}
+	return Sanitize(v), true
 }
 
 func askLabel(a serve.Ask) string {
 	if a.Request == nil {
 		return Sanitize(a.Key)
 	}
-	return Sanitize(agentOf(a.Request)) + " · " + Sanitize(surfaceOf(a.Request)) + " · " + Sanitize(shortValue(a.Request))
+	value, _ := rowValue(a.Request)
+	return Sanitize(agentOf(a.Request)) + " · " + Sanitize(surfaceOf(a.Request)) + " · " + value
 }

@@ -277,7 +277,7 @@ func (m *Model) renderFields(fields []field, wrapProse bool, factLines int) []st
 	var out []string
 	for _, f := range fields {
 		if f.kind == kindHeading {
-			for _, c := range strings.Split(ansi.Wrap(f.text, m.width, ""), "\n") {
+			for _, c := range wrapWords(f.text, m.width) {
 				out = append(out, s.Label.Render(c))
 			}
 			continue
@@ -296,7 +296,7 @@ func (m *Model) renderFields(fields []field, wrapProse bool, factLines int) []st
 		var chunks []string
 		switch {
 		case f.prose() && wrapProse:
-			chunks = strings.Split(ansi.Wrap(f.text, textWidth, ""), "\n")
+			chunks = wrapWords(f.text, textWidth)
 		case f.prose():
 			chunks = []string{ansi.Truncate(f.text, textWidth, "…")}
 		default:
@@ -514,7 +514,7 @@ func (m *Model) logLines() []string {
 
 // logWrap wraps text after a first-line prefix, continuing under it.
 func (m *Model) logWrap(prefix, text string) []string {
-	lines := strings.Split(ansi.Wrap(text, max(m.width-len(logIndent), 10), ""), "\n")
+	lines := wrapWords(text, max(m.width-len(logIndent), 10))
 	for i := range lines {
 		if i == 0 {
 			lines[i] = prefix + lines[i]
@@ -638,3 +638,27 @@ func padLeft(s string, w int) string {
 }
 
 func truncate(s string, w int) string { return ansi.Truncate(s, w, "…") }
+
+// wrapWords wraps at spaces only: ansi.Wrap also breaks after every hyphen,
+// which splits a path or flag (app-wt-7, -rf) as if it were two words. A word
+// longer than the line is cut at the cell.
+func wrapWords(text string, width int) []string {
+	var lines []string
+	cur := ""
+	for i, w := range strings.Split(text, " ") {
+		switch {
+		case i == 0:
+			cur = w
+		case ansi.StringWidth(cur)+1+ansi.StringWidth(w) <= width:
+			cur += " " + w
+		default:
+			lines = append(lines, cur)
+			cur = w
+		}
+		for ansi.StringWidth(cur) > width {
+			lines = append(lines, ansi.Truncate(cur, width, ""))
+			cur = ansi.TruncateLeft(cur, width, "")
+		}
+	}
+	return append(lines, cur)
+}

@@ -227,3 +227,21 @@ func TestReasonForSeveralListsThem(t *testing.T) {
 		t.Errorf("reason dialog lists an ask that is not selected:\n%s", v)
 	}
 }
+
+func TestLogNamesPathsAbsolutely(t *testing.T) {
+	h := newHarness(t)
+	a := deepWrite()
+	h.events(serve.Decided{Ask: a, Response: wire.Response{Approved: true, State: wire.StateApproved}, Auto: true})
+	h.keys("l")
+	if v := strings.Join(strings.Fields(h.m.View()), " "); !strings.Contains(v, "reviewer · path_write · /home/ana/work/app-wt-7/") {
+		t.Fatalf("log shows the relative display path:\n%s", h.m.View())
+	}
+}
+
+func TestWrapWordsKeepsHyphenatedWordsWhole(t *testing.T) {
+	got := wrapWords("by rule /w/app-wt-7/notes and rm -rf x", 14)
+	want := []string{"by rule", "/w/app-wt-7/no", "tes and rm -rf", "x"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("wrapWords = %q, want %q", got, want)
+	}
+}
