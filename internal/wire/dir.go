@@ -105,18 +105,20 @@ func (d *Dir) OpenPrivate(name string) (*Dir, error) {
 		return nil, err
 	}
 	err := retryTransient(func() error { return unix.Mkdirat(d.fd, name, 0o700) })
-	switch {
-	case err == nil:
-		// The umask may have narrowed the mode; make it exactly 0700.
-		if err := unix.Fchmodat(d.fd, name, 0o700, unix.AT_SYMLINK_NOFOLLOW); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
-			return nil, &os.PathError{Op: "chmod", Path: d.join(name), Err: err}
-		}
-	case errors.Is(err, unix.EEXIST):
-		// Created concurrently (by a child), or there already: Open checks it.
-	default:
+	created := err == nil
+	if err != nil && !errors.Is(err, unix.EEXIST) { // EEXIST: there already, or a child made it
 		return nil, &os.PathError{Op: "mkdir", Path: d.join(name), Err: err}
 	}
-	return d.Open(name)
+	sub, err := d.Open(name)
+	if err != nil || !created {
+		return sub, err
+	}
+	// The umask may have narrowed the mode; make it exactly 0700.
+	if err := unix.Fchmod(sub.fd, 0o700); err != nil {
+		sub.Close()
+		return nil, &os.PathError{Op: "chmod", Path: sub.path, Err: err}
+	}
+	return sub, nil
 }
 
 // List returns the entries of the directory whose names end in suffix, at

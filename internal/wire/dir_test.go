@@ -133,9 +133,10 @@ func TestDirListIsSortedFilteredAndBounded(t *testing.T) {
 }
 
 func TestOpenDirPrivateCreatesOwnerOnlyDirectories(t *testing.T) {
-	old := syscall.Umask(0)
-	defer syscall.Umask(old)
 	root := t.TempDir()
+	// An odd umask that would leave the new directories 0500.
+	old := syscall.Umask(0o277)
+	defer syscall.Umask(old)
 	d, err := OpenDirPrivate(root, "a", "b")
 	if err != nil {
 		t.Fatal(err)
