@@ -79,14 +79,15 @@ func expandDirectional(perms *permissions) *permissions {
 		}
 	}
 	out := newOrdered[surfaceValue]()
-	for i, key := range perms.keys {
+	keys, vals := perms.all()
+	for i, key := range keys {
 		fam := key
 		if !isFamily(fam) {
 			fam, _ = Family(key)
 		}
 		bare, sugared := perms.get(fam)
 		if fam == "" || !sugared {
-			out.set(key, perms.vals[i])
+			out.set(key, vals[i])
 			continue
 		}
 		if _, done := out.get(fam + "_read"); done {
@@ -100,14 +101,15 @@ func expandDirectional(perms *permissions) *permissions {
 			}
 			own := asPatterns(explicit)
 			merged := newOrdered[entry]()
-			base := asPatterns(bare)
-			for j, pat := range base.keys {
+			baseKeys, baseVals := asPatterns(bare).all()
+			for j, pat := range baseKeys {
 				if _, redefined := own.get(pat); !redefined {
-					merged.set(pat, base.vals[j])
+					merged.set(pat, baseVals[j])
 				}
 			}
-			for j, pat := range own.keys {
-				merged.set(pat, own.vals[j])
+			ownKeys, ownVals := own.all()
+			for j, pat := range ownKeys {
+				merged.set(pat, ownVals[j])
 			}
 			out.set(member, surfaceValue{patterns: merged})
 		}
@@ -131,19 +133,20 @@ func asPatterns(v surfaceValue) *ordered[entry] {
 func mergeScopes(scopes []*permissions) *permissions {
 	merged := newOrdered[surfaceValue]()
 	for _, perms := range scopes {
-		for i, key := range perms.keys {
-			over := perms.vals[i]
+		keys, vals := perms.all()
+		for i, key := range keys {
+			over := vals[i]
 			base, ok := merged.get(key)
 			if !ok || base.patterns == nil || over.patterns == nil {
 				merged.set(key, over)
 				continue
 			}
 			m := newOrdered[entry]()
-			for j, pat := range base.patterns.keys {
-				m.set(pat, base.patterns.vals[j])
-			}
-			for j, pat := range over.patterns.keys {
-				m.set(pat, over.patterns.vals[j])
+			for _, side := range [...]*ordered[entry]{base.patterns, over.patterns} {
+				pats, entries := side.all()
+				for j, pat := range pats {
+					m.set(pat, entries[j])
+				}
 			}
 			merged.set(key, surfaceValue{patterns: m})
 		}
@@ -157,13 +160,15 @@ var mcpBaseline = [...]string{"mcp_status", "mcp_list", "mcp_search", "mcp_descr
 // rule, MCP baseline, config rules, Pi MCP relocation, fail-closed floor.
 func compose(merged *permissions, floor []Problem, home string) *ruleset {
 	configCount, relocated, mcpAllow := 0, 0, false
-	for i, key := range merged.keys {
+	keys, vals := merged.all()
+	for i, key := range keys {
 		if key == "*" {
 			continue
 		}
-		patterns := asPatterns(merged.vals[i])
+		patterns := asPatterns(vals[i])
 		configCount += patterns.Len()
-		for _, e := range patterns.vals {
+		_, entries := patterns.all()
+		for _, e := range entries {
 			mcpAllow = mcpAllow || (key == "mcp" && e.action == Allow)
 		}
 		if _, whole := patterns.get("*"); whole && strings.HasPrefix(key, "mcp__") {
@@ -191,14 +196,14 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 		}
 	}
 	configStart := len(rules)
-	for i, key := range merged.keys {
+	for i, key := range keys {
 		if key == "*" {
 			continue
 		}
 		surface := CompilePattern(key, home)
-		patterns := asPatterns(merged.vals[i])
-		for j, pat := range patterns.keys {
-			rules = append(rules, configRule(surface, key, pat, patterns.vals[j], home))
+		pats, entries := asPatterns(vals[i]).all()
+		for j, pat := range pats {
+			rules = append(rules, configRule(surface, key, pat, entries[j], home))
 		}
 	}
 	// Pi MCP tool keys (mcp__server__tool, or an mcp__ wildcard) written as

@@ -63,8 +63,9 @@ func parseConfig(text, origin, file string) (configFile, error) {
 		return configFile{}, fmt.Errorf("the file holds %s, not an object", root.kind)
 	}
 	var cfg configFile
-	for i, key := range root.obj.keys {
-		val := root.obj.vals[i]
+	keys, vals := root.obj.all()
+	for i, key := range keys {
+		val := vals[i]
 		if !allowedTopLevel[key] {
 			return configFile{}, fmt.Errorf("unknown top-level key %q", key)
 		}
@@ -90,8 +91,9 @@ func parsePermission(val jsonValue, origin, file string) (*permissions, error) {
 		return nil, fmt.Errorf("permission is %s, not an object", val.kind)
 	}
 	perms := newOrdered[surfaceValue]()
-	for i, surface := range val.obj.keys {
-		v := val.obj.vals[i]
+	surfaces, values := val.obj.all()
+	for i, surface := range surfaces {
+		v := values[i]
 		where := func() string { return fmt.Sprintf("permission[%q]", surface) }
 		if surface == "" {
 			return nil, fmt.Errorf("permission has an empty key")
@@ -107,8 +109,9 @@ func parsePermission(val jsonValue, origin, file string) (*permissions, error) {
 			perms.set(surface, surfaceValue{str: &entry{action: Action(v.str), origin: origin, file: file}})
 		case jsonObject:
 			patterns := newOrdered[entry]()
-			for j, pat := range v.obj.keys {
-				e, err := parsePatternEntry(v.obj.vals[j])
+			pats, raw := v.obj.all()
+			for j, pat := range pats {
+				e, err := parsePatternEntry(raw[j])
 				if err != nil {
 					return nil, fmt.Errorf("%s[%q]%w", where(), pat, err)
 				}
@@ -137,8 +140,9 @@ func parsePatternEntry(v jsonValue) (entry, error) {
 		return entry{action: Action(v.str)}, nil
 	case jsonObject:
 		e := entry{}
-		for i, k := range v.obj.keys {
-			f := v.obj.vals[i]
+		keys, fields := v.obj.all()
+		for i, k := range keys {
+			f := fields[i]
 			switch k {
 			case "action":
 				if f.kind != jsonString || f.str != string(Deny) {

@@ -88,8 +88,9 @@ func agentPermissions(text, origin, file string) *permissions {
 	if !ok || !block.isMap {
 		return perms
 	}
-	for i, surface := range block.m.keys {
-		v := block.m.vals[i]
+	surfaces, values := block.m.all()
+	for i, surface := range surfaces {
+		v := values[i]
 		if !v.isMap {
 			if isState(v.str) {
 				perms.set(surface, surfaceValue{str: &entry{action: Action(v.str), origin: origin, file: file}})
@@ -97,8 +98,9 @@ func agentPermissions(text, origin, file string) *permissions {
 			continue
 		}
 		patterns := newOrdered[entry]()
-		for j, pat := range v.m.keys {
-			if e, ok := frontmatterEntry(v.m.vals[j]); ok {
+		pats, raw := v.m.all()
+		for j, pat := range pats {
+			if e, ok := frontmatterEntry(raw[j]); ok {
 				e.origin, e.file = origin, file
 				patterns.set(pat, e)
 			}

@@ -1,7 +1,9 @@
 package resolve
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -51,16 +53,32 @@ func stripJSONComments(text string) string {
 
 // ordered is a JavaScript-style object: integer-like keys first in ascending
 // order, then the other keys in first-insertion order; setting an existing
-// key replaces its value in place (ruleset-semantics §2.3).
+// key replaces its value in place (ruleset-semantics §2.3). Keys are stored
+// in insertion order and put in JavaScript order once, when first read, so
+// building a map of n keys costs O(n log n) whatever their order.
 type ordered[V any] struct {
-	keys  []string
-	vals  []V
+	ks    []string
+	vs    []V
 	index map[string]int
+	ints  int    // integer-like keys stored
+	strs  int    // other keys stored
+	top   uint64 // the largest integer-like key stored
+	// unsorted: an integer-like key arrived after a key it must precede.
+	unsorted bool
 }
 
 func newOrdered[V any]() *ordered[V] { return &ordered[V]{index: map[string]int{}} }
 
-func (o *ordered[V]) Len() int { return len(o.keys) }
+func (o *ordered[V]) Len() int { return len(o.ks) }
+
+// all returns the keys and values in JavaScript order; callers must not
+// modify them.
+func (o *ordered[V]) all() ([]string, []V) {
+	if o.unsorted {
+		o.sort()
+	}
+	return o.ks, o.vs
+}
 
 func (o *ordered[V]) get(k string) (V, bool) {
 	i, ok := o.index[k]
@@ -68,50 +86,54 @@ func (o *ordered[V]) get(k string) (V, bool) {
 		var zero V
 		return zero, false
 	}
-	return o.vals[i], true
+	return o.vs[i], true
 }
 
 func (o *ordered[V]) set(k string, v V) {
 	if i, ok := o.index[k]; ok {
-		o.vals[i] = v
+		o.vs[i] = v
 		return
 	}
-	n, isIndex := arrayIndex(k)
-	if !isIndex {
-		o.index[k] = len(o.keys)
-		o.keys = append(o.keys, k)
-		o.vals = append(o.vals, v)
-		return
-	}
-	// Insert among the leading integer keys, then renumber what moved.
-	at := 0
-	for at < len(o.keys) {
-		m, ok := arrayIndex(o.keys[at])
-		if !ok || m > n {
-			break
+	if n, isIndex := arrayIndex(k); isIndex {
+		if o.strs > 0 || (o.ints > 0 && n < o.top) {
+			o.unsorted = true
 		}
-		at++
+		o.ints++
+		o.top = max(o.top, n)
+	} else {
+		o.strs++
 	}
-	o.keys = append(o.keys, "")
-	o.vals = append(o.vals, v)
-	copy(o.keys[at+1:], o.keys[at:])
-	copy(o.vals[at+1:], o.vals[at:])
-	o.keys[at], o.vals[at] = k, v
-	for i := at; i < len(o.keys); i++ {
-		o.index[o.keys[i]] = i
-	}
+	o.index[k] = len(o.ks)
+	o.ks = append(o.ks, k)
+	o.vs = append(o.vs, v)
 }
 
-func (o *ordered[V]) delete(k string) {
-	i, ok := o.index[k]
-	if !ok {
-		return
+// sort moves the integer-like keys to the front in ascending numeric order,
+// keeping the other keys in insertion order.
+func (o *ordered[V]) sort() {
+	type intKey struct {
+		n  uint64
+		at int
 	}
-	o.keys = append(o.keys[:i], o.keys[i+1:]...)
-	o.vals = append(o.vals[:i], o.vals[i+1:]...)
-	delete(o.index, k)
-	for j := i; j < len(o.keys); j++ {
-		o.index[o.keys[j]] = j
+	nums := make([]intKey, 0, o.ints)
+	for i, k := range o.ks {
+		if n, ok := arrayIndex(k); ok {
+			nums = append(nums, intKey{n, i})
+		}
+	}
+	slices.SortFunc(nums, func(a, b intKey) int { return cmp.Compare(a.n, b.n) })
+	ks, vs := make([]string, 0, len(o.ks)), make([]V, 0, len(o.vs))
+	for _, n := range nums {
+		ks, vs = append(ks, o.ks[n.at]), append(vs, o.vs[n.at])
+	}
+	for i, k := range o.ks {
+		if _, ok := arrayIndex(k); !ok {
+			ks, vs = append(ks, k), append(vs, o.vs[i])
+		}
+	}
+	o.ks, o.vs, o.unsorted = ks, vs, false
+	for i, k := range ks {
+		o.index[k] = i
 	}
 }
 

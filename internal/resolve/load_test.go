@@ -1,8 +1,12 @@
 package resolve
 
 import (
+	"cmp"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -244,8 +248,8 @@ func TestJSONObjectOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"2", "10", "4294967294", "b", "a", "01", "4294967295", "-1"}
-	if strings.Join(v.obj.keys, ",") != strings.Join(want, ",") {
-		t.Fatalf("keys = %v, want %v", v.obj.keys, want)
+	if keys, _ := v.obj.all(); strings.Join(keys, ",") != strings.Join(want, ",") {
+		t.Fatalf("keys = %v, want %v", keys, want)
 	}
 	if b, _ := v.obj.get("b"); b.str != "5" {
 		t.Errorf("duplicate b = %s, want the last value 5", b.str)
@@ -296,12 +300,12 @@ func TestFrontmatterDialect(t *testing.T) {
 		"other: 1\n" +
 		"---\n"
 	perms := agentPermissions(text, OriginAgent, "a.md")
-	if got := strings.Join(perms.keys, ","); got != "7,bash,skill" {
-		t.Fatalf("surfaces = %s, want 7,bash,skill (empty read and invalid mcp maps dropped, 7 first)", got)
+	if keys, _ := perms.all(); strings.Join(keys, ",") != "7,bash,skill" {
+		t.Fatalf("surfaces = %s, want 7,bash,skill (empty read and invalid mcp maps dropped, 7 first)", keys)
 	}
 	bash, _ := perms.get("bash")
-	if got := strings.Join(bash.patterns.keys, ","); got != "git *,rm *" {
-		t.Errorf("bash patterns = %s", got)
+	if keys, _ := bash.patterns.all(); strings.Join(keys, ",") != "git *,rm *" {
+		t.Errorf("bash patterns = %s", keys)
 	}
 	if rm, _ := bash.patterns.get("rm *"); rm.action != Deny {
 		t.Errorf("rm * = %s", rm.action)
@@ -343,5 +347,105 @@ func TestUnlistableAgentsDirFloorsEveryAgent(t *testing.T) {
 		if v := p.Evaluate(Query{Agent: agent, Surface: "bash", Values: []string{"ls"}}, nil); v.Action != want {
 			t.Errorf("agent %q: %s, want %s", agent, v.Action, want)
 		}
+	}
+}
+
+// ordered must agree with JavaScript property order however keys arrive,
+// including keys added after the order was read.
+func TestOrderedMatchesJavaScriptOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pool := []string{"0", "1", "2", "7", "10", "01", "00", "4294967294", "4294967295", "-1", "1.5", "*", "a", "b", "git *", ""}
+	for range 2000 {
+		o := newOrdered[int]()
+		type slot struct {
+			key string
+			val int
+		}
+		var model []slot // first-insertion order, last value
+		for step := range 1 + rng.IntN(12) {
+			k := pool[rng.IntN(len(pool))]
+			o.set(k, step)
+			if i := slices.IndexFunc(model, func(s slot) bool { return s.key == k }); i >= 0 {
+				model[i].val = step
+			} else {
+				model = append(model, slot{k, step})
+			}
+			if rng.IntN(4) == 0 {
+				o.all() // reading in between must not disturb later inserts
+			}
+		}
+		var want []slot
+		for _, s := range model {
+			if _, ok := arrayIndex(s.key); ok {
+				want = append(want, s)
+			}
+		}
+		slices.SortFunc(want, func(a, b slot) int {
+			x, _ := arrayIndex(a.key)
+			y, _ := arrayIndex(b.key)
+			return cmp.Compare(x, y)
+		})
+		for _, s := range model {
+			if _, ok := arrayIndex(s.key); !ok {
+				want = append(want, s)
+			}
+		}
+		keys, vals := o.all()
+		for i, s := range want {
+			if i >= len(keys) || keys[i] != s.key || vals[i] != s.val {
+				t.Fatalf("order = %q %v, want %+v", keys, vals, want)
+			}
+		}
+		if len(keys) != len(want) {
+			t.Fatalf("order = %q, want %+v", keys, want)
+		}
+		for _, s := range want {
+			if v, ok := o.get(s.key); !ok || v != s.val {
+				t.Fatalf("get(%q) = %v %v, want %v", s.key, v, ok, s.val)
+			}
+		}
+	}
+}
+
+// The largest file the loader accepts, with every key in the worst order for
+// an insertion-sorted map: 1 MiB of integer keys, descending, after string
+// keys. (Inserting in place made this take minutes.)
+func TestLargestConfigWithDescendingIntegerKeysLoads(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"permission":{"bash":{"*":"ask","git *":"allow"`)
+	n := 0
+	for i := 99999; b.Len() < maxPolicyFileSize-64; i-- {
+		b.WriteString(`,"` + strconv.Itoa(i) + `":"deny"`)
+		n++
+	}
+	b.WriteString(`}}}`)
+	f := newFixture(t)
+	f.global(b.String())
+	p := Load(f.opts)
+	if probs := p.Problems(); len(probs) != 0 {
+		t.Fatalf("problems = %+v", probs)
+	}
+	// Integer keys come first, so the string patterns written first win.
+	if v := p.Evaluate(Query{Surface: "bash", Values: []string{"99999"}}, nil); v.Action != Ask || deref(v.Pattern) != "*" {
+		t.Errorf("bash 99999 = %s via %s, want ask via * (integer keys sort before *)", v.Action, deref(v.Pattern))
+	}
+	if v := p.Evaluate(Query{Surface: "bash", Values: []string{"git log"}}, nil); v.Action != Allow {
+		t.Errorf("bash git log = %s, want allow", v.Action)
+	}
+	if n < 50000 {
+		t.Fatalf("only %d keys; the test no longer covers a large file", n)
+	}
+}
+
+func TestDeepNestingIsAnErrorNotACrash(t *testing.T) {
+	for _, open := range []string{"[", `{"a":`} {
+		text := `{"commandEffects":` + strings.Repeat(open, 200000)
+		if _, err := parseConfig(text, OriginGlobal, "f"); err == nil || !strings.Contains(err.Error(), "nesting deeper") {
+			t.Errorf("%q × 200000: err = %v, want a nesting error", open, err)
+		}
+	}
+	ok := `{"commandEffects":` + strings.Repeat("[", 150) + strings.Repeat("]", 150) + `}`
+	if _, err := parseConfig(ok, OriginGlobal, "f"); err != nil {
+		t.Errorf("150 levels: %v", err)
 	}
 }
