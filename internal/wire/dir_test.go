@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -153,5 +154,25 @@ func TestOpenDirPrivateCreatesOwnerOnlyDirectories(t *testing.T) {
 	}
 	if _, err := OpenDirPrivate(root, "link", "c"); !errors.Is(err, ErrNotDir) {
 		t.Fatalf("OpenDirPrivate through a symlink = %v", err)
+	}
+}
+
+func TestTheLongestValidIDCanBeAnswered(t *testing.T) {
+	long := strings.Repeat("7", MaxIDLength)
+	if !ValidID(long) || ValidID(long+"7") {
+		t.Fatal("MaxIDLength is not the bound")
+	}
+	d, err := OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	// The longest temp name: Linux pids have up to 7 digits, ms 13, the
+	// counter up to 20.
+	if n := len(long + ".json.4194304.1791279012345.18446744073709551615.tmp"); n > 255 {
+		t.Fatalf("temp name of %d bytes", n)
+	}
+	if err := d.WriteFileAtomic(long+".json", []byte("{}")); err != nil {
+		t.Fatal(err)
 	}
 }

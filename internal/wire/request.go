@@ -31,10 +31,15 @@ func QuoteShort(s string) string {
 	return strconv.Quote(s)
 }
 
+// MaxIDLength bounds a request id so that responses/<id>.json and its temp
+// name <id>.json.<pid>.<ms>.<n>.tmp fit in a 255-byte file name; a longer id
+// could never be answered. pi's ids are about 30 bytes.
+const MaxIDLength = 200
+
 // ValidID reports whether a request id is safe as a file name: it matches
-// ^[A-Za-z0-9._-]+$ and is not "." or "..".
+// ^[A-Za-z0-9._-]+$, is not "." or "..", and is at most MaxIDLength bytes.
 func ValidID(id string) bool {
-	if id == "" || id == "." || id == ".." {
+	if id == "" || id == "." || id == ".." || len(id) > MaxIDLength {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
