@@ -38,13 +38,15 @@ func parseFrontmatter(text string) *ordered[fmValue] {
 		if trimmed == "" || trimmed[0] == '#' {
 			continue
 		}
-		colon := strings.IndexByte(line, ':')
+		// The key needs a character before the colon once the line is
+		// trimmed: "  : x" is skipped, not read as an empty key.
+		colon := strings.IndexByte(trimmed, ':')
 		if colon < 1 {
 			continue
 		}
 		indent := utf8.RuneCountInString(line[:len(line)-len(jsTrimLeft(line))])
-		key := peelQuotes(jsTrim(line[:colon]))
-		value := jsTrim(line[colon+1:])
+		key := peelQuotes(jsTrim(trimmed[:colon]))
+		value := jsTrim(trimmed[colon+1:])
 		for len(stack) > 1 && stack[len(stack)-1].indent >= indent {
 			stack = stack[:len(stack)-1]
 		}
@@ -55,8 +57,10 @@ func parseFrontmatter(text string) *ordered[fmValue] {
 			stack = append(stack, open{indent: indent, m: child})
 			continue
 		}
-		if n := len(value); n >= 2 && (value[0] == '"' || value[0] == '\'') && value[n-1] == value[0] {
-			value = value[1 : n-1]
+		// JavaScript's slice(1, -1) after startsWith and endsWith: a lone
+		// quote character becomes the empty string.
+		if n := len(value); (value[0] == '"' || value[0] == '\'') && value[n-1] == value[0] {
+			value = value[1:max(n-1, 1)]
 		}
 		parent.set(key, fmValue{str: value})
 	}

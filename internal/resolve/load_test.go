@@ -449,3 +449,56 @@ func TestDeepNestingIsAnErrorNotACrash(t *testing.T) {
 		t.Errorf("150 levels: %v", err)
 	}
 }
+
+func TestFrontmatterQuirks(t *testing.T) {
+	type want map[string]string // surface → "action" or "pattern=action;…"
+	describe := func(perms *permissions) want {
+		got := want{}
+		surfaces, values := perms.all()
+		for i, s := range surfaces {
+			if v := values[i]; v.str != nil {
+				got[s] = string(v.str.action)
+			} else {
+				pats, entries := v.patterns.all()
+				var parts []string
+				for j, p := range pats {
+					parts = append(parts, p+"="+string(entries[j].action)+entries[j].reason)
+				}
+				got[s] = strings.Join(parts, ";")
+			}
+		}
+		return got
+	}
+	cases := []struct {
+		name, text string
+		want       want
+	}{
+		{"CRLF", "---\r\npermission:\r\n  bash: allow\r\n---\r\n", want{"bash": "allow"}},
+		{"leading blank line", "\n---\npermission:\n  bash: allow\n---\n", want{}},
+		{"closed by the first later \\n---, even ----", "---\npermission:\n  bash: allow\n----\n  read: allow\n---\n", want{"bash": "allow"}},
+		{"never closed", "---\npermission:\n  bash: allow\n", want{}},
+		{"empty key after trimming is skipped", "---\npermission:\n  bash:\n    : allow\n    ls: allow\n---\n", want{"bash": "ls=allow"}},
+		{"a lone quote value is empty", "---\npermission:\n  bash:\n    npm *:\n      action: deny\n      reason: \"\n---\n", want{"bash": "npm *=deny"}},
+		{"quotes peeled per side", "---\npermission:\n  \"bash': deny\n  'skill: allow\n---\n", want{"bash": "deny", "skill": "allow"}},
+		{"inline comment stays in the value", "---\npermission:\n  bash: allow # x\n  read: deny\n---\n", want{"read": "deny"}},
+		{"comment lines skipped at any indentation", "---\npermission:\n    # x: y\n  bash: deny\n#read: allow\n---\n", want{"bash": "deny"}},
+		{"a line closes maps at its indentation or deeper", "---\npermission:\n  bash:\n    ls: allow\n  read: deny\n    git *: allow\n---\n", want{"bash": "ls=allow", "read": "deny", "git *": "allow"}},
+		{"permission only at the root", "---\nmeta:\n  permission:\n    bash: allow\n---\n", want{}},
+		{"tabs count as indentation", "---\npermission:\n\tbash: deny\n---\n", want{"bash": "deny"}},
+		{"deny map with extra keys and a reason", "---\npermission:\n  bash:\n    npm *:\n      action: deny\n      reason: Use pnpm\n      note: x\n---\n", want{"bash": "npm *=denyUse pnpm"}},
+		{"deny map whose reason is a map is dropped", "---\npermission:\n  bash:\n    npm *:\n      action: deny\n      reason:\n    ls: allow\n---\n", want{"bash": "ls=allow"}},
+	}
+	for _, c := range cases {
+		got := describe(agentPermissions(c.text, OriginAgent, "a.md"))
+		if len(got) != len(c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+			continue
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+				break
+			}
+		}
+	}
+}
