@@ -101,7 +101,7 @@ func (in *Inbox) servedIDs() []string {
 // disk until a slot frees (decision 0046).
 const (
 	maxListed   = 4096
-	maxInFlight = 256
+	maxInFlight = 64
 )
 
 // scanSession delivers new requests of one served session and reports the
