@@ -201,3 +201,36 @@ func TestDiscoveryServesAtMostMaxDiscoveredSessions(t *testing.T) {
 	mustExist(t, h.layout.RequestPath("s3", "1791279012345-s3-1"))
 	gone(t, h.layout.HeartbeatPath("s3"))
 }
+
+func TestASymlinkedSessionsDirectoryIsNotFollowed(t *testing.T) {
+	outside := t.TempDir()
+	victim := filepath.Join(outside, wire.EncodeSegment(servedID), "requests", "1791279012345-sl-1.json")
+	if err := wire.MkdirPrivate(filepath.Dir(victim)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(victim, []byte(requestJSON("1791279012345-sl-1", servedID)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, discover := range []bool{false, true} {
+		h := start(t, func(c *Config) {
+			c.Poll = true
+			if discover {
+				c.Sessions = nil
+			}
+			if err := wire.MkdirPrivate(c.Layout.Root); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, c.Layout.SessionsDir()); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if !discover {
+			h.rec.WaitFor(t, "refused session root", invalidAt(h.layout.SessionDir(servedID)))
+		}
+		h.shutdown()
+		mustExist(t, victim)
+		if n := h.rec.Count(arrivedID("1791279012345-sl-1")); n != 0 {
+			t.Fatalf("discover=%v: delivered a request behind a symlinked sessions/", discover)
+		}
+	}
+}
