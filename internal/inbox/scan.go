@@ -169,7 +169,8 @@ func (in *Inbox) openDir(id, path string, open func() (*wire.Dir, error)) *wire.
 	s.badDir = path
 	in.mu.Unlock()
 	if first {
-		in.cfg.Deliver(Invalid{Session: id, Path: path, Reason: filepath.Base(path) + " is not a directory (symlinks are not followed)"})
+		// The error names the component that is not a real directory.
+		in.cfg.Deliver(Invalid{Session: id, Path: path, Reason: err.Error()})
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,7 +226,11 @@ func TestASymlinkedSessionsDirectoryIsNotFollowed(t *testing.T) {
 			}
 		})
 		if !discover {
-			h.rec.WaitFor(t, "refused session root", invalidAt(h.layout.SessionDir(servedID)))
+			ev := h.rec.WaitFor(t, "refused session root", invalidAt(h.layout.SessionDir(servedID))).(Invalid)
+			// The reason names the component that is the symlink.
+			if !strings.HasPrefix(ev.Reason, h.layout.SessionsDir()+": ") {
+				t.Errorf("reason %q does not name sessions/", ev.Reason)
+			}
 		}
 		h.shutdown()
 		mustExist(t, victim)
