@@ -270,7 +270,7 @@ func describeRule(r *rule, total int) string {
 		if r.ref.Origin == OriginBuiltin {
 			b.WriteString(` (built in: no scope sets "*")`)
 		} else {
-			writeAll(&b, ` (the universal "*" of `, scopeNames[r.ref.Origin], " ", r.ref.File, ")")
+			writeAll(&b, ` (the universal "*" of `, scopeNames[r.ref.Origin], " ", printable(r.ref.File), ")")
 		}
 	case layerBaseline:
 		b.WriteString("the built-in MCP baseline rule mcp ")
@@ -279,7 +279,7 @@ func describeRule(r *rule, total int) string {
 		position()
 		b.WriteString(")")
 	default:
-		writeAll(&b, "the rule ", r.ref.Surface, " ")
+		writeAll(&b, "the rule ", printable(r.ref.Surface), " ")
 		quote(r.ref.Pattern)
 		writeAll(&b, " → ", string(r.ref.Action))
 		if r.reason != "" {
@@ -287,7 +287,7 @@ func describeRule(r *rule, total int) string {
 			quote(r.reason)
 			b.WriteString(")")
 		}
-		writeAll(&b, " from ", scopeNames[r.ref.Origin], " ", r.ref.File, " (")
+		writeAll(&b, " from ", scopeNames[r.ref.Origin], " ", printable(r.ref.File), " (")
 		position()
 		b.WriteString(")")
 	}

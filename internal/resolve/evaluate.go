@@ -3,6 +3,7 @@ package resolve
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -212,7 +213,7 @@ func (p *Policy) Resolve(req *wire.Request, grants []wire.Grant) Verdict {
 		if req != nil {
 			for _, d := range req.Dropped {
 				if d.Field == "accessIntent" {
-					why = "A person decides: the request carries no facts (no accessIntent: it was malformed and dropped, " + d.Reason + "), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."
+					why = "A person decides: the request carries no facts (no accessIntent: it was malformed and dropped, " + printable(d.Reason) + "), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."
 				}
 			}
 		}
@@ -271,7 +272,7 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 		v.Rule = &RuleRef{Surface: j.grant.Surface, Pattern: j.grant.Pattern, Action: Allow, Origin: OriginSession, Index: len(rs.rules)}
 		pat := j.grant.Pattern
 		v.Pattern = &pat
-		writeAll(&b, "The whole-session grant ", j.grant.Surface, " ")
+		writeAll(&b, "The whole-session grant ", printable(j.grant.Surface), " ")
 		writeQuoted(&b, j.grant.Pattern)
 		b.WriteString(" matches ")
 		writeQuoted(&b, j.value)
@@ -285,11 +286,11 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 		if r.layer == layerDefault {
 			b.WriteString("No specific rule matches ")
 			writeQuoted(&b, j.value)
-			writeAll(&b, " on ", j.surface, ", so ", r.desc, " applies.")
+			writeAll(&b, " on ", printable(j.surface), ", so ", r.desc, " applies.")
 		} else {
 			b.WriteString("The last rule matching ")
 			writeQuoted(&b, j.value)
-			writeAll(&b, " on ", j.surface, " is ", r.desc, ".")
+			writeAll(&b, " on ", printable(j.surface), " is ", r.desc, ".")
 		}
 		if r.ref.FailClosed {
 			writeAll(&b, " The fail-closed floor turned its allow into ask because ", floorCause(rs.floor), ".")
@@ -302,11 +303,11 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 	}
 	switch j.floorHow {
 	case "clamped":
-		writeAll(&b, " The child marked this ask with the floor ", j.floor, ", so an allow from a rule is clamped to ask.")
+		writeAll(&b, " The child marked this ask with the floor ", printable(j.floor), ", so an allow from a rule is clamped to ask.")
 	case "yolo":
-		writeAll(&b, " The child marked this ask with the floor ", j.floor, "; under yoloMode (", p.yoloFrom, ") the allow stands.")
+		writeAll(&b, " The child marked this ask with the floor ", printable(j.floor), "; under yoloMode (", p.yoloFrom, ") the allow stands.")
 	case "grant":
-		writeAll(&b, " The child's floor ", j.floor, " does not hold back a session grant.")
+		writeAll(&b, " The child's floor ", printable(j.floor), " does not hold back a session grant.")
 	}
 	v.Explanation = b.String()
 	return v
@@ -333,10 +334,20 @@ func writeQuoted(b *strings.Builder, s string) {
 	b.WriteByte('"')
 }
 
+// printable returns s as it is when every character prints, and its
+// Go-quoted form otherwise (and "" for nothing), so names, paths and values from a config or a
+// child never carry control characters or invalid UTF-8 into a sentence.
+func printable(s string) string {
+	if s != "" && utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
 func floorCause(problems []Problem) string {
 	parts := make([]string, len(problems))
 	for i, pr := range problems {
-		parts[i] = pr.File + " could not be used (" + pr.Message + ")"
+		parts[i] = printable(pr.File) + " could not be used (" + pr.cause + ")"
 	}
 	return strings.Join(parts, "; ")
 }

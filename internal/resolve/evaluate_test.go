@@ -1,6 +1,12 @@
 package resolve
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"unicode/utf8"
+
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -153,5 +159,84 @@ func TestExplanationNeutralisesControlCharacters(t *testing.T) {
 	}
 	if v = f.eval("", "bash", "ls plain"); !strings.Contains(v.Explanation, `"ls plain"`) {
 		t.Errorf("explanation = %q", v.Explanation)
+	}
+}
+
+// unsafe reports a character that must not reach a terminal unescaped.
+func unsafe(s string) (rune, bool) {
+	if !utf8.ValidString(s) {
+		return utf8.RuneError, true
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// Every string from a request or a config reaches the explanation escaped:
+// surfaces, patterns, values, grant surfaces, floors, file paths, agent names.
+func TestExplanationsAndProblemsArePrintable(t *testing.T) {
+	f := newFixture(t)
+	evil := "x\x1b]0;pwn\x07\u202e\xff"
+	// A surface key and an agents directory whose names carry control characters.
+	f.global(`{"permission":{"*":"deny","b\u001bsh":"allow","bash":{"*":"allow"}}}`)
+	f.opts.ProjectDir = filepath.Join(t.TempDir(), "proj\x1b[2J")
+	f.project(`{"yoloMode":true,"permission":{"skill":{"*":"allow"}}}`)
+	// An agent file that is a FIFO: refused, so it becomes a problem.
+	agentFile := filepath.Join(f.opts.ProjectDir, ".pi", "agents", "ag\x1bent.md")
+	if err := os.MkdirAll(filepath.Dir(agentFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(agentFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := Load(f.opts)
+	floor := evil
+	queries := []Query{
+		{Surface: "b\x1bsh", Values: []string{evil}},
+		{Surface: evil, Values: []string{evil}},
+		{Surface: "bash", Values: []string{evil}, Floor: &floor},
+		{Surface: "skill", Values: []string{evil}},
+		{Surface: "frob", Values: nil, Floor: &floor},
+		{Agent: "ag\x1bent", Surface: "read", Values: []string{evil}},
+		{Surface: "bash", AskingUnits: []wire.AskingUnit{{Command: evil, Floor: &floor}}},
+	}
+	grants := [][]wire.Grant{nil, {{Surface: evil, Pattern: evil}}, {{Surface: "b*", Pattern: "*"}}}
+	for _, q := range queries {
+		for _, g := range grants {
+			v := p.Evaluate(q, g)
+			if r, bad := unsafe(v.Explanation); bad {
+				t.Errorf("%+v with grants %q: explanation carries %U: %q", q, g, r, v.Explanation)
+			}
+		}
+	}
+	req := &wire.Request{Dropped: []wire.DroppedField{{Field: "accessIntent", Reason: evil}}}
+	if v := p.Resolve(req, nil); !strings.Contains(v.Explanation, "dropped") {
+		t.Errorf("explanation %q does not say the intent was dropped", v.Explanation)
+	} else if r, bad := unsafe(v.Explanation); bad {
+		t.Errorf("dropped-intent explanation carries %U: %q", r, v.Explanation)
+	}
+	if len(p.Problems()) == 0 {
+		t.Error("the unreadable agent file is not a problem")
+	}
+	for _, pr := range p.Problems() {
+		if r, bad := unsafe(pr.Message); bad {
+			t.Errorf("problem message carries %U: %q", r, pr.Message)
+		}
+	}
+}
+
+// The floor's sentence names the cause once, without repeating what the
+// floor does.
+func TestFloorExplanationNamesTheCauseOnce(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":"allow"}}`)
+	file := f.project(`{"permission":{"bash":"sometimes"}}`)
+	v := f.eval("", "bash", "ls")
+	want := "because " + file + ` could not be used (rejected: permission["bash"] is "sometimes", not allow, ask or deny).`
+	if !strings.HasSuffix(v.Explanation, want) || strings.Count(v.Explanation, "fail-closed floor") != 1 {
+		t.Errorf("explanation = %q, want it to end %q", v.Explanation, want)
 	}
 }

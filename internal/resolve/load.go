@@ -30,6 +30,7 @@ type Problem struct {
 	Message string
 	// FailClosed: this invalid non-global scope floors allow → ask.
 	FailClosed bool
+	cause      string // Message without its consequence, for explanations
 }
 
 // Policy is an immutable, fully compiled snapshot of the root's policy: one
@@ -160,7 +161,7 @@ func Load(opts LoadOptions) *Policy {
 		dir, origin := d[0], d[1]
 		entries, err := os.ReadDir(dir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			pr := p.problem(dir, "the agent directory cannot be listed ("+err.Error()+"); every agent's policy is held to ask by the fail-closed floor", true)
+			pr := p.problem(dir, "the agent directory cannot be listed ("+printable(err.Error())+")", "; every agent's policy is held to ask by the fail-closed floor", true)
 			listFloor = append(listFloor, pr)
 			continue
 		}
@@ -172,7 +173,7 @@ func Load(opts LoadOptions) *Policy {
 			file := filepath.Join(dir, e.Name())
 			data, err := wire.ReadRegularFileFollow(file, maxPolicyFileSize)
 			if err != nil {
-				pr := p.problem(file, "the agent file cannot be read ("+err.Error()+"); agent "+name+"'s policy is held to ask by the fail-closed floor", true)
+				pr := p.problem(file, "the agent file cannot be read ("+printable(err.Error())+")", "; agent "+printable(name)+"'s policy is held to ask by the fail-closed floor", true)
 				agentFloor[name] = append(agentFloor[name], pr)
 				agentScopes[name] = agentScopes[name] // the agent exists, with no rules
 				continue
@@ -201,7 +202,7 @@ func appendScope(scopes []*permissions, perms *permissions) []*permissions {
 
 func (p *Policy) setYolo(v *bool, file string) {
 	if v != nil {
-		p.yolo, p.yoloFrom = *v, "yoloMode "+boolWord(*v)+" in "+file
+		p.yolo, p.yoloFrom = *v, "yoloMode "+boolWord(*v)+" in "+printable(file)
 	}
 }
 
@@ -212,8 +213,8 @@ func boolWord(b bool) string {
 	return "false"
 }
 
-func (p *Policy) problem(file, message string, failClosed bool) Problem {
-	pr := Problem{File: file, Message: message, FailClosed: failClosed}
+func (p *Policy) problem(file, cause, consequence string, failClosed bool) Problem {
+	pr := Problem{File: file, Message: cause + consequence, FailClosed: failClosed, cause: cause}
 	p.problems = append(p.problems, pr)
 	return pr
 }
@@ -230,12 +231,12 @@ func (p *Policy) readConfig(file, origin string, nonGlobal bool) (configFile, bo
 		return configFile{}, false
 	}
 	if err != nil {
-		p.problem(file, "cannot be read ("+err.Error()+")"+consequence, nonGlobal)
+		p.problem(file, "cannot be read ("+printable(err.Error())+")", consequence, nonGlobal)
 		return configFile{}, false
 	}
 	cfg, err := parseConfig(string(data), origin, file)
 	if err != nil {
-		p.problem(file, "rejected: "+err.Error()+consequence, nonGlobal)
+		p.problem(file, "rejected: "+printable(err.Error()), consequence, nonGlobal)
 		return configFile{}, false
 	}
 	return cfg, true
