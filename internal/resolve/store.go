@@ -22,6 +22,7 @@ type Store struct {
 	current atomic.Pointer[Policy]
 	mu      sync.Mutex // serialises reloads
 	seen    string     // file metadata taken just before the current load; under mu
+	rescan  time.Duration
 }
 
 // Timings of Watch: events are debounced; the rescan is a safety net for
@@ -33,7 +34,7 @@ const (
 
 // NewStore loads the policy once.
 func NewStore(opts LoadOptions) *Store {
-	s := &Store{opts: opts}
+	s := &Store{opts: opts, rescan: rescanInterval}
 	s.Reload()
 	return s
 }
@@ -69,7 +70,12 @@ func (s *Store) Watch(ctx context.Context, onReload func(*Policy)) error {
 
 	var debounce <-chan time.Time
 	force := false
-	ticker := time.NewTicker(rescanInterval)
+	// A change made after the last load but before the watches were in
+	// place raised no event: look for one now.
+	if s.changed() {
+		debounce = time.After(0)
+	}
+	ticker := time.NewTicker(s.rescan)
 	defer ticker.Stop()
 	for {
 		select {
@@ -123,7 +129,10 @@ func relevant(name string, paths []string) bool {
 }
 
 // syncWatches watches each path's directory (and the path itself when it is
-// a directory), falling back to the nearest existing ancestor.
+// a directory), falling back to the nearest existing ancestor. Every wanted
+// directory is added again each time: one deleted and recreated between two
+// syncs is a new directory whose old watch died with it (adding an existing
+// watch is a no-op).
 func syncWatches(w *fsnotify.Watcher, watched map[string]bool, paths []string) {
 	want := map[string]bool{}
 	for _, p := range paths {
@@ -150,7 +159,7 @@ func syncWatches(w *fsnotify.Watcher, watched map[string]bool, paths []string) {
 		}
 	}
 	for dir := range want {
-		if !watched[dir] && w.Add(dir) == nil {
+		if w.Add(dir) == nil {
 			watched[dir] = true
 		}
 	}

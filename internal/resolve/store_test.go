@@ -2,6 +2,8 @@ package resolve
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -83,4 +85,114 @@ func TestStoreReload(t *testing.T) {
 	if v := s.Reload().Evaluate(Query{Surface: "x"}, nil); v.Action != Deny || s.Policy().Evaluate(Query{Surface: "x"}, nil).Action != Deny {
 		t.Errorf("after Reload: %s", v.Action)
 	}
+}
+
+// watch starts s.Watch with the periodic rescan out of the way, so only
+// fsnotify events can trigger a reload, and returns once the watches are in
+// place: after the reload that a rewrite of the global config causes.
+func watch(t *testing.T, f *fixture, s *Store) <-chan *Policy {
+	t.Helper()
+	s.rescan = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	reloads := make(chan *Policy, 256)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := s.Watch(ctx, func(p *Policy) {
+			select {
+			case reloads <- p:
+			default: // the test reads only the latest state it waits for
+			}
+		}); err != nil {
+			t.Error(err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	f.global(`{"$schema":"ready","permission":{"bash":"ask"}}`)
+	waitFor(t, reloads, func(*Policy) bool { return true })
+	return reloads
+}
+
+// An agents directory deleted and recreated between two reloads is watched
+// again: a file written into the new directory is picked up by its event.
+func TestStoreWatchesARecreatedAgentsDirectory(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":"ask"}}`)
+	f.agent("rev", "---\npermission:\n  bash: deny\n---\n")
+	s := NewStore(f.opts)
+	reloads := watch(t, f, s)
+	dir := filepath.Join(f.opts.AgentDir, "agents")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, reloads, func(p *Policy) bool { return len(p.Agents()) == 0 })
+	f.agent("rev", "---\npermission:\n  bash: allow\n---\n")
+	p := waitFor(t, reloads, func(p *Policy) bool { return len(p.Agents()) == 1 })
+	if v := p.Evaluate(Query{Agent: "rev", Surface: "bash", Values: []string{"ls"}}, nil); v.Action != Allow {
+		t.Errorf("rev bash = %s, want allow from the new file", v.Action)
+	}
+}
+
+// A deleted agents directory drops its agents; nothing breaks.
+func TestStoreSurvivesADeletedAgentsDirectory(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":"ask"}}`)
+	f.agent("rev", "---\npermission:\n  bash: deny\n---\n")
+	s := NewStore(f.opts)
+	reloads := watch(t, f, s)
+	if err := os.RemoveAll(filepath.Join(f.opts.AgentDir, "agents")); err != nil {
+		t.Fatal(err)
+	}
+	p := waitFor(t, reloads, func(p *Policy) bool { return len(p.Agents()) == 0 })
+	if v := p.Evaluate(Query{Agent: "rev", Surface: "bash", Values: []string{"ls"}}, nil); v.Action != Ask || len(p.Problems()) != 0 {
+		t.Errorf("after deleting the agents dir: %s, problems %+v; want ask and no problem", v.Action, p.Problems())
+	}
+	f.agent("rev", "---\npermission:\n  bash: allow\n---\n")
+	waitFor(t, reloads, func(p *Policy) bool {
+		return p.Evaluate(Query{Agent: "rev", Surface: "bash", Values: []string{"ls"}}, nil).Action == Allow
+	})
+}
+
+// A file flipping between valid and invalid faster than the debounce ends in
+// the state of its last write, with no problem left over.
+func TestStoreSettlesOnTheLastOfRapidFlips(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":"ask"}}`)
+	s := NewStore(f.opts)
+	reloads := watch(t, f, s)
+	for i := range 40 {
+		if i%2 == 0 {
+			f.project(`{"permission":{"bash":"sometimes"}}`)
+		} else {
+			f.project(`{"permission":{"bash":{"ls":"allow"}}}`)
+		}
+	}
+	f.project(`{"permission":{"bash":{"ls":"deny"}}}`)
+	p := waitFor(t, reloads, func(p *Policy) bool {
+		return len(p.Problems()) == 0 && p.Evaluate(Query{Surface: "bash", Values: []string{"ls"}}, nil).Action == Deny
+	})
+	if s.Policy() != p && s.Policy().Evaluate(Query{Surface: "bash", Values: []string{"ls"}}, nil).Action != Deny {
+		t.Error("the store's current policy is not the settled one")
+	}
+}
+
+// A change between the load and the start of Watch has no event to wake
+// the watcher; Watch looks for one when it starts.
+func TestStoreWatchSeesAChangeMadeBeforeItStarted(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":"ask"}}`)
+	s := NewStore(f.opts)
+	f.project(`{"permission":{"bash":"deny"}}`)
+	s.rescan = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reloads := make(chan *Policy, 4)
+	go func() { _ = s.Watch(ctx, func(p *Policy) { reloads <- p }) }()
+	waitFor(t, reloads, func(p *Policy) bool {
+		return p.Evaluate(Query{Surface: "bash", Values: []string{"ls"}}, nil).Action == Deny
+	})
 }
