@@ -240,3 +240,99 @@ func TestFloorExplanationNamesTheCauseOnce(t *testing.T) {
 		t.Errorf("explanation = %q, want it to end %q", v.Explanation, want)
 	}
 }
+
+type evalCase struct {
+	agent, surface string
+	values         []string
+	grants         []wire.Grant
+	want           Action
+	origin         string
+	pattern        string // as deref reports it: "<nil>" = none
+}
+
+func (c evalCase) check(t *testing.T, p *Policy, name string) {
+	t.Helper()
+	v := p.Evaluate(Query{Agent: c.agent, Surface: c.surface, Values: c.values}, c.grants)
+	if v.Action != c.want || (c.origin != "" && v.Origin != c.origin) || deref(v.Pattern) != c.pattern {
+		t.Errorf("%s: %s %q = %s/%s pattern %q, want %s/%s pattern %q", name, c.surface, c.values, v.Action, v.Origin, deref(v.Pattern), c.want, c.origin, c.pattern)
+	}
+}
+
+// §6.4: skill is judged on its first value, "" when there is none (not "*");
+// other surfaces on the literal "*"; path and mcp on ["*"] when empty.
+func TestValueMappingPerSurface(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"deny","skill":{"?":"allow"},"task":{"?":"allow"},"read":{"?":"allow"},"mcp":{"?":"allow"}}}`)
+	p := Load(f.opts)
+	for name, c := range map[string]evalCase{
+		"skill without values is the empty name": {surface: "skill", want: Deny, origin: OriginGlobal, pattern: "<nil>"},
+		"skill uses only the first value":        {surface: "skill", values: []string{"ab", "c"}, want: Deny, origin: OriginGlobal, pattern: "<nil>"},
+		"skill one character":                    {surface: "skill", values: []string{"c"}, want: Allow, pattern: "?"},
+		"other surfaces judge *":                 {surface: "task", values: []string{"long value"}, want: Allow, pattern: "?"},
+		"path surfaces: empty becomes *":         {surface: "read", want: Allow, pattern: "?"},
+		"mcp: empty becomes *":                   {surface: "mcp", want: Allow, pattern: "?"},
+		"bash comment-only text stays raw":       {surface: "bash", values: []string{"# c"}, want: Deny, origin: OriginGlobal, pattern: "<nil>"},
+	} {
+		c.check(t, p, name)
+	}
+}
+
+// §4.4: the MCP baseline exists only when a config rule on exactly "mcp"
+// allows, sits under every config rule, and is floored and re-allowed by
+// yolo like any other allow.
+func TestMCPBaseline(t *testing.T) {
+	for name, tc := range map[string]struct {
+		global, project string
+		want            Action
+		origin          string
+	}{
+		"an allow on another surface does not": {global: `{"*":"deny","bash":"allow"}`, want: Deny, origin: OriginGlobal},
+		"wildcard surface allow does not":      {global: `{"*":"deny","mc?":{"x":"allow"}}`, want: Deny, origin: OriginGlobal},
+		"a relocated Pi MCP rule does not":     {global: `{"*":"deny","mcp__s__t":"allow"}`, want: Deny, origin: OriginGlobal},
+		"an mcp allow on another pattern does": {global: `{"*":"deny","mcp":{"x":"allow"}}`, want: Allow, origin: OriginBaseline},
+		"floored with the default":             {global: `{"*":"allow","mcp":{"x":"allow"}}`, project: `{"permission":{"bash":"maybe"}}`, want: Ask, origin: OriginFailClosed},
+		"yolo re-allows the floored baseline":  {global: `{"*":"deny","mcp":{"x":"allow"}}`, project: `{"yoloMode":true,"x":1}`, want: Allow, origin: OriginYolo},
+	} {
+		f := newFixture(t)
+		f.global(`{"permission":` + tc.global + `}`)
+		if tc.project != "" {
+			f.project(tc.project)
+		}
+		if name == "yolo re-allows the floored baseline" {
+			// The invalid project file cannot carry yoloMode; set it globally.
+			f.global(`{"yoloMode":true,"permission":` + tc.global + `}`)
+		}
+		evalCase{surface: "mcp", values: []string{"mcp_list"}, want: tc.want, origin: tc.origin, pattern: "<nil>"}.check(t, Load(f.opts), name)
+	}
+}
+
+// §4.3: the fallback's origin is the scope that set it; an object under
+// "*" in a higher scope replaces a lower string and leaves the built-in ask.
+func TestUniversalFallbackOrigin(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"deny"}}`)
+	f.agent("a", "---\npermission:\n  \"*\": allow\n---\n")
+	f.agent("b", "---\npermission:\n  \"*\":\n    x: allow\n---\n")
+	f.project(`{"permission":{"bash":"ask"}}`)
+	p := Load(f.opts)
+	evalCase{surface: "skill", values: []string{"s"}, want: Deny, origin: OriginGlobal, pattern: "<nil>"}.check(t, p, "global")
+	evalCase{agent: "a", surface: "skill", values: []string{"s"}, want: Allow, origin: OriginAgent, pattern: "<nil>"}.check(t, p, "agent string")
+	evalCase{agent: "b", surface: "skill", values: []string{"s"}, want: Ask, origin: OriginBuiltin, pattern: "<nil>"}.check(t, p, "agent object")
+}
+
+// §8: session grants come after every rule, are never floored, and a grant
+// on a bare family covers both members, on any agent.
+func TestSessionGrantsUnderFloorAndAgents(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"deny","external_directory":{"*":"deny"}}}`)
+	f.project(`{"permission":{"path_wrote":"deny"}}`)
+	f.agent("a", "---\npermission:\n  external_directory_write: deny\n---\n")
+	p := Load(f.opts)
+	g := []wire.Grant{{Surface: "external_directory", Pattern: "~/o/*"}}
+	for _, agent := range []string{"", "a", "nofile"} {
+		for _, s := range []string{"external_directory", "external_directory_read", "external_directory_write"} {
+			evalCase{agent: agent, surface: s, values: []string{"/home/u/o/x"}, grants: g, want: Allow, origin: OriginSession, pattern: "~/o/*"}.check(t, p, "grant "+agent)
+		}
+	}
+	evalCase{surface: "external_directory", values: []string{"/home/u/p/x"}, grants: g, want: Deny, origin: OriginGlobal, pattern: "*"}.check(t, p, "outside the grant")
+}
