@@ -3,6 +3,8 @@ package resolve
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -39,7 +41,120 @@ var allowedTopLevel = map[string]bool{
 	"piInfrastructureReadPaths": true, "permission": true, "shellTools": true,
 	"authorizerChain": true, "forwardingTimeoutMs": true, "permissionDialogKeys": true,
 	"promptNotifications": true, "promptMaxRows": true, "promptFieldMaxWidth": true,
-	"reviewLogFieldMaxWidth": true, "commandEffects": true,
+	"reviewLogFieldMaxWidth": true, "commandEffects": true, "authorizerTrust": true,
+}
+
+// knobChecks validate the runtime keys' values as NEW's schema does, so a
+// file pi rejects for a bad value is rejected here too (decision 0024).
+// promptNotifications and commandEffects have no published shape we know:
+// any value passes.
+var knobChecks = map[string]func(jsonValue) error{
+	"$schema":                   kindIs(jsonString),
+	"debugLog":                  kindIs(jsonBool),
+	"permissionReviewLog":       kindIs(jsonBool),
+	"yoloMode":                  kindIs(jsonBool),
+	"doublePressToConfirm":      kindIs(jsonBool),
+	"forwardingTimeoutMs":       positiveInteger,
+	"promptMaxRows":             positiveInteger,
+	"promptFieldMaxWidth":       positiveInteger,
+	"reviewLogFieldMaxWidth":    positiveInteger,
+	"toolInputPreviewMaxLength": positiveInteger,
+	"toolTextSummaryMaxLength":  positiveInteger,
+	"piInfrastructureReadPaths": listOf(nonEmptyString),
+	"authorizerChain":           listOf(nonEmptyString),
+	"permissionDialogKeys": strictObject(map[string]func(jsonValue) error{
+		"approve": kindIs(jsonString), "approveSession": kindIs(jsonString), "approveSessionBoth": kindIs(jsonString),
+		"deny": kindIs(jsonString), "denyWithReason": kindIs(jsonString),
+	}),
+	"shellTools": recordOf(strictObject(map[string]func(jsonValue) error{
+		"commandArgument": nonEmptyString, "workdirArgument": nonEmptyString,
+	}, "commandArgument")),
+	"authorizerTrust": recordOf(listOf(func(v jsonValue) error {
+		if v.kind != jsonString || (v.str != "path" && v.str != "external_directory") {
+			return errors.New(`must be "path" or "external_directory"`)
+		}
+		return nil
+	})),
+}
+
+func kindIs(kind jsonKind) func(jsonValue) error {
+	return func(v jsonValue) error {
+		if v.kind != kind {
+			return fmt.Errorf("is %s, not %s", v.kind, kind)
+		}
+		return nil
+	}
+}
+
+func nonEmptyString(v jsonValue) error {
+	if v.kind != jsonString || v.str == "" {
+		return errors.New("must be a non-empty string")
+	}
+	return nil
+}
+
+func positiveInteger(v jsonValue) error {
+	f, err := strconv.ParseFloat(v.str, 64)
+	if v.kind != jsonNumber || err != nil || f < 1 || f != math.Trunc(f) {
+		return errors.New("must be a whole number of at least 1")
+	}
+	return nil
+}
+
+func listOf(item func(jsonValue) error) func(jsonValue) error {
+	return func(v jsonValue) error {
+		if v.kind != jsonArray {
+			return fmt.Errorf("is %s, not an array", v.kind)
+		}
+		for i, it := range v.arr {
+			if err := item(it); err != nil {
+				return fmt.Errorf("[%d] %w", i, err)
+			}
+		}
+		return nil
+	}
+}
+
+func recordOf(field func(jsonValue) error) func(jsonValue) error {
+	return func(v jsonValue) error {
+		if v.kind != jsonObject {
+			return fmt.Errorf("is %s, not an object", v.kind)
+		}
+		keys, vals := v.obj.all()
+		for i, k := range keys {
+			if k == "" {
+				return errors.New("has an empty key")
+			}
+			if err := field(vals[i]); err != nil {
+				return fmt.Errorf("[%q] %w", k, err)
+			}
+		}
+		return nil
+	}
+}
+
+func strictObject(fields map[string]func(jsonValue) error, required ...string) func(jsonValue) error {
+	return func(v jsonValue) error {
+		if v.kind != jsonObject {
+			return fmt.Errorf("is %s, not an object", v.kind)
+		}
+		keys, vals := v.obj.all()
+		for i, k := range keys {
+			check, ok := fields[k]
+			if !ok {
+				return fmt.Errorf("has the unknown key %q", k)
+			}
+			if err := check(vals[i]); err != nil {
+				return fmt.Errorf(".%s %w", k, err)
+			}
+		}
+		for _, k := range required {
+			if _, ok := v.obj.get(k); !ok {
+				return fmt.Errorf("lacks %s", k)
+			}
+		}
+		return nil
+	}
 }
 
 // directionalKeys are the only legal keys of the path_* and
@@ -69,11 +184,13 @@ func parseConfig(text, origin, file string) (configFile, error) {
 		if !allowedTopLevel[key] {
 			return configFile{}, fmt.Errorf("unknown top-level key %q", key)
 		}
+		if check := knobChecks[key]; check != nil {
+			if err := check(val); err != nil {
+				return configFile{}, fmt.Errorf("%s %w", key, err)
+			}
+		}
 		switch key {
 		case "yoloMode":
-			if val.kind != jsonBool {
-				return configFile{}, fmt.Errorf("yoloMode is %s, not a boolean", val.kind)
-			}
 			cfg.yolo = &val.boolean
 		case "permission":
 			perms, err := parsePermission(val, origin, file)

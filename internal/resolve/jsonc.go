@@ -158,6 +158,7 @@ type jsonValue struct {
 	str     string // string contents, or a number's text
 	boolean bool
 	obj     *ordered[jsonValue]
+	arr     []jsonValue
 }
 
 type jsonKind uint8
@@ -296,11 +297,14 @@ func (p *jsonParser) array(depth int) (jsonValue, error) {
 		p.i++
 		return jsonValue{kind: jsonArray}, nil
 	}
+	var items []jsonValue
 	for {
 		p.space()
-		if _, err := p.value(depth + 1); err != nil {
+		item, err := p.value(depth + 1)
+		if err != nil {
 			return jsonValue{}, err
 		}
+		items = append(items, item)
 		p.space()
 		if p.i >= len(p.s) {
 			return jsonValue{}, p.errorf("unexpected end of input in an array")
@@ -310,7 +314,7 @@ func (p *jsonParser) array(depth int) (jsonValue, error) {
 			p.i++
 		case ']':
 			p.i++
-			return jsonValue{kind: jsonArray}, nil
+			return jsonValue{kind: jsonArray, arr: items}, nil
 		default:
 			return jsonValue{}, p.errorf("expected ',' or ']' in an array")
 		}

@@ -502,3 +502,36 @@ func TestFrontmatterQuirks(t *testing.T) {
 		}
 	}
 }
+
+// The runtime keys' values are checked as NEW's schema checks them: a file
+// pi rejects for a bad value contributes nothing here either.
+func TestSchemaChecksRuntimeKeyValues(t *testing.T) {
+	bad := []string{
+		`{"debugLog":"yes"}`, `{"permissionReviewLog":1}`, `{"doublePressToConfirm":null}`, `{"$schema":1}`,
+		`{"forwardingTimeoutMs":0}`, `{"promptMaxRows":1.5}`, `{"promptFieldMaxWidth":"400"}`, `{"reviewLogFieldMaxWidth":-3}`,
+		`{"toolInputPreviewMaxLength":true}`, `{"piInfrastructureReadPaths":"~/x"}`, `{"piInfrastructureReadPaths":[""]}`,
+		`{"authorizerChain":[1]}`, `{"permissionDialogKeys":{"approve":"y","yes":"y"}}`, `{"permissionDialogKeys":{"deny":1}}`,
+		`{"shellTools":{"exec":{"workdirArgument":"w"}}}`, `{"shellTools":{"exec":{"commandArgument":"cmd","x":1}}}`,
+		`{"shellTools":{"":{"commandArgument":"cmd"}}}`, `{"shellTools":[]}`, `{"authorizerTrust":{"link":["bash"]}}`,
+	}
+	for _, text := range bad {
+		if _, err := parseConfig(text, OriginGlobal, "f"); err == nil {
+			t.Errorf("parseConfig accepted %s", text)
+		}
+	}
+	good := `{"$schema":"s","debugLog":false,"permissionReviewLog":true,"doublePressToConfirm":true,"forwardingTimeoutMs":600000,` +
+		`"promptMaxRows":24,"promptFieldMaxWidth":4e2,"reviewLogFieldMaxWidth":1000.0,"toolInputPreviewMaxLength":1,"toolTextSummaryMaxLength":2,` +
+		`"piInfrastructureReadPaths":["~/x","/opt/*"],"authorizerChain":[],"permissionDialogKeys":{"approve":"1","approveSessionBoth":"3"},` +
+		`"shellTools":{"exec_command":{"commandArgument":"cmd","workdirArgument":"workdir"}},"authorizerTrust":{"l":["path","external_directory"]},` +
+		`"promptNotifications":{"anything":[1]},"commandEffects":{"x":{}},"permission":{"bash":"ask"}}`
+	if _, err := parseConfig(good, OriginGlobal, "f"); err != nil {
+		t.Errorf("parseConfig rejected a valid file: %v", err)
+	}
+	// A project file pi rejects for a knob value floors the project's allows.
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":"allow"}}`)
+	f.project(`{"debugLog":"on","permission":{"read":"allow"}}`)
+	if v := f.eval("", "bash", "ls"); v.Action != Ask || v.Origin != OriginFailClosed {
+		t.Errorf("bash = %s/%s, want ask/fail-closed", v.Action, v.Origin)
+	}
+}
