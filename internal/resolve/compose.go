@@ -53,7 +53,6 @@ type scope struct {
 	perms *permissions
 }
 
-var families = [...]string{"path", "external_directory"}
 
 func isFamily(surface string) bool { return surface == "path" || surface == "external_directory" }
 
@@ -71,7 +70,10 @@ func familyMembers(surface string) (read, write string, ok bool) {
 // expandDirectional replaces a bare family key of one scope by its two
 // members (ADR 0013 §4): a member the scope does not name copies the bare
 // value; a member it names gets the bare entries it does not redefine,
-// followed by its own. The members sit where the first of the three keys sat.
+// followed by its own. Keys land as pi's JavaScript object assignments put
+// them (decision 0025): walking the scope in order, a member already placed
+// (by its own explicit key) keeps its slot, a new one is appended where the
+// bare key stands, and an explicit member key after the bare key is absorbed.
 func expandDirectional(perms *permissions) *permissions {
 	if _, ok := perms.get("path"); !ok {
 		if _, ok := perms.get("external_directory"); !ok {
@@ -81,40 +83,40 @@ func expandDirectional(perms *permissions) *permissions {
 	out := newOrdered[surfaceValue]()
 	keys, vals := perms.all()
 	for i, key := range keys {
-		fam := key
-		if !isFamily(fam) {
-			fam, _ = Family(key)
-		}
-		bare, sugared := perms.get(fam)
-		if fam == "" || !sugared {
-			out.set(key, vals[i])
+		read, write, bare := familyMembers(key)
+		if !bare {
+			if _, absorbed := out.get(key); !absorbed {
+				out.set(key, vals[i])
+			}
 			continue
 		}
-		if _, done := out.get(fam + "_read"); done {
-			continue
-		}
-		for _, member := range [...]string{fam + "_read", fam + "_write"} {
-			explicit, ok := perms.get(member)
-			if !ok {
-				out.set(member, bare)
-				continue
-			}
-			own := asPatterns(explicit)
-			merged := newOrdered[entry]()
-			baseKeys, baseVals := asPatterns(bare).all()
-			for j, pat := range baseKeys {
-				if _, redefined := own.get(pat); !redefined {
-					merged.set(pat, baseVals[j])
-				}
-			}
-			ownKeys, ownVals := own.all()
-			for j, pat := range ownKeys {
-				merged.set(pat, ownVals[j])
-			}
-			out.set(member, surfaceValue{patterns: merged})
+		for _, member := range [...]string{read, write} {
+			out.set(member, sugarMember(vals[i], perms, member))
 		}
 	}
 	return out
+}
+
+// sugarMember is one member built from the bare value and the scope's
+// explicit entry for that member, if any.
+func sugarMember(bare surfaceValue, perms *permissions, member string) surfaceValue {
+	explicit, ok := perms.get(member)
+	if !ok {
+		return bare
+	}
+	own := asPatterns(explicit)
+	merged := newOrdered[entry]()
+	baseKeys, baseVals := asPatterns(bare).all()
+	for j, pat := range baseKeys {
+		if _, redefined := own.get(pat); !redefined {
+			merged.set(pat, baseVals[j])
+		}
+	}
+	ownKeys, ownVals := own.all()
+	for j, pat := range ownKeys {
+		merged.set(pat, ownVals[j])
+	}
+	return surfaceValue{patterns: merged}
 }
 
 // asPatterns views a state string as {"*": state}.

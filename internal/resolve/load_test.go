@@ -535,3 +535,29 @@ func TestSchemaChecksRuntimeKeyValues(t *testing.T) {
 		t.Errorf("bash = %s/%s, want ask/fail-closed", v.Action, v.Origin)
 	}
 }
+
+// Member keys sit where pi's object assignments put them, which decides
+// between a member's rules and a wildcard surface's rules (decision 0025).
+func TestDirectionalSugarKeyPlacement(t *testing.T) {
+	cases := []struct{ permission, want string }{
+		{`{"bash":"ask","path":"deny","x":"ask"}`, "bash,path_read,path_write,x"},
+		{`{"path_read":"allow","path":"deny"}`, "path_read,path_write"},
+		{`{"path_write":"allow","*_read":"allow","path":"deny"}`, "path_write,*_read,path_read"},
+		{`{"path":"deny","*_read":"allow","path_read":{"/a":"ask"}}`, "path_read,path_write,*_read"},
+	}
+	for _, c := range cases {
+		cfg, err := parseConfig(`{"permission":`+c.permission+`}`, OriginGlobal, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keys, _ := expandDirectional(cfg.perms).all(); strings.Join(keys, ",") != c.want {
+			t.Errorf("%s expands to %v, want %s", c.permission, keys, c.want)
+		}
+	}
+	// The bare deny lands after the wildcard allow, so it decides path_read.
+	f := newFixture(t)
+	f.global(`{"permission":{"path_write":"allow","*_read":"allow","path":"deny"}}`)
+	if v := f.eval("", "path_read", "/x"); v.Action != Deny {
+		t.Errorf("path_read = %s, want deny (pi places path_read after *_read)", v.Action)
+	}
+}
