@@ -53,7 +53,6 @@ type scope struct {
 	perms *permissions
 }
 
-
 func isFamily(surface string) bool { return surface == "path" || surface == "external_directory" }
 
 // familyMembers returns the read and write members of a bare family.
