@@ -172,7 +172,7 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 		for _, e := range entries {
 			mcpAllow = mcpAllow || (key == "mcp" && e.action == Allow)
 		}
-		if _, whole := patterns.get("*"); whole && strings.HasPrefix(key, "mcp__") {
+		if _, whole := patterns.get("*"); whole && canNamePiMcpTool(key) {
 			relocated++
 		}
 	}
@@ -210,7 +210,7 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 	// Pi MCP tool keys (mcp__server__tool, or an mcp__ wildcard) written as
 	// whole-tool rules are also copied onto the mcp surface (NEW, #1001).
 	for i := configStart; i < configStart+configCount; i++ {
-		if r := &rules[i]; r.ref.Pattern == "*" && strings.HasPrefix(r.ref.Surface, "mcp__") {
+		if r := &rules[i]; r.ref.Pattern == "*" && canNamePiMcpTool(r.ref.Surface) {
 			e := entry{action: r.ref.Action, reason: r.reason, origin: r.ref.Origin, file: r.ref.File}
 			rules = append(rules, configRule(mcp, "mcp", r.ref.Surface, e, home))
 		}
@@ -235,6 +235,17 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 		rs.bySurface[surface] = buildGroup(rs.rules, ids)
 	}
 	return rs
+}
+
+// canNamePiMcpTool: the key is a Pi MCP tool name (mcp__<server>__<tool>,
+// both parts non-empty) or an mcp__ wildcard; a plain mcp__foo names none.
+func canNamePiMcpTool(key string) bool {
+	rest, ok := strings.CutPrefix(key, "mcp__")
+	if !ok {
+		return false
+	}
+	sep := strings.Index(rest, "__")
+	return (sep > 0 && sep+2 < len(rest)) || strings.ContainsAny(rest, "*?")
 }
 
 func configRule(surface Pattern, surfaceText, pat string, e entry, home string) rule {

@@ -336,3 +336,19 @@ func TestSessionGrantsUnderFloorAndAgents(t *testing.T) {
 	}
 	evalCase{surface: "external_directory", values: []string{"/home/u/p/x"}, grants: g, want: Deny, origin: OriginGlobal, pattern: "*"}.check(t, p, "outside the grant")
 }
+
+// §4.4 item 4: only keys that can name a Pi MCP tool are copied onto mcp.
+func TestPiMCPRelocationKeys(t *testing.T) {
+	for key, relocated := range map[string]bool{
+		"mcp__srv__tool": true, "mcp__srv__*": true, "mcp__*": true, "mcp__s?": true,
+		"mcp__srv": false, "mcp____tool": false, "mcp__srv__": false, "mcp_srv__tool": false,
+	} {
+		f := newFixture(t)
+		f.global(`{"permission":{"*":"ask","` + key + `":"deny"}}`)
+		want := Ask
+		if relocated {
+			want = Deny
+		}
+		evalCase{surface: "mcp", values: []string{key}, want: want, pattern: map[bool]string{true: key, false: "<nil>"}[relocated]}.check(t, Load(f.opts), key)
+	}
+}
