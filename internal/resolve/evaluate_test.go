@@ -352,3 +352,38 @@ func TestPiMCPRelocationKeys(t *testing.T) {
 		evalCase{surface: "mcp", values: []string{key}, want: want, pattern: map[bool]string{true: key, false: "<nil>"}[relocated]}.check(t, Load(f.opts), key)
 	}
 }
+
+// Each asking unit is judged with its own floor; grants and yolo act per
+// unit before the most restrictive unit answers.
+func TestAskingUnitsWithGrantsYoloAndFloors(t *testing.T) {
+	floor := "<indirection-bash-wrapper>"
+	units := []wire.AskingUnit{{Command: "npm test"}, {Command: "xargs ls", Floor: &floor}}
+	grants := []wire.Grant{{Surface: "bash", Pattern: "npm *"}}
+
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":{"*":"allow","rm *":"deny"}}}`)
+	p := Load(f.opts)
+	v := p.Evaluate(Query{Surface: "bash", AskingUnits: units}, grants)
+	if v.Action != Ask || v.Unit != "xargs ls" || v.Floor != floor {
+		t.Errorf("floored unit under a rule allow: %s unit %q floor %q, want ask from xargs ls", v.Action, v.Unit, v.Floor)
+	}
+	v = p.Evaluate(Query{Surface: "bash", AskingUnits: append(units, wire.AskingUnit{Command: "rm -rf /", Floor: &floor})}, grants)
+	if v.Action != Deny || v.Unit != "rm -rf /" {
+		t.Errorf("a denied unit: %s unit %q, want deny", v.Action, v.Unit)
+	}
+	// Granted units keep their allow whatever their floor.
+	v = p.Evaluate(Query{Surface: "bash", AskingUnits: units}, append(grants, wire.Grant{Surface: "bash", Pattern: "xargs *"}))
+	if v.Action != Allow || v.Origin != OriginSession {
+		t.Errorf("all units granted: %s/%s, want allow/session", v.Action, v.Origin)
+	}
+
+	f.global(`{"yoloMode":true,"permission":{"bash":{"*":"ask","rm *":"deny"}}}`)
+	p = Load(f.opts)
+	v = p.Evaluate(Query{Surface: "bash", AskingUnits: units}, nil)
+	if v.Action != Allow || v.Origin != OriginYolo {
+		t.Errorf("yolo: %s/%s, want allow/yolo", v.Action, v.Origin)
+	}
+	if v = p.Evaluate(Query{Surface: "bash", AskingUnits: append(units, wire.AskingUnit{Command: "rm x"})}, nil); v.Action != Deny {
+		t.Errorf("yolo never lifts a deny: %s", v.Action)
+	}
+}

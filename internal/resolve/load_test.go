@@ -234,6 +234,13 @@ func TestJSONCStripping(t *testing.T) {
 		`"unterminated // x`:    `"unterminated // x`,
 		"x // no newline":       "x ",
 		`"/* not a comment */"`: `"/* not a comment */"`,
+		`'/* kept */' // gone`:  `'/* kept */' `,
+		`"a\\" // c`:            `"a\\" `,
+		`"it's" // c`:           `"it's" `,
+		"/* a // b \" c */x":    "x",
+		"*/ stays":              "*/ stays",
+		"a/b":                   "a/b",
+		"a /* x\n y */\nb":      "a \nb",
 	}
 	for in, want := range cases {
 		if got := stripJSONComments(in); got != want {
