@@ -167,11 +167,16 @@ func Load(opts LoadOptions) *Policy {
 		}
 		for _, e := range entries {
 			name, isAgent := strings.CutSuffix(e.Name(), ".md")
-			if !isAgent || name == "" || e.IsDir() {
+			if !isAgent || name == "" {
 				continue
 			}
+			// As in pi: a dangling link is no file, but anything else under
+			// that name that cannot be read (a directory included) floors.
 			file := filepath.Join(dir, e.Name())
 			data, err := wire.ReadRegularFileFollow(file, maxPolicyFileSize)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			if err != nil {
 				pr := p.problem(file, "the agent file cannot be read ("+printable(err.Error())+")", "; agent "+printable(name)+"'s policy is held to ask by the fail-closed floor", true)
 				agentFloor[name] = append(agentFloor[name], pr)

@@ -568,3 +568,26 @@ func TestDirectionalSugarKeyPlacement(t *testing.T) {
 		t.Errorf("path_read = %s, want deny (pi places path_read after *_read)", v.Action)
 	}
 }
+
+// pi stats <name>.md and then reads it: a directory by that name exists but
+// cannot be read, so it floors that agent; a dangling link does not exist.
+func TestAgentFileThatIsADirectoryOrADanglingLink(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":"allow"}}`)
+	agents := filepath.Join(f.opts.AgentDir, "agents")
+	if err := os.MkdirAll(filepath.Join(agents, "dir.md"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(agents, "missing"), filepath.Join(agents, "dangling.md")); err != nil {
+		t.Fatal(err)
+	}
+	p := Load(f.opts)
+	if probs := p.Problems(); len(probs) != 1 || !strings.HasSuffix(probs[0].File, "dir.md") || !probs[0].FailClosed {
+		t.Fatalf("problems = %+v, want only dir.md, fail-closed", probs)
+	}
+	for agent, want := range map[string]Action{"dir": Ask, "dangling": Allow, "": Allow} {
+		if v := p.Evaluate(Query{Agent: agent, Surface: "bash", Values: []string{"ls"}}, nil); v.Action != want {
+			t.Errorf("agent %q: %s, want %s", agent, v.Action, want)
+		}
+	}
+}

@@ -189,9 +189,11 @@ func TestStoreWatchSeesAChangeMadeBeforeItStarted(t *testing.T) {
 	f.project(`{"permission":{"bash":"deny"}}`)
 	s.rescan = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	reloads := make(chan *Policy, 4)
-	go func() { _ = s.Watch(ctx, func(p *Policy) { reloads <- p }) }()
+	reloads := make(chan *Policy, 64)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = s.Watch(ctx, func(p *Policy) { reloads <- p }) }()
+	defer func() { cancel(); wg.Wait() }()
 	waitFor(t, reloads, func(p *Policy) bool {
 		return p.Evaluate(Query{Surface: "bash", Values: []string{"ls"}}, nil).Action == Deny
 	})
