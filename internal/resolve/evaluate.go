@@ -136,23 +136,30 @@ type judged struct {
 // family fold of §6.3, then applies the request floor.
 func (p *Policy) judgeSurface(rs *ruleset, surface string, values []string, floor *string, grants []wire.Grant) judged {
 	var one [1]string
+	name := surface // what rule surfaces are matched against
 	switch {
 	case pathSurfaces[surface] || surface == "mcp":
 		if len(values) == 0 {
 			values = starValues
 		}
-	case surface == "bash" || surface == "skill":
-		first := ""
-		if len(values) > 0 {
-			first = values[0]
-		}
-		if surface == "bash" {
-			first = bashValue(first)
-		}
-		one[0] = first
-		values = one[:]
 	default:
-		values = starValues
+		// Every other surface becomes a tool intent, whose name pi trims
+		// before judging it (PermissionManager.check); no fold follows.
+		name = jsTrim(surface)
+		switch name {
+		case "bash", "skill":
+			first := ""
+			if len(values) > 0 {
+				first = values[0]
+			}
+			if name == "bash" {
+				first = bashValue(first)
+			}
+			one[0] = first
+			values = one[:]
+		default:
+			values = starValues
+		}
 	}
 	var j judged
 	if readSurface, writeSurface, ok := familyMembers(surface); ok {
@@ -163,7 +170,7 @@ func (p *Policy) judgeSurface(rs *ruleset, surface string, values []string, floo
 			j = judged{outcome: write, surface: writeSurface, member: writeSurface, folded: true, otherAct: read.action, otherSur: readSurface}
 		}
 	} else {
-		j = judged{outcome: p.judge(rs, surface, values, grants), surface: surface}
+		j = judged{outcome: p.judge(rs, name, values, grants), surface: name}
 	}
 	if floor != nil && j.action == Allow {
 		j.floor = *floor

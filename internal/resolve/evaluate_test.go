@@ -387,3 +387,21 @@ func TestAskingUnitsWithGrantsYoloAndFloors(t *testing.T) {
 		t.Errorf("yolo never lifts a deny: %s", v.Action)
 	}
 }
+
+// pi trims the name of a surface it judges as a tool (not a path surface or
+// mcp), so " bash " is bash; a padded family name is not folded.
+func TestPaddedToolSurfacesAreTrimmed(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"allow","bash":{"rm *":"deny"},"skill":{"x":"deny"},"path":"deny"}}`)
+	p := Load(f.opts)
+	for name, c := range map[string]evalCase{
+		"bash":          {surface: " bash\t", values: []string{"rm -rf x"}, want: Deny, pattern: "rm *"},
+		"skill":         {surface: "skill ", values: []string{"x"}, want: Deny, pattern: "x"},
+		"padded family": {surface: " path", values: []string{"/x"}, want: Allow, origin: OriginGlobal, pattern: "<nil>"},
+	} {
+		c.check(t, p, name)
+	}
+	if v := p.Evaluate(Query{Surface: " bash\t", Values: []string{"rm x"}}, nil); v.Surface != " bash\t" {
+		t.Errorf("verdict surface = %q, want the forwarded surface", v.Surface)
+	}
+}
