@@ -162,8 +162,8 @@ func TestExplanationNeutralisesControlCharacters(t *testing.T) {
 	}
 }
 
-// unsafe reports a character that must not reach a terminal unescaped.
-func unsafe(s string) (rune, bool) {
+// unprintable reports a character that must not reach a terminal unescaped.
+func unprintable(s string) (rune, bool) {
 	if !utf8.ValidString(s) {
 		return utf8.RuneError, true
 	}
@@ -207,7 +207,7 @@ func TestExplanationsAndProblemsArePrintable(t *testing.T) {
 	for _, q := range queries {
 		for _, g := range grants {
 			v := p.Evaluate(q, g)
-			if r, bad := unsafe(v.Explanation); bad {
+			if r, bad := unprintable(v.Explanation); bad {
 				t.Errorf("%+v with grants %q: explanation carries %U: %q", q, g, r, v.Explanation)
 			}
 		}
@@ -215,14 +215,14 @@ func TestExplanationsAndProblemsArePrintable(t *testing.T) {
 	req := &wire.Request{Dropped: []wire.DroppedField{{Field: "accessIntent", Reason: evil}}}
 	if v := p.Resolve(req, nil); !strings.Contains(v.Explanation, "dropped") {
 		t.Errorf("explanation %q does not say the intent was dropped", v.Explanation)
-	} else if r, bad := unsafe(v.Explanation); bad {
+	} else if r, bad := unprintable(v.Explanation); bad {
 		t.Errorf("dropped-intent explanation carries %U: %q", r, v.Explanation)
 	}
 	if len(p.Problems()) == 0 {
 		t.Error("the unreadable agent file is not a problem")
 	}
 	for _, pr := range p.Problems() {
-		if r, bad := unsafe(pr.Message); bad {
+		if r, bad := unprintable(pr.Message); bad {
 			t.Errorf("problem message carries %U: %q", r, pr.Message)
 		}
 	}
