@@ -22,7 +22,7 @@ type Store struct {
 	current atomic.Pointer[Policy]
 	mu      sync.Mutex // serialises reloads
 	seen    string     // file metadata taken just before the current load; under mu
-	rescan  time.Duration
+	rescan  time.Duration // rescanInterval; tests lengthen it so only events reload
 }
 
 // Timings of Watch: events are debounced; the rescan is a safety net for
