@@ -20,8 +20,8 @@ import (
 type Store struct {
 	opts    LoadOptions
 	current atomic.Pointer[Policy]
-	mu      sync.Mutex // serialises reloads
-	seen    string     // file metadata taken just before the current load; under mu
+	mu      sync.Mutex    // serialises reloads
+	seen    string        // file metadata taken just before the current load; under mu
 	rescan  time.Duration // rescanInterval; tests lengthen it so only events reload
 }
 
