@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/term"
@@ -158,11 +159,8 @@ func runConsole(ctx context.Context, srv *serve.Server, f serveFlags) error {
 func problemTexts(p *resolve.Policy) []string {
 	var out []string
 	for _, pr := range p.Problems() {
-		text := pr.File + ": " + pr.Message
-		if pr.FailClosed {
-			text += " (fail-closed: every allow now asks)"
-		}
-		out = append(out, text)
+		// The message already says what a fail-closed problem does.
+		out = append(out, strconv.Quote(pr.File)+": "+pr.Message)
 	}
 	return out
 }
