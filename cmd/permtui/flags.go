@@ -35,17 +35,26 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 // --help prints the usage on stdout.
 type flagSet struct {
 	*flag.FlagSet
-	stdout io.Writer
+	stdout   io.Writer
+	synopsis string
 }
 
 func newFlagSet(name, synopsis string, stdout, stderr io.Writer) flagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	// A mistake gets its error and a pointer to the help, not the whole
+	// flag list (which would push the error off the screen).
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: permtui %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Run 'permtui %s --help' for its flags.\n", name)
 	}
-	return flagSet{FlagSet: fs, stdout: stdout}
+	return flagSet{FlagSet: fs, stdout: stdout, synopsis: synopsis}
+}
+
+// printHelp writes the synopsis and every flag to stdout.
+func (fs flagSet) printHelp() {
+	fs.SetOutput(fs.stdout)
+	fmt.Fprintf(fs.stdout, "Usage: permtui %s\n\nFlags:\n", fs.synopsis)
+	fs.PrintDefaults()
 }
 
 func (c *common) register(fs flagSet) {
@@ -63,8 +72,7 @@ func (fs flagSet) parse(args []string) error {
 			break
 		}
 		if a == "-h" || a == "-help" || a == "--help" {
-			fs.SetOutput(fs.stdout)
-			fs.Usage()
+			fs.printHelp()
 			return flag.ErrHelp
 		}
 	}

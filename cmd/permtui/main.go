@@ -69,11 +69,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "resolve":
 		err = runResolve(rest, stdin, stdout, stderr)
 	case "version":
+		if len(rest) > 0 {
+			fmt.Fprintf(stderr, "permtui: version takes no arguments (got %q)\n", rest[0])
+			return 2
+		}
 		fmt.Fprintln(stdout, "permtui", version)
 	}
+	var status exitStatus
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &status):
+		return int(status)
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):

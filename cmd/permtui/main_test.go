@@ -201,3 +201,106 @@ func TestHeadlessServeAnswersA2073Child(t *testing.T) {
 		}
 	}
 }
+
+// resolveFixture lays out a policy with an allow, an ask and a deny rule and
+// returns the shared flags that point resolve at it.
+func resolveFixture(t *testing.T) []string {
+	t.Helper()
+	root := t.TempDir()
+	agentDir := filepath.Join(root, "agent")
+	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
+		[]byte(`{"permission":{"bash":{"*":"ask","git *":"allow","rm *":"deny"},"task":"allow"}}`))
+	return []string{"--agent-dir", agentDir, "--project", root, "--state-dir", filepath.Join(root, "s")}
+}
+
+func TestResolveRefusesIncompleteFacts(t *testing.T) {
+	flags := resolveFixture(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--surface", "bash"}, "--surface needs at least one --value"},
+		{[]string{"--value", "ls"}, "--value needs --surface"},
+		{[]string{"--agent", "a", "--batch"}, "--agent goes with --surface"},
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+	} {
+		code, out, errOut := runCmd(t, "", append(append([]string{"resolve"}, flags...), tc.args...)...)
+		if code != 2 || !strings.Contains(errOut, tc.want) || out != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want 2 and %q", tc.args, code, errOut, out, tc.want)
+		}
+		// A mistake names itself and points to --help instead of burying
+		// the error under every flag.
+		if !strings.Contains(errOut, "Run 'permtui resolve --help'") || strings.Contains(errOut, "--untrusted-project") {
+			t.Errorf("%v: stderr should be the error and a hint, got %q", tc.args, errOut)
+		}
+	}
+	// An explicit empty value is a real query.
+	if code, out, _ := runCmd(t, "", append(append([]string{"resolve"}, flags...), "--surface", "bash", "--value", "")...); code != 0 || !strings.Contains(out, `"state":"ask"`) {
+		t.Errorf("--value '': exit %d, %q", code, out)
+	}
+}
+
+func TestResolveWarnsAboutAnUnknownSurface(t *testing.T) {
+	flags := resolveFixture(t)
+	args := append(append([]string{"resolve"}, flags...), "--surface", "bsh", "--value", "rm -rf /")
+	code, out, errOut := runCmd(t, "", args...)
+	if code != 0 || !strings.Contains(out, `"state":"ask"`) {
+		t.Fatalf("exit %d, %q", code, out)
+	}
+	if !strings.Contains(errOut, `surface "bsh" is neither built in nor named by a rule`) || !strings.Contains(errOut, `did you mean "bash"?`) {
+		t.Errorf("stderr %q", errOut)
+	}
+	// A surface a rule names (an extension tool) is known; so are built-ins.
+	for _, surface := range []string{"task", "path_write", "skill"} {
+		args := append(append([]string{"resolve"}, flags...), "--surface", surface, "--value", "x")
+		if _, _, errOut := runCmd(t, "", args...); errOut != "" {
+			t.Errorf("%s: unexpected warning %q", surface, errOut)
+		}
+	}
+}
+
+func TestResolveExitCode(t *testing.T) {
+	flags := resolveFixture(t)
+	for value, want := range map[string]int{"git status": exitAllow, "npm test": exitAsk, "rm -rf /": exitDeny} {
+		args := append(append([]string{"resolve"}, flags...), "--exit-code", "--surface", "bash", "--value", value)
+		if code, out, errOut := runCmd(t, "", args...); code != want || errOut != "" || !strings.Contains(out, `"state"`) {
+			t.Errorf("%q: exit %d (stderr %q), want %d", value, code, errOut, want)
+		}
+		// Without --exit-code a judged query exits 0 whatever the verdict.
+		args = append(append([]string{"resolve"}, flags...), "--surface", "bash", "--value", value)
+		if code, _, _ := runCmd(t, "", args...); code != 0 {
+			t.Errorf("%q without --exit-code: exit %d", value, code)
+		}
+	}
+	batch := `{"agent":"a","surface":"bash","values":["git status"]}
+{"agent":"a","surface":"bash","values":["npm test"]}
+`
+	if code, _, _ := runCmd(t, batch, append(append([]string{"resolve"}, flags...), "--batch", "--exit-code")...); code != exitAsk {
+		t.Errorf("batch allow+ask: exit %d, want the strictest (%d)", code, exitAsk)
+	}
+}
+
+func TestResolveBatchErrorsSayWhatIsWrong(t *testing.T) {
+	flags := resolveFixture(t)
+	for in, want := range map[string]string{
+		`nonsense`: "not valid JSON; want one JSON object per line",
+		`[1,2]`:    "not a JSON object",
+		`{"agent":"a","surface":"bash","value":["ls"]}`: `unknown field "value"`,
+		`{"agent":"a","surface":"bash","values":"ls"}`:  `field "values" has the wrong type`,
+		`   `: "empty line",
+	} {
+		code, out, _ := runCmd(t, in+"\n", append(append([]string{"resolve"}, flags...), "--batch")...)
+		if code != 1 || !strings.Contains(out, `"error":"line 1: `+strings.ReplaceAll(want, `"`, `\"`)) {
+			t.Errorf("%s: exit %d, %q; want %q", in, code, out, want)
+		}
+		if strings.Contains(out, "as null") {
+			t.Errorf("%s: decoder jargon leaked: %q", in, out)
+		}
+	}
+}
+
+func TestVersionTakesNoArguments(t *testing.T) {
+	if code, out, errOut := runCmd(t, "", "version", "extra"); code != 2 || out != "" || !strings.Contains(errOut, "version takes no arguments") {
+		t.Errorf("version extra: %d %q %q", code, out, errOut)
+	}
+}

@@ -2,10 +2,15 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	json "github.com/goccy/go-json"
 
@@ -18,7 +23,45 @@ const resolveSynopsis = `resolve [flags] (--request FILE | --agent A --surface S
 Judges facts against the root's policy as the serving node would and prints the
 verdict as JSON: state, pattern, origin, reason, surface, explanation.
 --batch reads JSON lines {"agent","surface","values","floor"?,"askingUnits"?}
-from stdin and prints one verdict line per input line, in order.`
+from stdin and prints one verdict line per input line, in order.
+
+Exit status: 0 when judged (with --exit-code: 0 allow, 3 ask, 4 deny; for
+--batch the strictest verdict of all lines), 1 on an error, 2 on a usage
+mistake.`
+
+// Exit statuses of 'resolve --exit-code', apart from errors (1) and usage
+// mistakes (2), in the manner of 'git diff --exit-code'.
+const (
+	exitAllow = 0
+	exitAsk   = 3
+	exitDeny  = 4
+)
+
+// exitStatus is an error that only sets the process exit status; run prints
+// nothing for it.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// verdictStatus maps a verdict to its --exit-code status.
+func verdictStatus(a resolve.Action) int {
+	switch a {
+	case resolve.Allow:
+		return exitAllow
+	case resolve.Deny:
+		return exitDeny
+	}
+	return exitAsk
+}
+
+// stricter returns the more restrictive of two --exit-code statuses.
+func stricter(a, b int) int {
+	rank := map[int]int{exitAllow: 0, exitAsk: 1, exitDeny: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
 
 // verdictJSON is the printed form of a verdict.
 type verdictJSON struct {
@@ -53,7 +96,7 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	var c common
 	var request, agent, surface string
 	var values listFlag
-	var batch bool
+	var batch, exitCode bool
 	fs := newFlagSet("resolve", resolveSynopsis, stdout, stderr)
 	c.register(fs)
 	fs.StringVar(&request, "request", "", "judge this request file")
@@ -61,19 +104,31 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	fs.StringVar(&surface, "surface", "", "accessIntent surface, e.g. bash, path_write, external_directory_read")
 	fs.Var(&values, "value", "a match value (repeatable)")
 	fs.BoolVar(&batch, "batch", false, "read JSON lines from stdin, print one verdict per line")
+	fs.BoolVar(&exitCode, "exit-code", false, "exit 0 on allow, 3 on ask, 4 on deny")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
+	surfaceSet := isFlagSet(fs, "surface")
 	forms := 0
-	for _, set := range []bool{request != "", surface != "" || len(values) > 0, batch} {
+	for _, set := range []bool{request != "", surfaceSet || len(values) > 0, batch} {
 		if set {
 			forms++
 		}
 	}
-	if forms != 1 {
-		fmt.Fprintln(stderr, "give exactly one of --request FILE, --surface S --value V..., or --batch")
+	usageErr := func(msg string) error {
+		fmt.Fprintln(stderr, "permtui resolve:", msg)
 		fs.Usage()
 		return errUsage
+	}
+	switch {
+	case forms != 1:
+		return usageErr("give exactly one of --request FILE, --surface S --value V..., or --batch")
+	case surfaceSet && len(values) == 0:
+		return usageErr("--surface needs at least one --value (--value '' judges an empty value)")
+	case len(values) > 0 && !surfaceSet:
+		return usageErr("--value needs --surface")
+	case isFlagSet(fs, "agent") && !surfaceSet:
+		return usageErr("--agent goes with --surface (a request file and --batch lines name their own agent)")
 	}
 	if err := c.resolveDefaults(); err != nil {
 		return err
@@ -91,6 +146,7 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		sessionGrants = grants.For(c.sessions[0])
 	}
 
+	var verdict resolve.Action
 	switch {
 	case request != "":
 		data, err := wire.ReadRegularFile(request, wire.MaxFileSize)
@@ -106,13 +162,49 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 				sessionGrants = grants.For(id)
 			}
 		}
-		return writeVerdict(stdout, policy.Resolve(req, sessionGrants))
+		v := policy.Resolve(req, sessionGrants)
+		verdict = v.Action
+		if err := writeVerdict(stdout, v); err != nil {
+			return err
+		}
 	case batch:
-		return resolveBatch(policy, sessionGrants, stdin, stdout)
+		strictest, err := resolveBatch(policy, sessionGrants, stdin, stdout)
+		if err != nil {
+			return err
+		}
+		verdict = strictest
 	default:
-		q := resolve.Query{Agent: agent, Surface: surface, Values: values}
-		return writeVerdict(stdout, policy.Evaluate(q, sessionGrants))
+		warnUnknownSurface(stderr, policy, surface)
+		v := policy.Evaluate(resolve.Query{Agent: agent, Surface: surface, Values: values}, sessionGrants)
+		verdict = v.Action
+		if err := writeVerdict(stdout, v); err != nil {
+			return err
+		}
 	}
+	if exitCode && verdictStatus(verdict) != exitAllow {
+		return exitStatus(verdictStatus(verdict))
+	}
+	return nil
+}
+
+// warnUnknownSurface says when a surface is neither built in nor named by a
+// rule: such a query is judged by the "*" fallback, which is right for an
+// extension tool and wrong for a typo.
+func warnUnknownSurface(stderr io.Writer, policy *resolve.Policy, surface string) {
+	if policy.KnownSurface(surface) {
+		return
+	}
+	msg := fmt.Sprintf("permtui resolve: surface %q is neither built in nor named by a rule; only the \"*\" fallback applies", surface)
+	if near := policy.NearestSurface(surface); near != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	fmt.Fprintln(stderr, msg)
+}
+
+func isFlagSet(fs flagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func toVerdictJSON(v resolve.Verdict) verdictJSON {
@@ -139,19 +231,20 @@ func writeVerdict(w io.Writer, v resolve.Verdict) error {
 // error line in its place so the output stays aligned with the input.
 var errBatchLines = errors.New("some --batch lines were not valid JSON facts")
 
-func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, stdout io.Writer) error {
+// resolveBatch judges each input line and returns the strictest verdict.
+func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, stdout io.Writer) (resolve.Action, error) {
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 64*1024), wire.MaxFileSize)
 	out := bufio.NewWriterSize(stdout, 64*1024)
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	failed := 0
+	failed, strictest := 0, resolve.Allow
 	for lineNo := 1; in.Scan(); lineNo++ {
-		var line batchLine
-		if err := json.Unmarshal(in.Bytes(), &line); err != nil {
+		line, err := parseBatchLine(in.Bytes())
+		if err != nil {
 			failed++
 			if err := enc.Encode(batchError{Error: fmt.Sprintf("line %d: %v", lineNo, err)}); err != nil {
-				return err
+				return "", err
 			}
 			continue
 		}
@@ -159,18 +252,82 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 		for _, u := range line.AskingUnits {
 			q.AskingUnits = append(q.AskingUnits, wire.AskingUnit{Command: u.Command, Floor: u.Floor})
 		}
-		if err := enc.Encode(toVerdictJSON(policy.Evaluate(q, grants))); err != nil {
-			return err
+		v := policy.Evaluate(q, grants)
+		if stricter(verdictStatus(strictest), verdictStatus(v.Action)) != verdictStatus(strictest) {
+			strictest = v.Action
+		}
+		if err := enc.Encode(toVerdictJSON(v)); err != nil {
+			return "", err
 		}
 	}
 	if err := in.Err(); err != nil {
-		return fmt.Errorf("reading --batch input: %w", err)
+		return "", fmt.Errorf("reading --batch input: %w", err)
 	}
 	if err := out.Flush(); err != nil {
-		return err
+		return "", err
 	}
 	if failed > 0 {
-		return fmt.Errorf("%w (%d)", errBatchLines, failed)
+		return "", fmt.Errorf("%w (%d)", errBatchLines, failed)
 	}
-	return nil
+	return strictest, nil
+}
+
+// parseBatchLine reads one line of facts strictly (an unknown field such as
+// "value" would otherwise judge no values), with errors in the user's terms
+// rather than the decoder's.
+func parseBatchLine(data []byte) (batchLine, error) {
+	var line batchLine
+	err := json.Unmarshal(data, &line)
+	const want = `want one JSON object per line, such as {"agent":"a","surface":"bash","values":["ls"]}`
+	trimmed := bytes.TrimSpace(data)
+	switch {
+	case len(trimmed) == 0:
+		return line, errors.New("empty line; " + want)
+	case err == nil:
+	case !json.Valid(trimmed):
+		return line, errors.New("not valid JSON; " + want)
+	case trimmed[0] != '{':
+		return line, errors.New("not a JSON object; " + want)
+	default:
+		return line, wrongField(trimmed, err)
+	}
+	var fields map[string]skipValue
+	if err := json.Unmarshal(trimmed, &fields); err != nil {
+		return line, errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	}
+	for name := range fields {
+		if _, ok := batchFieldTypes[name]; !ok {
+			return line, fmt.Errorf("unknown field %q; the fields are agent, surface, values, floor and askingUnits", name)
+		}
+	}
+	return line, nil
+}
+
+// wrongField names the field whose value has the wrong type; the decoder's
+// own message does not always say ("slice unexpected end of JSON input").
+func wrongField(object []byte, err error) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(object, &fields) == nil {
+		for _, name := range slices.Sorted(maps.Keys(fields)) {
+			if _, known := batchFieldTypes[name]; !known {
+				continue
+			}
+			raw := fields[name]
+			var probe batchLine
+			if json.Unmarshal([]byte(`{"`+name+`":`+string(raw)+`}`), &probe) != nil {
+				return fmt.Errorf("field %q has the wrong type; want %s", name, batchFieldTypes[name])
+			}
+		}
+	}
+	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// skipValue decodes any JSON value into nothing.
+type skipValue struct{}
+
+func (*skipValue) UnmarshalJSON([]byte) error { return nil }
+
+var batchFieldTypes = map[string]string{
+	"agent": "a string", "surface": "a string", "values": "a list of strings",
+	"floor": "a string or null", "askingUnits": "a list of {\"command\",\"floor\"}",
 }
