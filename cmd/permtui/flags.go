@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/permtui/permtui/internal/resolve"
@@ -135,4 +137,33 @@ func (c *common) loadOptions() resolve.LoadOptions {
 		TrustProject: !c.untrustedProject,
 		Home:         home,
 	}
+}
+
+// checkAgentDir refuses an agent dir that does not exist: serving it would
+// create pi's tree in the wrong place and judge by no policy at all (a typo
+// in --agent-dir looked like a healthy, empty policy).
+func (c *common) checkAgentDir() error {
+	info, err := os.Stat(c.agentDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("agent dir %q does not exist: pi keeps its config and sessions there (--agent-dir, default $PI_CODING_AGENT_DIR, else ~/.pi/agent); start pi once or check the path", c.agentDir)
+	case err != nil:
+		return fmt.Errorf("agent dir: %w", err)
+	case !info.IsDir():
+		return fmt.Errorf("agent dir %q is not a directory", c.agentDir)
+	}
+	return nil
+}
+
+// noPolicyNotice says, when no policy file was found, that pi's built-in
+// default applies and where permtui looked; "" when some file was read.
+func noPolicyNotice(p *resolve.Policy) string {
+	if len(p.Files()) > 0 {
+		return ""
+	}
+	quoted := make([]string, 0, len(p.WatchPaths()))
+	for _, path := range p.WatchPaths() {
+		quoted = append(quoted, strconv.Quote(path))
+	}
+	return "no policy file found, so every ask goes to a person; looked in " + strings.Join(quoted, ", ")
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,9 +136,37 @@ func TestServeWithoutATerminalPointsToHeadless(t *testing.T) {
 	if isTerminal() {
 		t.Skip("stdin and stdout are a terminal here; the refusal needs them not to be")
 	}
-	code, _, errOut := runCmd(t, "", "serve", "--state-dir", t.TempDir())
+	code, _, errOut := runCmd(t, "", "serve", "--state-dir", t.TempDir(), "--agent-dir", t.TempDir())
 	if code != 1 || !strings.Contains(errOut, "--headless") {
 		t.Fatalf("exit %d: %q", code, errOut)
+	}
+}
+
+func TestServeRefusesAMissingAgentDir(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "agnet")
+	code, _, errOut := runCmd(t, "", "serve", "--headless", "--state-dir", t.TempDir(), "--agent-dir", missing)
+	if code != 1 || !strings.Contains(errOut, strconv.Quote(missing)+" does not exist") {
+		t.Fatalf("exit %d: %q", code, errOut)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("the mistyped agent dir was created: %v", err)
+	}
+}
+
+func TestResolveSaysWhenNoPolicyFileWasFound(t *testing.T) {
+	root := t.TempDir()
+	agentDir := filepath.Join(root, "agent")
+	code, out, errOut := runCmd(t, "", "resolve", "--agent-dir", agentDir, "--project", root, "--state-dir", filepath.Join(root, "s"), "--surface", "bash", "--value", "ls")
+	if code != 0 || !strings.Contains(out, `"state":"ask"`) {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+	want := "no policy file found, so every ask goes to a person; looked in " + strconv.Quote(filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"))
+	if !strings.Contains(errOut, want) {
+		t.Fatalf("stderr %q\nwant %q", errOut, want)
+	}
+	// With a policy file there is no such notice.
+	if _, _, errOut := runCmd(t, "", append(append([]string{"resolve"}, resolveFixture(t)...), "--surface", "bash", "--value", "ls")...); strings.Contains(errOut, "no policy file") {
+		t.Fatalf("notice with a policy file: %q", errOut)
 	}
 }
 

@@ -137,6 +137,9 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	for _, p := range policy.Problems() {
 		fmt.Fprintf(stderr, "permtui: policy: %s: %s\n", p.File, p.Message)
 	}
+	if notice := noPolicyNotice(policy); notice != "" {
+		fmt.Fprintln(stderr, "permtui: policy:", notice)
+	}
 	grants, err := resolve.OpenGrants(filepath.Join(c.stateDir, "grants"))
 	if err != nil {
 		return err

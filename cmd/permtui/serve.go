@@ -66,6 +66,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := f.resolveDefaults(); err != nil {
 		return err
 	}
+	if err := f.checkAgentDir(); err != nil {
+		return err
+	}
 	if !f.headless && !isTerminal() {
 		return errors.New("no terminal to show the console on; use 'permtui serve --headless' to serve without one")
 	}

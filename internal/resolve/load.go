@@ -46,6 +46,7 @@ type Policy struct {
 	yolo     bool
 	yoloFrom string
 	watch    []string
+	read     []string // the policy files that were read, in load order
 	// grantPatterns caches compiled session-grant patterns (text → *Pattern):
 	// grants arrive with each evaluation but change rarely.
 	grantPatterns sync.Map
@@ -66,6 +67,10 @@ func (p *Policy) Options() LoadOptions { return p.opts }
 
 // Problems lists the files that could not be used, in load order.
 func (p *Policy) Problems() []Problem { return slices.Clone(p.problems) }
+
+// Files lists the policy files that were read (valid or not), in load order;
+// none means the policy is pi's built-in default.
+func (p *Policy) Files() []string { return slices.Clone(p.read) }
 
 // WatchPaths lists the files and directories whose change should trigger a
 // reload (they need not exist).
@@ -183,6 +188,7 @@ func Load(opts LoadOptions) *Policy {
 				agentScopes[name] = agentScopes[name] // the agent exists, with no rules
 				continue
 			}
+			p.read = append(p.read, file)
 			agentScopes[name] = appendScope(agentScopes[name], agentPermissions(string(data), origin, file))
 		}
 	}
@@ -239,6 +245,7 @@ func (p *Policy) readConfig(file, origin string, nonGlobal bool) (configFile, bo
 		p.problem(file, "cannot be read ("+printable(err.Error())+")", consequence, nonGlobal)
 		return configFile{}, false
 	}
+	p.read = append(p.read, file)
 	cfg, err := parseConfig(string(data), origin, file)
 	if err != nil {
 		p.problem(file, "rejected: "+printable(err.Error()), consequence, nonGlobal)
