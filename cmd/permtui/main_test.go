@@ -34,62 +34,94 @@ func runCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
 // through 'permtui resolve --request', and expects the vector's state.
 func TestResolveBatchMatchesRulesetVectors(t *testing.T) {
 	for _, v := range testkit.ReadJSONL[testkit.Ruleset](t, "ruleset.jsonl") {
-		t.Run(v.ID, func(t *testing.T) {
-			t.Setenv("HOME", v.Home) // HOME drives ~ expansion in patterns
-			root := t.TempDir()
-			agentDir, project, state := filepath.Join(root, "agent"), filepath.Join(root, "proj"), filepath.Join(root, "state")
-			v.WriteFiles(t, agentDir, project)
-			args := []string{"resolve", "--agent-dir", agentDir, "--project", project, "--state-dir", state, "--session", rootID}
-			if len(v.Grants) > 0 {
-				store, err := resolve.OpenGrants(filepath.Join(state, "grants"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				var grants []wire.Grant
-				for _, g := range v.Grants {
-					grants = append(grants, wire.Grant{Surface: g.Surface, Pattern: g.Pattern})
-				}
-				if err := store.Add(rootID, grants); err != nil {
-					t.Fatal(err)
-				}
-			}
-
-			var code int
-			var out, errOut string
-			if v.Intent != "" {
-				text := `{"id":"r1","createdAt":1,"requesterSessionId":"c","targetSessionId":"` + rootID + `","requesterAgentName":"a"`
-				if v.RawIntent != nil {
-					text += `,"accessIntent":` + string(*v.RawIntent)
-				}
-				file := filepath.Join(root, "request.json")
-				testkit.WriteFile(t, file, []byte(text+"}"))
-				code, out, errOut = runCmd(t, "", append(args, "--request", file)...)
-			} else {
-				line, err := json.Marshal(map[string]any{"agent": v.Agent, "surface": v.Surface, "values": v.Values, "floor": v.Floor, "askingUnits": v.AskingUnits})
-				if err != nil {
-					t.Fatal(err)
-				}
-				code, out, errOut = runCmd(t, string(line)+"\n", append(args, "--batch")...)
-			}
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, errOut)
-			}
-			var got struct {
-				State       string  `json:"state"`
-				Reason      *string `json:"reason"`
-				Explanation string  `json:"explanation"`
-			}
-			if err := json.Unmarshal([]byte(out), &got); err != nil {
-				t.Fatalf("%v in %q", err, out)
-			}
-			if got.State != v.Expect {
-				t.Fatalf("state %s, want %s: %s", got.State, v.Expect, got.Explanation)
-			}
-			if v.Reason != nil && (got.Reason == nil || *got.Reason != *v.Reason) {
-				t.Errorf("reason %v, want %q", got.Reason, *v.Reason)
-			}
-		})
+		t.Run(v.ID, func(t *testing.T) { checkVectorThroughCommand(t, v) })
 	}
+}
+
+// TestResolveBatchParityRepros: issue 10's five classes through the command.
+func TestResolveBatchParityRepros(t *testing.T) {
+	for _, v := range testkit.ParityRepros() {
+		t.Run(v.ID, func(t *testing.T) { checkVectorThroughCommand(t, v) })
+	}
+}
+
+// checkVectorThroughCommand lays the vector's policy out and judges it with
+// 'permtui resolve --batch' (or --request for a vector without usable facts).
+func checkVectorThroughCommand(t *testing.T, v testkit.Ruleset) {
+	t.Setenv("HOME", v.Home) // HOME drives ~ expansion in patterns
+	root := t.TempDir()
+	agentDir, project, state := filepath.Join(root, "agent"), filepath.Join(root, "proj"), filepath.Join(root, "state")
+	v.WriteFiles(t, agentDir, project)
+	args := []string{"resolve", "--agent-dir", agentDir, "--project", project, "--state-dir", state, "--session", rootID}
+	if len(v.Grants) > 0 {
+		store, err := resolve.OpenGrants(filepath.Join(state, "grants"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var grants []wire.Grant
+		for _, g := range v.Grants {
+			grants = append(grants, wire.Grant{Surface: g.Surface, Pattern: g.Pattern})
+		}
+		if err := store.Add(rootID, grants); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var code int
+	var out, errOut string
+	if v.Intent != "" {
+		text := `{"id":"r1","createdAt":1,"requesterSessionId":"c","targetSessionId":"` + rootID + `","requesterAgentName":"a"`
+		if v.RawIntent != nil {
+			text += `,"accessIntent":` + string(*v.RawIntent)
+		}
+		file := filepath.Join(root, "request.json")
+		testkit.WriteFile(t, file, []byte(text+"}"))
+		code, out, errOut = runCmd(t, "", append(args, "--request", file)...)
+	} else {
+		line, err := json.Marshal(map[string]any{"agent": v.Agent, "surface": v.Surface, "values": v.Values, "floor": v.Floor, "askingUnits": v.AskingUnits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut = runCmd(t, string(line)+"\n", append(args, "--batch")...)
+	}
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		State       string          `json:"state"`
+		Reason      *string         `json:"reason"`
+		Origin      *string         `json:"origin"`
+		Pattern     json.RawMessage `json:"pattern"`
+		Explanation string          `json:"explanation"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if got.State != v.Expect {
+		t.Fatalf("state %s, want %s: %s", got.State, v.Expect, got.Explanation)
+	}
+	if v.Reason != nil && (got.Reason == nil || *got.Reason != *v.Reason) {
+		t.Errorf("reason %v, want %q", got.Reason, *v.Reason)
+	}
+	if v.Origin != nil && (got.Origin == nil || *got.Origin != *v.Origin) {
+		t.Errorf("origin %v, want %q: %s", got.Origin, *v.Origin, got.Explanation)
+	}
+	if len(v.Pattern) > 0 && !bytes.Equal(compactJSON(t, got.Pattern), compactJSON(t, v.Pattern)) {
+		t.Errorf("pattern %s, want %s", got.Pattern, v.Pattern)
+	}
+}
+
+func compactJSON(t *testing.T, raw json.RawMessage) []byte {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%v in %s", err, raw)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestResolveBatchKeepsOrderAndFlagsBadLines(t *testing.T) {

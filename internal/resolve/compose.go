@@ -37,6 +37,9 @@ type rule struct {
 	pattern *string // the reported matchedPattern: config rules only
 	ref     RuleRef // the rule as written, for explanations
 	desc    string  // the rule in plain words
+	// mapFallback: the default rule's "*" is a pattern map, so U is ask
+	// but its origin is the scope of that map's "*" entry.
+	mapFallback bool
 }
 
 // ruleset is the composed, compiled policy for one agent name.
@@ -180,9 +183,16 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 
 	def := rule{surface: CompilePattern("*", home), value: CompilePattern("*", home), action: Ask, origin: OriginBuiltin, layer: layerDefault}
 	def.ref = RuleRef{Surface: "*", Pattern: "*", Action: Ask, Origin: OriginBuiltin}
-	if u, ok := merged.get("*"); ok && u.str != nil {
-		def.action, def.origin = u.str.action, u.str.origin
-		def.ref.Action, def.ref.Origin, def.ref.File = u.str.action, u.str.origin, u.str.file
+	// U is a "*" state string; its origin is that of the "*" → "*" entry,
+	// which pi also reads from a "*" pattern map whose action it ignores.
+	if u, ok := merged.get("*"); ok {
+		if u.str != nil {
+			def.action = u.str.action
+		}
+		if e, ok := asPatterns(u).get("*"); ok {
+			def.origin, def.mapFallback = e.origin, u.str == nil
+			def.ref.Action, def.ref.Origin, def.ref.File = def.action, e.origin, e.file
+		}
 	}
 	rules = append(rules, def)
 
@@ -279,9 +289,13 @@ func describeRule(r *rule, total int) string {
 	switch r.layer {
 	case layerDefault:
 		writeAll(&b, "the default rule → ", string(r.ref.Action))
-		if r.ref.Origin == OriginBuiltin {
+		switch {
+		case r.ref.Origin == OriginBuiltin:
 			b.WriteString(` (built in: no scope sets "*")`)
-		} else {
+		case r.mapFallback:
+			writeAll(&b, ` (built in: "*" in `, scopeNames[r.ref.Origin], " ", printable(r.ref.File),
+				` is a pattern map, which sets no state, though pi reports its scope as the origin)`)
+		default:
 			writeAll(&b, ` (the universal "*" of `, scopeNames[r.ref.Origin], " ", printable(r.ref.File), ")")
 		}
 	case layerBaseline:

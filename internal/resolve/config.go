@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // entry is one pattern's decision inside a surface's pattern map, with the
@@ -93,10 +94,14 @@ func nonEmptyString(v jsonValue) error {
 	return nil
 }
 
+// maxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER: zod's int()
+// rejects every integer above it, so pi rejects the file.
+const maxSafeInteger = 1<<53 - 1
+
 func positiveInteger(v jsonValue) error {
 	f, err := strconv.ParseFloat(v.str, 64)
-	if v.kind != jsonNumber || err != nil || f < 1 || f != math.Trunc(f) {
-		return errors.New("must be a whole number of at least 1")
+	if v.kind != jsonNumber || err != nil || f < 1 || f != math.Trunc(f) || f > maxSafeInteger {
+		return errors.New("must be a whole number from 1 to 2^53-1")
 	}
 	return nil
 }
@@ -122,6 +127,9 @@ func recordOf(field func(jsonValue) error) func(jsonValue) error {
 		}
 		keys, vals := v.obj.all()
 		for i, k := range keys {
+			if k == protoKey {
+				continue // zod's record parser skips it unchecked
+			}
 			if k == "" {
 				return errors.New("has an empty key")
 			}
@@ -163,7 +171,14 @@ var directionalKeys = map[string]bool{
 	"path_read": true, "path_write": true, "external_directory_read": true, "external_directory_write": true,
 }
 
-const maxReasonLength = 500 // UTF-16 units, as JavaScript counts string length
+// maxReasonLength counts code points, as zod's string max does (a
+// surrogate pair is one).
+const maxReasonLength = 500
+
+// protoKey is the one key zod's record parser skips without checking its
+// value, so in a record (permission, a pattern map, shellTools,
+// authorizerTrust) it is absent whatever it holds (decision 0026).
+const protoKey = "__proto__"
 
 func isState(s string) bool { return s == string(Allow) || s == string(Ask) || s == string(Deny) }
 
@@ -210,6 +225,9 @@ func parsePermission(val jsonValue, origin, file string) (*permissions, error) {
 	perms := newOrdered[surfaceValue]()
 	surfaces, values := val.obj.all()
 	for i, surface := range surfaces {
+		if surface == protoKey {
+			continue
+		}
 		v := values[i]
 		where := func() string { return fmt.Sprintf("permission[%q]", surface) }
 		if surface == "" {
@@ -228,6 +246,9 @@ func parsePermission(val jsonValue, origin, file string) (*permissions, error) {
 			patterns := newOrdered[entry]()
 			pats, raw := v.obj.all()
 			for j, pat := range pats {
+				if pat == protoKey {
+					continue
+				}
 				e, err := parsePatternEntry(raw[j])
 				if err != nil {
 					return nil, fmt.Errorf("%s[%q]%w", where(), pat, err)
@@ -270,7 +291,7 @@ func parsePatternEntry(v jsonValue) (entry, error) {
 				if f.kind != jsonString {
 					return entry{}, fmt.Errorf(".reason is %s, not a string", f.kind)
 				}
-				if utf16Len(f.str) > maxReasonLength {
+				if utf8.RuneCountInString(f.str) > maxReasonLength {
 					return entry{}, fmt.Errorf(".reason is longer than %d characters", maxReasonLength)
 				}
 				e.reason = f.str
@@ -285,15 +306,4 @@ func parsePatternEntry(v jsonValue) (entry, error) {
 	default:
 		return entry{}, fmt.Errorf(" is %s, not a state or a deny object", v.kind)
 	}
-}
-
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n++
-		if r >= 0x10000 {
-			n++
-		}
-	}
-	return n
 }

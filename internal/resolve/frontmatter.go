@@ -18,7 +18,7 @@ type fmValue struct {
 // comment stripping, the key ends at the first colon, quotes are peeled one
 // per side. It returns nil when the file has no frontmatter.
 func parseFrontmatter(text string) *ordered[fmValue] {
-	text = strings.ReplaceAll(strings.ToValidUTF8(text, "\uFFFD"), "\r\n", "\n")
+	text = strings.ReplaceAll(decodeUTF8(text), "\r\n", "\n")
 	if !strings.HasPrefix(text, "---\n") {
 		return nil
 	}
@@ -51,10 +51,19 @@ func parseFrontmatter(text string) *ordered[fmValue] {
 			stack = stack[:len(stack)-1]
 		}
 		parent := stack[len(stack)-1].m
+		// pi assigns obj[key]: for __proto__ that is the prototype setter,
+		// which ignores a string and hides a map from the object's own keys,
+		// so the key and everything under it are absent (decision 0026).
+		proto := key == protoKey
 		if value == "" {
 			child := newOrdered[fmValue]()
-			parent.set(key, fmValue{isMap: true, m: child})
+			if !proto {
+				parent.set(key, fmValue{isMap: true, m: child})
+			}
 			stack = append(stack, open{indent: indent, m: child})
+			continue
+		}
+		if proto {
 			continue
 		}
 		// JavaScript's slice(1, -1) after startsWith and endsWith: a lone

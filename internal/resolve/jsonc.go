@@ -177,9 +177,9 @@ func (k jsonKind) String() string {
 }
 
 // parseJSON is a strict JSON.parse: no trailing commas, no comments, no
-// leading BOM. Invalid UTF-8 reads as U+FFFD like Node's utf8 decoding.
+// leading BOM. Invalid UTF-8 reads as Node's utf8 decoding reads it.
 func parseJSON(text string) (jsonValue, error) {
-	p := jsonParser{s: strings.ToValidUTF8(text, "\uFFFD")}
+	p := jsonParser{s: decodeUTF8(text)}
 	p.space()
 	v, err := p.value(0)
 	if err != nil {
