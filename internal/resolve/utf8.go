@@ -38,27 +38,29 @@ func decodeUTF8(s string) string {
 // continuation bytes that still fit it, or a single byte.
 func maximalSubpart(s string) int {
 	lead := s[0]
-	lower, upper := byte(0x80), byte(0xBF)
 	var need int
 	switch {
 	case lead >= 0xC2 && lead <= 0xDF:
 		need = 1
 	case lead >= 0xE0 && lead <= 0xEF:
 		need = 2
-		if lead == 0xE0 {
-			lower = 0xA0
-		} else if lead == 0xED {
-			upper = 0x9F
-		}
 	case lead >= 0xF0 && lead <= 0xF4:
 		need = 3
-		if lead == 0xF0 {
-			lower = 0x90
-		} else if lead == 0xF4 {
-			upper = 0x8F
-		}
 	default:
 		return 1
+	}
+	// The second byte's range excludes overlongs, surrogates and code
+	// points above U+10FFFF.
+	lower, upper := byte(0x80), byte(0xBF)
+	switch lead {
+	case 0xE0:
+		lower = 0xA0
+	case 0xED:
+		upper = 0x9F
+	case 0xF0:
+		lower = 0x90
+	case 0xF4:
+		upper = 0x8F
 	}
 	n := 1
 	for ; n <= need && n < len(s); n++ {
