@@ -1,0 +1,234 @@
+// Package preview shows what a write or edit ask would change: the new
+// content or edit the child sent in its payload, as a unified diff against
+// the file as it is now. Computing the diff is pure; reading the current file
+// is a separate, bounded step the console runs in a command.
+package preview
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aymanbagabas/go-udiff"
+	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// MaxFileSize caps the current file read for a diff; a larger file gets no
+// diff, only a note.
+const MaxFileSize = 1 << 20
+
+// MaxLines caps the lines of a diff kept for display.
+const MaxLines = 2000
+
+// Change is what a write or edit ask would do, taken from the child's
+// payload: whole new content (write) or text replacements (edit).
+type Change struct {
+	Tool    string // write or edit
+	Path    string // absolute: the ask's boundary value or absolute match value
+	Content *string
+	Edits   []Edit
+}
+
+// Edit replaces the first occurrence of Old with New, as pi's edit tool does.
+type Edit struct{ Old, New string }
+
+// Kind is the role of a diff line.
+type Kind byte
+
+const (
+	Context Kind = ' '
+	Added   Kind = '+'
+	Removed Kind = '-'
+	Hunk    Kind = '@'
+	NoEOL   Kind = '\\'
+)
+
+// Line is one line of a diff, without its newline or prefix.
+type Line struct {
+	Kind Kind
+	Text string
+}
+
+// Diff is the preview of one change.
+type Diff struct {
+	Path    string
+	NewFile bool
+	Lines   []Line
+	// Note says why there is no diff, or what to keep in mind about it (the
+	// child may cut its input preview short).
+	Note string
+}
+
+// inputLabel is the evidence label under which children send a tool's input.
+const inputLabel = "input"
+
+// ChangeOf finds the change a write or edit ask would make. It reports false
+// for any other ask, or when the payload carries no usable input.
+func ChangeOf(req *wire.Request) (Change, bool) {
+	if req == nil || req.Payload == nil || req.Payload.Request.ToolName == nil {
+		return Change{}, false
+	}
+	tool := *req.Payload.Request.ToolName
+	if tool != "write" && tool != "edit" {
+		return Change{}, false
+	}
+	path := targetPath(req)
+	if path == "" {
+		return Change{}, false
+	}
+	for _, ev := range req.Payload.Evidence {
+		if ev.Label != inputLabel {
+			continue
+		}
+		if c, ok := parseInput(tool, ev.Text); ok {
+			c.Path = path
+			return c, true
+		}
+	}
+	return Change{}, false
+}
+
+// targetPath is the absolute path the ask names: the canonical boundary value,
+// else the first absolute match value. Never derived from permtui's own cwd.
+func targetPath(req *wire.Request) string {
+	in := req.AccessIntent
+	if in == nil {
+		return ""
+	}
+	if in.BoundaryValue != nil && strings.HasPrefix(*in.BoundaryValue, "/") {
+		return *in.BoundaryValue
+	}
+	for _, v := range in.MatchValues {
+		if strings.HasPrefix(v, "/") {
+			return v
+		}
+	}
+	return ""
+}
+
+// toolInput is pi's write ({path, content}) and edit ({path, oldText,
+// newText} or {path, edits: [{oldText, newText}]}) input.
+type toolInput struct {
+	Content *string `json:"content"`
+	OldText *string `json:"oldText"`
+	NewText *string `json:"newText"`
+	Edits   []struct {
+		OldText string `json:"oldText"`
+		NewText string `json:"newText"`
+	} `json:"edits"`
+}
+
+func parseInput(tool, text string) (Change, bool) {
+	c := Change{Tool: tool}
+	var in toolInput
+	isJSON := strings.HasPrefix(strings.TrimSpace(text), "{") && json.Unmarshal([]byte(text), &in) == nil
+	switch {
+	case tool == "write" && isJSON && in.Content != nil:
+		c.Content = in.Content
+	case tool == "write" && !isJSON:
+		// Some children send the content itself as the input preview.
+		c.Content = &text
+	case tool == "edit" && isJSON && in.OldText != nil && in.NewText != nil:
+		c.Edits = []Edit{{Old: *in.OldText, New: *in.NewText}}
+	case tool == "edit" && isJSON && len(in.Edits) > 0:
+		for _, e := range in.Edits {
+			c.Edits = append(c.Edits, Edit{Old: e.OldText, New: e.NewText})
+		}
+	default:
+		return Change{}, false
+	}
+	return c, true
+}
+
+// Compute diffs the change against the current file content. readErr is the
+// error of reading it (fs.ErrNotExist: a new file).
+func Compute(c Change, current []byte, readErr error) Diff {
+	d := Diff{Path: c.Path}
+	switch {
+	case errors.Is(readErr, fs.ErrNotExist):
+		if c.Tool == "edit" {
+			d.Note = "the file does not exist, so the edit would fail"
+			return d
+		}
+		d.NewFile = true
+		current = nil
+	case readErr != nil:
+		d.Note = "no diff: the current file cannot be read (" + readErr.Error() + ")"
+		return d
+	case isBinary(current):
+		d.Note = "no diff: the current file is binary"
+		return d
+	}
+	before := string(current)
+	var after string
+	switch {
+	case c.Content != nil:
+		after = *c.Content
+	default:
+		after = before
+		for _, e := range c.Edits {
+			if e.Old == "" || !strings.Contains(after, e.Old) {
+				d.Note = "no diff: the edit's old text is not in the current file, so the edit would fail"
+				return d
+			}
+			after = strings.Replace(after, e.Old, e.New, 1)
+		}
+	}
+	if isBinary([]byte(after)) {
+		d.Note = "no diff: the new content is binary"
+		return d
+	}
+	if before == after {
+		d.Note = "no change: the content is what the file already holds"
+		return d
+	}
+	d.Lines = parseUnified(udiff.Unified("current", "proposed", before, after))
+	if len(d.Lines) > MaxLines {
+		d.Note = "the diff is cut at " + strconv.Itoa(MaxLines) + " lines"
+		d.Lines = d.Lines[:MaxLines]
+	}
+	return d
+}
+
+// isBinary: a NUL byte or invalid UTF-8 in the first 8 KiB, as git guesses.
+func isBinary(data []byte) bool {
+	const sniff = 8192
+	head := data[:min(len(data), sniff)]
+	if bytes.IndexByte(head, 0) >= 0 {
+		return true
+	}
+	if len(data) > sniff {
+		// The sniffed prefix may end inside a multi-byte rune.
+		for cut := 0; cut < utf8.UTFMax && !utf8.Valid(head); cut++ {
+			head = head[:len(head)-1]
+		}
+	}
+	return !utf8.Valid(head)
+}
+
+// parseUnified turns udiff's text into lines, dropping the file headers.
+func parseUnified(text string) []Line {
+	var lines []Line
+	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "--- "), strings.HasPrefix(l, "+++ "), l == "":
+		case strings.HasPrefix(l, "@@"):
+			lines = append(lines, Line{Kind: Hunk, Text: l})
+		default:
+			lines = append(lines, Line{Kind: Kind(l[0]), Text: l[1:]})
+		}
+	}
+	return lines
+}
+
+// ReadCurrent reads the file a change targets, as the safe-read rules say: a
+// regular file, not through a symlink at the last component, at most
+// MaxFileSize bytes. Run it off the UI goroutine.
+func ReadCurrent(path string) ([]byte, error) {
+	return wire.ReadRegularFile(path, MaxFileSize)
+}

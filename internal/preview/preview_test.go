@@ -1,0 +1,162 @@
+package preview
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+func ptr(s string) *string { return &s }
+
+// ask builds a forwarded write or edit request whose payload carries input.
+func ask(tool, path, input string) *wire.Request {
+	return &wire.Request{
+		ID: "r-1",
+		Payload: &wire.Payload{
+			Kind:     "path",
+			Request:  wire.PayloadRequest{Surface: "path_write", ToolName: ptr(tool), Value: path},
+			Evidence: []wire.Evidence{{Label: "input", Text: input}},
+		},
+		AccessIntent: &wire.AccessIntent{
+			Surface:       "path_write",
+			MatchValues:   []string{"src/a.go", path},
+			BoundaryValue: ptr(path),
+		},
+	}
+}
+
+func render(d Diff) string {
+	var b strings.Builder
+	for _, l := range d.Lines {
+		b.WriteByte(byte(l.Kind))
+		if l.Kind != Hunk {
+			b.WriteString(l.Text)
+		} else {
+			b.WriteString(strings.TrimPrefix(l.Text, "@"))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func TestChangeOfReadsPiToolInputs(t *testing.T) {
+	for _, tc := range []struct {
+		name, tool, input string
+		want              Change
+	}{
+		{"write JSON", "write", `{"path":"/w/a.go","content":"package a\n"}`, Change{Tool: "write", Path: "/w/a.go", Content: ptr("package a\n")}},
+		{"write plain", "write", "package a\n", Change{Tool: "write", Path: "/w/a.go", Content: ptr("package a\n")}},
+		{"edit", "edit", `{"path":"/w/a.go","oldText":"a","newText":"b"}`, Change{Tool: "edit", Path: "/w/a.go", Edits: []Edit{{"a", "b"}}}},
+		{"edits", "edit", `{"path":"/w/a.go","edits":[{"oldText":"a","newText":"b"},{"oldText":"c","newText":"d"}]}`, Change{Tool: "edit", Path: "/w/a.go", Edits: []Edit{{"a", "b"}, {"c", "d"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := ChangeOf(ask(tc.tool, "/w/a.go", tc.input))
+			if !ok || got.Tool != tc.want.Tool || got.Path != tc.want.Path || (got.Content == nil) != (tc.want.Content == nil) ||
+				(got.Content != nil && *got.Content != *tc.want.Content) || len(got.Edits) != len(tc.want.Edits) {
+				t.Fatalf("got %+v %v, want %+v", got, ok, tc.want)
+			}
+			for i := range got.Edits {
+				if got.Edits[i] != tc.want.Edits[i] {
+					t.Fatalf("edit %d: %+v", i, got.Edits[i])
+				}
+			}
+		})
+	}
+	for name, req := range map[string]*wire.Request{
+		"bash":              {Payload: &wire.Payload{Request: wire.PayloadRequest{ToolName: ptr("bash")}}},
+		"no payload":        {AccessIntent: &wire.AccessIntent{BoundaryValue: ptr("/w/a")}},
+		"edit without JSON": ask("edit", "/w/a.go", "replace a with b"),
+		"relative only":     {Payload: ask("write", "/w/a.go", "x").Payload, AccessIntent: &wire.AccessIntent{MatchValues: []string{"a.go"}}},
+	} {
+		if c, ok := ChangeOf(req); ok {
+			t.Errorf("%s: got a change %+v", name, c)
+		}
+	}
+}
+
+func TestComputeDiffsAgainstTheCurrentFile(t *testing.T) {
+	current := []byte("package a\n\nfunc A() int {\n\treturn 1\n}\n")
+	c, _ := ChangeOf(ask("edit", "/w/a.go", `{"oldText":"return 1","newText":"return 2"}`))
+	d := Compute(c, current, nil)
+	want := "@@ -1,5 +1,5 @@\n package a\n \n func A() int {\n-\treturn 1\n+\treturn 2\n }\n"
+	if got := render(d); got != want || d.NewFile || d.Note != "" {
+		t.Fatalf("diff:\n%s\nwant:\n%s(note %q)", got, want, d.Note)
+	}
+}
+
+func TestComputeNewFileIsAllAdditions(t *testing.T) {
+	c, _ := ChangeOf(ask("write", "/w/new.go", `{"content":"a\nb\n"}`))
+	d := Compute(c, nil, fs.ErrNotExist)
+	if !d.NewFile || render(d) != "@@ -0,0 +1,2 @@\n+a\n+b\n" {
+		t.Fatalf("%+v\n%s", d, render(d))
+	}
+}
+
+func TestComputeSaysWhyThereIsNoDiff(t *testing.T) {
+	edit, _ := ChangeOf(ask("edit", "/w/a.go", `{"oldText":"missing","newText":"x"}`))
+	write, _ := ChangeOf(ask("write", "/w/a.go", `{"content":"same\n"}`))
+	for name, tc := range map[string]struct {
+		c       Change
+		current []byte
+		err     error
+		want    string
+	}{
+		"old text absent": {edit, []byte("hello\n"), nil, "old text is not in the current file"},
+		"edit of nothing": {edit, nil, fs.ErrNotExist, "the file does not exist"},
+		"unreadable":      {write, nil, errors.New("permission denied"), "cannot be read (permission denied)"},
+		"binary":          {write, []byte("\x00\x01ELF"), nil, "binary"},
+		"no change":       {write, []byte("same\n"), nil, "no change"},
+	} {
+		d := Compute(tc.c, tc.current, tc.err)
+		if len(d.Lines) != 0 || !strings.Contains(d.Note, tc.want) {
+			t.Errorf("%s: note %q lines %d, want %q", name, d.Note, len(d.Lines), tc.want)
+		}
+	}
+}
+
+func TestComputeCapsHugeDiffs(t *testing.T) {
+	c, _ := ChangeOf(ask("write", "/w/a.txt", `{"content":"`+strings.Repeat(`x\n`, 3*MaxLines)+`"}`))
+	d := Compute(c, nil, fs.ErrNotExist)
+	if len(d.Lines) != MaxLines || !strings.Contains(d.Note, "cut") {
+		t.Fatalf("%d lines, note %q", len(d.Lines), d.Note)
+	}
+}
+
+func TestIsBinaryToleratesARuneCutAtTheSniffLimit(t *testing.T) {
+	text := []byte(strings.Repeat("a", 8191) + "é" + "tail")
+	if isBinary(text) {
+		t.Fatal("UTF-8 text cut mid-rune by the sniff window read as binary")
+	}
+	if !isBinary([]byte("ok\xff\xfe")) {
+		t.Fatal("invalid UTF-8 not binary")
+	}
+}
+
+func TestReadCurrentRefusesLinksAndSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.WriteFile(real, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := ReadCurrent(real); err != nil || string(data) != "secret" {
+		t.Fatalf("regular file: %q %v", data, err)
+	}
+	if _, err := ReadCurrent(link); err == nil {
+		t.Fatal("read through a symlink")
+	}
+	if _, err := ReadCurrent(dir); err == nil {
+		t.Fatal("read a directory")
+	}
+	if _, err := ReadCurrent(filepath.Join(dir, "absent")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("absent file: %v", err)
+	}
+}
