@@ -335,6 +335,13 @@ func readPayload(v any) (*Payload, error) {
 			return nil, errors.New("request has a missing or mistyped field")
 		}
 	}
+	// 40.0.0 added matchedSpelling; older children omit it, so a missing key
+	// reads as null (the one exception to §4.5's "present").
+	if _, present := req["matchedSpelling"]; present {
+		if pr.MatchedSpelling, ok = asNullableString(req, "matchedSpelling"); !ok {
+			return nil, errors.New("request.matchedSpelling is not a string or null")
+		}
+	}
 	if pr.CommandContext, ok = asNullableString(req, "commandContext"); !ok || !validCommandContext(pr.CommandContext) {
 		return nil, errors.New("request.commandContext is invalid")
 	}
@@ -426,6 +433,7 @@ type (
 		InvokedToolName *string       `json:"invokedToolName"`
 		Value           string        `json:"value"`
 		MatchedPattern  *string       `json:"matchedPattern"`
+		MatchedSpelling *string       `json:"matchedSpelling"`
 		CommandContext  *string       `json:"commandContext"`
 		ExecutedUnit    *string       `json:"executedUnit"`
 	}
@@ -471,6 +479,7 @@ func MarshalRequest(r *Request) ([]byte, error) {
 				InvokedToolName: p.Request.InvokedToolName,
 				Value:           p.Request.Value,
 				MatchedPattern:  p.Request.MatchedPattern,
+				MatchedSpelling: p.Request.MatchedSpelling,
 				CommandContext:  p.Request.CommandContext,
 				ExecutedUnit:    p.Request.ExecutedUnit,
 			},

@@ -99,8 +99,11 @@ type PayloadRequest struct {
 	InvokedToolName    *string
 	Value              string
 	MatchedPattern     *string
-	CommandContext     *string
-	ExecutedUnit       *string
+	// MatchedSpelling (40.0.0+): the spelling of the command the child's rule
+	// matched, e.g. with an absolute path argument; nil when null or absent.
+	MatchedSpelling *string
+	CommandContext  *string
+	ExecutedUnit    *string
 }
 
 // Evidence is one labelled fact the child attached for display.
