@@ -6,7 +6,8 @@ import (
 )
 
 // ParityRepros are the minimal repros of the five classes where permtui
-// disagreed with pi's evaluator (issue 10), each with pi's answer, in the
+// disagreed with pi's evaluator (issue 10) and the 40.x grant cases, each
+// with pi's answer, in the
 // shape of a ruleset vector so the resolver and 'resolve --batch' run them
 // like the shared vectors. Raw file bytes (invalid UTF-8 included) go in
 // GlobalText, Project and Agents.
@@ -81,5 +82,23 @@ func ParityRepros() []Ruleset {
 	r = v("P5-fallback-origin-project-map", `{"permission":{"*":"deny"}}`, "skill", []string{"s"}, "ask")
 	r.Project = json.RawMessage(`{"permission":{"*":{"*":"allow"}}}`)
 	add(r, "project", null)
+
+	// wire-protocol §13 (40.x): suggested grant patterns match with the
+	// ordinary wildcard rules, and a partly granted chain's floored rest asks.
+	for _, tc := range []struct{ id, value, expect, origin, pattern string }{
+		{"U40-nohup-grant-covers", "nohup mytool x", "allow", "session", "nohup mytool *"},
+		{"U40-nohup-grant-not-other-tool", "nohup othertool x", "ask", "global", "*"},
+	} {
+		r = v(tc.id, `{"permission":{"bash":"ask"}}`, "bash", []string{tc.value}, tc.expect)
+		r.Grants = []Grant{{Surface: "bash", Pattern: "nohup mytool *"}}
+		add(r, tc.origin, pattern(tc.pattern))
+	}
+	r = v("U40-floored-unit-under-grant", `{"permission":{"bash":{"*":"ask","sudo *":"allow"}}}`, "bash", []string{"sudo rm y && sudo rm z"}, "ask")
+	r.Grants = []Grant{{Surface: "bash", Pattern: "sudo rm y"}}
+	r.AskingUnits = append(r.AskingUnits, struct {
+		Command string  `json:"command"`
+		Floor   *string `json:"floor"`
+	}{"sudo rm z", str("<indirection-bash-wrapper>")})
+	add(r, "global", pattern("<indirection-bash-wrapper>"))
 	return out
 }

@@ -175,6 +175,14 @@ func payloadFields(r *wire.Request) []field {
 	if pr.MatchedPattern != nil {
 		add("matched", Sanitize(*pr.MatchedPattern), kindPlain)
 	}
+	if pr.MatchedSpelling != nil {
+		// Under the pattern it reads "matched <pattern> as <spelling>".
+		label := "matched"
+		if pr.MatchedPattern != nil {
+			label = ""
+		}
+		add(label, "as "+Sanitize(*pr.MatchedSpelling), kindPlain)
+	}
 	if pr.CommandContext != nil {
 		add("context", Sanitize(*pr.CommandContext), kindPlain)
 	}

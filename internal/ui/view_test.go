@@ -245,3 +245,26 @@ func TestWrapWordsKeepsHyphenatedWordsWhole(t *testing.T) {
 		t.Fatalf("wrapWords = %q, want %q", got, want)
 	}
 }
+
+// 40.0.0's matchedSpelling shows under the matched pattern, neutralized
+// like every other request string.
+func TestDetailShowsMatchedSpelling(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 40})
+	a := bashChain()
+	a.Request.Payload.Request.MatchedPattern = sp("git push *")
+	a.Request.Payload.Request.MatchedSpelling = sp("git push --force origin main\x1b[2J")
+	h.queue(a)
+	h.keys("v")
+	v := h.m.View()
+	lines := strings.Split(v, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "matched   git push *\n          as git push --force origin main␛[2J") {
+		t.Fatalf("no \"matched … as …\" in the detail:\n%s", v)
+	}
+	if strings.Contains(v, "\x1b[2J") {
+		t.Fatal("the spelling's control sequence reached the screen")
+	}
+}
