@@ -50,12 +50,6 @@ type ruleset struct {
 	floor     []Problem             // the invalid non-global scopes behind the fail-closed floor
 }
 
-// scope is one layer of policy as loaded: its directional sugar is already
-// expanded.
-type scope struct {
-	perms *permissions
-}
-
 func isFamily(surface string) bool { return surface == "path" || surface == "external_directory" }
 
 // familyMembers returns the read and write members of a bare family.

@@ -185,7 +185,9 @@ func Load(opts LoadOptions) *Policy {
 			if err != nil {
 				pr := p.problem(file, "the agent file cannot be read ("+printable(err.Error())+")", "; agent "+printable(name)+"'s policy is held to ask by the fail-closed floor", true)
 				agentFloor[name] = append(agentFloor[name], pr)
-				agentScopes[name] = agentScopes[name] // the agent exists, with no rules
+				if _, ok := agentScopes[name]; !ok {
+					agentScopes[name] = nil // the agent exists, with no rules
+				}
 				continue
 			}
 			p.read = append(p.read, file)
