@@ -236,6 +236,22 @@ func (p *Policy) Resolve(req *wire.Request, grants []wire.Grant) Verdict {
 	}, grants)
 }
 
+// LegacyHint judges a request without accessIntent on its legacy surface
+// and value (what a 20.7.3 child sends) for the person to see. That text is
+// the child's own description, not facts, so the result never decides. It
+// is nil for a request with facts or without a legacy surface.
+func (p *Policy) LegacyHint(req *wire.Request, grants []wire.Grant) *Verdict {
+	if req == nil || req.AccessIntent != nil || req.Surface == nil || *req.Surface == "" {
+		return nil
+	}
+	var values []string
+	if req.Value != nil {
+		values = []string{*req.Value}
+	}
+	v := p.Evaluate(Query{Agent: req.RequesterAgentName, Surface: *req.Surface, Values: values}, grants)
+	return &v
+}
+
 // DecidedBy is the wire provenance of a rule decision: {kind:"rule",
 // surface, pattern, origin}. It is nil for a verdict without facts.
 func (v Verdict) DecidedBy() *wire.DecisionSource {

@@ -45,6 +45,10 @@ type Verdict struct {
 	// Value is the value the winning rule matched first ("*" for surfaces
 	// judged on the literal value *).
 	Value string
+	// Hint, for a request without facts only, is what the policy would say
+	// about its legacy surface and value: unverified text, so it is shown to
+	// the person and never decides (decision 0029).
+	Hint *Verdict
 }
 
 // RuleRef locates a rule for explanations. It describes the rule as written;

@@ -60,6 +60,12 @@ func TestWithTheRealResolver(t *testing.T) {
 		q, ok := ev.(AskQueued)
 		return ok && q.Ask.Request.AccessIntent == nil
 	}).(AskQueued).Ask
+	// The person sees what the policy would say about the legacy text, as a
+	// hint only: the verdict stays ask.
+	if v := ask.Verdict; v.Action != resolve.Ask || v.Rule != nil || v.Hint == nil || v.Hint.Action != resolve.Allow ||
+		v.Hint.Pattern == nil || *v.Hint.Pattern != "git status*" {
+		t.Fatalf("legacy verdict %+v, hint %+v", v, v.Hint)
+	}
 	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateDenied}); err != nil {
 		t.Fatal(err)
 	}

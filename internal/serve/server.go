@@ -21,6 +21,12 @@ type Judge interface {
 	Resolve(req *wire.Request, grants []wire.Grant) resolve.Verdict
 }
 
+// legacyHinter is a Judge (*resolve.Policy) that can also say what its
+// policy would make of a legacy request's unverified surface and value.
+type legacyHinter interface {
+	LegacyHint(req *wire.Request, grants []wire.Grant) *resolve.Verdict
+}
+
 // GrantStore holds whole-session grants per served session: *resolve.Grants
 // satisfies it.
 type GrantStore interface {
@@ -245,10 +251,16 @@ func (s *Server) judge(session string, req *wire.Request) (v resolve.Verdict) {
 			v = resolve.Verdict{Action: resolve.Ask, Explanation: "The policy could not judge this request, so a person decides."}
 		}
 	}()
-	v = s.cfg.Judge().Resolve(req, s.cfg.Grants.For(session))
+	judge, grants := s.cfg.Judge(), s.cfg.Grants.For(session)
+	v = judge.Resolve(req, grants)
 	if req.AccessIntent == nil && v.Action != resolve.Ask {
 		s.cfg.Logger.Error("judge decided a request without accessIntent; asking a person", "id", req.ID, "action", v.Action)
 		v = resolve.Verdict{Action: resolve.Ask, Explanation: "The request carries no accessIntent, so a person decides."}
+	}
+	// A legacy request still goes to a person; the policy's reading of its
+	// unverified text only informs them (decision 0029).
+	if h, ok := judge.(legacyHinter); ok && req.AccessIntent == nil {
+		v.Hint = h.LegacyHint(req, grants)
 	}
 	return v
 }

@@ -66,6 +66,10 @@ func detailFields(e *entry) []field {
 	if rule := a.Verdict.Rule; rule != nil {
 		add("rule", ruleText(rule), kindMuted)
 	}
+	if h := a.Verdict.Hint; h != nil {
+		add("hint", "⚠ unverified: from the child's legacy surface and value, not facts; it decides nothing. "+
+			"On that text the root's policy would say: "+Sanitize(h.Explanation), kindWarning)
+	}
 	add("session", Sanitize(r.RequesterSessionID), kindPlain)
 	add("served", Sanitize(a.ServedSession), kindPlain)
 	if r.Source != "" && r.Source != wire.SourceToolCall {

@@ -7,6 +7,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -266,5 +267,23 @@ func TestDetailShowsMatchedSpelling(t *testing.T) {
 	}
 	if strings.Contains(v, "\x1b[2J") {
 		t.Fatal("the spelling's control sequence reached the screen")
+	}
+}
+
+// A legacy ask shows what the policy would say about its text, marked as an
+// unverified hint that decides nothing.
+func TestDetailShowsTheLegacyHint(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := legacyBash()
+	a.Verdict.Hint = &resolve.Verdict{Action: resolve.Allow, Explanation: "Allow. The last rule matching \"npm run build\" on bash is the rule bash \"npm *\" → allow\x1b[2J."}
+	h.queue(a)
+	h.keys("v")
+	v := strings.Join(strings.Fields(h.m.View()), " ")
+	if !strings.Contains(v, "hint ⚠ unverified: from the child's legacy surface and value, not facts; it decides nothing. On that text the root's policy would say: Allow.") {
+		t.Fatalf("no hint in the detail:\n%s", h.m.View())
+	}
+	if strings.Contains(h.m.View(), "\x1b[2J") {
+		t.Fatal("the hint's control sequence reached the screen")
 	}
 }

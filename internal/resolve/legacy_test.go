@@ -1,0 +1,32 @@
+package resolve
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// A legacy request (no accessIntent) is never decided, but the policy's
+// reading of its surface and value is offered as a hint; a request with
+// facts, or without a legacy surface, has none.
+func TestLegacyHint(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":{"rm *":{"action":"deny","reason":"no rm"}}}}`)
+	p := Load(f.opts)
+	legacy := &wire.Request{ID: "r", RequesterAgentName: "impl", Surface: new("bash"), Value: new("rm -rf x")}
+	if v := p.Resolve(legacy, nil); v.Action != Ask || v.Rule != nil {
+		t.Fatalf("a legacy request was decided: %+v", v)
+	}
+	h := p.LegacyHint(legacy, nil)
+	if h == nil || h.Action != Deny || h.Reason != "no rm" || !strings.Contains(h.Explanation, `"rm *"`) {
+		t.Fatalf("hint %+v", h)
+	}
+	withFacts := &wire.Request{ID: "r", Surface: new("bash"), Value: new("rm x"), AccessIntent: &wire.AccessIntent{Surface: "bash", MatchValues: []string{"rm x"}}}
+	if h := p.LegacyHint(withFacts, nil); h != nil {
+		t.Errorf("a request with facts got a hint: %+v", h)
+	}
+	if h := p.LegacyHint(&wire.Request{ID: "r"}, nil); h != nil {
+		t.Errorf("a request without a legacy surface got a hint: %+v", h)
+	}
+}
