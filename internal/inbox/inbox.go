@@ -58,19 +58,25 @@ type Config struct {
 // Event is something the inbox observed.
 type Event interface{ inboxEvent() }
 
+// AskID names one delivery of a request. The inbox mints it when it delivers
+// a request and never reuses it in this process, so a later request under the
+// same file name (a child that retries with the same id) is a different ask.
+// Every layer above names the ask by it: the serving loop, its events, the
+// front ends, the audit record and the log.
+type AskID uint64
+
 // Arrived: a valid request routed to a served session, delivered once.
 type Arrived struct {
+	ID      AskID
 	Session string // served id
 	Path    string // the request file
-	// Seq tells this delivery apart from a later request under the same
-	// file name; Respond and Present take it back.
-	Seq     uint64
 	Request *wire.Request
 	At      time.Time
 }
 
 // Withdrawn: a delivered request's file vanished before it was answered.
 type Withdrawn struct {
+	ID      AskID
 	Session string
 	Path    string
 }
@@ -106,8 +112,9 @@ type Inbox struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionState // known ids
 	inflight map[string]*entry        // delivered, unanswered requests by path
+	byID     map[AskID]*entry         // the same entries by delivery
 	reported map[string]string        // paths refused but not removable: reason reported
-	seq      uint64                   // last delivery number
+	lastID   AskID                    // the last delivery minted
 	running  bool
 	full     bool // discovery reached MaxDiscovered (logged once)
 
@@ -123,10 +130,11 @@ type sessionState struct {
 }
 
 type entry struct {
+	ask       AskID
 	session   string
-	name      string // the request's file name in requests/
-	id        string
-	seq       uint64
+	path      string // the request file
+	name      string // its file name in requests/
+	reqID     string // the request's id, which names the response file
 	answering bool // a response write is in progress: vanishing is not withdrawal
 	answered  bool // response written; forget the entry once the file is gone
 }
@@ -162,6 +170,7 @@ func New(cfg Config) (*Inbox, error) {
 		kick:     make(chan struct{}, 1),
 		sessions: map[string]*sessionState{},
 		inflight: map[string]*entry{},
+		byID:     map[AskID]*entry{},
 		reported: map[string]string{},
 	}
 	for _, raw := range cfg.Sessions {

@@ -152,15 +152,15 @@ func TestEachRequestIsDeliveredOnce(t *testing.T) {
 func TestWithdrawalIsReported(t *testing.T) {
 	h := start(t, nil)
 	path := h.send(servedID, "1791279012345-wd-1")
-	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-wd-1")).(Arrived).Seq
+	id := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-wd-1")).(Arrived).ID
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
 	h.rec.WaitFor(t, "withdrawn", func(ev Event) bool {
 		w, ok := ev.(Withdrawn)
-		return ok && w.Path == path && w.Session == servedID
+		return ok && w.ID == id && w.Path == path && w.Session == servedID
 	})
-	if err := h.in.Respond(path, seq, approve()); !errors.Is(err, ErrNotInFlight) {
+	if err := h.in.Respond(id, approve()); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("Respond after withdrawal = %v", err)
 	}
 }
@@ -267,8 +267,8 @@ func approve() wire.Response {
 func TestRespondWritesTheResponseThenDeletesTheRequest(t *testing.T) {
 	h := start(t, nil)
 	path := h.writeRequest(servedID, "by-name.json", requestJSON("1791279012345-rs-1", servedID))
-	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-rs-1")).(Arrived).Seq
-	if err := h.in.Respond(path, seq, approve()); err != nil {
+	id := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-rs-1")).(Arrived).ID
+	if err := h.in.Respond(id, approve()); err != nil {
 		t.Fatal(err)
 	}
 	gone(t, path)
@@ -286,7 +286,7 @@ func TestRespondWritesTheResponseThenDeletesTheRequest(t *testing.T) {
 	if err != nil || !got.Approved || got.State != wire.StateApproved {
 		t.Fatalf("child reads %+v, %v from %s", got, err, data)
 	}
-	if err := h.in.Respond(path, seq, approve()); !errors.Is(err, ErrNotInFlight) {
+	if err := h.in.Respond(id, approve()); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("second Respond = %v", err)
 	}
 }
@@ -299,11 +299,11 @@ func TestRespondToAWithdrawnRequestWritesNothing(t *testing.T) {
 		early := &harness{t: t, layout: c.Layout}
 		path = early.send(servedID, "1791279012345-gone-1")
 	})
-	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-gone-1")).(Arrived).Seq
+	id := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-gone-1")).(Arrived).ID
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.in.Respond(path, seq, approve()); !errors.Is(err, ErrWithdrawn) {
+	if err := h.in.Respond(id, approve()); !errors.Is(err, ErrWithdrawn) {
 		t.Fatalf("Respond = %v, want ErrWithdrawn", err)
 	}
 	gone(t, h.layout.ResponsePath(servedID, "1791279012345-gone-1"))
@@ -312,7 +312,7 @@ func TestRespondToAWithdrawnRequestWritesNothing(t *testing.T) {
 func TestFailedResponseWriteKeepsTheRequestWithoutRedelivery(t *testing.T) {
 	h := start(t, func(c *Config) { c.Poll = true })
 	path := h.send(servedID, "1791279012345-wf-1")
-	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-wf-1")).(Arrived).Seq
+	id := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-wf-1")).(Arrived).ID
 	// A regular file where responses/ belongs makes mkdir and the write fail,
 	// even for root.
 	respDir := h.layout.ResponsesDir(servedID)
@@ -320,7 +320,7 @@ func TestFailedResponseWriteKeepsTheRequestWithoutRedelivery(t *testing.T) {
 	if err := os.WriteFile(respDir, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.in.Respond(path, seq, approve()); err == nil {
+	if err := h.in.Respond(id, approve()); err == nil {
 		t.Fatal("Respond succeeded with responses/ blocked")
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -336,7 +336,7 @@ func TestFailedResponseWriteKeepsTheRequestWithoutRedelivery(t *testing.T) {
 	if err := os.Remove(respDir); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.in.Respond(path, seq, approve()); err != nil {
+	if err := h.in.Respond(id, approve()); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	gone(t, path)
@@ -610,14 +610,14 @@ func TestSymlinkedRequestsDirectoryIsNotFollowed(t *testing.T) {
 func TestRespondRefusesASymlinkedResponsesDirectory(t *testing.T) {
 	h := start(t, nil)
 	path := h.send(servedID, "1791279012345-rl-1")
-	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-rl-1")).(Arrived).Seq
+	id := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-rl-1")).(Arrived).ID
 	outside := t.TempDir()
 	respDir := h.layout.ResponsesDir(servedID)
 	_ = os.Remove(respDir)
 	if err := os.Symlink(outside, respDir); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.in.Respond(path, seq, approve()); err == nil {
+	if err := h.in.Respond(id, approve()); err == nil {
 		t.Fatal("wrote through a symlinked responses/")
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {

@@ -12,20 +12,20 @@ var (
 	// ErrWithdrawn: the request file is gone (the child gave up or timed
 	// out); nothing was written.
 	ErrWithdrawn = errors.New("inbox: request withdrawn")
-	// ErrNotInFlight: the path and Seq do not name a delivered, unanswered
-	// request (a later request under the same name is a different one).
+	// ErrNotInFlight: the AskID names no delivered, unanswered request (a
+	// later request under the same file name is a different ask).
 	ErrNotInFlight = errors.New("inbox: request not in flight")
 	// ErrBusy: another response write for the request is in progress.
 	ErrBusy = errors.New("inbox: response write in progress")
 )
 
-// Present reports whether the delivered request (path, seq) is still in
-// flight and its file is still a regular file in the session's requests/.
-func (in *Inbox) Present(path string, seq uint64) bool {
+// Present reports whether the delivery id is still in flight and its file
+// is still a regular file in the session's requests/.
+func (in *Inbox) Present(id AskID) bool {
 	in.mu.Lock()
-	e := in.inflight[path]
+	e := in.byID[id]
 	in.mu.Unlock()
-	if e == nil || e.seq != seq {
+	if e == nil {
 		return false
 	}
 	sess, reqDir, err := in.openRequests(e.session)
@@ -51,7 +51,7 @@ func (in *Inbox) openRequests(session string) (sess, reqDir *wire.Dir, err error
 	return sess, reqDir, nil
 }
 
-// Respond answers the delivered request (path, seq): it checks the request
+// Respond answers the delivery id: it checks the request
 // file is still there, writes responses/<id>.json atomically, then deletes
 // the request. All of it goes through directories opened without following
 // symlinks, so nothing outside the inbox is written or deleted. On a write
@@ -59,11 +59,11 @@ func (in *Inbox) openRequests(session string) (sess, reqDir *wire.Dir, err error
 // can retry without asking a person twice. ErrWithdrawn means the request
 // vanished (or is no longer a real file in a real requests/) and nothing was
 // written; the entry is then forgotten.
-func (in *Inbox) Respond(path string, seq uint64, resp wire.Response) error {
+func (in *Inbox) Respond(id AskID, resp wire.Response) error {
 	in.mu.Lock()
-	e := in.inflight[path]
+	e := in.byID[id]
 	switch {
-	case e == nil || e.seq != seq || e.answered:
+	case e == nil || e.answered:
 		in.mu.Unlock()
 		return ErrNotInFlight
 	case e.answering:
@@ -84,7 +84,7 @@ func (in *Inbox) Respond(path string, seq uint64, resp wire.Response) error {
 		// Kept until the file is gone, so it is not delivered again.
 		e.answered = true
 	default:
-		delete(in.inflight, path)
+		in.drop(e)
 	}
 	return err
 }
@@ -114,7 +114,7 @@ func (in *Inbox) respond(e *entry, resp wire.Response) (removed bool, err error)
 		return false, fmt.Errorf("prepare responses/: %w", err)
 	}
 	defer respDir.Close()
-	if err := respDir.WriteFileAtomic(e.id+".json", data); err != nil {
+	if err := respDir.WriteFileAtomic(e.reqID+".json", data); err != nil {
 		return false, fmt.Errorf("write response: %w", err)
 	}
 	// The child may already have consumed the response and removed the

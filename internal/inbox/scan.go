@@ -1,11 +1,13 @@
 package inbox
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/permtui/permtui/internal/wire"
@@ -222,18 +224,24 @@ func (in *Inbox) consider(session string, dir *wire.Dir, e fs.DirEntry) {
 
 	in.mu.Lock()
 	for _, other := range in.inflight {
-		if other.session == session && other.id == req.ID && !other.answered {
+		if other.session == session && other.reqID == req.ID && !other.answered {
 			// Both would be answered through the same response file; the
 			// second waits until the first is done.
 			in.mu.Unlock()
 			return
 		}
 	}
-	in.seq++
-	in.inflight[path] = &entry{session: session, name: name, id: req.ID, seq: in.seq}
-	seq := in.seq
+	in.lastID++
+	d := &entry{ask: in.lastID, session: session, path: path, name: name, reqID: req.ID}
+	in.inflight[path], in.byID[d.ask] = d, d
 	in.mu.Unlock()
-	in.cfg.Deliver(Arrived{Session: session, Path: path, Seq: seq, Request: req, At: in.cfg.Now()})
+	in.cfg.Deliver(Arrived{ID: d.ask, Session: session, Path: path, Request: req, At: in.cfg.Now()})
+}
+
+// drop forgets an in-flight entry. in.mu is held.
+func (in *Inbox) drop(e *entry) {
+	delete(in.inflight, e.path)
+	delete(in.byID, e.ask)
 }
 
 // inflightOf counts the session's delivered, unanswered requests. in.mu is
@@ -287,17 +295,16 @@ func (in *Inbox) forgetVanished(session string, reqDir *wire.Dir, listed map[str
 		}
 	}
 
-	var withdrawn []string
+	var withdrawn []Withdrawn
 	in.mu.Lock()
 	for _, e := range vanished {
-		path := filepath.Join(in.cfg.Layout.RequestsDir(session), e.name)
 		// A Respond that began meanwhile settles the entry itself.
-		if in.inflight[path] != e || e.answering {
+		if in.byID[e.ask] == nil || e.answering {
 			continue
 		}
-		delete(in.inflight, path)
+		in.drop(e)
 		if !e.answered {
-			withdrawn = append(withdrawn, path)
+			withdrawn = append(withdrawn, Withdrawn{ID: e.ask, Session: session, Path: e.path})
 		}
 	}
 	if reqDir == nil || listed != nil {
@@ -309,9 +316,9 @@ func (in *Inbox) forgetVanished(session string, reqDir *wire.Dir, listed map[str
 		}
 	}
 	in.mu.Unlock()
-	sort.Strings(withdrawn)
-	for _, path := range withdrawn {
-		in.cfg.Deliver(Withdrawn{Session: session, Path: path})
+	slices.SortFunc(withdrawn, func(a, b Withdrawn) int { return cmp.Compare(a.ID, b.ID) })
+	for _, w := range withdrawn {
+		in.cfg.Deliver(w)
 	}
 }
 

@@ -68,17 +68,17 @@ func TestRespondAfterRequestsBecameASymlinkWritesAndDeletesNothing(t *testing.T)
 		early := &harness{t: t, layout: c.Layout}
 		path = early.writeRequest(servedID, "config.json", requestJSON("1791279012345-cf-1", servedID))
 	})
-	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-cf-1")).(Arrived).Seq
+	id := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-cf-1")).(Arrived).ID
 	outside := t.TempDir()
 	victim := filepath.Join(outside, "config.json")
 	if err := os.WriteFile(victim, []byte(`{"defaultPolicy":"deny"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	swapForSymlink(t, filepath.Dir(path), outside)
-	if h.in.Present(path, seq) {
+	if h.in.Present(id) {
 		t.Error("Present through a symlinked requests/")
 	}
-	if err := h.in.Respond(path, seq, approve()); !errors.Is(err, ErrWithdrawn) {
+	if err := h.in.Respond(id, approve()); !errors.Is(err, ErrWithdrawn) {
 		t.Fatalf("Respond = %v, want ErrWithdrawn", err)
 	}
 	mustExist(t, victim)
@@ -92,14 +92,14 @@ func TestRespondToARequestReplacedByADirectoryRemovesNoDirectory(t *testing.T) {
 		early := &harness{t: t, layout: c.Layout}
 		path = early.send(servedID, "1791279012345-dir-1")
 	})
-	seq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-dir-1")).(Arrived).Seq
+	id := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-dir-1")).(Arrived).ID
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(path, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.in.Respond(path, seq, approve()); !errors.Is(err, ErrWithdrawn) {
+	if err := h.in.Respond(id, approve()); !errors.Is(err, ErrWithdrawn) {
 		t.Fatalf("Respond = %v, want ErrWithdrawn", err)
 	}
 	if st, err := os.Lstat(path); err != nil || !st.IsDir() {
@@ -111,19 +111,19 @@ func TestRespondToARequestReplacedByADirectoryRemovesNoDirectory(t *testing.T) {
 func TestAnswerForAnEarlierRequestNeverReachesALaterOneWithTheSameName(t *testing.T) {
 	h := start(t, func(c *Config) { c.Poll = true })
 	path := h.writeRequest(servedID, "same.json", requestJSON("1791279012345-old-1", servedID))
-	oldSeq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-old-1")).(Arrived).Seq
+	oldID := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-old-1")).(Arrived).ID
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
 	h.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.Path == path })
 	h.writeRequest(servedID, "same.json", requestJSON("1791279012345-new-1", servedID))
-	newSeq := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-new-1")).(Arrived).Seq
-	if err := h.in.Respond(path, oldSeq, approve()); !errors.Is(err, ErrNotInFlight) {
+	newID := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-new-1")).(Arrived).ID
+	if err := h.in.Respond(oldID, approve()); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("Respond with the old delivery = %v, want ErrNotInFlight", err)
 	}
 	mustExist(t, path)
 	gone(t, h.layout.ResponsePath(servedID, "1791279012345-new-1"))
-	if err := h.in.Respond(path, newSeq, approve()); err != nil {
+	if err := h.in.Respond(newID, approve()); err != nil {
 		t.Fatal(err)
 	}
 	mustExist(t, h.layout.ResponsePath(servedID, "1791279012345-new-1"))
@@ -174,7 +174,7 @@ func TestAFloodOfRequestsWaitsOnDiskBeyondTheInFlightBound(t *testing.T) {
 	last := ids[maxInFlight]
 	mustExist(t, h.layout.RequestPath(servedID, last))
 	first := h.rec.WaitFor(t, "first", arrivedID(ids[0])).(Arrived)
-	if err := h.in.Respond(first.Path, first.Seq, approve()); err != nil {
+	if err := h.in.Respond(first.ID, approve()); err != nil {
 		t.Fatal(err)
 	}
 	h.in.kickScan()

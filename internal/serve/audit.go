@@ -15,6 +15,7 @@ import (
 // AuditRecord is one line of <StateDir>/audit.jsonl: a decision, made
 // durable before its response is written.
 type AuditRecord struct {
+	AskID             AskID                `json:"askId"` // the delivery decided; unique within one permtui process
 	RequestID         string               `json:"requestId"`
 	ServedSession     string               `json:"servedSession"`
 	RequesterSession  string               `json:"requesterSession"`

@@ -1,27 +1,34 @@
 package serve
 
-import "testing"
+import (
+	"testing"
 
-// A request can reappear under the same file name (same key) while the
-// answer to the earlier one is still settling; settling the earlier one must
-// not drop the later ask.
-func TestSettlingAnEarlierAskKeepsALaterAskWithTheSameKey(t *testing.T) {
-	s := &Server{asks: map[string]*pending{}, events: newEventQueue()}
-	earlier := &pending{Ask: Ask{Key: "root/same.json"}, seq: 1, deciding: true}
-	later := &pending{Ask: Ask{Key: "root/same.json"}, seq: 2}
-	s.asks[later.Key] = later
+	"github.com/permtui/permtui/internal/inbox"
+)
+
+// A request can reappear under the same file name while the answer to the
+// earlier one is still settling; it is another delivery with its own AskID,
+// and settling the earlier one must not drop it.
+func TestSettlingAnEarlierAskKeepsALaterAskFromTheSameFile(t *testing.T) {
+	s := &Server{asks: map[AskID]*pending{}, events: newEventQueue()}
+	file := inbox.Arrived{Session: "root", Path: "/inbox/requests/same.json"}
+	earlier := &pending{Ask: Ask{Arrived: file}, deciding: true}
+	earlier.ID = 1
+	later := &pending{Ask: Ask{Arrived: file}}
+	later.ID = 2
+	s.asks[later.ID] = later
 	s.expire(earlier)
-	if s.forget(earlier) {
+	if s.forget(earlier.ID) {
 		t.Error("forgot an ask that was not there")
 	}
-	if s.asks[later.Key] != later {
+	if s.asks[later.ID] != later {
 		t.Fatal("the later ask was dropped")
 	}
 	s.events.close()
 	for ev := range s.events.out {
 		t.Errorf("unexpected event %#v", ev)
 	}
-	if !s.forget(later) || len(s.asks) != 0 {
+	if !s.forget(later.ID) || len(s.asks) != 0 {
 		t.Fatal("forget(later) did not remove it")
 	}
 }

@@ -52,10 +52,10 @@ func RunHeadless(ctx context.Context, s *Server, out io.Writer, ask string) erro
 			}
 		}
 		if q, isAsk := ev.(AskQueued); isAsk && ask == HeadlessDeny {
-			err := s.Decide(Decision{Key: q.Ask.Key, State: wire.StateDeniedWithReason, Reason: NoApproverReason, Unattended: true})
+			err := s.Decide(Decision{Ask: q.Ask.ID, State: wire.StateDeniedWithReason, Reason: NoApproverReason, Unattended: true})
 			// Expired and stopped asks are reported by their own events.
 			if err != nil && !errors.Is(err, ErrExpired) && !errors.Is(err, ErrStopped) {
-				if werr := writeLine(out, map[string]any{"event": "error", "key": q.Ask.Key, "error": err.Error()}); werr != nil {
+				if werr := writeLine(out, map[string]any{"event": "error", "ask": q.Ask.ID, "error": err.Error()}); werr != nil {
 					return werr
 				}
 			}
@@ -99,17 +99,17 @@ func headlessLine(ev Event) map[string]any {
 		m["latencyMicros"] = ev.Latency.Microseconds()
 		return m
 	case Withdrawn:
-		return map[string]any{"event": "withdrawn", "key": ev.Key, "pending": ev.Pending}
+		return map[string]any{"event": "withdrawn", "ask": ev.ID, "session": ev.Session, "pending": ev.Pending}
 	case Invalid:
-		return map[string]any{"event": "invalid", "session": ev.ServedSession, "path": ev.Path, "reason": ev.Reason}
+		return map[string]any{"event": "invalid", "session": ev.Session, "path": ev.Path, "reason": ev.Reason}
 	case ServedElsewhere:
-		return map[string]any{"event": "served_elsewhere", "session": ev.SessionID, "pid": ev.PID}
+		return map[string]any{"event": "served_elsewhere", "session": ev.Session, "pid": ev.PID}
 	case Serving:
-		return map[string]any{"event": "serving", "session": ev.SessionID}
+		return map[string]any{"event": "serving", "session": ev.Session}
 	case PolicyStatus:
 		return map[string]any{"event": "policy", "problems": nonNil(ev.Problems)}
 	case WriteFailed:
-		return map[string]any{"event": "write_failed", "key": ev.Key, "error": ev.Err}
+		return map[string]any{"event": "write_failed", "ask": ev.Ask, "error": ev.Err}
 	case GrantsChanged:
 		return map[string]any{"event": "grants", "grants": ev.Grants}
 	}
@@ -119,8 +119,8 @@ func headlessLine(ev Event) map[string]any {
 func askFields(event string, a Ask) map[string]any {
 	return map[string]any{
 		"event":   event,
-		"key":     a.Key,
-		"session": a.ServedSession,
+		"ask":     a.ID,
+		"session": a.Session,
 		"id":      a.Request.ID,
 		"agent":   a.Request.RequesterAgentName,
 		"surface": surfaceOf(a.Request),

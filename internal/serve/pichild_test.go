@@ -201,7 +201,7 @@ func TestWholeSessionApprovalAutoApprovesAnotherAgentsChild(t *testing.T) {
 	h := startServer(t, options{})
 	first := h.ask(context.Background(), h.child(true), pichild.NewestBash(rootID, "implementer", "c1", "/w", "npm test"))
 	ask := h.rec.WaitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApprovedForServingSession}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApprovedForServingSession}); err != nil {
 		t.Fatal(err)
 	}
 	resp := answered(t, first)
@@ -240,7 +240,7 @@ func TestChildThatGivesUpMakesDecideExpire(t *testing.T) {
 	if a := <-gaveUp; !errors.Is(a.err, context.Canceled) {
 		t.Fatalf("child: %+v", a)
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved}); !errors.Is(err, ErrExpired) {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); !errors.Is(err, ErrExpired) {
 		t.Fatalf("Decide = %v, want ErrExpired", err)
 	}
 	if _, err := os.Stat(h.layout.ResponsePath(rootID, ask.Request.ID)); !errors.Is(err, os.ErrNotExist) {
@@ -259,7 +259,7 @@ func TestChildGetsItsAnswerAfterAResponseWriteIsRepaired(t *testing.T) {
 	if err := os.WriteFile(respDir, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); err != nil {
 		t.Fatal(err)
 	}
 	failed := h.rec.WaitFor(t, "write failed", func(ev Event) bool { _, ok := ev.(WriteFailed); return ok }).(WriteFailed)

@@ -66,7 +66,7 @@ func TestWithTheRealResolver(t *testing.T) {
 		v.Hint.Pattern == nil || *v.Hint.Pattern != "git status*" {
 		t.Fatalf("legacy verdict %+v, hint %+v", v, v.Hint)
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateDenied}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateDenied}); err != nil {
 		t.Fatal(err)
 	}
 	if r := answered(t, legacy); r.Approved {
@@ -80,7 +80,7 @@ func TestWithTheRealResolver(t *testing.T) {
 		q, ok := ev.(AskQueued)
 		return ok && q.Ask.Request.RequesterAgentName == "implementer"
 	}).(AskQueued).Ask
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApprovedForServingSession}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApprovedForServingSession}); err != nil {
 		t.Fatal(err)
 	}
 	if r := answered(t, first); !r.Approved || r.State != wire.StateApproved {

@@ -1,13 +1,13 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,7 +79,7 @@ type Server struct {
 	events *eventQueue
 
 	mu      sync.Mutex
-	asks    map[string]*pending
+	asks    map[AskID]*pending
 	running bool
 	closing bool
 	stopped bool
@@ -89,8 +89,7 @@ type Server struct {
 
 type pending struct {
 	Ask
-	seq      uint64 // the inbox delivery this ask answers
-	deciding bool   // an answer is being written: no person may decide it
+	deciding bool // an answer is being written: no person may decide it
 }
 
 // answer is a decided response with what must happen before it is written.
@@ -117,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, asks: map[string]*pending{}}
+	s := &Server{cfg: cfg, asks: map[AskID]*pending{}}
 	icfg := cfg.Inbox
 	icfg.Layout, icfg.Sessions, icfg.Poll = cfg.Layout, cfg.Sessions, cfg.Poll
 	icfg.Deliver, icfg.Now, icfg.Logger = s.onInbox, cfg.Now, cfg.Logger
@@ -169,7 +168,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
-	sort.Slice(open, func(i, j int) bool { return open[i].Key < open[j].Key })
+	sortByID(open)
 	for _, p := range open {
 		s.settleOnce(p, s.exitAnswer(p))
 	}
@@ -195,27 +194,23 @@ func (s *Server) onInbox(ev inbox.Event) {
 	case inbox.Arrived:
 		s.arrive(ev)
 	case inbox.Withdrawn:
-		s.withdrawn(keyOf(ev.Session, ev.Path))
+		s.withdrawn(ev)
 	case inbox.Invalid:
-		s.emit(Invalid{ServedSession: ev.Session, Path: ev.Path, Reason: ev.Reason})
+		s.emit(Invalid{ev})
 	case inbox.ServedElsewhere:
-		s.emit(ServedElsewhere{SessionID: ev.Session, PID: ev.PID})
+		s.emit(ServedElsewhere{ev})
 	case inbox.Serving:
-		s.emit(Serving{SessionID: ev.Session})
+		s.emit(Serving{ev})
 	}
 }
 
-func keyOf(session, path string) string { return session + "/" + filepath.Base(path) }
+// sortByID orders asks by delivery, which is arrival order.
+func sortByID(ps []*pending) {
+	slices.SortFunc(ps, func(a, b *pending) int { return cmp.Compare(a.ID, b.ID) })
+}
 
 func (s *Server) arrive(ev inbox.Arrived) {
-	a := Ask{
-		Key:           keyOf(ev.Session, ev.Path),
-		ServedSession: ev.Session,
-		Path:          ev.Path,
-		Request:       ev.Request,
-		ArrivedAt:     ev.At,
-	}
-	a.Verdict = s.judge(ev.Session, ev.Request)
+	a := Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request)}
 	s.mu.Lock()
 	if s.closing {
 		// Left on disk for whoever serves next; the exit denial is only for
@@ -223,8 +218,8 @@ func (s *Server) arrive(ev inbox.Arrived) {
 		s.mu.Unlock()
 		return
 	}
-	p := &pending{Ask: a, seq: ev.Seq, deciding: a.Verdict.Action != resolve.Ask}
-	s.asks[a.Key] = p
+	p := &pending{Ask: a, deciding: a.Verdict.Action != resolve.Ask}
+	s.asks[a.ID] = p
 	if p.deciding {
 		s.workers.Add(1)
 	}
@@ -244,17 +239,17 @@ func (s *Server) arrive(ev inbox.Arrived) {
 // judge applies the recorded authority. A request without facts always goes
 // to a person (ADR 0008 §4), whatever the judge says, and so does one the
 // judge fails on.
-func (s *Server) judge(session string, req *wire.Request) (v resolve.Verdict) {
+func (s *Server) judge(id AskID, session string, req *wire.Request) (v resolve.Verdict) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.cfg.Logger.Error("judge failed; asking a person", "id", req.ID, "panic", fmt.Sprint(r))
+			s.cfg.Logger.Error("judge failed; asking a person", "ask", id, "request", req.ID, "panic", fmt.Sprint(r))
 			v = resolve.Verdict{Action: resolve.Ask, Explanation: "The policy could not judge this request, so a person decides."}
 		}
 	}()
 	judge, grants := s.cfg.Judge(), s.cfg.Grants.For(session)
 	v = judge.Resolve(req, grants)
 	if req.AccessIntent == nil && v.Action != resolve.Ask {
-		s.cfg.Logger.Error("judge decided a request without accessIntent; asking a person", "id", req.ID, "action", v.Action)
+		s.cfg.Logger.Error("judge decided a request without accessIntent; asking a person", "ask", id, "request", req.ID, "action", v.Action)
 		v = resolve.Verdict{Action: resolve.Ask, Explanation: "The request carries no accessIntent, so a person decides."}
 	}
 	// A legacy request still goes to a person; the policy's reading of its
@@ -265,26 +260,37 @@ func (s *Server) judge(session string, req *wire.Request) (v resolve.Verdict) {
 	return v
 }
 
-func (s *Server) withdrawn(key string) {
+func (s *Server) withdrawn(w inbox.Withdrawn) {
 	s.mu.Lock()
-	p := s.asks[key]
-	if p != nil {
-		delete(s.asks, key)
-	}
+	p := s.asks[w.ID]
+	delete(s.asks, w.ID)
 	s.mu.Unlock()
 	if p != nil {
-		s.emit(Withdrawn{Key: key, Pending: !p.deciding})
+		s.emit(Withdrawn{Withdrawn: w, Pending: !p.deciding})
 	}
 }
 
-func (s *Server) emit(ev Event) { s.events.push(ev) }
+// emit hands an event to the front end; what happened to an ask is also
+// logged under its AskID.
+func (s *Server) emit(ev Event) {
+	switch ev := ev.(type) {
+	case Decided:
+		s.cfg.Logger.Info("answered", "ask", ev.Ask.ID, "request", ev.Ask.Request.ID, "session", ev.Ask.Session,
+			"state", ev.Response.State, "auto", ev.Auto)
+	case Withdrawn:
+		s.cfg.Logger.Info("withdrawn", "ask", ev.ID, "session", ev.Session, "pending", ev.Pending)
+	case WriteFailed:
+		s.cfg.Logger.Warn("answer not written", "ask", ev.Ask, "err", ev.Err)
+	}
+	s.events.push(ev)
+}
 
 // Decide answers an ask a person decided. It returns once the answer is
 // durable in the audit log and written, or once a failed write has been
 // handed to the background retry (reported by WriteFailed events).
 func (s *Server) Decide(d Decision) error {
 	s.mu.Lock()
-	p := s.asks[d.Key]
+	p := s.asks[d.Ask]
 	switch {
 	case !s.running || s.closing:
 		s.mu.Unlock()
@@ -307,7 +313,7 @@ func (s *Server) Decide(d Decision) error {
 	defer s.workers.Done()
 
 	// Nothing is audited or granted for a request that is already gone.
-	if !s.inbox.Present(p.Path, p.seq) {
+	if !s.inbox.Present(p.ID) {
 		s.expire(p)
 		return ErrExpired
 	}
@@ -417,8 +423,9 @@ func (s *Server) exitAnswer(p *pending) *answer {
 func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 	req := p.Request
 	rec := AuditRecord{
+		AskID:             p.ID,
 		RequestID:         req.ID,
-		ServedSession:     p.ServedSession,
+		ServedSession:     p.Session,
 		RequesterSession:  req.RequesterSessionID,
 		Agent:             req.RequesterAgentName,
 		Surface:           surfaceOf(req),
@@ -471,14 +478,14 @@ func (s *Server) settleOnce(p *pending, ans *answer) {
 func (s *Server) attempt(p *pending, ans *answer) error {
 	if !ans.audited {
 		if err := s.audit.append(ans.record); err != nil {
-			s.emit(WriteFailed{Key: p.Key, Err: err.Error()})
+			s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
 			return err
 		}
 		ans.audited = true
 	}
 	if !ans.granted && len(ans.grants) > 0 {
-		if err := s.cfg.Grants.Add(p.ServedSession, ans.grants); err != nil {
-			s.emit(WriteFailed{Key: p.Key, Err: "record grants: " + err.Error()})
+		if err := s.cfg.Grants.Add(p.Session, ans.grants); err != nil {
+			s.emit(WriteFailed{Ask: p.ID, Err: "record grants: " + err.Error()})
 			return err
 		}
 		s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
@@ -486,13 +493,13 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 	ans.granted = true
 
 	resp := ans.resp
-	resp.ResponderSessionID = p.ServedSession
+	resp.ResponderSessionID = p.Session
 	resp.RespondedAt = s.cfg.Now().UnixMilli()
-	err := s.inbox.Respond(p.Path, p.seq, resp)
+	err := s.inbox.Respond(p.ID, resp)
 	switch {
 	case err == nil:
-		s.forget(p)
-		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.ArrivedAt)})
+		s.forget(p.ID)
+		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.At)})
 		if len(ans.grants) > 0 {
 			s.rejudge()
 		}
@@ -501,7 +508,7 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 		s.expire(p)
 		return errGone
 	default:
-		s.emit(WriteFailed{Key: p.Key, Err: err.Error()})
+		s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
 		return err
 	}
 }
@@ -526,22 +533,18 @@ func (s *Server) retry(p *pending, ans *answer) {
 
 // expire forgets an ask whose request vanished and reports it.
 func (s *Server) expire(p *pending) {
-	if s.forget(p) {
-		s.emit(Withdrawn{Key: p.Key, Pending: false})
+	if s.forget(p.ID) {
+		s.emit(Withdrawn{Withdrawn: inbox.Withdrawn{ID: p.ID, Session: p.Session, Path: p.Path}})
 	}
 }
 
-// forget removes p, and only p: a later request under the same file name
-// has the same key and must not be lost with it. It reports whether p was
-// still there.
-func (s *Server) forget(p *pending) bool {
+// forget removes the ask and reports whether it was still there.
+func (s *Server) forget(id AskID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.asks[p.Key] != p {
-		return false
-	}
-	delete(s.asks, p.Key)
-	return true
+	_, ok := s.asks[id]
+	delete(s.asks, id)
+	return ok
 }
 
 // rejudge asks the recorded authority again about every ask still waiting
@@ -559,14 +562,14 @@ func (s *Server) rejudge() {
 		}
 	}
 	s.mu.Unlock()
-	sort.Slice(waiting, func(i, j int) bool { return waiting[i].Key < waiting[j].Key })
+	sortByID(waiting)
 	for _, p := range waiting {
-		v := s.judge(p.ServedSession, p.Request)
+		v := s.judge(p.ID, p.Session, p.Request)
 		if v.Action == resolve.Ask {
 			continue
 		}
 		s.mu.Lock()
-		if p.deciding || s.asks[p.Key] != p || s.closing {
+		if p.deciding || s.asks[p.ID] == nil || s.closing {
 			s.mu.Unlock()
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -82,7 +83,7 @@ func TestRequestWithoutAccessIntentAlwaysGoesToAPerson(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("request answered without a person: %v", err)
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); err != nil {
 		t.Fatal(err)
 	}
 	resp := h.await("1791279012345-nofacts-1")
@@ -108,7 +109,7 @@ func TestPersonApprovesOnce(t *testing.T) {
 	h := startServer(t, options{})
 	h.send(intent("1791279012345-once-1", "impl", "bash", "make"))
 	ask := h.queued("1791279012345-once-1")
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); err != nil {
 		t.Fatal(err)
 	}
 	resp := h.await("1791279012345-once-1")
@@ -119,7 +120,7 @@ func TestPersonApprovesOnce(t *testing.T) {
 	if d := h.decided("1791279012345-once-1"); d.Auto {
 		t.Fatal("a person's decision reported as auto")
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved}); !errors.Is(err, ErrUnknownAsk) {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); !errors.Is(err, ErrUnknownAsk) {
 		t.Fatalf("second Decide = %v", err)
 	}
 	recs := h.auditFor("1791279012345-once-1")
@@ -138,23 +139,23 @@ func TestPersonApprovesForSessionBothDirections(t *testing.T) {
 
 	// Both directions only exists for directional path grants.
 	for _, d := range []Decision{
-		{Key: bash.Key, State: wire.StateApprovedForSession, Family: true},
-		{Key: fam.Key, State: wire.StateApproved, Family: true},
-		{Key: fam.Key, State: "maybe"},
+		{Ask: bash.ID, State: wire.StateApprovedForSession, Family: true},
+		{Ask: fam.ID, State: wire.StateApproved, Family: true},
+		{Ask: fam.ID, State: "maybe"},
 	} {
 		if err := h.s.Decide(d); !errors.Is(err, ErrInvalidDecision) {
 			t.Fatalf("Decide(%+v) = %v", d, err)
 		}
 	}
 
-	if err := h.s.Decide(Decision{Key: fam.Key, State: wire.StateApprovedForSession, Family: true}); err != nil {
+	if err := h.s.Decide(Decision{Ask: fam.ID, State: wire.StateApprovedForSession, Family: true}); err != nil {
 		t.Fatal(err)
 	}
 	resp := h.await("1791279012345-fam-1")
 	if !resp.Approved || resp.State != wire.StateApprovedForSession || resp.GrantWidth != wire.GrantWidthFamily {
 		t.Fatalf("%+v", resp)
 	}
-	if err := h.s.Decide(Decision{Key: bash.Key, State: wire.StateApprovedForSession}); err != nil {
+	if err := h.s.Decide(Decision{Ask: bash.ID, State: wire.StateApprovedForSession}); err != nil {
 		t.Fatal(err)
 	}
 	resp = h.await("1791279012345-bash-1")
@@ -173,7 +174,7 @@ func TestA3xChildGetsPlainApprovedForASessionApproval(t *testing.T) {
 	// approved_for_session as unreadable (a deny).
 	h.sendRaw("1791279012345-v3-1", []byte(`{"id":"1791279012345-v3-1","createdAt":1791279012345,"requesterSessionId":"c1","targetSessionId":"`+rootID+`","requesterAgentName":"old","message":"Agent 'old' wants to run ls"}`))
 	ask := h.queued("1791279012345-v3-1")
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApprovedForSession}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApprovedForSession}); err != nil {
 		t.Fatal(err)
 	}
 	if r := h.await("1791279012345-v3-1"); !r.Approved || r.State != wire.StateApproved {
@@ -191,7 +192,7 @@ func TestWholeSessionGrantCoversOtherAgents(t *testing.T) {
 	h.queued("1791279012345-ws-2")
 	h.queued("1791279012345-ws-3")
 
-	if err := h.s.Decide(Decision{Key: first.Key, State: wire.StateApprovedForServingSession}); err != nil {
+	if err := h.s.Decide(Decision{Ask: first.ID, State: wire.StateApprovedForServingSession}); err != nil {
 		t.Fatal(err)
 	}
 	resp := h.await("1791279012345-ws-1")
@@ -241,7 +242,7 @@ func TestWholeSessionBothDirectionsRecordsFamilyGrants(t *testing.T) {
 	h := startServer(t, options{})
 	h.send(intent("1791279012345-wsf-1", "impl", "external_directory_read", "/data/x", wire.Grant{Surface: "external_directory_read", Pattern: "/data/*"}))
 	ask := h.queued("1791279012345-wsf-1")
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApprovedForServingSession, Family: true}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApprovedForServingSession, Family: true}); err != nil {
 		t.Fatal(err)
 	}
 	resp := h.await("1791279012345-wsf-1")
@@ -260,13 +261,13 @@ func TestPersonDeniesWithReasonOrBlank(t *testing.T) {
 	h.send(intent("1791279012345-dr-2", "impl", "bash", "rm -rf dist"))
 	h.send(intent("1791279012345-dr-3", "impl", "bash", "rm -rf out"))
 	a1, a2, a3 := h.queued("1791279012345-dr-1"), h.queued("1791279012345-dr-2"), h.queued("1791279012345-dr-3")
-	if err := h.s.Decide(Decision{Key: a1.Key, State: wire.StateDeniedWithReason, Reason: "  ask me in the main session\n"}); err != nil {
+	if err := h.s.Decide(Decision{Ask: a1.ID, State: wire.StateDeniedWithReason, Reason: "  ask me in the main session\n"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.s.Decide(Decision{Key: a2.Key, State: wire.StateDeniedWithReason, Reason: " \t "}); err != nil {
+	if err := h.s.Decide(Decision{Ask: a2.ID, State: wire.StateDeniedWithReason, Reason: " \t "}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.s.Decide(Decision{Key: a3.Key, State: wire.StateDenied}); err != nil {
+	if err := h.s.Decide(Decision{Ask: a3.ID, State: wire.StateDenied}); err != nil {
 		t.Fatal(err)
 	}
 	r1 := h.await("1791279012345-dr-1")
@@ -293,10 +294,10 @@ func TestDecideOnAWithdrawnRequestIsExpired(t *testing.T) {
 	if err := os.Remove(path); err != nil { // the child gave up
 		t.Fatal(err)
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApprovedForServingSession}); !errors.Is(err, ErrExpired) {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApprovedForServingSession}); !errors.Is(err, ErrExpired) {
 		t.Fatalf("Decide = %v, want ErrExpired", err)
 	}
-	w := h.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.Key == ask.Key }).(Withdrawn)
+	w := h.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.ID == ask.ID }).(Withdrawn)
 	if w.Pending {
 		t.Fatal("a decided-then-expired ask reported as still pending")
 	}
@@ -309,7 +310,7 @@ func TestDecideOnAWithdrawnRequestIsExpired(t *testing.T) {
 	if g := h.grants.All(); len(g[rootID]) != 0 {
 		t.Fatalf("expired decision recorded grants: %+v", g)
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved}); !errors.Is(err, ErrUnknownAsk) {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); !errors.Is(err, ErrUnknownAsk) {
 		t.Fatalf("Decide after expiry = %v", err)
 	}
 }
@@ -321,11 +322,11 @@ func TestWithdrawnWhileWaitingIsReportedPending(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	w := h.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.Key == ask.Key }).(Withdrawn)
+	w := h.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.ID == ask.ID }).(Withdrawn)
 	if !w.Pending {
 		t.Fatal("withdrawn ask not reported pending")
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved}); !errors.Is(err, ErrUnknownAsk) {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); !errors.Is(err, ErrUnknownAsk) {
 		t.Fatalf("Decide = %v", err)
 	}
 }
@@ -343,14 +344,14 @@ func TestFailedResponseWriteIsRetriedWithoutAskingAgain(t *testing.T) {
 	if err := os.WriteFile(respDir, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); err != nil {
 		t.Fatalf("Decide = %v (a write failure is retried, not returned)", err)
 	}
-	h.rec.WaitFor(t, "write failed", func(ev Event) bool { w, ok := ev.(WriteFailed); return ok && w.Key == ask.Key })
+	h.rec.WaitFor(t, "write failed", func(ev Event) bool { w, ok := ev.(WriteFailed); return ok && w.Ask == ask.ID })
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("request not kept: %v", err)
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateDenied}); !errors.Is(err, ErrAlreadyDecided) {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateDenied}); !errors.Is(err, ErrAlreadyDecided) {
 		t.Fatalf("second Decide = %v", err)
 	}
 	if err := os.Remove(respDir); err != nil {
@@ -360,7 +361,7 @@ func TestFailedResponseWriteIsRetriedWithoutAskingAgain(t *testing.T) {
 	if !resp.Approved {
 		t.Fatalf("%+v", resp)
 	}
-	if n := h.rec.Count(func(ev Event) bool { q, ok := ev.(AskQueued); return ok && q.Ask.Key == ask.Key }); n != 1 {
+	if n := h.rec.Count(func(ev Event) bool { q, ok := ev.(AskQueued); return ok && q.Ask.ID == ask.ID }); n != 1 {
 		t.Fatalf("queued %d times", n)
 	}
 	if recs := h.auditFor("1791279012345-retry-1"); len(recs) != 1 {
@@ -473,7 +474,7 @@ func TestShutdownDeniesOpenAsksAndRemovesTheHeartbeat(t *testing.T) {
 	if recs := h.auditFor("1791279012345-sd-1"); len(recs) != 1 {
 		t.Fatalf("exit denial not audited: %+v", recs)
 	}
-	if err := h.s.Decide(Decision{Key: rootID + "/1791279012345-sd-1.json", State: wire.StateApproved}); !errors.Is(err, ErrStopped) {
+	if err := h.s.Decide(Decision{Ask: 1, State: wire.StateApproved}); !errors.Is(err, ErrStopped) {
 		t.Fatalf("Decide after stop = %v", err)
 	}
 }
@@ -482,13 +483,13 @@ func TestEventQueueKeepsEveryEventInOrder(t *testing.T) {
 	q := newEventQueue()
 	const n = 5000
 	for i := 0; i < n; i++ { // nobody reads yet: the queue grows
-		q.push(Withdrawn{Key: string(rune('a' + i%26)), Pending: i%2 == 0})
+		q.push(Withdrawn{Withdrawn: inbox.Withdrawn{ID: AskID(i)}, Pending: i%2 == 0})
 	}
 	q.close()
 	i := 0
 	for ev := range q.out {
 		w := ev.(Withdrawn)
-		if w.Key != string(rune('a'+i%26)) || w.Pending != (i%2 == 0) {
+		if w.ID != AskID(i) || w.Pending != (i%2 == 0) {
 			t.Fatalf("event %d out of order: %+v", i, w)
 		}
 		i++
@@ -542,11 +543,11 @@ func TestUnattendedDecisionMayOnlyDeny(t *testing.T) {
 	h := startServer(t, options{})
 	h.send(intent("1791279012345-un-1", "impl", "bash", "make"))
 	ask := h.queued("1791279012345-un-1")
-	err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved, Unattended: true})
+	err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved, Unattended: true})
 	if !errors.Is(err, ErrInvalidDecision) {
 		t.Fatalf("unattended approve = %v, want ErrInvalidDecision", err)
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateDenied, Unattended: true}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateDenied, Unattended: true}); err != nil {
 		t.Fatal(err)
 	}
 	resp := h.await("1791279012345-un-1")

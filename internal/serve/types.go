@@ -6,24 +6,25 @@ package serve
 import (
 	"time"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/wire"
 )
 
-// Ask is one request that reached the serving loop.
+// AskID names one delivery of a request, from the inbox that minted it to
+// the audit record (decision 0049). Nothing names an ask by its file name.
+type AskID = inbox.AskID
+
+// Ask is one request that reached the serving loop: the inbox's delivery
+// (ID, Session, Path, Request, At) with the recorded authority's verdict.
 type Ask struct {
-	// Key identifies the ask: "<served session id>/<request file name>".
-	Key           string
-	ServedSession string
-	Path          string // the request file
-	Request       *wire.Request
-	Verdict       resolve.Verdict
-	ArrivedAt     time.Time
+	inbox.Arrived
+	Verdict resolve.Verdict
 }
 
 // Decision is a person's answer to an ask.
 type Decision struct {
-	Key string
+	Ask AskID
 	// State is approved, approved_for_session, approved_for_serving_session
 	// (the whole session: permtui records the grants and answers approved),
 	// denied or denied_with_reason.
@@ -55,26 +56,19 @@ type Decided struct {
 // Withdrawn: the request file vanished before it was answered (the child gave
 // up or timed out). A pending ask is now expired.
 type Withdrawn struct {
-	Key     string
+	inbox.Withdrawn
 	Pending bool // it was waiting for a person
 }
 
 // Invalid: a request file was rejected (and deleted, as the spec says).
-type Invalid struct {
-	ServedSession string
-	Path          string
-	Reason        string
-}
+type Invalid struct{ inbox.Invalid }
 
 // ServedElsewhere: another live node publishes a fresh heartbeat for this id,
 // so permtui does not serve it (and checks again later).
-type ServedElsewhere struct {
-	SessionID string
-	PID       int
-}
+type ServedElsewhere struct{ inbox.ServedElsewhere }
 
 // Serving: permtui now serves this id and publishes its heartbeat.
-type Serving struct{ SessionID string }
+type Serving struct{ inbox.Serving }
 
 // PolicyStatus: the policy was (re)loaded; Problems lists invalid files and
 // other load issues in plain words (empty when all is well).
@@ -83,7 +77,7 @@ type PolicyStatus struct{ Problems []string }
 // WriteFailed: a response could not be written; the request is kept and the
 // write is retried without asking a person again.
 type WriteFailed struct {
-	Key string
+	Ask AskID
 	Err string
 }
 

@@ -81,9 +81,9 @@ func (m *Model) move(delta int) {
 	if len(m.queue) == 0 {
 		return
 	}
-	i := max(0, m.index(m.cursorKey))
+	i := max(0, m.index(m.highlight))
 	i = min(max(i+delta, 0), len(m.queue)-1)
-	m.cursorKey = m.queue[i].ask.Key
+	m.highlight = m.queue[i].ask.ID
 }
 
 func (m *Model) toggleSelect() {
@@ -100,11 +100,11 @@ func (m *Model) toggleSelect() {
 // clearExpired drops expired asks; a highlight on one moves to the next ask
 // still waiting (else the last), not back to the top.
 func (m *Model) clearExpired() {
-	next := ""
+	var next serve.AskID
 	if e := m.current(); e != nil && e.state == stateExpired {
-		for _, f := range m.queue[m.index(m.cursorKey):] {
+		for _, f := range m.queue[m.index(m.highlight):] {
 			if f.state != stateExpired {
-				next = f.ask.Key
+				next = f.ask.ID
 				break
 			}
 		}
@@ -119,30 +119,30 @@ func (m *Model) clearExpired() {
 	m.queue = kept
 	switch {
 	case m.current() != nil:
-	case next != "":
-		m.cursorKey = next
+	case next != 0:
+		m.highlight = next
 	case len(m.queue) > 0:
-		m.cursorKey = m.queue[len(m.queue)-1].ask.Key
+		m.highlight = m.queue[len(m.queue)-1].ask.ID
 	default:
-		m.cursorKey = ""
+		m.highlight = 0
 	}
 }
 
 // targets are the asks y, n and r act on: every selected pending ask, or
 // else the highlighted one. Problems are reported on the status line and
 // yield nil.
-func (m *Model) targets() []string {
-	var keys []string
+func (m *Model) targets() []serve.AskID {
+	var keys []serve.AskID
 	for _, e := range m.queue {
 		if e.selected && e.state == statePending {
-			keys = append(keys, e.ask.Key)
+			keys = append(keys, e.ask.ID)
 		}
 	}
 	if len(keys) > 0 {
 		return keys
 	}
 	if e := m.answerable(); e != nil {
-		return []string{e.ask.Key}
+		return []serve.AskID{e.ask.ID}
 	}
 	return nil
 }
@@ -166,16 +166,16 @@ func (m *Model) answerable() *entry {
 
 // identicalTargets are the pending asks identical to the highlighted one:
 // same agent, surface and values (see identity).
-func (m *Model) identicalTargets() []string {
+func (m *Model) identicalTargets() []serve.AskID {
 	cur := m.answerable()
 	if cur == nil {
 		return nil
 	}
 	id := identity(cur.ask)
-	var keys []string
+	var keys []serve.AskID
 	for _, e := range m.queue {
 		if e.state == statePending && identity(e.ask) == id {
-			keys = append(keys, e.ask.Key)
+			keys = append(keys, e.ask.ID)
 		}
 	}
 	return keys
@@ -197,14 +197,14 @@ func identity(a serve.Ask) string {
 	return fmt.Sprintf("%q", []string{"display", r.RequesterAgentName, deref(r.Surface), deref(r.Value)})
 }
 
-type decisionFor func(key string) serve.Decision
+type decisionFor func(id serve.AskID) serve.Decision
 
-func once(k string) serve.Decision { return serve.Decision{Key: k, State: wire.StateApproved} }
-func deny(k string) serve.Decision { return serve.Decision{Key: k, State: wire.StateDenied} }
+func once(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateApproved} }
+func deny(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateDenied} }
 
 // decideTargets sends one decision per target, after the second press when
 // ConfirmDouble is on. pressed is the key, what describes the decision.
-func (m *Model) decideTargets(pressed, what string, targets []string, d decisionFor) tea.Cmd {
+func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d decisionFor) tea.Cmd {
 	if len(targets) == 0 {
 		return nil
 	}
@@ -223,7 +223,7 @@ func (m *Model) decideTargets(pressed, what string, targets []string, d decision
 // confirmed reports whether a decision may go out now: always without
 // ConfirmDouble, else only on the second press of the same key for the same
 // asks.
-func (m *Model) confirmed(pressed string, targets []string) bool {
+func (m *Model) confirmed(pressed string, targets []serve.AskID) bool {
 	if !m.opts.ConfirmDouble {
 		return true
 	}
@@ -237,16 +237,16 @@ func (m *Model) confirmed(pressed string, targets []string) bool {
 
 // send marks the ask as in flight and returns the Cmd that calls the Backend.
 func (m *Model) send(d serve.Decision) tea.Cmd {
-	if e := m.find(d.Key); e != nil {
+	if e := m.find(d.Ask); e != nil {
 		e.state = stateSending
 		e.selected = false
 	}
-	m.sent[d.Key] = d
+	m.sent[d.Ask] = d
 	b := m.opts.Backend
 	return func() tea.Msg { return decidedMsg{Decision: d, Err: b.Decide(d)} }
 }
 
-func (m *Model) describe(keys []string) string {
+func (m *Model) describe(keys []serve.AskID) string {
 	if len(keys) == 1 {
 		if e := m.find(keys[0]); e != nil {
 			return m.label(e)
@@ -268,7 +268,7 @@ type scopeOption struct {
 }
 
 type scopeChoice struct {
-	key     string
+	ask     serve.AskID
 	options []scopeOption
 	chosen  int
 	note    string // why an option is missing
@@ -308,7 +308,7 @@ func (m *Model) openScope() {
 		return
 	}
 	opts, note := scopeOptions(e.ask.Request)
-	m.scope = scopeChoice{key: e.ask.Key, options: opts, note: note}
+	m.scope = scopeChoice{ask: e.ask.ID, options: opts, note: note}
 	m.mode = modeScope
 }
 
@@ -325,9 +325,9 @@ func (m *Model) scopeKey(msg tea.KeyMsg) tea.Cmd {
 		m.scope.chosen = min(m.scope.chosen+1, len(m.scope.options)-1)
 	case key.Matches(msg, m.keys.Confirm):
 		o := m.scope.options[m.scope.chosen]
-		d := serve.Decision{Key: m.scope.key, State: o.state, Family: o.family}
-		cmd := m.decideTargets(msg.String(), "approve for "+o.title, []string{m.scope.key},
-			func(string) serve.Decision { return d })
+		d := serve.Decision{Ask: m.scope.ask, State: o.state, Family: o.family}
+		cmd := m.decideTargets(msg.String(), "approve for "+o.title, []serve.AskID{m.scope.ask},
+			func(serve.AskID) serve.Decision { return d })
 		if cmd != nil {
 			m.mode = modeQueue
 		}
@@ -363,8 +363,8 @@ func (m *Model) reasonKey(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		targets := m.stillPending(m.reasonFor)
-		cmd := m.decideTargets(msg.String(), "deny with reason", targets, func(k string) serve.Decision {
-			return serve.Decision{Key: k, State: wire.StateDeniedWithReason, Reason: text}
+		cmd := m.decideTargets(msg.String(), "deny with reason", targets, func(id serve.AskID) serve.Decision {
+			return serve.Decision{Ask: id, State: wire.StateDeniedWithReason, Reason: text}
 		})
 		if cmd != nil {
 			m.reason.Blur()
@@ -377,11 +377,11 @@ func (m *Model) reasonKey(msg tea.KeyMsg) tea.Cmd {
 	return cmd
 }
 
-func (m *Model) stillPending(keys []string) []string {
-	var out []string
-	for _, k := range keys {
-		if e := m.find(k); e != nil && e.state == statePending {
-			out = append(out, k)
+func (m *Model) stillPending(ids []serve.AskID) []serve.AskID {
+	var out []serve.AskID
+	for _, id := range ids {
+		if e := m.find(id); e != nil && e.state == statePending {
+			out = append(out, id)
 		}
 	}
 	return out
@@ -476,7 +476,7 @@ func (m *Model) closeOverlay(status string) {
 func (m *Model) closeStaleOverlay() {
 	switch m.mode {
 	case modeScope:
-		if e := m.find(m.scope.key); e == nil || e.state != statePending {
+		if e := m.find(m.scope.ask); e == nil || e.state != statePending {
 			m.closeOverlay("that ask is no longer waiting; nothing decided")
 		}
 	case modeReason:
@@ -485,7 +485,7 @@ func (m *Model) closeStaleOverlay() {
 			m.closeOverlay("those asks are no longer waiting; nothing decided")
 		}
 	case modeView:
-		if e := m.find(m.viewKey); e == nil {
+		if e := m.find(m.viewID); e == nil {
 			m.closeOverlay("that ask is no longer waiting")
 		}
 	}

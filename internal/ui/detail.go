@@ -2,6 +2,7 @@ package ui
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/permtui/permtui/internal/resolve"
@@ -71,7 +72,7 @@ func detailFields(e *entry) []field {
 			"On that text the root's policy would say: "+Sanitize(h.Explanation), kindWarning)
 	}
 	add("session", Sanitize(r.RequesterSessionID), kindPlain)
-	add("served", Sanitize(a.ServedSession), kindPlain)
+	add("served", Sanitize(a.Session), kindPlain)
 	if r.Source != "" && r.Source != wire.SourceToolCall {
 		add("source", Sanitize(string(r.Source)), kindPlain)
 	}
@@ -295,9 +296,12 @@ func rowValue(r *wire.Request) (text string, keepEnd bool) {
 	return Sanitize(v), true
 }
 
+// askNumber names a delivery where nothing better is known.
+func askNumber(id serve.AskID) string { return "#" + strconv.FormatUint(uint64(id), 10) }
+
 func askLabel(a serve.Ask) string {
 	if a.Request == nil {
-		return Sanitize(a.Key)
+		return "ask " + askNumber(a.ID)
 	}
 	value, _ := rowValue(a.Request)
 	return Sanitize(agentOf(a.Request)) + " · " + Sanitize(surfaceOf(a.Request)) + " · " + value

@@ -147,3 +147,36 @@ func TestEndToEndKeysBecomeResponseFiles(t *testing.T) {
 	}
 	e.waitScreen("0 pending")
 }
+
+// A child's request is withdrawn and a later request arrives under the same
+// file name (pi ids are the child's request ids): the console shows the later
+// one as a new pending ask, and y answers that delivery only (issue 7).
+func TestEndToEndARequestReusingAWithdrawnFileNameIsANewAsk(t *testing.T) {
+	e := startE2E(t)
+	const impl = "0198c3b0-1111-7222-8333-944455556666"
+
+	first := pichild.NewestBash(e2eRoot, "implementer", impl, "/w/wt-42", "make")
+	first.ID = "r-1"
+	ctx, withdraw := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() {
+		_, err := (&pichild.Child{Layout: e.layout, Target: e2eRoot, Liveness: true}).Ask(ctx, first)
+		gone <- err
+	}()
+	e.waitScreen("1 pending")
+	withdraw() // the child gives up and removes its request file
+	if err := <-gone; err == nil {
+		t.Fatal("the withdrawn child got an answer")
+	}
+	e.waitScreen("0 pending")
+
+	second := pichild.NewestBash(e2eRoot, "implementer", impl, "/w/wt-42", "rm -rf /")
+	second.ID = "r-1"
+	answered := e.ask(second)
+	e.waitScreen("1 pending")
+	press(e.tm, "j", "y") // past the expired make, to the new ask
+	if r := e.answer(answered); !r.Approved || r.State != wire.StateApproved {
+		t.Fatalf("the new r-1: %+v", r)
+	}
+	e.waitScreen("0 pending")
+}

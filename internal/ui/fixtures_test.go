@@ -2,9 +2,11 @@ package ui
 
 import (
 	"errors"
+	"hash/fnv"
 	"sync"
 	"time"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
@@ -22,15 +24,26 @@ func sp(s string) *string { return &s }
 
 func ms(t time.Time) float64 { return float64(t.UnixMilli()) }
 
+// ask is one delivery of a fixture. Its AskID comes from the file name, so
+// every call of one fixture names the same delivery; a test that needs
+// another delivery of it changes the ID.
 func ask(file string, r *wire.Request, v resolve.Verdict) serve.Ask {
+	h := fnv.New64a()
+	h.Write([]byte(file))
 	return serve.Ask{
-		Key:           rootSession + "/" + file,
-		ServedSession: rootSession,
-		Path:          "/fwd/sessions/" + rootSession + "/requests/" + file,
-		Request:       r,
-		Verdict:       v,
-		ArrivedAt:     time.UnixMilli(int64(r.CreatedAt)),
+		Arrived: inbox.Arrived{
+			ID:      serve.AskID(h.Sum64() >> 1),
+			Session: rootSession,
+			Path:    "/fwd/sessions/" + rootSession + "/requests/" + file,
+			Request: r,
+			At:      time.UnixMilli(int64(r.CreatedAt)),
+		},
+		Verdict: v,
 	}
+}
+
+func withdrawn(id serve.AskID, pending bool) serve.Withdrawn {
+	return serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: id, Session: rootSession}, Pending: pending}
 }
 
 func askVerdict(why string) resolve.Verdict {
@@ -166,7 +179,7 @@ func externalRead() serve.Ask {
 // noSuggestion is a path ask without sessionApproval.
 func noSuggestion() serve.Ask {
 	a := pathWrite()
-	a.Key += "-nosugg"
+	a.ID++
 	a.Request.SessionApproval = nil
 	return a
 }

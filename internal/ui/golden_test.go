@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/muesli/termenv"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -71,7 +72,7 @@ func press(tm *teatest.TestModel, names ...string) {
 }
 
 func serving(tm *teatest.TestModel) {
-	tm.Send(EventMsg{Event: serve.Serving{SessionID: rootSession}})
+	tm.Send(EventMsg{Event: serve.Serving{Serving: inbox.Serving{Session: rootSession}}})
 	tm.Send(EventMsg{Event: serve.PolicyStatus{}})
 }
 
@@ -134,7 +135,7 @@ func TestGoldenDecisionLog(t *testing.T) {
 			serve.Decided{Ask: bashChain(), Response: wire.Response{State: wire.StateDeniedWithReason, DenialReason: "force pushes need review", DecidedBy: rule}, Auto: true},
 			serve.Decided{Ask: pathWrite(), Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: grant}, Auto: true},
 			serve.Decided{Ask: externalRead(), Response: wire.Response{Approved: true, State: wire.StateApprovedForSession, DecidedBy: user}},
-			serve.Invalid{ServedSession: rootSession, Path: "requests/bad.json", Reason: "createdAt is not a number"},
+			serve.Invalid{Invalid: inbox.Invalid{Session: rootSession, Path: "requests/bad.json", Reason: "createdAt is not a number"}},
 		} {
 			tm.Send(EventMsg{Event: ev})
 		}
@@ -147,7 +148,7 @@ func TestGoldenExpiredAsk(t *testing.T) {
 		serving(tm)
 		queued(tm, pathWrite(), bashChain())
 		press(tm, "j")
-		tm.Send(EventMsg{Event: serve.Withdrawn{Key: bashChain().Key, Pending: true}})
+		tm.Send(EventMsg{Event: withdrawn(bashChain().ID, true)})
 	})
 }
 

@@ -114,7 +114,7 @@ type sessionState struct {
 // armedPress is the first press of a decision key under ConfirmDouble.
 type armedPress struct {
 	key     string
-	targets []string
+	targets []serve.AskID
 }
 
 // Model is the console. New returns a pointer; Update mutates it and returns
@@ -128,7 +128,7 @@ type Model struct {
 	width, height int
 
 	queue     []*entry
-	cursorKey string
+	highlight serve.AskID
 	// cursorShifted is set when the highlighted ask changed under the
 	// person (it was answered or removed by an event); the next decision key
 	// is refused so nobody answers an ask they have not looked at.
@@ -149,14 +149,14 @@ type Model struct {
 	statusAt time.Time
 	// sent remembers each decision on its way, so the log can say which
 	// scope the person chose (the response alone cannot).
-	sent        map[string]serve.Decision
+	sent        map[serve.AskID]serve.Decision
 	streak      autoStreak
 	armed       *armedPress
 	scope       scopeChoice
 	reason      textinput.Model
-	reasonFor   []string
+	reasonFor   []serve.AskID
 	pager       viewport.Model
-	viewKey     string // the ask shown in the full view
+	viewID      serve.AskID // the ask shown in the full view
 	grantCursor int
 	titleCount  int
 }
@@ -197,7 +197,7 @@ func New(opts Options) *Model {
 		height:     24,
 		sessions:   map[string]sessionState{},
 		grants:     map[string][]wire.Grant{},
-		sent:       map[string]serve.Decision{},
+		sent:       map[serve.AskID]serve.Decision{},
 		reason:     ti,
 		pager:      viewport.New(80, 10),
 		titleCount: -1,
@@ -277,7 +277,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.applyResponse(ev)
 	case serve.Withdrawn:
 		// An ask whose answer is being written is settled by Decide's result.
-		if e := m.find(ev.Key); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
+		if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
 			m.expire(e)
 			m.setStatus("expired: " + m.label(e) + " (the child stopped waiting)")
 		}
@@ -287,9 +287,9 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.addLog(logEntry{note: "⚠ " + note})
 		m.setStatus(note)
 	case serve.Serving:
-		m.sessions[ev.SessionID] = sessionState{serving: true}
+		m.sessions[ev.Session] = sessionState{serving: true}
 	case serve.ServedElsewhere:
-		m.sessions[ev.SessionID] = sessionState{pid: ev.PID}
+		m.sessions[ev.Session] = sessionState{pid: ev.PID}
 	case serve.PolicyStatus:
 		// The header has room for one problem; the log keeps all of them.
 		if !slices.Equal(ev.Problems, m.policyProblems) {
@@ -300,7 +300,11 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.policyLoaded = true
 		m.policyProblems = slices.Clone(ev.Problems)
 	case serve.WriteFailed:
-		note := "answer not written yet for " + Sanitize(ev.Key) + ": " + Sanitize(ev.Err) + " (retrying)"
+		what := "ask " + askNumber(ev.Ask)
+		if e := m.find(ev.Ask); e != nil {
+			what = m.label(e)
+		}
+		note := "answer not written yet for " + what + ": " + Sanitize(ev.Err) + " (retrying)"
 		m.addLog(logEntry{note: "⚠ " + note})
 		m.setStatus(note)
 	case serve.GrantsChanged:
@@ -316,18 +320,18 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 }
 
 func (m *Model) enqueue(a serve.Ask) tea.Cmd {
-	if m.find(a.Key) != nil {
+	if m.find(a.ID) != nil {
 		return nil
 	}
 	if a.Request == nil { // a serve bug; say so rather than drop it silently
-		note := "ask " + Sanitize(a.Key) + " arrived without its request and cannot be shown"
+		note := "ask " + askNumber(a.ID) + " arrived without its request and cannot be shown"
 		m.addLog(logEntry{note: "⚠ " + note})
 		m.setStatus(note)
 		return nil
 	}
 	m.queue = append(m.queue, &entry{ask: a})
-	if m.cursorKey == "" {
-		m.cursorKey = a.Key
+	if m.highlight == 0 {
+		m.highlight = a.ID
 	}
 	return m.attentionCmd(m.pendingCount())
 }
@@ -336,9 +340,9 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 // there), is counted and logged. Automatic answers to queued asks happen when
 // a new whole-session grant covers them; the status line says so.
 func (m *Model) applyResponse(ev serve.Decided) {
-	wasQueued := m.find(ev.Ask.Key) != nil
+	wasQueued := m.find(ev.Ask.ID) != nil
 	if wasQueued {
-		m.remove(ev.Ask.Key, !ev.Auto)
+		m.remove(ev.Ask.ID, !ev.Auto)
 	}
 	if ev.Auto {
 		if ev.Response.Approved {
@@ -348,10 +352,10 @@ func (m *Model) applyResponse(ev serve.Decided) {
 		}
 	}
 	l := logEntry{ask: ev.Ask, response: ev.Response, auto: ev.Auto, latency: ev.Latency}
-	if d, ok := m.sent[ev.Ask.Key]; ok && !ev.Auto {
+	if d, ok := m.sent[ev.Ask.ID]; ok && !ev.Auto {
 		l.choice = choiceWords(d, ev.Ask.Request)
 	}
-	delete(m.sent, ev.Ask.Key)
+	delete(m.sent, ev.Ask.ID)
 	m.addLog(l)
 	if ev.Auto && wasQueued {
 		m.streak.add(ev.Response.Approved)
@@ -360,16 +364,16 @@ func (m *Model) applyResponse(ev serve.Decided) {
 }
 
 func (m *Model) applyDecided(msg decidedMsg) {
-	e := m.find(msg.Decision.Key)
+	e := m.find(msg.Decision.Ask)
 	if e == nil {
 		return // already answered and removed by its Decided event
 	}
 	if msg.Err != nil {
-		delete(m.sent, e.ask.Key)
+		delete(m.sent, e.ask.ID)
 	}
 	switch {
 	case msg.Err == nil:
-		m.remove(e.ask.Key, true)
+		m.remove(e.ask.ID, true)
 	case m.opts.IsExpired(msg.Err):
 		if e.state != stateExpired {
 			m.expire(e)
@@ -403,34 +407,34 @@ func (m *Model) expire(e *entry) {
 
 // remove drops an ask from the queue. byPerson says the person's own answer
 // removed it, so moving the highlight is expected.
-func (m *Model) remove(key string, byPerson bool) {
-	i := m.index(key)
+func (m *Model) remove(id serve.AskID, byPerson bool) {
+	i := m.index(id)
 	if i < 0 {
 		return
 	}
 	m.queue = slices.Delete(m.queue, i, i+1)
-	if m.cursorKey != key {
+	if m.highlight != id {
 		return
 	}
-	m.cursorKey = ""
+	m.highlight = 0
 	if len(m.queue) > 0 {
-		m.cursorKey = m.queue[min(i, len(m.queue)-1)].ask.Key
+		m.highlight = m.queue[min(i, len(m.queue)-1)].ask.ID
 		m.cursorShifted = !byPerson
 	}
 }
 
-func (m *Model) find(key string) *entry {
-	if i := m.index(key); i >= 0 {
+func (m *Model) find(id serve.AskID) *entry {
+	if i := m.index(id); i >= 0 {
 		return m.queue[i]
 	}
 	return nil
 }
 
-func (m *Model) index(key string) int {
-	return slices.IndexFunc(m.queue, func(e *entry) bool { return e.ask.Key == key })
+func (m *Model) index(id serve.AskID) int {
+	return slices.IndexFunc(m.queue, func(e *entry) bool { return e.ask.ID == id })
 }
 
-func (m *Model) current() *entry { return m.find(m.cursorKey) }
+func (m *Model) current() *entry { return m.find(m.highlight) }
 
 func (m *Model) pendingCount() int {
 	n := 0

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
@@ -131,10 +132,10 @@ func (h *harness) wantStatus(sub string) {
 	}
 }
 
-func (h *harness) queueKeys() []string {
-	var keys []string
+func (h *harness) queueKeys() []serve.AskID {
+	var keys []serve.AskID
 	for _, e := range h.m.queue {
-		keys = append(keys, e.ask.Key)
+		keys = append(keys, e.ask.ID)
 	}
 	return keys
 }
@@ -144,7 +145,7 @@ func TestApproveOnce(t *testing.T) {
 	a := pathWrite()
 	h.queue(a)
 	h.keys("y")
-	h.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateApproved})
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 	if len(h.m.queue) != 0 {
 		t.Fatalf("answered ask still queued: %v", h.queueKeys())
 	}
@@ -155,8 +156,8 @@ func TestDeny(t *testing.T) {
 	a, b := pathWrite(), bashChain()
 	h.queue(a, b)
 	h.keys("j", "n")
-	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateDenied})
-	if got := h.queueKeys(); !reflect.DeepEqual(got, []string{a.Key}) {
+	h.wantDecisions(serve.Decision{Ask: b.ID, State: wire.StateDenied})
+	if got := h.queueKeys(); !reflect.DeepEqual(got, []serve.AskID{a.ID}) {
 		t.Fatalf("queue after deny = %v", got)
 	}
 }
@@ -174,7 +175,7 @@ func TestDenyWithReasonRequiresText(t *testing.T) {
 	h.keys(" ", " ", "enter") // blanks only
 	h.wantDecisions()
 	h.keys("no force pushes", "enter")
-	h.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateDeniedWithReason, Reason: "no force pushes"})
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: "no force pushes"})
 	if h.m.mode != modeQueue {
 		t.Fatalf("mode after submit = %d", h.m.mode)
 	}
@@ -226,7 +227,7 @@ func TestSessionScopeChoices(t *testing.T) {
 			}
 			h.wantDecisions()
 			h.keys("enter")
-			c.want.Key = c.ask.Key
+			c.want.Ask = c.ask.ID
 			h.wantDecisions(c.want)
 		})
 	}
@@ -264,18 +265,18 @@ func TestMultiSelect(t *testing.T) {
 	h.queue(a, b, c)
 	h.keys("space", "j", "j", "space", "y")
 	h.wantDecisions(
-		serve.Decision{Key: a.Key, State: wire.StateApproved},
-		serve.Decision{Key: c.Key, State: wire.StateApproved},
+		serve.Decision{Ask: a.ID, State: wire.StateApproved},
+		serve.Decision{Ask: c.ID, State: wire.StateApproved},
 	)
-	if got := h.queueKeys(); !reflect.DeepEqual(got, []string{b.Key}) {
+	if got := h.queueKeys(); !reflect.DeepEqual(got, []serve.AskID{b.ID}) {
 		t.Fatalf("queue = %v", got)
 	}
 	// With nothing selected, n acts on the highlighted ask only.
 	h.keys("n")
 	h.wantDecisions(
-		serve.Decision{Key: a.Key, State: wire.StateApproved},
-		serve.Decision{Key: c.Key, State: wire.StateApproved},
-		serve.Decision{Key: b.Key, State: wire.StateDenied},
+		serve.Decision{Ask: a.ID, State: wire.StateApproved},
+		serve.Decision{Ask: c.ID, State: wire.StateApproved},
+		serve.Decision{Ask: b.ID, State: wire.StateDenied},
 	)
 }
 
@@ -285,8 +286,8 @@ func TestMultiSelectDeny(t *testing.T) {
 	h.queue(a, b)
 	h.keys("space", "j", "space", "n")
 	h.wantDecisions(
-		serve.Decision{Key: a.Key, State: wire.StateDenied},
-		serve.Decision{Key: b.Key, State: wire.StateDenied},
+		serve.Decision{Ask: a.ID, State: wire.StateDenied},
+		serve.Decision{Ask: b.ID, State: wire.StateDenied},
 	)
 }
 
@@ -294,18 +295,18 @@ func TestApproveIdentical(t *testing.T) {
 	h := newHarness(t)
 	a1, other := pathWrite(), externalRead()
 	a2 := pathWrite()
-	a2.Key += "-again"
+	a2.ID++
 	a2.Request.ID += "x"
 	sameButOtherAgent := pathWrite()
-	sameButOtherAgent.Key += "-agent"
+	sameButOtherAgent.ID += 2
 	sameButOtherAgent.Request.AccessIntent.Principal.AgentName = "builder"
 	h.queue(a1, other, a2, sameButOtherAgent)
 	h.keys("a")
 	h.wantDecisions(
-		serve.Decision{Key: a1.Key, State: wire.StateApproved},
-		serve.Decision{Key: a2.Key, State: wire.StateApproved},
+		serve.Decision{Ask: a1.ID, State: wire.StateApproved},
+		serve.Decision{Ask: a2.ID, State: wire.StateApproved},
 	)
-	if got := h.queueKeys(); !reflect.DeepEqual(got, []string{other.Key, sameButOtherAgent.Key}) {
+	if got := h.queueKeys(); !reflect.DeepEqual(got, []serve.AskID{other.ID, sameButOtherAgent.ID}) {
 		t.Fatalf("queue = %v", got)
 	}
 }
@@ -320,13 +321,13 @@ func TestConfirmDouble(t *testing.T) {
 	h.keys("j", "y") // moving disarms; this is a first press again
 	h.wantDecisions()
 	h.keys("y")
-	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateApproved})
+	h.wantDecisions(serve.Decision{Ask: b.ID, State: wire.StateApproved})
 
 	h.keys("r", "because", "enter")
-	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateApproved})
+	h.wantDecisions(serve.Decision{Ask: b.ID, State: wire.StateApproved})
 	h.keys("enter")
-	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateApproved},
-		serve.Decision{Key: a.Key, State: wire.StateDeniedWithReason, Reason: "because"})
+	h.wantDecisions(serve.Decision{Ask: b.ID, State: wire.StateApproved},
+		serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: "because"})
 }
 
 func TestConfirmDoubleScope(t *testing.T) {
@@ -338,18 +339,18 @@ func TestConfirmDoubleScope(t *testing.T) {
 	h.keys("j", "enter") // a different choice needs its own two presses
 	h.wantDecisions()
 	h.keys("enter")
-	h.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateApprovedForSession, Family: true})
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApprovedForSession, Family: true})
 }
 
 func TestWithdrawnAskCannotBeAnswered(t *testing.T) {
 	h := newHarness(t)
 	a := pathWrite()
 	h.queue(a)
-	h.events(serve.Withdrawn{Key: a.Key, Pending: true})
+	h.events(withdrawn(a.ID, true))
 	h.keys("y", "n", "s", "a")
 	h.wantDecisions()
 	h.wantStatus("expired")
-	if e := h.m.find(a.Key); e == nil || e.state != stateExpired {
+	if e := h.m.find(a.ID); e == nil || e.state != stateExpired {
 		t.Fatalf("withdrawn ask should stay visible as expired, got %+v", e)
 	}
 	if h.m.expired != 1 || h.m.pendingCount() != 0 {
@@ -371,7 +372,7 @@ func TestDecideExpiredError(t *testing.T) {
 	h.queue(a)
 	h.keys("y")
 	h.wantStatus("too late")
-	if e := h.m.find(a.Key); e == nil || e.state != stateExpired {
+	if e := h.m.find(a.ID); e == nil || e.state != stateExpired {
 		t.Fatalf("ask after expired error = %+v", e)
 	}
 	h.keys("y")
@@ -385,12 +386,12 @@ func TestWithdrawnWhileAnswerIsWritten(t *testing.T) {
 	a := pathWrite()
 	h.queue(a)
 	_, cmd := h.m.Update(keyMsg("y")) // the Decide call has not run yet
-	h.events(serve.Withdrawn{Key: a.Key, Pending: false})
-	if e := h.m.find(a.Key); e == nil || e.state != stateSending {
+	h.events(withdrawn(a.ID, false))
+	if e := h.m.find(a.ID); e == nil || e.state != stateSending {
 		t.Fatalf("ask being answered was changed by Withdrawn: %+v", e)
 	}
 	h.run(cmd)
-	h.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateApproved})
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 	if len(h.m.queue) != 0 || h.m.expired != 0 {
 		t.Fatalf("queue=%v expired=%d", h.queueKeys(), h.m.expired)
 	}
@@ -403,7 +404,7 @@ func TestDefaultExpiryRecognisesServeErrors(t *testing.T) {
 		a := pathWrite()
 		h.queue(a)
 		h.keys("y")
-		if e := h.m.find(a.Key); e == nil || e.state != stateExpired {
+		if e := h.m.find(a.ID); e == nil || e.state != stateExpired {
 			t.Fatalf("%v: ask = %+v, want expired", err, e)
 		}
 	}
@@ -416,7 +417,7 @@ func TestDecideOtherErrorKeepsAskPending(t *testing.T) {
 	h.queue(a)
 	h.keys("y")
 	h.wantStatus("disk full")
-	if e := h.m.find(a.Key); e == nil || e.state != statePending {
+	if e := h.m.find(a.ID); e == nil || e.state != statePending {
 		t.Fatalf("ask after failed decide = %+v", e)
 	}
 }
@@ -472,7 +473,7 @@ func TestGrantApprovesQueuedAsks(t *testing.T) {
 		serve.Decided{Ask: b, Response: approved, Auto: true},
 	)
 	h.wantStatus("2 queued asks answered by recorded policy: ✓ 2 approved")
-	if got := h.queueKeys(); !reflect.DeepEqual(got, []string{c.Key}) {
+	if got := h.queueKeys(); !reflect.DeepEqual(got, []serve.AskID{c.ID}) {
 		t.Fatalf("queue = %v", got)
 	}
 	if h.m.autoApproved != 2 || len(h.m.log) != 2 {
@@ -495,7 +496,7 @@ func TestCursorShiftGuard(t *testing.T) {
 	h.wantDecisions()
 	h.wantStatus("changed under you")
 	h.keys("y")
-	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateApproved})
+	h.wantDecisions(serve.Decision{Ask: b.ID, State: wire.StateApproved})
 }
 
 func TestOverlayClosesWhenItsAskGoes(t *testing.T) {
@@ -503,7 +504,7 @@ func TestOverlayClosesWhenItsAskGoes(t *testing.T) {
 	a := pathWrite()
 	h.queue(a)
 	h.keys("s")
-	h.events(serve.Withdrawn{Key: a.Key, Pending: true})
+	h.events(withdrawn(a.ID, true))
 	if h.m.mode != modeQueue {
 		t.Fatal("scope choice stayed open for an expired ask")
 	}
@@ -549,11 +550,11 @@ func TestWindowTitleFollowsPendingCount(t *testing.T) {
 func TestHeaderShowsSessionsPolicyAndCounts(t *testing.T) {
 	h := newHarness(t)
 	h.events(
-		serve.Serving{SessionID: rootSession},
-		serve.ServedElsewhere{SessionID: "other-root", PID: 4242},
+		serve.Serving{Serving: inbox.Serving{Session: rootSession}},
+		serve.ServedElsewhere{ServedElsewhere: inbox.ServedElsewhere{Session: "other-root", PID: 4242}},
 		serve.PolicyStatus{Problems: []string{"project config /w/p/.pi/pi-permissions.jsonc: trailing comma at 3:5"}},
 		serve.Decided{Ask: bashChain(), Response: wire.Response{State: wire.StateDenied}, Auto: true},
-		serve.Invalid{ServedSession: rootSession, Path: "/fwd/x/requests/bad.json", Reason: "id is not a string"},
+		serve.Invalid{Invalid: inbox.Invalid{Session: rootSession, Path: "/fwd/x/requests/bad.json", Reason: "id is not a string"}},
 	)
 	v := h.m.View()
 	for _, want := range []string{"serving ♥ " + rootSession, "⚠ pid 4242 serves other-root, not permtui",
@@ -595,8 +596,8 @@ func TestLayoutFitsTheTerminal(t *testing.T) {
 
 func TestAskWithoutRequestIsReported(t *testing.T) {
 	h := newHarness(t)
-	h.queue(serve.Ask{Key: rootSession + "/broken.json"})
-	h.wantStatus("arrived without its request")
+	h.queue(serve.Ask{Arrived: inbox.Arrived{ID: 7, Session: rootSession}})
+	h.wantStatus("ask #7 arrived without its request")
 	if len(h.m.queue) != 0 || len(h.m.log) != 1 {
 		t.Fatalf("queue=%d log=%d", len(h.m.queue), len(h.m.log))
 	}
@@ -610,12 +611,12 @@ func TestKeysTypedTogetherActInTurn(t *testing.T) {
 	a, b := pathWrite(), bashChain()
 	h.queue(a, b)
 	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jn")})
-	h.wantDecisions(serve.Decision{Key: b.Key, State: wire.StateDenied})
+	h.wantDecisions(serve.Decision{Ask: b.ID, State: wire.StateDenied})
 
 	d := newHarness(t, func(o *Options) { o.ConfirmDouble = true })
 	d.queue(a)
 	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("yy")})
-	d.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateApproved})
+	d.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 }
 
 func TestPasteNeverDecides(t *testing.T) {
@@ -629,5 +630,5 @@ func TestPasteNeverDecides(t *testing.T) {
 	h.keys("r")
 	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("see the main session"), Paste: true})
 	h.keys("enter")
-	h.wantDecisions(serve.Decision{Key: a.Key, State: wire.StateDeniedWithReason, Reason: "see the main session"})
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: "see the main session"})
 }

@@ -141,7 +141,7 @@ func (m *Model) queueBody(height int) []string {
 		}
 	}
 	visible := min(len(m.queue), max(3, height/3))
-	cur := max(m.index(m.cursorKey), 0)
+	cur := max(m.index(m.highlight), 0)
 	first := min(max(cur-visible+1, 0), len(m.queue)-visible)
 	title := "queue"
 	if visible < len(m.queue) {
@@ -235,7 +235,7 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	now := m.opts.Now()
 	created := createdAt(e.ask)
 	cursor, sel := "  ", "[ ]"
-	if e.ask.Key == m.cursorKey {
+	if e.ask.ID == m.highlight {
 		cursor = "▸ "
 	}
 	if e.selected {
@@ -261,7 +261,7 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	switch {
 	case e.state == stateExpired:
 		return m.styles.Expired.Render(line)
-	case e.ask.Key == m.cursorKey:
+	case e.ask.ID == m.highlight:
 		return m.styles.Cursor.Render(line)
 	}
 	return line
@@ -320,14 +320,14 @@ func (m *Model) renderFields(fields []field, wrapProse bool, factLines int) []st
 func (m *Model) scopeBody() []string {
 	s := m.styles
 	lines := []string{m.rule("approve for session")}
-	e := m.find(m.scope.key)
+	e := m.find(m.scope.ask)
 	if e == nil {
 		return lines
 	}
 	r := e.ask.Request
 	lines = append(lines, "  "+Sanitize(agentOf(r))+" asks for "+Sanitize(surfaceOf(r))+":")
 	lines = append(lines, m.indented(Sanitize(shortValue(r)), 4, maxFactLines)...)
-	lines = append(lines, s.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.ServedSession)), "")
+	lines = append(lines, s.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), "")
 	for i, o := range m.scope.options {
 		mark, style := "  ( ) ", s.Value
 		if i == m.scope.chosen {
@@ -432,7 +432,7 @@ func (m *Model) openPager(md mode) {
 			m.setStatus("nothing to show")
 			return
 		}
-		m.viewKey = e.ask.Key
+		m.viewID = e.ask.ID
 	}
 	m.mode = md
 	m.refreshPager()
@@ -462,7 +462,7 @@ func (m *Model) refreshPager() {
 	m.pager.Height = max(m.height-header-3, 1) // rule above, status and help below
 	switch m.mode {
 	case modeView:
-		if e := m.find(m.viewKey); e != nil {
+		if e := m.find(m.viewID); e != nil {
 			m.pager.SetContent(strings.Join(m.renderFields(detailFields(e), true, 0), "\n"))
 		}
 	case modeLog:
@@ -568,7 +568,7 @@ func createdAt(a serve.Ask) time.Time {
 	if ms := a.Request.CreatedAt; ms > 0 && ms < 1e15 {
 		return time.UnixMilli(int64(ms))
 	}
-	return a.ArrivedAt
+	return a.At
 }
 
 func age(d time.Duration) string {

@@ -34,7 +34,7 @@ func piChain() serve.Ask {
 // the child's cwd, which hides the worktree.
 func deepWrite() serve.Ask {
 	a := pathWrite()
-	a.Key += "-deep"
+	a.ID++
 	abs := "/home/ana/work/app-wt-7/packages/server/internal/handlers/notes/plan.md"
 	r := a.Request
 	r.Value = sp("packages/server/internal/handlers/notes/plan.md")
@@ -207,10 +207,10 @@ func TestClearExpiredKeepsThePlace(t *testing.T) {
 	a, b, c := pathWrite(), bashChain(), externalRead()
 	h.queue(a, b, c)
 	h.keys("j")
-	h.events(serve.Withdrawn{Key: b.Key, Pending: true})
+	h.events(withdrawn(b.ID, true))
 	h.keys("x")
-	if h.m.cursorKey != c.Key {
-		t.Fatalf("after x the highlight is on %s, want the next ask %s", h.m.cursorKey, c.Key)
+	if h.m.highlight != c.ID {
+		t.Fatalf("after x the highlight is on %d, want the next ask %d", h.m.highlight, c.ID)
 	}
 }
 
