@@ -30,7 +30,7 @@ func TestMatchedSpellingIsKeptButNeverLogged(t *testing.T) {
 	if got := ask.Request.Payload.Request.MatchedSpelling; got == nil || *got != spelling {
 		t.Fatalf("the queued ask lost matchedSpelling: %v", got)
 	}
-	if err := h.s.Decide(Decision{Key: ask.Key, State: wire.StateApproved}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); err != nil {
 		t.Fatal(err)
 	}
 	h.await(req.ID)
