@@ -135,8 +135,8 @@ type entry struct {
 	path      string // the request file
 	name      string // its file name in requests/
 	reqID     string // the request's id, which names the response file
-	answering bool // a response write is in progress: vanishing is not withdrawal
-	answered  bool // response written; forget the entry once the file is gone
+	answering bool   // a response write is in progress: vanishing is not withdrawal
+	answered  bool   // response written; forget the entry once the file is gone
 }
 
 // New checks the configuration and prepares an inbox.
