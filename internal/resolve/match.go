@@ -61,13 +61,6 @@ func (p *Pattern) Match(value string) bool {
 	return p.full.match(value) || (p.hasAlt && p.alt.match(value))
 }
 
-// MatchPattern compiles and matches in one step (for one-off patterns such as
-// session grants and tests).
-func MatchPattern(pattern, value, home string) bool {
-	p := CompilePattern(pattern, home)
-	return p.Match(value)
-}
-
 func compileGlob(expr string) glob {
 	first := strings.IndexAny(expr, "*?")
 	if first < 0 {

@@ -434,7 +434,7 @@ func TestAuditRecordIsDurableBeforeTheResponseAppears(t *testing.T) {
 	}
 }
 
-func TestReresolveAnswersAsksThePolicyNowDecides(t *testing.T) {
+func TestPolicyLoadedAnswersAsksThePolicyNowDecides(t *testing.T) {
 	h := startServer(t, options{})
 	h.send(intent("1791279012345-rr-1", "impl", "bash", "go test"))
 	h.send(intent("1791279012345-rr-2", "impl", "bash", "go vet"))

@@ -34,7 +34,7 @@ func TestMarshalResponseSpecExamples(t *testing.T) {
 			`{"approved":true,"state":"approved","responderSessionId":"0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b","respondedAt":1,"decidedBy":{"kind":"rule","surface":"path_read","pattern":null,"origin":null}}`},
 		{"unavailable", Response{State: StateDeniedWithReason, DenialReason: "permtui exited", ResponderSessionID: servedID, RespondedAt: 2, DecidedBy: UnavailableDecision("serving node shut down")},
 			`{"approved":false,"state":"denied_with_reason","denialReason":"permtui exited","responderSessionId":"0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b","respondedAt":2,"decidedBy":{"kind":"unavailable","reason":"serving node shut down"}}`},
-		{"gate error", Response{State: StateDenied, ResponderSessionID: servedID, RespondedAt: 3, DecidedBy: GateErrorDecision("boom")},
+		{"gate error", Response{State: StateDenied, ResponderSessionID: servedID, RespondedAt: 3, DecidedBy: &DecisionSource{Kind: DecidedByGateError, Reason: strp("boom")}},
 			`{"approved":false,"state":"denied","responderSessionId":"0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b","respondedAt":3,"decidedBy":{"kind":"gate_error","reason":"boom"}}`},
 		{"no HTML escaping", Response{State: StateDeniedWithReason, DenialReason: `<b>&"x"</b>`, ResponderSessionID: servedID, RespondedAt: 4},
 			`{"approved":false,"state":"denied_with_reason","denialReason":"<b>&\"x\"</b>","responderSessionId":"0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b","respondedAt":4}`},

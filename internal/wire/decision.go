@@ -23,11 +23,6 @@ func UnavailableDecision(reason string) *DecisionSource {
 	return &DecisionSource{Kind: DecidedByUnavailable, Reason: &reason}
 }
 
-// GateErrorDecision says the escalation itself failed.
-func GateErrorDecision(reason string) *DecisionSource {
-	return &DecisionSource{Kind: DecidedByGateError, Reason: &reason}
-}
-
 // Wire shapes of each kind, in pi's key order; nullable fields are written
 // as null.
 type (

@@ -82,65 +82,6 @@ func MarshalResponse(r Response) ([]byte, error) {
 	return marshalCompact(r)
 }
 
-var responseKeys = map[string]bool{
-	"approved": true, "state": true, "denialReason": true, "responderSessionId": true,
-	"respondedAt": true, "decidedBy": true, "sessionGrantWidth": true,
-}
-
-// DecodeResponse reads a response file strictly, as one our writer could
-// have produced: all five core fields with their exact types, optional
-// fields absent rather than null, no unknown keys, and decidedBy well-formed.
-// It does not check the writer invariants; see ValidateResponse.
-func DecodeResponse(data []byte) (Response, error) {
-	var r Response
-	v, err := decodeJSON(data)
-	if err != nil {
-		return r, err
-	}
-	o, ok := asObject(v)
-	if !ok {
-		return r, errors.New("not a JSON object")
-	}
-	for k, val := range o {
-		if !responseKeys[k] {
-			return r, fmt.Errorf("unknown key %q", k)
-		}
-		if val == nil {
-			return r, fmt.Errorf("%s is null", k)
-		}
-	}
-	var state string
-	if r.Approved, ok = o["approved"].(bool); !ok {
-		return r, errors.New("approved is not a boolean")
-	}
-	if state, ok = asString(o["state"]); !ok {
-		return r, errors.New("state is not a string")
-	}
-	r.State = State(state)
-	if r.ResponderSessionID, ok = asString(o["responderSessionId"]); !ok {
-		return r, errors.New("responderSessionId is not a string")
-	}
-	if r.RespondedAt, ok = asInt64(o["respondedAt"]); !ok {
-		return r, errors.New("respondedAt is not an integer")
-	}
-	if v, present := o["denialReason"]; present {
-		if r.DenialReason, ok = asString(v); !ok {
-			return r, errors.New("denialReason is not a string")
-		}
-	}
-	if v, present := o["sessionGrantWidth"]; present {
-		if r.SessionGrantWidth, ok = asString(v); !ok {
-			return r, errors.New("sessionGrantWidth is not a string")
-		}
-	}
-	if v, present := o["decidedBy"]; present {
-		if r.DecidedBy, err = readDecision(v, 0); err != nil {
-			return r, fmt.Errorf("decidedBy: %w", err)
-		}
-	}
-	return r, nil
-}
-
 // DecidedBy statuses of a ChildResponse.
 const (
 	DecidedByKept    = "kept"
