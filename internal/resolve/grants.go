@@ -1,7 +1,6 @@
 package resolve
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/wire"
 )

@@ -2,12 +2,13 @@ package serve
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/wire"
 )

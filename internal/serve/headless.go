@@ -3,10 +3,11 @@ package serve
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -63,7 +64,7 @@ func RunHeadless(ctx context.Context, s *Server, out io.Writer, ask string) erro
 	}
 }
 
-// writeLine prints v as one JSON line. encoding/json escapes every control
+// writeLine prints v as one JSON line. The encoder escapes every control
 // character, so no untrusted string can drive the terminal.
 func writeLine(out io.Writer, v any) error {
 	var buf bytes.Buffer

@@ -7,10 +7,11 @@ package testkit
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
+
+	json "github.com/goccy/go-json"
 )
 
 // Dir is the vectors directory, ../shared/spec/vectors next to the module
