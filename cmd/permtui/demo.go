@@ -26,10 +26,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var f serveFlags
 	var keep bool
 	fs := newFlagSet("demo", demoSynopsis, stdout, stderr)
-	fs.BoolVar(&f.headless, "headless", false, "no console: print one JSON line per event on stdout")
-	fs.StringVar(&f.ask, "ask", "deny", "headless: what to do with asks: deny or leave")
-	fs.BoolVar(&f.bell, "bell", true, "ring the terminal bell on each new ask")
-	fs.BoolVar(&f.confirmDouble, "confirm-double-press", false, "decisions need two presses of the same key")
+	f.frontEnd.register(fs)
 	fs.BoolVar(&keep, "keep", false, "keep the demo's temporary directory (its audit log, grants and children's log)")
 	if err := fs.parse(args); err != nil {
 		return err

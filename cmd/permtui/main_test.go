@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -364,4 +365,26 @@ func TestVersionTakesNoArguments(t *testing.T) {
 	if code, out, errOut := runCmd(t, "", "version", "extra"); code != 2 || out != "" || !strings.Contains(errOut, "version takes no arguments") {
 		t.Errorf("version extra: %d %q %q", code, out, errOut)
 	}
+}
+
+// TestDemoTakesServesFrontEndFlags: demo registers serve's front-end flags
+// through the same function, so none is missing or described differently.
+func TestDemoTakesServesFrontEndFlags(t *testing.T) {
+	_, serveHelp, _ := runCmd(t, "", "serve", "--help")
+	code, demoHelp, _ := runCmd(t, "", "demo", "--help")
+	if code != 0 {
+		t.Fatalf("demo --help: exit %d", code)
+	}
+	var fe frontEnd
+	fs := newFlagSet("x", "", &bytes.Buffer{}, &bytes.Buffer{})
+	fe.register(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		line := "-" + f.Name
+		if !strings.Contains(serveHelp, line) || !strings.Contains(demoHelp, line) {
+			t.Errorf("%s missing from serve or demo --help", line)
+		}
+		if !strings.Contains(demoHelp, f.Usage) {
+			t.Errorf("demo describes %s differently", line)
+		}
+	})
 }

@@ -24,9 +24,15 @@ const serveSynopsis = `serve [flags]
 Serves the permission-forwarding inbox of the root session(s): answers asks
 from the root's pi-permission-system policy and queues the rest in the console.`
 
-// serveFlags are the flags of serve (and, mostly, demo).
+// serveFlags are the flags of serve; demo has all but the common ones, which
+// it sets itself.
 type serveFlags struct {
 	common
+	frontEnd
+}
+
+// frontEnd holds the flags that choose and tune how asks are served.
+type frontEnd struct {
 	headless      bool
 	ask           string
 	poll          bool
@@ -37,6 +43,10 @@ type serveFlags struct {
 
 func (f *serveFlags) register(fs flagSet) {
 	f.common.register(fs)
+	f.frontEnd.register(fs)
+}
+
+func (f *frontEnd) register(fs flagSet) {
 	fs.BoolVar(&f.headless, "headless", false, "no console: print one JSON line per event on stdout")
 	fs.StringVar(&f.ask, "ask", "deny", "headless: what to do with asks nobody can answer: deny or leave")
 	fs.BoolVar(&f.poll, "poll", false, "rescan the inbox instead of using inotify (network filesystems)")
@@ -45,7 +55,7 @@ func (f *serveFlags) register(fs flagSet) {
 	fs.BoolVar(&f.confirmDouble, "confirm-double-press", false, "decisions need two presses of the same key")
 }
 
-func (f *serveFlags) check(fs flagSet) error {
+func (f *frontEnd) check(fs flagSet) error {
 	if f.ask != "deny" && f.ask != "leave" {
 		fmt.Fprintf(fs.Output(), "--ask must be deny or leave, not %q\n", f.ask)
 		return errUsage
@@ -144,7 +154,6 @@ func runConsole(ctx context.Context, srv *serve.Server, f serveFlags) error {
 		Bell:          f.bell,
 		Notify:        f.notify,
 		ConfirmDouble: f.confirmDouble,
-		IsExpired:     func(err error) bool { return errors.Is(err, serve.ErrExpired) },
 	})
 	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(ctx))
 	go func() {

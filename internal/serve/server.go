@@ -61,6 +61,12 @@ var (
 	ErrStopped         = errors.New("the server is not serving")
 )
 
+// IsExpired reports a Decide error meaning the ask can no longer be
+// answered: its request was withdrawn, or the ask is gone.
+func IsExpired(err error) bool {
+	return errors.Is(err, ErrExpired) || errors.Is(err, ErrUnknownAsk)
+}
+
 // ExitReason is the denial reason given to asks still open when permtui
 // stops (decision 0041).
 const ExitReason = "permtui exited"
@@ -582,9 +588,6 @@ func (s *Server) rejudge() {
 		}()
 	}
 }
-
-// Reresolve re-judges pending asks after a policy reload.
-func (s *Server) Reresolve() { s.rejudge() }
 
 // PolicyLoaded reports a (re)loaded policy and re-judges pending asks.
 func (s *Server) PolicyLoaded(problems []string) {

@@ -1,7 +1,7 @@
 package ui
 
 import (
-	"errors"
+	"fmt"
 	"hash/fnv"
 	"sync"
 	"time"
@@ -240,6 +240,4 @@ func (b *fakeBackend) RevokeGrant(session string, g wire.Grant) error {
 	return nil
 }
 
-var errExpired = errors.New("request withdrawn")
-
-func isTestExpired(err error) bool { return errors.Is(err, errExpired) }
+var errExpired = fmt.Errorf("request withdrawn: %w", serve.ErrExpired)

@@ -37,7 +37,6 @@ func screen(t *testing.T, width, height int, marker string, steps func(tm *teate
 		Backend:   &fakeBackend{},
 		Now:       func() time.Time { return testNow },
 		Refresh:   -1,
-		IsExpired: isTestExpired,
 		Attention: io.Discard,
 	})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(width, height))

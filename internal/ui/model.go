@@ -5,7 +5,6 @@
 package ui
 
 import (
-	"errors"
 	"io"
 	"os"
 	"slices"
@@ -43,10 +42,6 @@ type Options struct {
 	// Timeout is the child's forwarding timeout, for the countdown; 0 means
 	// the pi default of 10 minutes.
 	Timeout time.Duration
-	// IsExpired reports a Decide error meaning the ask can no longer be
-	// answered; nil means serve.ErrExpired or serve.ErrUnknownAsk. Any other
-	// error leaves the ask pending, with the error on the status line.
-	IsExpired func(error) bool
 	// Refresh is how often ages and countdowns redraw; 0 means every second
 	// and a negative value turns the ticker off (tests).
 	Refresh time.Duration
@@ -168,11 +163,6 @@ func New(opts Options) *Model {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
-	}
-	if opts.IsExpired == nil {
-		opts.IsExpired = func(err error) bool {
-			return errors.Is(err, serve.ErrExpired) || errors.Is(err, serve.ErrUnknownAsk)
-		}
 	}
 	if opts.Refresh == 0 {
 		opts.Refresh = time.Second
@@ -374,7 +364,7 @@ func (m *Model) applyDecided(msg decidedMsg) {
 	switch {
 	case msg.Err == nil:
 		m.remove(e.ask.ID, true)
-	case m.opts.IsExpired(msg.Err):
+	case serve.IsExpired(msg.Err): // any other error leaves the ask pending
 		if e.state != stateExpired {
 			m.expire(e)
 		}

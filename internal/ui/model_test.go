@@ -35,7 +35,6 @@ func newHarness(t *testing.T, tweak ...func(*Options)) *harness {
 		Backend:   b,
 		Now:       func() time.Time { return testNow },
 		Refresh:   -1,
-		IsExpired: isTestExpired,
 		Attention: bells,
 	}
 	for _, f := range tweak {
@@ -399,7 +398,7 @@ func TestWithdrawnWhileAnswerIsWritten(t *testing.T) {
 
 func TestDefaultExpiryRecognisesServeErrors(t *testing.T) {
 	for _, err := range []error{serve.ErrExpired, serve.ErrUnknownAsk} {
-		h := newHarness(t, func(o *Options) { o.IsExpired = nil })
+		h := newHarness(t)
 		h.backend.decideErr = err
 		a := pathWrite()
 		h.queue(a)
