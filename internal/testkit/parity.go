@@ -1,8 +1,9 @@
 package testkit
 
 import (
-	"encoding/json"
 	"strings"
+
+	json "github.com/goccy/go-json"
 )
 
 // ParityRepros are the minimal repros of the five classes where permtui
