@@ -1,7 +1,9 @@
 // Package ui is the approval console: a Bubble Tea model that shows what the
 // serving loop reports and turns a person's keys into serve.Decision values.
 // Update does no IO; every call to the Backend runs in a tea.Cmd and comes
-// back as a message.
+// back as a message. The root Model owns the queue; each overlay (scope,
+// reason, pager, grants, quit) is a component that returns an action to it
+// (see overlay.go and README.md).
 package ui
 
 import (
@@ -11,10 +13,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/permtui/permtui/internal/serve"
@@ -115,12 +114,9 @@ type armedPress struct {
 // Model is the console. New returns a pointer; Update mutates it and returns
 // the same pointer.
 type Model struct {
-	opts   Options
-	keys   KeyMap
-	styles Styles
-	help   help.Model
-
-	width, height int
+	*common
+	opts Options
+	help help.Model
 
 	queue     []*entry
 	highlight serve.AskID
@@ -136,24 +132,25 @@ type Model struct {
 	autoDenied     int
 	expired        int
 	invalid        int
-	grants         map[string][]wire.Grant
 	log            []logEntry
 
-	mode     mode
+	// mode says which overlay is open (active maps it to its component);
+	// each component keeps its own state.
+	mode       mode
+	scope      scopeDialog
+	reason     reasonDialog
+	pager      pager
+	grantList  grantList
+	quitDialog quitDialog
+
 	status   string
 	statusAt time.Time
 	// sent remembers each decision on its way, so the log can say which
 	// scope the person chose (the response alone cannot).
-	sent        map[serve.AskID]serve.Decision
-	streak      autoStreak
-	armed       *armedPress
-	scope       scopeChoice
-	reason      textinput.Model
-	reasonFor   []serve.AskID
-	pager       viewport.Model
-	viewID      serve.AskID // the ask shown in the full view
-	grantCursor int
-	titleCount  int
+	sent       map[serve.AskID]serve.Decision
+	streak     autoStreak
+	armed      *armedPress
+	titleCount int
 }
 
 // New builds the console.
@@ -170,28 +167,23 @@ func New(opts Options) *Model {
 	if opts.Attention == nil {
 		opts.Attention = os.Stdout
 	}
-	ti := textinput.New()
-	ti.Placeholder = "reason shown to the agent"
-	ti.CharLimit = 500
-	ti.Prompt = "reason: "
-	ti.Cursor.SetMode(cursor.CursorStatic)
-	ti.Width = 80 - len(ti.Prompt) - 2
+	c := &common{width: 80, height: 24, styles: DefaultStyles(), keys: DefaultKeyMap()}
 	hm := help.New()
-	hm.Width = 80
-	return &Model{
+	hm.Width = c.width
+	m := &Model{
+		common:     c,
 		opts:       opts,
-		keys:       DefaultKeyMap(),
-		styles:     DefaultStyles(),
 		help:       hm,
-		width:      80,
-		height:     24,
 		sessions:   map[string]sessionState{},
-		grants:     map[string][]wire.Grant{},
 		sent:       map[serve.AskID]serve.Decision{},
-		reason:     ti,
-		pager:      viewport.New(80, 10),
+		grantList:  grantList{common: c},
 		titleCount: -1,
 	}
+	m.scope = scopeDialog{common: c, q: m}
+	m.reason = newReasonDialog(c, m)
+	m.pager = newPager(c, m)
+	m.quitDialog = quitDialog{common: c, q: m}
+	return m
 }
 
 // Init sets the window title and starts the redraw ticker.
@@ -205,7 +197,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.help.Width = msg.Width
-		m.reason.Width = max(msg.Width-len(m.reason.Prompt)-2, 10)
+		m.reason.resize()
 		m.refreshPager()
 		return m, nil
 	case EventMsg:
@@ -233,10 +225,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd := m.handleKey(msg)
 		return m, tea.Batch(cmd, m.titleCmd())
 	}
-	if m.mode == modeReason {
-		var cmd tea.Cmd
-		m.reason, cmd = m.reason.Update(msg)
-		return m, cmd
+	if o := m.active(); o != nil {
+		return m, m.overlayMsg(o, msg) // a text input takes more than keys
 	}
 	return m, nil
 }
@@ -269,7 +259,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		// An ask whose answer is being written is settled by Decide's result.
 		if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
 			m.expire(e)
-			m.setStatus("expired: " + m.label(e) + " (the child stopped waiting)")
+			m.setStatus("expired: " + label(e) + " (the child stopped waiting)")
 		}
 	case serve.Invalid:
 		m.invalid++
@@ -292,19 +282,13 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.WriteFailed:
 		what := "ask " + askNumber(ev.Ask)
 		if e := m.find(ev.Ask); e != nil {
-			what = m.label(e)
+			what = label(e)
 		}
 		note := "answer not written yet for " + what + ": " + Sanitize(ev.Err) + " (retrying)"
 		m.addLog(logEntry{note: "⚠ " + note})
 		m.setStatus(note)
 	case serve.GrantsChanged:
-		m.grants = make(map[string][]wire.Grant, len(ev.Grants))
-		for s, gs := range ev.Grants {
-			if len(gs) > 0 {
-				m.grants[s] = slices.Clone(gs)
-			}
-		}
-		m.grantCursor = min(m.grantCursor, max(0, len(m.grantRows())-1))
+		m.grantList.set(ev.Grants)
 	}
 	return nil
 }
@@ -368,12 +352,12 @@ func (m *Model) applyDecided(msg decidedMsg) {
 		if e.state != stateExpired {
 			m.expire(e)
 		}
-		m.setStatus("too late: " + m.label(e) + " expired before the answer; nothing was sent")
+		m.setStatus("too late: " + label(e) + " expired before the answer; nothing was sent")
 	default:
 		if e.state == stateSending {
 			e.state = statePending
 		}
-		note := "could not answer " + m.label(e) + ": " + Sanitize(msg.Err.Error())
+		note := "could not answer " + label(e) + ": " + Sanitize(msg.Err.Error())
 		m.addLog(logEntry{note: "⚠ " + note})
 		m.setStatus(note)
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/permtui/permtui/internal/serve"
@@ -32,18 +31,9 @@ func (m *Model) View() string {
 	bodyHeight := max(m.height-len(header)-len(footer), 1)
 
 	var body []string
-	switch m.mode {
-	case modeScope:
-		body = m.scopeBody()
-	case modeReason:
-		body = m.reasonBody(bodyHeight)
-	case modeView, modeLog:
-		body = m.pagerBody()
-	case modeGrants:
-		body = m.grantsBody()
-	case modeQuit:
-		body = m.quitBody()
-	default:
+	if o := m.active(); o != nil {
+		body = o.view(bodyHeight)
+	} else {
 		body = m.queueBody(bodyHeight)
 	}
 	body = fitLines(body, bodyHeight)
@@ -57,21 +47,10 @@ func (m *Model) View() string {
 }
 
 func (m *Model) helpKeys() help.KeyMap {
-	k := m.keys
-	switch m.mode {
-	case modeScope:
-		return k.overlayHelp(k.Up, k.Down, k.Confirm)
-	case modeReason:
-		return k.overlayHelp(k.Confirm)
-	case modeView, modeLog:
-		page := key.NewBinding(key.WithKeys("pgdown", "pgup"), key.WithHelp("pgdn/pgup", "page"))
-		return k.overlayHelp(k.Up, k.Down, page)
-	case modeGrants:
-		return k.overlayHelp(k.Up, k.Down, k.Revoke)
-	case modeQuit:
-		return k.overlayHelp(k.Quit)
+	if o := m.active(); o != nil {
+		return o.help()
 	}
-	return k.queueHelp(m.width)
+	return m.keys.queueHelp(m.width)
 }
 
 func (m *Model) headerLines() []string {
@@ -122,11 +101,6 @@ func (m *Model) statusLine() string {
 		return ""
 	}
 	return m.styles.Status.Render("» " + m.status)
-}
-
-func (m *Model) rule(title string) string {
-	title = "── " + title + " "
-	return m.styles.Rule.Render(title + strings.Repeat("─", max(m.width-ansi.StringWidth(title), 0)))
 }
 
 // queueBody is the queue (at most a third of the body, scrolled to keep the
@@ -267,207 +241,41 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	return line
 }
 
-// renderFields lays fields out as label and text. Values (commands, paths)
-// wrap at the exact cell so their spacing shows as it is, up to factLines
-// lines (0: all); prose wraps at words when wrapProse, else takes one
-// truncated line.
-func (m *Model) renderFields(fields []field, wrapProse bool, factLines int) []string {
-	s := m.styles
-	textWidth := max(m.width-labelWidth-1, 10)
-	var out []string
-	for _, f := range fields {
-		if f.kind == kindHeading {
-			for _, c := range wrapWords(f.text, m.width) {
-				out = append(out, s.Label.Render(c))
-			}
-			continue
-		}
-		style := s.Value
-		switch f.kind {
-		case kindBoundary:
-			style = s.Boundary
-		case kindWarning:
-			style = s.Warning
-		case kindAnnotation:
-			style = s.Annotation
-		case kindMuted:
-			style = s.Muted
-		}
-		var chunks []string
-		switch {
-		case f.prose() && wrapProse:
-			chunks = wrapWords(f.text, textWidth)
-		case f.prose():
-			chunks = []string{ansi.Truncate(f.text, textWidth, "…")}
-		default:
-			chunks = strings.Split(ansi.Hardwrap(f.text, textWidth, true), "\n")
-			if factLines > 0 && len(chunks) > factLines {
-				chunks = chunks[:factLines]
-				chunks[factLines-1] = ansi.Truncate(chunks[factLines-1], textWidth-1, "") + "…"
-			}
-		}
-		for i, c := range chunks {
-			label := ""
-			if i == 0 {
-				label = f.label
-			}
-			out = append(out, s.Label.Render(pad(label, labelWidth))+" "+style.Render(c))
-		}
-	}
-	return out
-}
-
-func (m *Model) scopeBody() []string {
-	s := m.styles
-	lines := []string{m.rule("approve for session")}
-	e := m.find(m.scope.ask)
-	if e == nil {
-		return lines
-	}
-	r := e.ask.Request
-	lines = append(lines, "  "+Sanitize(agentOf(r))+" asks for "+Sanitize(surfaceOf(r))+":")
-	lines = append(lines, m.indented(Sanitize(shortValue(r)), 4, maxFactLines)...)
-	lines = append(lines, s.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), "")
-	for i, o := range m.scope.options {
-		mark, style := "  ( ) ", s.Value
-		if i == m.scope.chosen {
-			mark, style = "▸ (•) ", s.Option
-		}
-		lines = append(lines, style.Render(mark+o.title)+s.Muted.Render(" — "+o.recorder+":"))
-		if o.grants == nil {
-			lines = append(lines, "        "+grantsText(nil))
-		}
-		for _, g := range o.grants {
-			lines = append(lines, m.indented(pad(Sanitize(g.Surface), 24)+" "+Sanitize(g.Pattern), 8, 0)...)
-		}
-	}
-	if m.scope.note != "" {
-		lines = append(lines, "", s.Muted.Render(m.scope.note))
-	}
-	return append(lines, "", s.Muted.Render("enter approves with the marked scope; esc cancels and decides nothing"))
-}
-
-// indented hard-wraps a value under an indent, so a pattern or command is
-// shown whole (up to maxLines lines; 0: all).
-func (m *Model) indented(text string, indent, maxLines int) []string {
-	width := max(m.width-indent, 10)
-	chunks := strings.Split(ansi.Hardwrap(text, width, true), "\n")
-	if maxLines > 0 && len(chunks) > maxLines {
-		chunks = chunks[:maxLines]
-		chunks[maxLines-1] = ansi.Truncate(chunks[maxLines-1], width-1, "") + "…"
-	}
-	for i, c := range chunks {
-		chunks[i] = strings.Repeat(" ", indent) + c
-	}
-	return chunks
-}
-
-func (m *Model) reasonBody(height int) []string {
-	lines := []string{
-		m.rule("deny with reason: " + m.describe(m.reasonFor)),
-		m.reason.View(),
-		m.styles.Muted.Render("the agent sees this reason; enter denies, esc cancels and decides nothing"),
-	}
-	if len(m.reasonFor) == 1 {
-		if e := m.find(m.reasonFor[0]); e != nil {
-			lines = append(lines, m.rule("the ask"))
-			lines = append(lines, m.renderFields(detailFields(e), false, maxFactLines)...)
-		}
-	} else {
-		lines = append(lines, m.rule("the asks"))
-		for _, k := range m.reasonFor {
-			if e := m.find(k); e != nil {
-				lines = append(lines, "  "+askLabel(e.ask))
-			}
-		}
-	}
-	return fitLines(lines, height)
-}
-
-func (m *Model) grantsBody() []string {
-	s := m.styles
-	lines := []string{m.rule("whole-session grants"),
-		s.Muted.Render("permtui approves every later ask of the session that one of these covers."),
-		s.Muted.Render("Grants for a single subagent are kept by that child and are not listed.")}
-	rows := m.grantRows()
-	if len(rows) == 0 {
-		return append(lines, "", "  No whole-session grants.")
-	}
-	session := ""
-	for i, r := range rows {
-		if r.session != session {
-			session = r.session
-			lines = append(lines, "", "session "+Sanitize(session))
-		}
-		mark := "  "
-		if i == m.grantCursor {
-			mark = "▸ "
-		}
-		line := mark + pad(Sanitize(r.grant.Surface), 24) + " " + Sanitize(r.grant.Pattern)
-		if i == m.grantCursor {
-			line = s.Cursor.Render(line)
-		}
-		lines = append(lines, line)
-	}
-	return lines
-}
-
-func (m *Model) quitBody() []string {
-	return []string{
-		m.rule("quit?"),
-		"",
-		fmt.Sprintf("  %s still waiting for a person.", plural(m.pendingCount(), "ask is", "asks are")),
-		fmt.Sprintf("  Quit anyway? permtui then denies %s as \"permtui exited\".", map[bool]string{true: "it", false: "them"}[m.pendingCount() == 1]),
-		"",
-		m.styles.Muted.Render("  q or y quits; esc or n stays"),
-	}
-}
-
 // openPager shows the full detail of the highlighted ask or the decision
-// log in a scrollable viewport.
+// log in the pager.
 func (m *Model) openPager(md mode) {
+	fill := m.logLines
 	if md == modeView {
 		e := m.current()
 		if e == nil {
 			m.setStatus("nothing to show")
 			return
 		}
-		m.viewID = e.ask.ID
+		id := e.ask.ID
+		fill = func() []string {
+			if e := m.find(id); e != nil {
+				return m.renderFields(detailFields(e), true, 0)
+			}
+			return nil
+		}
+		m.pager.open(id, fill)
+	} else {
+		m.pager.open(0, fill)
 	}
 	m.mode = md
 	m.refreshPager()
 	if md == modeLog {
-		m.pager.GotoBottom()
+		m.pager.vp.GotoBottom()
 	} else {
-		m.pager.GotoTop()
+		m.pager.vp.GotoTop()
 	}
 }
 
-func (m *Model) pagerBody() []string {
-	title := "decision log"
-	if m.mode == modeView {
-		title = "full view"
-	}
-	// Say where the page is, so nobody takes the last visible line for the end.
-	if total, shown := m.pager.TotalLineCount(), m.pager.VisibleLineCount(); total > shown {
-		title += fmt.Sprintf(" · lines %d–%d of %d", m.pager.YOffset+1, m.pager.YOffset+shown, total)
-	}
-	return append([]string{m.rule(title)}, strings.Split(m.pager.View(), "\n")...)
-}
-
-// refreshPager sizes the viewport to the body and refills it.
+// refreshPager sizes the pager to the body (rule above, status and help
+// below) and, while it is open, refills it.
 func (m *Model) refreshPager() {
-	header := len(m.headerLines())
-	m.pager.Width = m.width
-	m.pager.Height = max(m.height-header-3, 1) // rule above, status and help below
-	switch m.mode {
-	case modeView:
-		if e := m.find(m.viewID); e != nil {
-			m.pager.SetContent(strings.Join(m.renderFields(detailFields(e), true, 0), "\n"))
-		}
-	case modeLog:
-		m.pager.SetContent(strings.Join(m.logLines(), "\n"))
-	}
+	_, open := m.active().(*pager)
+	m.pager.refresh(m.width, max(m.height-len(m.headerLines())-3, 1), open)
 }
 
 // logEntry is one entry of the decision log: a written response, or a note

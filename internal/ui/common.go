@@ -1,0 +1,85 @@
+package ui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// common is what the root model shares with every overlay, by pointer: the
+// terminal size, the styles and the keys. Only the root changes it.
+type common struct {
+	width, height int
+	styles        Styles
+	keys          KeyMap
+}
+
+func (c *common) rule(title string) string {
+	title = "── " + title + " "
+	return c.styles.Rule.Render(title + strings.Repeat("─", max(c.width-ansi.StringWidth(title), 0)))
+}
+
+// indented hard-wraps a value under an indent, so a pattern or command is
+// shown whole (up to maxLines lines; 0: all).
+func (c *common) indented(text string, indent, maxLines int) []string {
+	width := max(c.width-indent, 10)
+	chunks := strings.Split(ansi.Hardwrap(text, width, true), "\n")
+	if maxLines > 0 && len(chunks) > maxLines {
+		chunks = chunks[:maxLines]
+		chunks[maxLines-1] = ansi.Truncate(chunks[maxLines-1], width-1, "") + "…"
+	}
+	for i, ch := range chunks {
+		chunks[i] = strings.Repeat(" ", indent) + ch
+	}
+	return chunks
+}
+
+// renderFields lays fields out as label and text. Values (commands, paths)
+// wrap at the exact cell so their spacing shows as it is, up to factLines
+// lines (0: all); prose wraps at words when wrapProse, else takes one
+// truncated line.
+func (c *common) renderFields(fields []field, wrapProse bool, factLines int) []string {
+	s := c.styles
+	textWidth := max(c.width-labelWidth-1, 10)
+	var out []string
+	for _, f := range fields {
+		if f.kind == kindHeading {
+			for _, ch := range wrapWords(f.text, c.width) {
+				out = append(out, s.Label.Render(ch))
+			}
+			continue
+		}
+		style := s.Value
+		switch f.kind {
+		case kindBoundary:
+			style = s.Boundary
+		case kindWarning:
+			style = s.Warning
+		case kindAnnotation:
+			style = s.Annotation
+		case kindMuted:
+			style = s.Muted
+		}
+		var chunks []string
+		switch {
+		case f.prose() && wrapProse:
+			chunks = wrapWords(f.text, textWidth)
+		case f.prose():
+			chunks = []string{ansi.Truncate(f.text, textWidth, "…")}
+		default:
+			chunks = strings.Split(ansi.Hardwrap(f.text, textWidth, true), "\n")
+			if factLines > 0 && len(chunks) > factLines {
+				chunks = chunks[:factLines]
+				chunks[factLines-1] = ansi.Truncate(chunks[factLines-1], textWidth-1, "") + "…"
+			}
+		}
+		for i, ch := range chunks {
+			label := ""
+			if i == 0 {
+				label = f.label
+			}
+			out = append(out, s.Label.Render(pad(label, labelWidth))+" "+style.Render(ch))
+		}
+	}
+	return out
+}

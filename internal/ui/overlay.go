@@ -1,0 +1,145 @@
+package ui
+
+import (
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/permtui/permtui/internal/serve"
+)
+
+// overlay is a screen over the queue: a dialog (scope, reason, quit) or a
+// page (full view, log, grants). It reads the shared common and, through
+// asks, the queue; it changes nothing outside itself. What the person asked
+// for comes back to the root as an action, which the root carries out in
+// apply: every decision, revocation and close happens there.
+type overlay interface {
+	// update handles one message (keys, and for text input anything else).
+	update(tea.Msg) (action, tea.Cmd)
+	// view is the body between the header and the status line.
+	view(height int) []string
+	help() help.KeyMap
+	// gone says why the overlay can no longer act (its asks were answered,
+	// expired or vanished), or "" while it can.
+	gone() string
+}
+
+// asks is what an overlay may read of the queue.
+type asks interface {
+	find(serve.AskID) *entry
+	pendingCount() int
+}
+
+// An action is what an overlay asks the root to do; nil is nothing.
+type action interface{ isAction() }
+
+type (
+	// closeAction returns to the queue, with status on the status line
+	// when it is not empty. It never decides anything.
+	closeAction struct{ status string }
+	// statusAction puts a message on the status line.
+	statusAction struct{ text string }
+	// decideAction answers targets (still pending ones only) as d says;
+	// pressed and what feed the double-press confirmation and the status
+	// line. The overlay closes once the decisions are on their way.
+	decideAction struct {
+		pressed, what string
+		targets       []serve.AskID
+		d             decisionFor
+	}
+	// revokeAction withdraws one whole-session grant.
+	revokeAction struct{ row grantRow }
+	// quitAction leaves the console.
+	quitAction struct{}
+)
+
+func (closeAction) isAction()  {}
+func (statusAction) isAction() {}
+func (decideAction) isAction() {}
+func (revokeAction) isAction() {}
+func (quitAction) isAction()   {}
+
+// active is the overlay the mode shows, or nil for the queue. It is the one
+// place that maps a mode to its component.
+func (m *Model) active() overlay {
+	switch m.mode {
+	case modeScope:
+		return &m.scope
+	case modeReason:
+		return &m.reason
+	case modeView, modeLog:
+		return &m.pager
+	case modeGrants:
+		return &m.grantList
+	case modeQuit:
+		return &m.quitDialog
+	}
+	return nil
+}
+
+// overlayMsg hands a message to the open overlay and carries out its action.
+func (m *Model) overlayMsg(o overlay, msg tea.Msg) tea.Cmd {
+	if k, ok := msg.(tea.KeyMsg); ok && !key.Matches(k, m.keys.Confirm) {
+		m.armed = nil // a double press must be two presses of one key in a row
+	}
+	act, cmd := o.update(msg)
+	return tea.Batch(cmd, m.apply(act))
+}
+
+// apply carries out what an overlay asked for.
+func (m *Model) apply(act action) tea.Cmd {
+	switch a := act.(type) {
+	case closeAction:
+		m.closeOverlay(a.status)
+	case statusAction:
+		m.setStatus(a.text)
+	case decideAction:
+		cmd := m.decideTargets(a.pressed, a.what, m.stillPending(a.targets), a.d)
+		if cmd != nil {
+			m.mode = modeQueue
+		}
+		return cmd
+	case revokeAction:
+		g, session := a.row.grant, a.row.session
+		b := m.opts.Backend
+		m.setStatus("revoking " + Sanitize(g.Surface) + " " + Sanitize(g.Pattern) + "…")
+		return func() tea.Msg {
+			return revokedMsg{Session: session, Grant: g, Err: b.RevokeGrant(session, g)}
+		}
+	case quitAction:
+		return tea.Quit
+	}
+	return nil
+}
+
+// closeOverlay returns to the queue; it never decides anything.
+func (m *Model) closeOverlay(status string) {
+	m.mode = modeQueue
+	m.armed = nil
+	if status != "" {
+		m.setStatus(status)
+	}
+}
+
+// closeStaleOverlay closes an overlay whose asks can no longer be answered
+// (answered automatically, expired or vanished), so a key meant for it
+// cannot land elsewhere.
+func (m *Model) closeStaleOverlay() {
+	if o := m.active(); o != nil {
+		if why := o.gone(); why != "" {
+			m.closeOverlay(why)
+		}
+	}
+}
+
+func (m *Model) stillPending(ids []serve.AskID) []serve.AskID { return stillPending(m, ids) }
+
+func stillPending(q asks, ids []serve.AskID) []serve.AskID {
+	var out []serve.AskID
+	for _, id := range ids {
+		if e := q.find(id); e != nil && e.state == statePending {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/permtui/permtui/internal/serve"
+)
+
+// pager shows long text in a scrollable viewport: the full view of one ask
+// or the decision log. The root gives it the text (fill), since the log is
+// root state.
+type pager struct {
+	*common
+	q      asks
+	vp     viewport.Model
+	ask    serve.AskID     // the ask in the full view; 0 for the log
+	fill   func() []string // the text; nil keeps what is shown
+	opener key.Binding     // the key that opened it also closes it
+}
+
+func newPager(c *common, q asks) pager {
+	return pager{common: c, q: q, vp: viewport.New(80, 10)}
+}
+
+// open shows the full view of ask, or the log when ask is 0.
+func (p *pager) open(ask serve.AskID, fill func() []string) {
+	p.ask, p.fill, p.opener = ask, fill, p.keys.View
+	if ask == 0 {
+		p.opener = p.keys.Log
+	}
+}
+
+// refresh sizes the viewport and, when refill, replaces its text.
+func (p *pager) refresh(width, height int, refill bool) {
+	p.vp.Width, p.vp.Height = width, height
+	if !refill {
+		return
+	}
+	if lines := p.fill(); lines != nil {
+		p.vp.SetContent(strings.Join(lines, "\n"))
+	}
+}
+
+func (p *pager) update(msg tea.Msg) (action, tea.Cmd) {
+	k, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil, nil
+	}
+	if key.Matches(k, p.keys.Close, p.opener) {
+		return closeAction{}, nil
+	}
+	var cmd tea.Cmd
+	p.vp, cmd = p.vp.Update(k)
+	return nil, cmd
+}
+
+func (p *pager) gone() string {
+	if p.ask != 0 && p.q.find(p.ask) == nil {
+		return "that ask is no longer waiting"
+	}
+	return ""
+}
+
+func (p *pager) help() help.KeyMap {
+	page := key.NewBinding(key.WithKeys("pgdown", "pgup"), key.WithHelp("pgdn/pgup", "page"))
+	return p.keys.overlayHelp(p.keys.Up, p.keys.Down, page)
+}
+
+func (p *pager) view(int) []string {
+	title := "full view"
+	if p.ask == 0 {
+		title = "decision log"
+	}
+	// Say where the page is, so nobody takes the last visible line for the end.
+	if total, shown := p.vp.TotalLineCount(), p.vp.VisibleLineCount(); total > shown {
+		title += fmt.Sprintf(" · lines %d–%d of %d", p.vp.YOffset+1, p.vp.YOffset+shown, total)
+	}
+	return append([]string{p.rule(title)}, strings.Split(p.vp.View(), "\n")...)
+}
