@@ -9,7 +9,8 @@ package resolve
 //   - an explanation names the deciding rule and carries no control character;
 //   - the rule index agrees with a full scan done with the reference matcher;
 //   - a stricter file (some allow → ask/deny, some ask → deny) never allows
-//     more.
+//     more;
+//   - comments, blank lines and whitespace between tokens change nothing.
 //
 // The pools are seeded from the shared ruleset vectors, whose policies are
 // also checked. PERMTUI_PROPERTY_CASES sets the number of random policies
@@ -22,6 +23,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,7 +78,7 @@ var (
 		"mcp__*", " bash", "Bash", "0", "1", "10", "__proto__", "b?sh", "ba*"}
 	basePatterns = []string{"*", "**", "?", "?*", "git *", "git status", "rm *", "/tmp/*", "~/x/*", "$HOME/y", "0", "1", "2", "10",
 		"01", "4294967294", "4294967295", "__proto__", "a b *", "😀", "??", "a\xff\xfeb", "a\xe2\x82b", "x:y", "'q'", "\"dq\"",
-		" lead", "trail ", "tab\tin", "line\nbreak", "\u2028", "é*", "* *", "mcp_list", "sudo *", "nohup mytool *", "#c", ""}
+		" lead", "trail ", "tab\tin", "line\nbreak", "\u2028", "é*", "* *", "mcp_list", "sudo *", "nohup mytool *", "#c"}
 	baseValues = []string{"git status", "git status --short", "rm -rf /", "ls", "", "*", "/tmp/a", "/home/u/x/y", "~/x/y", "0",
 		"10", "__proto__", "a b", "a b c", "😀", "a\uFFFD\uFFFDb", "a\uFFFDb", "x:y", "mcp_list", "sudo rm y", "nohup mytool x",
 		"line\nbreak", "# comment\nls", " ls ", "\x1b[2J"}
@@ -90,7 +92,7 @@ var (
 // vectorPools adds every surface, pattern key, value and agent file of the
 // ruleset vectors to the base pools.
 func vectorPools(t testing.TB) pools {
-	p := pools{surfaces: baseSurfaces, patterns: basePatterns, values: baseValues}
+	p := pools{surfaces: slices.Clone(baseSurfaces), patterns: slices.Clone(basePatterns), values: slices.Clone(baseValues)}
 	for _, v := range testkit.ReadJSONL[testkit.Ruleset](t, "ruleset.jsonl") {
 		p.surfaces = append(p.surfaces, v.Surface)
 		p.values = append(p.values, v.Values...)
@@ -114,6 +116,11 @@ func vectorPools(t testing.TB) pools {
 		for _, text := range v.Agents {
 			p.agentFiles = append(p.agentFiles, text)
 		}
+	}
+	// Sorted, so a seed names the same cases whatever the map order;
+	// repeats stay, weighting the names the vectors use most.
+	for _, pool := range [][]string{p.surfaces, p.patterns, p.values, p.agentFiles} {
+		slices.Sort(pool)
 	}
 	return p
 }
@@ -242,7 +249,13 @@ func rawJSONString(s string) string {
 	return b.String()
 }
 
-func (c *genConfig) render() string {
+// render writes the config; noise puts comments and whitespace between
+// every two tokens, which must change nothing.
+func (c *genConfig) render(noise bool) string {
+	sep := ""
+	if noise {
+		sep = " /* c, \"x\": 1 */\n\t// line\n "
+	}
 	parts := append([]string(nil), c.knobs...)
 	if c.yolo != "" {
 		parts = append(parts, `"yoloMode":`+c.yolo)
@@ -251,9 +264,9 @@ func (c *genConfig) render() string {
 	p.WriteString(`"permission":{`)
 	for i, s := range c.perms {
 		if i > 0 {
-			p.WriteByte(',')
+			p.WriteString("," + sep)
 		}
-		p.WriteString(rawJSONString(s.key) + ":")
+		p.WriteString(rawJSONString(s.key) + ":" + sep)
 		if !s.isMap {
 			p.WriteString(rawJSONString(s.state))
 			continue
@@ -261,7 +274,7 @@ func (c *genConfig) render() string {
 		p.WriteByte('{')
 		for j, e := range s.entries {
 			if j > 0 {
-				p.WriteByte(',')
+				p.WriteString("," + sep)
 			}
 			p.WriteString(rawJSONString(e.pat) + ":")
 			if e.reason != nil {
@@ -278,10 +291,12 @@ func (c *genConfig) render() string {
 	if c.comment {
 		head = "// generated\n{ /* policy */ "
 	}
-	return head + strings.Join(parts, ",") + "}"
+	return head + strings.Join(parts, ","+sep) + "}"
 }
 
-func (a *genAgent) render() string {
+// render writes the agent file; noise adds blank and comment lines between
+// the frontmatter's lines, which must change nothing.
+func (a *genAgent) render(noise bool) string {
 	if a.raw != "" {
 		return a.raw
 	}
@@ -309,12 +324,22 @@ func (a *genAgent) render() string {
 	if a.crlf {
 		nl = "\r\n"
 	}
+	if noise {
+		var noisy []string
+		for i, l := range lines {
+			noisy = append(noisy, l)
+			if i > 0 {
+				noisy = append(noisy, "", ind+"# c: allow")
+			}
+		}
+		lines = noisy
+	}
 	return strings.Join(append(lines, "---", "body"), nl) + nl
 }
 
-// write lays the policy out under root; mangle, when set, may change each
-// file's text.
-func (g *genPolicy) write(t testing.TB, root string, mangle func(string) string) LoadOptions {
+// write lays the policy out under root (with noise, see render); mangle,
+// when set, may change each file's text.
+func (g *genPolicy) write(t testing.TB, root string, noise bool, mangle func(string) string) LoadOptions {
 	opts := LoadOptions{AgentDir: filepath.Join(root, "agent"), ProjectDir: filepath.Join(root, "proj"), TrustProject: true}
 	put := func(path, text string) {
 		if mangle != nil {
@@ -325,14 +350,14 @@ func (g *genPolicy) write(t testing.TB, root string, mangle func(string) string)
 	files := []string{globalConfigPath(opts.AgentDir), projectConfigPaths(opts.ProjectDir)[0], projectConfigPaths(opts.ProjectDir)[1]}
 	for i, c := range []*genConfig{g.global, g.project, g.local} {
 		if c != nil {
-			put(files[i], c.render())
+			put(files[i], c.render(noise))
 		}
 	}
 	for _, a := range g.agents {
-		put(filepath.Join(opts.AgentDir, "agents", a.name+".md"), a.render())
+		put(filepath.Join(opts.AgentDir, "agents", a.name+".md"), a.render(noise))
 	}
 	for _, a := range g.projectAgents {
-		put(filepath.Join(opts.ProjectDir, ".pi", "agents", a.name+".md"), a.render())
+		put(filepath.Join(opts.ProjectDir, ".pi", "agents", a.name+".md"), a.render(noise))
 	}
 	return opts
 }
@@ -463,8 +488,9 @@ func TestPropertyRandomPolicies(t *testing.T) {
 		strict := pl.policy(rand.New(rand.NewPCG(caseSeed, 1)))
 		tighten(r, &strict)
 		dir := t.TempDir()
-		p := Load(orig.write(t, filepath.Join(dir, "orig"), nil))
-		ps := Load(strict.write(t, filepath.Join(dir, "strict"), nil))
+		p := Load(orig.write(t, filepath.Join(dir, "orig"), false, nil))
+		ps := Load(strict.write(t, filepath.Join(dir, "strict"), false, nil))
+		pn := Load(orig.write(t, filepath.Join(dir, "noisy"), true, nil))
 		if len(p.Problems()) > 0 {
 			problems++
 		}
@@ -485,10 +511,13 @@ func TestPropertyRandomPolicies(t *testing.T) {
 			if vs.Action != v.Action {
 				tightened++
 			}
+			if vn := pn.Evaluate(q, orig.grants); vn.Action != v.Action || vn.Origin != v.Origin || deref(vn.Pattern) != deref(v.Pattern) || vn.Reason != v.Reason {
+				fail("comments and blank lines changed the verdict for %+v:\n%s\n%s", q, v.Explanation, vn.Explanation)
+			}
 		}
 		// Totality on mangled files: cut short, a flipped byte, an
 		// unclosed comment or string.
-		mangled := Load(orig.write(t, filepath.Join(dir, "mangled"), func(text string) string {
+		mangled := Load(orig.write(t, filepath.Join(dir, "mangled"), false, func(text string) string {
 			if text == "" {
 				return text
 			}
