@@ -201,7 +201,7 @@ func TestWholeSessionApprovalAutoApprovesAnotherAgentsChild(t *testing.T) {
 	h := startServer(t, options{})
 	first := h.ask(context.Background(), h.child(true), pichild.NewestBash(rootID, "implementer", "c1", "/w", "npm test"))
 	ask := h.rec.WaitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
-	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApprovedForServingSession}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession}); err != nil {
 		t.Fatal(err)
 	}
 	resp := answered(t, first)

@@ -80,7 +80,7 @@ func TestWithTheRealResolver(t *testing.T) {
 		q, ok := ev.(AskQueued)
 		return ok && q.Ask.Request.RequesterAgentName == "implementer"
 	}).(AskQueued).Ask
-	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApprovedForServingSession}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession}); err != nil {
 		t.Fatal(err)
 	}
 	if r := answered(t, first); !r.Approved || r.State != wire.StateApproved {

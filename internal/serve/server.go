@@ -216,7 +216,7 @@ func sortByID(ps []*pending) {
 }
 
 func (s *Server) arrive(ev inbox.Arrived) {
-	a := Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request)}
+	a := Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request), Scopes: OfferedScopes(ev.Request)}
 	s.mu.Lock()
 	if s.closing {
 		// Left on disk for whoever serves next; the exit denial is only for
@@ -339,42 +339,19 @@ func (s *Server) Decide(d Decision) error {
 // personAnswer turns a person's decision into the response and its audit
 // record. The wire never sees approved_for_serving_session (ADR 0006).
 func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
-	req := p.Request
-	var suggested []wire.Grant
-	if req.SessionApproval != nil {
-		suggested = req.SessionApproval.Grants
-	}
 	ans := &answer{resp: wire.Response{DecidedBy: wire.UserDecision()}}
 	if d.Unattended {
-		if d.State != wire.StateDenied && d.State != wire.StateDeniedWithReason {
+		if d.Scope != "" || (d.State != wire.StateDenied && d.State != wire.StateDeniedWithReason) {
 			return nil, fmt.Errorf("%w: only a denial can be made with nobody attached", ErrInvalidDecision)
 		}
 		ans.resp.DecidedBy = wire.UnavailableDecision(NoApproverReason)
 	}
-	if d.Family && d.State != wire.StateApprovedForSession && d.State != wire.StateApprovedForServingSession {
-		return nil, fmt.Errorf("%w: both directions applies only to a session approval", ErrInvalidDecision)
-	}
-	if d.Family {
-		widened, ok := resolve.Widen(suggested)
-		if !ok {
-			return nil, fmt.Errorf("%w: these grants cannot be widened to both directions", ErrInvalidDecision)
-		}
-		suggested = widened
+	if d.Scope != "" {
+		return s.scopeAnswer(p, d, ans)
 	}
 	switch d.State {
 	case wire.StateApproved:
 		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
-	case wire.StateApprovedForSession:
-		ans.resp.Approved, ans.resp.State = true, wire.StateApprovedForSession
-		if d.Family {
-			ans.resp.SessionGrantWidth = wire.GrantWidthFamily
-		}
-		if predatesSessionState(req) {
-			ans.resp.State, ans.resp.SessionGrantWidth = wire.StateApproved, ""
-		}
-	case wire.StateApprovedForServingSession:
-		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
-		ans.grants = suggested
 	case wire.StateDenied:
 		ans.resp.State = wire.StateDenied
 	case wire.StateDeniedWithReason:
@@ -389,11 +366,30 @@ func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
 	return ans, nil
 }
 
-// predatesSessionState: a request with no display fields, suggestion or
-// facts comes from a 3.x child, which reads approved_for_session as
-// unreadable (a deny); such a child gets plain approved (wire-protocol §8.3).
-func predatesSessionState(req *wire.Request) bool {
-	return req.Surface == nil && req.Value == nil && req.SessionApproval == nil && req.AccessIntent == nil
+// scopeAnswer approves for one of the scopes the ask offers, doing exactly
+// what that scope says (OfferedScopes). The audit record keeps the scope as
+// a state: approved_for_session for the subagent, approved_for_serving_session
+// for the whole session, which the wire never sees (ADR 0006).
+func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, error) {
+	scope, ok := p.Scopes.Find(d.Scope)
+	if d.State != "" || !ok {
+		return nil, fmt.Errorf("%w: scope %q is not offered for this ask", ErrInvalidDecision, d.Scope)
+	}
+	ans.resp.Approved, ans.resp.State = true, wire.StateApproved
+	audited := wire.StateApprovedForSession
+	switch d.Scope {
+	case ScopeSubagent, ScopeSubagentBoth:
+		if !predatesSessionState(p.Request) {
+			ans.resp.State = wire.StateApprovedForSession
+		}
+		if d.Scope == ScopeSubagentBoth {
+			ans.resp.SessionGrantWidth = wire.GrantWidthFamily
+		}
+	case ScopeSession, ScopeSessionBoth:
+		audited, ans.grants = wire.StateApprovedForServingSession, scope.Grants
+	}
+	ans.record = s.record(p, audited, ans)
+	return ans, nil
 }
 
 // ruleAnswer answers from the verdict of the recorded authority.

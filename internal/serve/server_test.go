@@ -139,23 +139,26 @@ func TestPersonApprovesForSessionBothDirections(t *testing.T) {
 
 	// Both directions only exists for directional path grants.
 	for _, d := range []Decision{
-		{Ask: bash.ID, State: wire.StateApprovedForSession, Family: true},
-		{Ask: fam.ID, State: wire.StateApproved, Family: true},
+		{Ask: bash.ID, Scope: ScopeSubagentBoth},
+		{Ask: bash.ID, Scope: ScopeSessionBoth},
+		{Ask: fam.ID, State: wire.StateApproved, Scope: ScopeSubagentBoth},
+		{Ask: fam.ID, Scope: "everything"},
 		{Ask: fam.ID, State: "maybe"},
+		{Ask: fam.ID, State: "approved_for_session"}, // a scope is chosen by its kind
 	} {
 		if err := h.s.Decide(d); !errors.Is(err, ErrInvalidDecision) {
 			t.Fatalf("Decide(%+v) = %v", d, err)
 		}
 	}
 
-	if err := h.s.Decide(Decision{Ask: fam.ID, State: wire.StateApprovedForSession, Family: true}); err != nil {
+	if err := h.s.Decide(Decision{Ask: fam.ID, Scope: ScopeSubagentBoth}); err != nil {
 		t.Fatal(err)
 	}
 	resp := h.await("1791279012345-fam-1")
 	if !resp.Approved || resp.State != wire.StateApprovedForSession || resp.GrantWidth != wire.GrantWidthFamily {
 		t.Fatalf("%+v", resp)
 	}
-	if err := h.s.Decide(Decision{Ask: bash.ID, State: wire.StateApprovedForSession}); err != nil {
+	if err := h.s.Decide(Decision{Ask: bash.ID, Scope: ScopeSubagent}); err != nil {
 		t.Fatal(err)
 	}
 	resp = h.await("1791279012345-bash-1")
@@ -174,7 +177,7 @@ func TestA3xChildGetsPlainApprovedForASessionApproval(t *testing.T) {
 	// approved_for_session as unreadable (a deny).
 	h.sendRaw("1791279012345-v3-1", []byte(`{"id":"1791279012345-v3-1","createdAt":1791279012345,"requesterSessionId":"c1","targetSessionId":"`+rootID+`","requesterAgentName":"old","message":"Agent 'old' wants to run ls"}`))
 	ask := h.queued("1791279012345-v3-1")
-	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApprovedForSession}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent}); err != nil {
 		t.Fatal(err)
 	}
 	if r := h.await("1791279012345-v3-1"); !r.Approved || r.State != wire.StateApproved {
@@ -192,7 +195,7 @@ func TestWholeSessionGrantCoversOtherAgents(t *testing.T) {
 	h.queued("1791279012345-ws-2")
 	h.queued("1791279012345-ws-3")
 
-	if err := h.s.Decide(Decision{Ask: first.ID, State: wire.StateApprovedForServingSession}); err != nil {
+	if err := h.s.Decide(Decision{Ask: first.ID, Scope: ScopeSession}); err != nil {
 		t.Fatal(err)
 	}
 	resp := h.await("1791279012345-ws-1")
@@ -242,7 +245,7 @@ func TestWholeSessionBothDirectionsRecordsFamilyGrants(t *testing.T) {
 	h := startServer(t, options{})
 	h.send(intent("1791279012345-wsf-1", "impl", "external_directory_read", "/data/x", wire.Grant{Surface: "external_directory_read", Pattern: "/data/*"}))
 	ask := h.queued("1791279012345-wsf-1")
-	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApprovedForServingSession, Family: true}); err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSessionBoth}); err != nil {
 		t.Fatal(err)
 	}
 	resp := h.await("1791279012345-wsf-1")
@@ -288,13 +291,15 @@ func TestDecideOnAWithdrawnRequestIsExpired(t *testing.T) {
 	h := startServer(t, options{
 		// No rescan after the first: only Decide can notice the removal.
 		config: func(c *Config) { c.Poll, c.Inbox.PollRescan = true, time.Hour },
-		before: func(h *harness) { path = h.send(intent("1791279012345-exp-1", "impl", "bash", "make")) },
+		before: func(h *harness) {
+			path = h.send(intent("1791279012345-exp-1", "impl", "bash", "make", wire.Grant{Surface: "bash", Pattern: "make *"}))
+		},
 	})
 	ask := h.queued("1791279012345-exp-1")
 	if err := os.Remove(path); err != nil { // the child gave up
 		t.Fatal(err)
 	}
-	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApprovedForServingSession}); !errors.Is(err, ErrExpired) {
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession}); !errors.Is(err, ErrExpired) {
 		t.Fatalf("Decide = %v, want ErrExpired", err)
 	}
 	w := h.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.ID == ask.ID }).(Withdrawn)

@@ -20,17 +20,18 @@ type AskID = inbox.AskID
 type Ask struct {
 	inbox.Arrived
 	Verdict resolve.Verdict
+	Scopes  Scopes // what "approve for session" offers for it
 }
 
 // Decision is a person's answer to an ask.
 type Decision struct {
 	Ask AskID
-	// State is approved, approved_for_session, approved_for_serving_session
-	// (the whole session: permtui records the grants and answers approved),
-	// denied or denied_with_reason.
+	// State is approved, denied or denied_with_reason; empty when Scope
+	// is set.
 	State  wire.State
 	Reason string // denied_with_reason only; blank turns into denied
-	Family bool   // "both directions" (sessionGrantWidth family)
+	// Scope approves for longer than once: one of the ask's Scopes.
+	Scope ScopeKind
 	// Unattended: no person decided; the ask is refused for want of an
 	// approver (headless). Only a denial may be unattended, and it goes on
 	// the wire as decidedBy {kind:"unavailable"}, never as a user's choice.

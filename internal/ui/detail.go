@@ -90,7 +90,7 @@ func detailFields(e *entry) []field {
 		}
 	}
 
-	f = append(f, sessionFields(r)...)
+	f = append(f, sessionFields(e.ask)...)
 	return f
 }
 
@@ -207,32 +207,40 @@ func payloadFields(r *wire.Request) []field {
 	return f
 }
 
-// sessionFields shows what each "approve for session" choice would record.
-func sessionFields(r *wire.Request) []field {
-	opts, note := scopeOptions(r)
+// sessionFields shows what each "approve for session" choice would do, as
+// serve words it.
+func sessionFields(a serve.Ask) []field {
 	heading := "approve for session (s) would record"
-	if r.SessionApproval != nil && r.SessionApproval.Legacy {
+	if sa := a.Request.SessionApproval; sa != nil && sa.Legacy {
 		heading += " (suggestion sent in the 20.x {surface, patterns} shape)"
 	}
 	f := []field{{text: heading, kind: kindHeading}}
-	for _, o := range opts {
+	for _, o := range a.Scopes.Options {
 		kind := kindPlain // grant patterns wrap at the cell, like every value
-		if o.grants == nil {
+		if o.Grants == nil {
 			kind = kindMuted
 		}
-		f = append(f, field{text: o.title + ": " + o.recorder + " " + grantsText(o.grants), kind: kind})
+		f = append(f, field{text: o.Title + ": " + scopeEffect(o), kind: kind})
+		if o.Caveat != "" {
+			f = append(f, field{text: "  " + Sanitize(o.Caveat), kind: kindMuted})
+		}
 	}
-	if note != "" {
-		f = append(f, field{text: note, kind: kindMuted})
+	if a.Scopes.Note != "" {
+		f = append(f, field{text: a.Scopes.Note, kind: kindMuted})
 	}
 	return f
 }
 
-// grantsText lists grants on one line; nil means the child computes its own.
-func grantsText(gs []wire.Grant) string {
-	if gs == nil {
-		return "its own grant (no suggestion sent)"
+// scopeEffect is a scope's effect followed by the grants it records.
+func scopeEffect(o serve.Scope) string {
+	if o.Grants == nil {
+		return o.Effect
 	}
+	return o.Effect + " " + grantsText(o.Grants)
+}
+
+// grantsText lists grants on one line.
+func grantsText(gs []wire.Grant) string {
 	parts := make([]string, len(gs))
 	for i, g := range gs {
 		parts[i] = Sanitize(g.Surface) + " " + Sanitize(g.Pattern)

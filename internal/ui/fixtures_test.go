@@ -39,6 +39,7 @@ func ask(file string, r *wire.Request, v resolve.Verdict) serve.Ask {
 			At:      time.UnixMilli(int64(r.CreatedAt)),
 		},
 		Verdict: v,
+		Scopes:  serve.OfferedScopes(r),
 	}
 }
 
@@ -181,6 +182,7 @@ func noSuggestion() serve.Ask {
 	a := pathWrite()
 	a.ID++
 	a.Request.SessionApproval = nil
+	a.Scopes = serve.OfferedScopes(a.Request)
 	return a
 }
 

@@ -103,6 +103,16 @@ func TestGoldenScopeChoice(t *testing.T) {
 	})
 }
 
+// A 20.7.3 child: the dialog says that permtui's grant will not answer this
+// child's own later asks, which carry no facts.
+func TestGoldenScopeChoiceLegacyChild(t *testing.T) {
+	screen(t, 80, 24, "still come here", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, legacyBash())
+		press(tm, "s", "j")
+	})
+}
+
 func TestGoldenDenyReason(t *testing.T) {
 	screen(t, 80, 24, "no force pushes", func(tm *teatest.TestModel) {
 		serving(tm)

@@ -327,7 +327,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 	}
 	l := logEntry{ask: ev.Ask, response: ev.Response, auto: ev.Auto, latency: ev.Latency}
 	if d, ok := m.sent[ev.Ask.ID]; ok && !ev.Auto {
-		l.choice = choiceWords(d, ev.Ask.Request)
+		l.choice = choiceWords(d, ev.Ask)
 	}
 	delete(m.sent, ev.Ask.ID)
 	m.addLog(l)

@@ -190,19 +190,19 @@ func TestSessionScopeChoices(t *testing.T) {
 	}{
 		{"default is this subagent", pathWrite(),
 			[]string{"this subagent only", "this subagent, both directions (read and write)", "the whole session", "the whole session, both directions (read and write)"},
-			0, serve.Decision{State: wire.StateApprovedForSession}},
+			0, serve.Decision{Scope: serve.ScopeSubagent}},
 		{"subagent both directions", pathWrite(), nil,
-			1, serve.Decision{State: wire.StateApprovedForSession, Family: true}},
+			1, serve.Decision{Scope: serve.ScopeSubagentBoth}},
 		{"whole session", pathWrite(), nil,
-			2, serve.Decision{State: wire.StateApprovedForServingSession}},
+			2, serve.Decision{Scope: serve.ScopeSession}},
 		{"whole session both directions", externalRead(), nil,
-			3, serve.Decision{State: wire.StateApprovedForServingSession, Family: true}},
+			3, serve.Decision{Scope: serve.ScopeSessionBoth}},
 		{"bash cannot widen", bashChain(),
 			[]string{"this subagent only", "the whole session"},
-			1, serve.Decision{State: wire.StateApprovedForServingSession}},
+			1, serve.Decision{Scope: serve.ScopeSession}},
 		{"no suggestion: only this subagent", noSuggestion(),
 			[]string{"this subagent only"},
-			3, serve.Decision{State: wire.StateApprovedForSession}},
+			3, serve.Decision{Scope: serve.ScopeSubagent}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -214,8 +214,8 @@ func TestSessionScopeChoices(t *testing.T) {
 			}
 			if c.titles != nil {
 				var got []string
-				for _, o := range h.m.scope.options {
-					got = append(got, o.title)
+				for _, o := range h.m.scope.scopes.Options {
+					got = append(got, o.Title)
 				}
 				if !reflect.DeepEqual(got, c.titles) {
 					t.Fatalf("options = %q, want %q", got, c.titles)
@@ -338,7 +338,7 @@ func TestConfirmDoubleScope(t *testing.T) {
 	h.keys("j", "enter") // a different choice needs its own two presses
 	h.wantDecisions()
 	h.keys("enter")
-	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApprovedForSession, Family: true})
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSubagentBoth})
 }
 
 func TestWithdrawnAskCannotBeAnswered(t *testing.T) {

@@ -150,7 +150,7 @@ func TestLogNamesTheChosenScopeAndRevocations(t *testing.T) {
 	h.queue(a)
 	h.keys("s", "j", "j", "j", "enter")
 	d := h.decisions()
-	if len(d) != 1 || d[0].State != wire.StateApprovedForServingSession || !d[0].Family {
+	if len(d) != 1 || d[0].Scope != serve.ScopeSessionBoth {
 		t.Fatalf("decisions %+v", d)
 	}
 	h.events(serve.Decided{Ask: a, Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: wire.UserDecision()}})

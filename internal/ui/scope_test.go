@@ -1,0 +1,84 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// The scope dialog for each child version the spec names (wire-protocol
+// §9.1, §13) shows exactly the scopes serve offers, with serve's words, and
+// returns the chosen scope.
+func TestScopeDialogForEveryChildVersion(t *testing.T) {
+	v3 := legacyBash()
+	v3.ID += 100
+	v3.Request.Surface, v3.Request.Value, v3.Request.SessionApproval = nil, nil, nil
+	v208 := pathWrite()
+	v208.ID += 200
+	v208.Request.Payload = nil
+	v208.Request.SessionApproval.Legacy = true
+	v40 := bashChain()
+	v40.ID += 400
+	v40.Request.AccessIntent.AskingUnits, v40.Request.AccessIntent.Floor = nil, nil
+	v40.Request.SessionApproval.Grants = []wire.Grant{{Surface: "bash", Pattern: "nohup mytool *"}}
+	for _, a := range []*serve.Ask{&v3, &v208, &v40} {
+		a.Scopes = serve.OfferedScopes(a.Request)
+	}
+
+	cases := []struct {
+		version string
+		ask     serve.Ask
+		want    []string // on screen, besides every option's title
+		absent  []string
+	}{
+		{"3.x", v3, []string{"answered as approve once; nothing is recorded", "pi 3.x", "the whole session is not offered"},
+			[]string{"the child records"}},
+		{"20.7.3", legacyBash(), []string{"the child records:", "npm run build*", "this child sends none", "its own later asks still come here"},
+			[]string{"both directions"}},
+		{"20.8", v208, []string{"cannot read a grant width", "the whole session, both directions"},
+			[]string{"this subagent, both directions", "this child sends none"}},
+		{"newest", pathWrite(), []string{"this subagent, both directions", "children before pi 30.2 record only the direction asked for"},
+			[]string{"this child sends none"}},
+		{"40.x", v40, []string{"nohup mytool *"}, []string{"both directions", "pi 30.2"}},
+	}
+	for _, c := range cases {
+		t.Run(c.version, func(t *testing.T) {
+			opts := c.ask.Scopes.Options
+			for i, o := range opts {
+				h := newHarness(t)
+				h.queue(c.ask)
+				h.keys("s")
+				screen := ansi.Strip(h.m.View())
+				if i == 0 {
+					for _, w := range append(c.want, titles(opts)...) {
+						if !strings.Contains(screen, w) {
+							t.Errorf("dialog lacks %q:\n%s", w, screen)
+						}
+					}
+					for _, a := range c.absent {
+						if strings.Contains(screen, a) {
+							t.Errorf("dialog shows %q:\n%s", a, screen)
+						}
+					}
+				}
+				for range i {
+					h.keys("j")
+				}
+				h.keys("enter")
+				h.wantDecisions(serve.Decision{Ask: c.ask.ID, Scope: o.Kind})
+			}
+		})
+	}
+}
+
+func titles(opts []serve.Scope) []string {
+	var out []string
+	for _, o := range opts {
+		out = append(out, o.Title)
+	}
+	return out
+}
