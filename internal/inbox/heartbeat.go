@@ -28,6 +28,15 @@ func (in *Inbox) claimKnown() {
 // for it; then it reports that and leaves the id for a later recheck. It
 // reports whether serving started; the caller makes sure a scan follows.
 func (in *Inbox) claim(id string) bool {
+	ev, started := in.claimLocked(id)
+	if ev != nil {
+		in.emit(ev)
+	}
+	return started
+}
+
+// claimLocked is claim under hbMu; the event is sent after it is released.
+func (in *Inbox) claimLocked(id string) (Event, bool) {
 	in.hbMu.Lock()
 	defer in.hbMu.Unlock()
 	now := in.cfg.Now()
@@ -35,7 +44,7 @@ func (in *Inbox) claim(id string) bool {
 	s := in.sessions[id]
 	in.mu.Unlock()
 	if s == nil || s.serving {
-		return false
+		return nil, false
 	}
 	if pid, taken := in.foreignServer(id, now); taken {
 		in.mu.Lock()
@@ -44,9 +53,9 @@ func (in *Inbox) claim(id string) bool {
 		s.nextClaim = now.Add(in.cfg.ContentionRecheck)
 		in.mu.Unlock()
 		if changed {
-			in.cfg.Deliver(ServedElsewhere{Session: id, PID: pid})
+			return ServedElsewhere{Session: id, PID: pid}, false
 		}
-		return false
+		return nil, false
 	}
 	if err := in.publish(id, now); err != nil {
 		// Without a heartbeat newer children abandon in 2 s, but older ones
@@ -56,8 +65,7 @@ func (in *Inbox) claim(id string) bool {
 	in.mu.Lock()
 	s.serving, s.otherPID, s.published = true, 0, true
 	in.mu.Unlock()
-	in.cfg.Deliver(Serving{Session: id})
-	return true
+	return Serving{Session: id}, true
 }
 
 // heartbeatLoop refreshes our records and rechecks contended ids, from its
@@ -104,6 +112,14 @@ func (in *Inbox) refreshAll() {
 // over meanwhile (a pi root that gained a UI): then permtui steps back
 // rather than race it.
 func (in *Inbox) refresh(id string, now time.Time) {
+	if ev := in.refreshLocked(id, now); ev != nil {
+		in.emit(ev)
+	}
+}
+
+// refreshLocked is refresh under hbMu; the event is sent after it is
+// released.
+func (in *Inbox) refreshLocked(id string, now time.Time) Event {
 	in.hbMu.Lock()
 	defer in.hbMu.Unlock()
 	if pid, taken := in.foreignServer(id, now); taken {
@@ -112,12 +128,12 @@ func (in *Inbox) refresh(id string, now time.Time) {
 		s.serving, s.otherPID, s.published = false, pid, false
 		s.nextClaim = now.Add(in.cfg.ContentionRecheck)
 		in.mu.Unlock()
-		in.cfg.Deliver(ServedElsewhere{Session: id, PID: pid})
-		return
+		return ServedElsewhere{Session: id, PID: pid}
 	}
 	if err := in.publish(id, now); err != nil {
 		in.cfg.Logger.Warn("heartbeat", "session", id, "err", err)
 	}
+	return nil
 }
 
 // publish writes our record into serving/, which is opened (and created)

@@ -37,9 +37,6 @@ type Config struct {
 	Sessions []string
 	// Poll disables fsnotify and rescans every PollRescan instead.
 	Poll bool
-	// Deliver receives every event, from the inbox's goroutines. It must not
-	// block for long; it may call Respond.
-	Deliver func(Event)
 
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -53,7 +50,14 @@ type Config struct {
 	PollRescan        time.Duration
 	HeartbeatInterval time.Duration
 	ContentionRecheck time.Duration
+
+	// onEmit, for tests, runs on the emitting goroutine before each event
+	// is sent.
+	onEmit func(Event)
 }
+
+// eventBuffer lets a scan run ahead of a busy consumer.
+const eventBuffer = 256
 
 // Event is something the inbox observed.
 type Event interface{ inboxEvent() }
@@ -108,6 +112,8 @@ type Inbox struct {
 	cfg      Config
 	discover bool
 	kick     chan struct{} // requests a rescan
+	events   chan Event    // closed when Run returns
+	stopping <-chan struct{}
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState // known ids
@@ -144,9 +150,6 @@ func New(cfg Config) (*Inbox, error) {
 	if cfg.Layout.Root == "" {
 		return nil, errors.New("inbox: no forwarding root")
 	}
-	if cfg.Deliver == nil {
-		return nil, errors.New("inbox: no Deliver function")
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -168,6 +171,7 @@ func New(cfg Config) (*Inbox, error) {
 		cfg:      cfg,
 		discover: len(cfg.Sessions) == 0,
 		kick:     make(chan struct{}, 1),
+		events:   make(chan Event, eventBuffer),
 		sessions: map[string]*sessionState{},
 		inflight: map[string]*entry{},
 		byID:     map[AskID]*entry{},
@@ -198,6 +202,8 @@ func (in *Inbox) Run(ctx context.Context) error {
 	}
 	in.running = true
 	in.mu.Unlock()
+	in.stopping = ctx.Done()
+	defer close(in.events) // after every goroutine that emits has ended
 
 	// The watch exists before the first scan, so nothing created in between
 	// is missed.
@@ -239,6 +245,24 @@ func (in *Inbox) Run(ctx context.Context) error {
 		case <-in.kick:
 		}
 		in.scan(w)
+	}
+}
+
+// Events delivers what the inbox observes, in order, from the start of Run
+// until it returns; then the channel is closed. The consumer must keep
+// reading: a full channel holds up scanning (never while an inbox lock is
+// held). It may call Respond and Present.
+func (in *Inbox) Events() <-chan Event { return in.events }
+
+// emit sends an event; once Run's context is done, events nobody will read
+// are dropped. Callers hold no inbox lock.
+func (in *Inbox) emit(ev Event) {
+	if in.cfg.onEmit != nil {
+		in.cfg.onEmit(ev)
+	}
+	select {
+	case in.events <- ev:
+	case <-in.stopping:
 	}
 }
 

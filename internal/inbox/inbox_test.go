@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,7 +55,6 @@ func start(t *testing.T, tweak func(*Config)) *harness {
 	cfg := Config{
 		Layout:            h.layout,
 		Sessions:          []string{servedID},
-		Deliver:           h.rec.Add,
 		Rescan:            time.Hour,
 		PollRescan:        10 * time.Millisecond,
 		HeartbeatInterval: 10 * time.Millisecond,
@@ -68,11 +68,19 @@ func start(t *testing.T, tweak func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	h.in = in
+	go record(in, h.rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- in.Run(ctx) }()
 	t.Cleanup(h.shutdown)
 	return h
+}
+
+// record collects the inbox's events until the channel closes.
+func record(in *Inbox, rec *recorder) {
+	for ev := range in.Events() {
+		rec.Add(ev)
+	}
 }
 
 func (h *harness) shutdown() {
@@ -460,12 +468,13 @@ func TestAnotherLiveServerKeepsTheSessionUntilItGoesAway(t *testing.T) {
 
 	rec := testkit.NewRecorder[Event]()
 	in, err := New(Config{
-		Layout: layout, Sessions: []string{servedID, otherID}, Poll: true, Deliver: rec.Add,
+		Layout: layout, Sessions: []string{servedID, otherID}, Poll: true,
 		PollRescan: 10 * time.Millisecond, HeartbeatInterval: 10 * time.Millisecond, ContentionRecheck: 10 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	go record(in, rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- in.Run(ctx) }()
@@ -569,7 +578,7 @@ func TestDiscoveryServesCanonicalSessionDirectoriesCreatedLater(t *testing.T) {
 
 func TestNewRejectsUnusableSessionIDs(t *testing.T) {
 	for _, id := range []string{"", "  ", "unknown", "UNKNOWN", ".."} {
-		_, err := New(Config{Layout: wire.Layout{Root: t.TempDir()}, Sessions: []string{id}, Deliver: func(Event) {}})
+		_, err := New(Config{Layout: wire.Layout{Root: t.TempDir()}, Sessions: []string{id}})
 		if err == nil {
 			t.Errorf("accepted session id %q", id)
 		}
@@ -625,5 +634,36 @@ func TestRespondRefusesASymlinkedResponsesDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("request not kept: %v", err)
+	}
+}
+
+// Nobody reads the events: the scan waits on the full channel, yet Run
+// still returns when its context ends, and the channel is closed then.
+func TestRunReturnsAndClosesEventsWhenNobodyReads(t *testing.T) {
+	layout := wire.Layout{Root: filepath.Join(t.TempDir(), "sessions", "permission-forwarding")}
+	h := &harness{t: t, layout: layout}
+	for i := range eventBuffer + 10 {
+		h.writeRequest(servedID, fmt.Sprintf("bad-%d.json", i), "not json")
+	}
+	in, err := New(Config{Layout: layout, Sessions: []string{servedID}, Poll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	for len(in.Events()) < eventBuffer { // the scan has filled the channel
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range in.Events() {
+		n++
+	}
+	if n != eventBuffer {
+		t.Fatalf("%d events buffered, want %d", n, eventBuffer)
 	}
 }

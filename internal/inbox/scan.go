@@ -172,7 +172,7 @@ func (in *Inbox) openDir(id, path string, open func() (*wire.Dir, error)) *wire.
 	in.mu.Unlock()
 	if first {
 		// The error names the component that is not a real directory.
-		in.cfg.Deliver(Invalid{Session: id, Path: path, Reason: err.Error()})
+		in.emit(Invalid{Session: id, Path: path, Reason: err.Error()})
 	}
 	return nil
 }
@@ -235,7 +235,7 @@ func (in *Inbox) consider(session string, dir *wire.Dir, e fs.DirEntry) {
 	d := &entry{ask: in.lastID, session: session, path: path, name: name, reqID: req.ID}
 	in.inflight[path], in.byID[d.ask] = d, d
 	in.mu.Unlock()
-	in.cfg.Deliver(Arrived{ID: d.ask, Session: session, Path: path, Request: req, At: in.cfg.Now()})
+	in.emit(Arrived{ID: d.ask, Session: session, Path: path, Request: req, At: in.cfg.Now()})
 }
 
 // drop forgets an in-flight entry. in.mu is held.
@@ -264,7 +264,7 @@ func (in *Inbox) refuse(session string, dir *wire.Dir, name, reason string, remo
 	if remove {
 		err := dir.Remove(name)
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			in.cfg.Deliver(Invalid{Session: session, Path: path, Reason: reason})
+			in.emit(Invalid{Session: session, Path: path, Reason: reason})
 			return
 		}
 		reason += "; could not remove it: " + err.Error()
@@ -272,7 +272,7 @@ func (in *Inbox) refuse(session string, dir *wire.Dir, name, reason string, remo
 	in.mu.Lock()
 	in.reported[path] = reason
 	in.mu.Unlock()
-	in.cfg.Deliver(Invalid{Session: session, Path: path, Reason: reason})
+	in.emit(Invalid{Session: session, Path: path, Reason: reason})
 }
 
 // forgetVanished drops state for files of the session that are gone, and
@@ -318,7 +318,7 @@ func (in *Inbox) forgetVanished(session string, reqDir *wire.Dir, listed map[str
 	in.mu.Unlock()
 	slices.SortFunc(withdrawn, func(a, b Withdrawn) int { return cmp.Compare(a.ID, b.ID) })
 	for _, w := range withdrawn {
-		in.cfg.Deliver(w)
+		in.emit(w)
 	}
 }
 

@@ -46,13 +46,11 @@ func TestRequestsDirectorySwappedForASymlinkMidScanLeadsNothingOutside(t *testin
 		early.writeRequest(servedID, "a.json", "broken")
 		early.writeRequest(servedID, "b.json", "broken too")
 		reqDir = c.Layout.RequestsDir(servedID)
-		deliver := c.Deliver
-		c.Deliver = func(ev Event) {
+		c.onEmit = func(ev Event) {
 			// Refusing a.json is the moment between listing and b.json.
 			if inv, ok := ev.(Invalid); ok && filepath.Base(inv.Path) == "a.json" {
 				swapForSymlink(t, reqDir, outside)
 			}
-			deliver(ev)
 		}
 	}).rec.WaitFor(t, "b.json refused", invalidAt(filepath.Join(reqDir, "b.json")))
 	mustExist(t, victim)

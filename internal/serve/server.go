@@ -125,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, asks: map[AskID]*pending{}}
 	icfg := cfg.Inbox
 	icfg.Layout, icfg.Sessions, icfg.Poll = cfg.Layout, cfg.Sessions, cfg.Poll
-	icfg.Deliver, icfg.Now, icfg.Logger = s.onInbox, cfg.Now, cfg.Logger
+	icfg.Now, icfg.Logger = cfg.Now, cfg.Logger
 	in, err := inbox.New(icfg)
 	if err != nil {
 		return nil, err
@@ -155,6 +155,13 @@ func (s *Server) Run(ctx context.Context) error {
 	// while the heartbeat still says we serve.
 	inCtx, stopInbox := context.WithCancel(context.Background())
 	inDone := make(chan error, 1)
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		for ev := range s.inbox.Events() {
+			s.onInbox(ev)
+		}
+	}()
 	go func() { inDone <- s.inbox.Run(inCtx) }()
 
 	var err error
@@ -184,6 +191,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if ierr := <-inDone; err == nil {
 		err = ierr
 	}
+	<-consumed
 	s.audit.close()
 	s.mu.Lock()
 	s.running, s.stopped = false, true
@@ -193,8 +201,9 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // onInbox turns inbox observations into judgments and events. It runs on
-// the inbox's goroutines and never blocks on IO: answers are written by
-// workers.
+// Run's one consumer of the inbox's event channel, so deliveries are handled
+// in order and never while the inbox holds a lock; it does no IO (answers
+// are written by workers).
 func (s *Server) onInbox(ev inbox.Event) {
 	switch ev := ev.(type) {
 	case inbox.Arrived:
