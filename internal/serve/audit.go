@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	json "github.com/goccy/go-json"
 
@@ -41,12 +42,14 @@ var errAuditClosed = errors.New("audit log closed")
 // every record queued while the previous fsync ran and makes the whole batch
 // durable with one write and one fsync.
 type auditLog struct {
-	path  string
-	queue chan auditEntry
-	done  chan struct{}
-	stop  chan struct{}
-	file  *os.File
-	syncs atomic.Int64 // fsyncs done, for benchmarks
+	path   string
+	queue  chan auditEntry
+	done   chan struct{}
+	stop   chan struct{}
+	file   *os.File
+	report func(Event) // repairs and the log's health, for the front end
+	syncs  atomic.Int64 // fsyncs done, for benchmarks
+	failed bool         // the last open or commit failed (reported as degraded)
 }
 
 type auditEntry struct {
@@ -54,15 +57,128 @@ type auditEntry struct {
 	errc chan error
 }
 
-func newAuditLog(stateDir string) *auditLog {
+// newAuditLog opens the log at once, so a state directory that cannot hold
+// it is reported as degraded before the first request, not per request.
+func newAuditLog(stateDir string, report func(Event)) *auditLog {
 	l := &auditLog{
-		path:  filepath.Join(stateDir, "audit.jsonl"),
-		queue: make(chan auditEntry, 256),
-		done:  make(chan struct{}),
-		stop:  make(chan struct{}),
+		path:   filepath.Join(stateDir, "audit.jsonl"),
+		queue:  make(chan auditEntry, 256),
+		done:   make(chan struct{}),
+		stop:   make(chan struct{}),
+		report: report,
 	}
+	l.health(l.open())
 	go l.writer()
 	return l
+}
+
+// health reports the log turning unusable, and usable again.
+func (l *auditLog) health(err error) {
+	switch {
+	case err != nil && !l.failed:
+		l.failed = true
+		l.report(Degraded{Area: AreaAudit, Problem: err.Error() + "; answers wait until the audit log can be written"})
+	case err == nil && l.failed:
+		l.failed = false
+		l.report(Degraded{Area: AreaAudit})
+	}
+}
+
+// open opens the log for appending and repairs a torn tail first.
+func (l *auditLog) open() error {
+	if l.file != nil {
+		return nil
+	}
+	if err := wire.MkdirPrivate(filepath.Dir(l.path)); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	moved, n, err := repairTail(f, l.path)
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("audit: repair torn tail: %w", err)
+	}
+	if n > 0 {
+		l.report(Repaired{Area: AreaAudit, What: fmt.Sprintf("audit.jsonl ended in a torn record (%d bytes, no newline): moved to %s", n, moved)})
+	}
+	l.file = f
+	return nil
+}
+
+// repairTail moves an unterminated last line (a crash mid-append, or a file
+// cut by hand) into <path>.torn-<ms>, durably, and cuts it off the log, so
+// the next record starts on a line of its own and every byte is kept.
+func repairTail(f *os.File, path string) (string, int, error) {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return "", 0, err
+	}
+	size := st.Size()
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, size-1); err != nil {
+		return "", 0, err
+	}
+	if last[0] == '\n' {
+		return "", 0, nil
+	}
+	start := size // the fragment begins after the last newline
+	buf := make([]byte, 64<<10)
+	for start > 0 {
+		n := min(int64(len(buf)), start)
+		chunk := buf[:n]
+		if _, err := f.ReadAt(chunk, start-n); err != nil {
+			return "", 0, err
+		}
+		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
+			start = start - n + int64(i) + 1
+			break
+		}
+		start -= n
+	}
+	frag := make([]byte, size-start)
+	if _, err := f.ReadAt(frag, start); err != nil {
+		return "", 0, err
+	}
+	moved := fmt.Sprintf("%s.torn-%d", path, time.Now().UnixMilli())
+	if err := writeDurable(moved, frag); err != nil {
+		return "", 0, err
+	}
+	if err := f.Truncate(start); err != nil {
+		return "", 0, err
+	}
+	return moved, len(frag), f.Sync()
+}
+
+// writeDurable creates path (never replacing a file) with data and syncs the
+// file and its directory.
+func writeDurable(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // append returns once rec is on stable storage, or with the reason it is not.
@@ -119,6 +235,7 @@ func (l *auditLog) writer() {
 			}
 		}
 		err := l.commit(batch)
+		l.health(err)
 		for _, e := range batch {
 			e.errc <- err
 		}
@@ -126,15 +243,8 @@ func (l *auditLog) writer() {
 }
 
 func (l *auditLog) commit(batch []auditEntry) error {
-	if l.file == nil {
-		if err := wire.MkdirPrivate(filepath.Dir(l.path)); err != nil {
-			return fmt.Errorf("audit: %w", err)
-		}
-		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return fmt.Errorf("audit: %w", err)
-		}
-		l.file = f
+	if err := l.open(); err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	for _, e := range batch {

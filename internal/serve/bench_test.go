@@ -94,7 +94,7 @@ func BenchmarkAutoDecidedThroughput(b *testing.B) {
 func BenchmarkAuditAppend(b *testing.B) {
 	rec := AuditRecord{RequestID: "1791279012345-a-1", State: wire.StateApproved, DecidedBy: wire.UserDecision()}
 	b.Run("sequential", func(b *testing.B) {
-		l := newAuditLog(b.TempDir())
+		l := newAuditLog(b.TempDir(), func(Event) {})
 		defer l.close()
 		for i := 0; i < b.N; i++ {
 			if err := l.append(rec); err != nil {
@@ -104,7 +104,7 @@ func BenchmarkAuditAppend(b *testing.B) {
 		b.ReportMetric(float64(l.syncs.Load())/float64(b.N), "fsyncs/record")
 	})
 	b.Run("parallel", func(b *testing.B) {
-		l := newAuditLog(b.TempDir())
+		l := newAuditLog(b.TempDir(), func(Event) {})
 		defer l.close()
 		b.SetParallelism(16)
 		b.RunParallel(func(pb *testing.PB) {

@@ -287,7 +287,7 @@ func (h *harness) decided(id string) Decided {
 func (h *harness) auditLines() []map[string]any {
 	h.t.Helper()
 	data, err := os.ReadFile(filepath.Join(h.state, "audit.jsonl"))
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || len(data) == 0 {
 		return nil
 	}
 	if err != nil {

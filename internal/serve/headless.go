@@ -113,6 +113,13 @@ func headlessLine(ev Event) map[string]any {
 		return map[string]any{"event": "write_failed", "ask": ev.Ask, "error": ev.Err}
 	case GrantsChanged:
 		return map[string]any{"event": "grants", "grants": ev.Grants}
+	case Degraded:
+		if ev.Problem == "" {
+			return map[string]any{"event": "recovered", "area": ev.Area}
+		}
+		return map[string]any{"event": "degraded", "area": ev.Area, "problem": ev.Problem}
+	case Repaired:
+		return map[string]any{"event": "repaired", "area": ev.Area, "what": ev.What}
 	}
 	return nil
 }

@@ -148,7 +148,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return errors.New("serve: Run called twice")
 	}
 	s.running, s.ctx = true, ctx
-	s.audit = newAuditLog(s.cfg.StateDir)
+	s.audit = newAuditLog(s.cfg.StateDir, s.emit)
 	s.mu.Unlock()
 
 	// The inbox outlives ctx briefly: exit denials are written through it

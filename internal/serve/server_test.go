@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -383,6 +384,11 @@ func TestAuditFailureAnswersNothingUntilRepaired(t *testing.T) {
 			}
 		},
 	})
+	// Reported at start, before any request needs the log.
+	deg := h.rec.WaitFor(t, "degraded", func(ev Event) bool { _, ok := ev.(Degraded); return ok }).(Degraded)
+	if deg.Area != AreaAudit || !strings.Contains(deg.Problem, "answers wait") {
+		t.Fatalf("degraded %+v", deg)
+	}
 	h.judge.set("ls", ruleVerdict(resolve.Allow, "", "ls", "global", ""))
 	path := h.send(intent("1791279012345-af-1", "impl", "bash", "ls"))
 	h.rec.WaitFor(t, "write failed", func(ev Event) bool { _, ok := ev.(WriteFailed); return ok })
@@ -399,6 +405,7 @@ func TestAuditFailureAnswersNothingUntilRepaired(t *testing.T) {
 	if !resp.Approved {
 		t.Fatalf("%+v", resp)
 	}
+	h.rec.WaitFor(t, "recovered", func(ev Event) bool { d, ok := ev.(Degraded); return ok && d.Problem == "" })
 	if recs := h.auditFor("1791279012345-af-1"); len(recs) != 1 {
 		t.Fatalf("audit %+v", recs)
 	}
@@ -506,7 +513,7 @@ func TestEventQueueKeepsEveryEventInOrder(t *testing.T) {
 
 func TestAuditLogGroupCommitKeepsEveryRecord(t *testing.T) {
 	dir := t.TempDir()
-	l := newAuditLog(filepath.Join(dir, "state"))
+	l := newAuditLog(filepath.Join(dir, "state"), func(Event) {})
 	const n = 200
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {

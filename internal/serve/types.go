@@ -85,6 +85,23 @@ type WriteFailed struct {
 // GrantsChanged: the whole-session grants now in force, per served session.
 type GrantsChanged struct{ Grants map[string][]wire.Grant }
 
+// Areas of permtui's own state that Degraded and Repaired name.
+const (
+	AreaAudit     = "audit"
+	AreaGrants    = "grants"
+	AreaDiscovery = "discovery"
+)
+
+// Degraded: part of permtui's own state is unusable (Problem says how and
+// what it means for answers), or usable again (Problem empty).
+type Degraded struct{ Area, Problem string }
+
+// Repaired: permtui found damaged state at open and repaired it; What says
+// what was found and where the damaged bytes were kept.
+type Repaired struct{ Area, What string }
+
+func (Degraded) event()        {}
+func (Repaired) event()        {}
 func (AskQueued) event()       {}
 func (Decided) event()         {}
 func (Withdrawn) event()       {}

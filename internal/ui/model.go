@@ -128,6 +128,7 @@ type Model struct {
 	sessions       map[string]sessionState
 	policyLoaded   bool
 	policyProblems []string
+	degraded       map[string]string // area → problem, from serve.Degraded
 	autoApproved   int
 	autoDenied     int
 	expired        int
@@ -289,6 +290,21 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.setStatus(note)
 	case serve.GrantsChanged:
 		m.grantList.set(ev.Grants)
+	case serve.Degraded:
+		if ev.Problem == "" {
+			delete(m.degraded, ev.Area)
+			m.setStatus(ev.Area + " works again")
+			break
+		}
+		if m.degraded == nil {
+			m.degraded = map[string]string{}
+		}
+		m.degraded[ev.Area] = ev.Problem
+		m.addLog(logEntry{note: "⚠ " + ev.Area + ": " + Sanitize(ev.Problem)})
+	case serve.Repaired:
+		note := "repaired " + ev.Area + ": " + Sanitize(ev.What)
+		m.addLog(logEntry{note: "⚠ " + note})
+		m.setStatus(note)
 	}
 	return nil
 }

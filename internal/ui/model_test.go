@@ -631,3 +631,15 @@ func TestPasteNeverDecides(t *testing.T) {
 	h.keys("enter")
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: "see the main session"})
 }
+
+func TestHeaderShowsDegradedStateUntilRecovered(t *testing.T) {
+	h := newHarness(t)
+	h.events(serve.Degraded{Area: serve.AreaAudit, Problem: "audit: permission denied; answers wait"})
+	if v := h.m.View(); !strings.Contains(v, "⚠ audit degraded: audit: permission denied") {
+		t.Fatalf("header lacks the degraded audit log:\n%s", v)
+	}
+	h.events(serve.Degraded{Area: serve.AreaAudit})
+	if v := h.m.View(); strings.Contains(v, "degraded") {
+		t.Fatalf("recovered audit log still shown:\n%s", v)
+	}
+}

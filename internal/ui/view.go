@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,6 +84,9 @@ func (m *Model) headerLines() []string {
 		sessions = append(sessions, s.Warning.Render(fmt.Sprintf("⚠ pid %d serves %s, not permtui", m.sessions[id].pid, Sanitize(id))))
 	}
 	lines = append(lines, flow(sessions, m.width)...)
+	for _, area := range slices.Sorted(maps.Keys(m.degraded)) {
+		lines = append(lines, s.Warning.Render("⚠ "+area+" degraded: "+Sanitize(m.degraded[area])))
+	}
 
 	switch {
 	case !m.policyLoaded:
