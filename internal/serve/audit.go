@@ -47,7 +47,7 @@ type auditLog struct {
 	done   chan struct{}
 	stop   chan struct{}
 	file   *os.File
-	report func(Event) // repairs and the log's health, for the front end
+	report func(Event)  // repairs and the log's health, for the front end
 	syncs  atomic.Int64 // fsyncs done, for benchmarks
 	failed bool         // the last open or commit failed (reported as degraded)
 }
