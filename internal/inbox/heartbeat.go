@@ -156,11 +156,18 @@ func (in *Inbox) publish(id string, now time.Time) error {
 
 func heartbeatName(id string) string { return wire.EncodeSegment(id) + ".json" }
 
+// MaxHeartbeatSkew is how far in the future a record's updatedAt may be
+// and still count as fresh (clocks of processes on one host agree closely).
+const MaxHeartbeatSkew = 2 * time.Second
+
 // foreignServer reports the pid of another live node with a fresh record
-// for id (wire-protocol §7.3 classification: only "alive" counts).
+// for id (wire-protocol §7.3 classification: only "alive" counts). A record
+// dated beyond MaxHeartbeatSkew ahead is not fresh: age alone would never
+// make it stale, so one forged write could block the id forever
+// (decision 0051).
 func (in *Inbox) foreignServer(id string, now time.Time) (int, bool) {
 	hb, ok := in.readHeartbeat(id)
-	if !ok || hb.PID == in.cfg.PID {
+	if !ok || hb.PID == in.cfg.PID || hb.UpdatedAt > now.Add(MaxHeartbeatSkew).UnixMilli() {
 		return 0, false
 	}
 	if wire.ClassifyHeartbeat(hb, now, wire.PIDAlive) != wire.LivenessAlive {

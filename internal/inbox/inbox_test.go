@@ -529,6 +529,10 @@ func TestStaleOrDeadHeartbeatsDoNotBlockServing(t *testing.T) {
 	cases := map[string]wire.Heartbeat{
 		"dead pid, fresh": {PID: dead.Process.Pid, UpdatedAt: time.Now().UnixMilli()},
 		"live pid, stale": {PID: live.Process.Pid, UpdatedAt: time.Now().Add(-10 * time.Second).UnixMilli()},
+		// Forged records (issue 8 scenario 7): a time far in the future never
+		// goes stale by age, and pid 1 is always alive.
+		"live pid, far future":  {PID: live.Process.Pid, UpdatedAt: 99999999999999},
+		"live pid, 1 min ahead": {PID: live.Process.Pid, UpdatedAt: time.Now().Add(time.Minute).UnixMilli()},
 	}
 	for name, hb := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -546,6 +550,17 @@ func TestStaleOrDeadHeartbeatsDoNotBlockServing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A record that names a live pid (pid 1 here, always alive) blocks the id
+// only while someone keeps it fresh: written once, it stops blocking when
+// it goes stale (decision 0051).
+func TestAForgedRecordThatIsNotRefreshedStopsBlocking(t *testing.T) {
+	h := start(t, func(c *Config) {
+		writeHB(t, c.Layout, servedID, 1, time.Now())
+	})
+	h.rec.WaitFor(t, "served elsewhere", func(ev Event) bool { s, ok := ev.(ServedElsewhere); return ok && s.PID == 1 })
+	h.rec.WaitFor(t, "serving once the record is stale", func(ev Event) bool { _, ok := ev.(Serving); return ok })
 }
 
 func TestDiscoveryServesCanonicalSessionDirectoriesCreatedLater(t *testing.T) {
