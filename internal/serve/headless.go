@@ -108,7 +108,7 @@ func headlessLine(ev Event) map[string]any {
 	case Serving:
 		return map[string]any{"event": "serving", "session": ev.Session}
 	case PolicyStatus:
-		return map[string]any{"event": "policy", "problems": nonNil(ev.Problems)}
+		return map[string]any{"event": "policy", "problems": nonNil(ev.Problems), "autoAllow": !ev.NoAutoAllow}
 	case WriteFailed:
 		return map[string]any{"event": "write_failed", "ask": ev.Ask, "error": ev.Err}
 	case GrantsChanged:

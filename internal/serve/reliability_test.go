@@ -50,3 +50,53 @@ func TestTornAuditTailIsMovedAsideAndReported(t *testing.T) {
 		t.Fatalf("fragment mode %v, %v", st.Mode(), err)
 	}
 }
+
+// Scenario 9: a syntax error in the global config drops its rm deny (pi
+// reads it as contributing no rules); a project "*" allow must then not
+// approve rm -rf /. Readable denies still deny.
+func TestABrokenPolicyFileAllowsNothingAutomatically(t *testing.T) {
+	agentDir, project := t.TempDir(), t.TempDir()
+	write := func(path, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	global := filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json")
+	write(global, `{"permission":{"bash":{"rm *":"deny"}}`) // one brace short
+	write(filepath.Join(project, ".pi", "extensions", "pi-permission-system", "config.json"),
+		`{"permission":{"bash":{"*":"allow","sudo *":{"action":"deny","reason":"no sudo"}}}}`)
+	store := resolve.NewStore(resolve.LoadOptions{AgentDir: agentDir, ProjectDir: project, TrustProject: true, Home: agentDir})
+	h := startServer(t, options{config: func(c *Config) {
+		c.Judge = func() Judge { return store.Policy() }
+	}})
+	h.s.PolicyLoaded([]string{"config.json: broken"})
+	st := h.rec.WaitFor(t, "policy", func(ev Event) bool { _, ok := ev.(PolicyStatus); return ok }).(PolicyStatus)
+	if !st.NoAutoAllow {
+		t.Fatalf("policy status %+v does not say allows are held", st)
+	}
+
+	h.send(intent("1791279012345-bp-1", "impl", "bash", "rm -rf /"))
+	ask := h.queued("1791279012345-bp-1")
+	if !strings.Contains(ask.Verdict.Explanation, "auto-allows nothing") {
+		t.Errorf("explanation %q", ask.Verdict.Explanation)
+	}
+	h.send(intent("1791279012345-bp-2", "impl", "bash", "sudo ls"))
+	if r := h.await("1791279012345-bp-2"); r.Approved || r.DenialReason != "no sudo" {
+		t.Fatalf("readable deny: %+v", r)
+	}
+	if recs := h.auditFor("1791279012345-bp-1"); len(recs) != 0 {
+		t.Fatalf("rm -rf / was decided automatically: %+v", recs)
+	}
+
+	// Fixed: the project allow applies again (the global deny is back too).
+	write(global, `{"permission":{"bash":{"rm *":"deny"}}}`)
+	store.Reload()
+	h.send(intent("1791279012345-bp-3", "impl", "bash", "ls"))
+	if r := h.await("1791279012345-bp-3"); !r.Approved {
+		t.Fatalf("after the fix: %+v", r)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -26,6 +27,10 @@ type Judge interface {
 type legacyHinter interface {
 	LegacyHint(req *wire.Request, grants []wire.Grant) *resolve.Verdict
 }
+
+// problemLister is a Judge (*resolve.Policy) that lists the policy files it
+// could not use.
+type problemLister interface{ Problems() []resolve.Problem }
 
 // GrantStore holds whole-session grants per served session: *resolve.Grants
 // satisfies it.
@@ -267,11 +272,33 @@ func (s *Server) judge(id AskID, session string, req *wire.Request) (v resolve.V
 		s.cfg.Logger.Error("judge decided a request without accessIntent; asking a person", "ask", id, "request", req.ID, "action", v.Action)
 		v = resolve.Verdict{Action: resolve.Ask, Explanation: "The request carries no accessIntent, so a person decides."}
 	}
+	if v.Action == resolve.Allow {
+		v = holdAllow(judge, v)
+	}
 	// A legacy request still goes to a person; the policy's reading of its
 	// unverified text only informs them (decision 0029).
 	if h, ok := judge.(legacyHinter); ok && req.AccessIntent == nil {
 		v.Hint = h.LegacyHint(req, grants)
 	}
+	return v
+}
+
+// holdAllow turns an allow into ask while any policy file is unreadable or
+// invalid: the missing file may hold the deny that would have won, so
+// permtui, the judge, widens nothing until it is fixed (decision 0052).
+// Denies and asks stand.
+func holdAllow(judge Judge, v resolve.Verdict) resolve.Verdict {
+	pl, ok := judge.(problemLister)
+	if !ok {
+		return v
+	}
+	problems := pl.Problems()
+	if len(problems) == 0 {
+		return v
+	}
+	v.Action = resolve.Ask
+	v.Explanation += " permtui auto-allows nothing while a policy file is unreadable or invalid (" +
+		strconv.Quote(problems[0].File) + "), so a person decides."
 	return v
 }
 
@@ -596,7 +623,7 @@ func (s *Server) rejudge() {
 
 // PolicyLoaded reports a (re)loaded policy and re-judges pending asks.
 func (s *Server) PolicyLoaded(problems []string) {
-	s.emit(PolicyStatus{Problems: problems})
+	s.emit(PolicyStatus{Problems: problems, NoAutoAllow: len(problems) > 0})
 	s.rejudge()
 }
 

@@ -73,7 +73,12 @@ type Serving struct{ inbox.Serving }
 
 // PolicyStatus: the policy was (re)loaded; Problems lists invalid files and
 // other load issues in plain words (empty when all is well).
-type PolicyStatus struct{ Problems []string }
+type PolicyStatus struct {
+	Problems []string
+	// NoAutoAllow: while any file is unusable nothing is allowed
+	// automatically; allows go to a person, denies stand (decision 0052).
+	NoAutoAllow bool
+}
 
 // WriteFailed: a response could not be written; the request is kept and the
 // write is retried without asking a person again.

@@ -128,6 +128,7 @@ type Model struct {
 	sessions       map[string]sessionState
 	policyLoaded   bool
 	policyProblems []string
+	noAutoAllow    bool              // serve holds every allow for a person (policy problems)
 	degraded       map[string]string // area → problem, from serve.Degraded
 	autoApproved   int
 	autoDenied     int
@@ -280,6 +281,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		}
 		m.policyLoaded = true
 		m.policyProblems = slices.Clone(ev.Problems)
+		m.noAutoAllow = ev.NoAutoAllow
 	case serve.WriteFailed:
 		what := "ask " + askNumber(ev.Ask)
 		if e := m.find(ev.Ask); e != nil {

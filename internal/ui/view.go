@@ -95,8 +95,12 @@ func (m *Model) headerLines() []string {
 		lines = append(lines, "policy ✓ loaded")
 	default:
 		// The count and where to read them come first: the text may be cut.
-		lines = append(lines, s.Warning.Render(fmt.Sprintf("policy ⚠ %s (l: log): %s", plural(len(m.policyProblems), "problem"),
-			Sanitize(m.policyProblems[0]))))
+		held := ""
+		if m.noAutoAllow {
+			held = ", nothing auto-allowed"
+		}
+		lines = append(lines, s.Warning.Render(fmt.Sprintf("policy ⚠ %s%s (l: log): %s", plural(len(m.policyProblems), "problem"),
+			held, Sanitize(m.policyProblems[0]))))
 	}
 	return lines
 }
