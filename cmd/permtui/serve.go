@@ -13,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/ui"
@@ -48,7 +49,7 @@ func (f *serveFlags) register(fs flagSet) {
 
 func (f *frontEnd) register(fs flagSet) {
 	fs.BoolVar(&f.headless, "headless", false, "no console: print one JSON line per event on stdout")
-	fs.StringVar(&f.ask, "ask", "deny", "headless: what to do with asks nobody can answer: deny or leave")
+	fs.StringVar(&f.ask, "ask", headless.Deny, "headless: what to do with asks nobody can answer: deny or leave")
 	fs.BoolVar(&f.poll, "poll", false, "rescan the inbox instead of using inotify (network filesystems)")
 	fs.BoolVar(&f.bell, "bell", true, "ring the terminal bell on each new ask")
 	fs.BoolVar(&f.notify, "notify", false, "send a desktop notification (OSC 9 / OSC 777) on each new ask; it carries no command text")
@@ -56,7 +57,7 @@ func (f *frontEnd) register(fs flagSet) {
 }
 
 func (f *frontEnd) check(fs flagSet) error {
-	if f.ask != "deny" && f.ask != "leave" {
+	if f.ask != headless.Deny && f.ask != headless.Leave {
 		fmt.Fprintf(fs.Output(), "--ask must be deny or leave, not %q\n", f.ask)
 		return errUsage
 	}
@@ -134,7 +135,7 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	go func() { served <- srv.Run(ctx) }()
 
 	if f.headless {
-		err = serve.RunHeadless(ctx, srv, stdout, f.ask)
+		err = headless.Run(ctx, srv, stdout, f.ask)
 	} else {
 		err = runConsole(ctx, srv, f)
 	}

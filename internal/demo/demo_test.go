@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
@@ -42,8 +43,8 @@ func TestScriptMatchesTheSamplePolicy(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Run(ctx) }()
-	headless := make(chan error, 1)
-	go func() { headless <- serve.RunHeadless(ctx, srv, io.Discard, serve.HeadlessDeny) }()
+	frontEnd := make(chan error, 1)
+	go func() { frontEnd <- headless.Run(ctx, srv, io.Discard, headless.Deny) }()
 
 	var mu sync.Mutex
 	var reports []Report
@@ -57,7 +58,7 @@ func TestScriptMatchesTheSamplePolicy(t *testing.T) {
 	if err := <-served; err != nil && err != context.Canceled {
 		t.Fatal(err)
 	}
-	<-headless
+	<-frontEnd
 
 	if len(reports) != len(steps) {
 		t.Fatalf("%d of %d children reported", len(reports), len(steps))

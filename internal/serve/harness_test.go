@@ -146,9 +146,8 @@ type harness struct {
 }
 
 type options struct {
-	before     func(h *harness) // runs before Run: files present at the first scan
-	config     func(c *Config)
-	noRecorder bool // the test consumes Events itself
+	before func(h *harness) // runs before Run: files present at the first scan
+	config func(c *Config)
 }
 
 func startServer(t *testing.T, o options) *harness {
@@ -179,13 +178,11 @@ func startServer(t *testing.T, o options) *harness {
 	if o.before != nil {
 		o.before(h)
 	}
-	if !o.noRecorder {
-		go func() {
-			for ev := range s.Events() {
-				h.rec.Add(ev)
-			}
-		}()
-	}
+	go func() {
+		for ev := range s.Events() {
+			h.rec.Add(ev)
+		}
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- s.Run(ctx) }()

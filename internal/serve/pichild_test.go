@@ -1,9 +1,7 @@
 package serve
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -48,137 +46,6 @@ func answered(t *testing.T, ch <-chan asked) *wire.ChildResponse {
 		t.Fatalf("child: %+v, %v (raw %s)", a.res, a.err, a.res.Raw)
 	}
 	return a.res.Response
-}
-
-// lockedBuffer is the headless output, safe to read while RunHeadless writes.
-type lockedBuffer struct{ testkit.SyncBuffer }
-
-func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range bytes.Split(bytes.TrimSuffix([]byte(b.String()), []byte("\n")), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		for _, c := range line {
-			if c < 0x20 {
-				t.Fatalf("raw control character in %q", line)
-			}
-		}
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// waitLine waits until some output line matches.
-func (b *lockedBuffer) waitLine(t *testing.T, pred func(map[string]any) bool) {
-	t.Helper()
-	for deadline := time.Now().Add(testkit.WaitLimit); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		for _, m := range b.lines(t) {
-			if pred(m) {
-				return
-			}
-		}
-	}
-	t.Fatalf("no matching line in %v", b.lines(t))
-}
-
-// headless runs the headless front end on the harness's server; stopping
-// the harness stops it too, as SIGTERM does in cmd.
-func headless(t *testing.T, policy string) (*harness, *lockedBuffer, <-chan error) {
-	out := &lockedBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := startServer(t, options{noRecorder: true})
-	stopServer := h.stop
-	h.stop = func() { cancel(); stopServer() }
-	done := make(chan error, 1)
-	go func() { done <- RunHeadless(ctx, h.s, out, policy) }()
-	return h, out, done
-}
-
-func TestHeadlessDeniesA2073AskTheChildAccepts(t *testing.T) {
-	h, out, done := headless(t, "")
-	req := pichild.LegacyBash(rootID, "researcher\x1b[31m", "0198c3b0-1111-7222-8333-944455556666", "npm install left-pad")
-	resp := answered(t, h.ask(context.Background(), h.child(false), req))
-	if resp.Approved || resp.State != wire.StateDeniedWithReason || resp.DenialReason != NoApproverReason {
-		t.Fatalf("%+v", resp)
-	}
-	// Nobody decided: the wire must not claim a person did.
-	if by := resp.DecidedBy; by == nil || by.Kind != wire.DecidedByUnavailable || by.Reason == nil || *by.Reason != NoApproverReason {
-		t.Fatalf("decidedBy = %+v, want unavailable with the no-approver reason", by)
-	}
-	h.shutdown()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	events := map[string]map[string]any{}
-	for _, m := range out.lines(t) {
-		events[m["event"].(string)] = m
-	}
-	for _, ev := range []string{"serving", "arrived", "queued", "decided"} {
-		if events[ev] == nil {
-			t.Fatalf("no %q line in %v", ev, out.lines(t))
-		}
-	}
-	d := events["decided"]
-	if d["state"] != "denied_with_reason" || d["id"] != req.ID || d["agent"] != "researcher\x1b[31m" || d["surface"] != "bash" || d["auto"] != false {
-		t.Fatalf("decided line %v", d)
-	}
-	if _, ok := d["latencyMicros"].(float64); !ok {
-		t.Fatalf("no latency in %v", d)
-	}
-	if by, _ := d["decidedBy"].(map[string]any); by["kind"] != "unavailable" {
-		t.Fatalf("decidedBy %v", d["decidedBy"])
-	}
-	if events["arrived"]["verdict"] != "ask" {
-		t.Fatalf("arrived line %v", events["arrived"])
-	}
-}
-
-func TestHeadlessLeaveKeepsAsksPending(t *testing.T) {
-	h, out, done := headless(t, HeadlessLeave)
-	h.judge.set("ls", ruleVerdict(resolve.Allow, "", "ls", "global", ""))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	makeReq := pichild.NewestBash(rootID, "impl", "c1", "/w", "make")
-	pending := h.ask(ctx, h.child(true), makeReq)
-	out.waitLine(t, func(m map[string]any) bool { return m["event"] == "queued" && m["id"] == makeReq.ID })
-	// Headless handles events in order: once a later ask's decided line is
-	// out, a deny of the queued one would already have been written.
-	lsReq := pichild.NewestBash(rootID, "impl", "c1", "/w", "ls")
-	resp := answered(t, h.ask(context.Background(), h.child(true), lsReq))
-	decidedByRule(t, resp.DecidedBy, "bash", "ls", "global")
-	out.waitLine(t, func(m map[string]any) bool { return m["event"] == "decided" && m["id"] == lsReq.ID })
-	if _, err := os.Stat(h.layout.RequestPath(rootID, makeReq.ID)); err != nil {
-		t.Fatalf("left ask's request gone: %v", err)
-	}
-	if _, err := os.Stat(h.layout.ResponsePath(rootID, makeReq.ID)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("left ask answered: %v", err)
-	}
-	// Stopping denies it as permtui exited (decision 0041).
-	h.shutdown()
-	resp = answered(t, pending)
-	if resp.State != wire.StateDeniedWithReason || resp.DenialReason != ExitReason {
-		t.Fatalf("%+v", resp)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	// The exit denial is still reported after the front end was told to stop.
-	out.waitLine(t, func(m map[string]any) bool {
-		return m["event"] == "decided" && m["id"] == makeReq.ID && m["reason"] == ExitReason
-	})
-}
-
-func TestHeadlessRejectsAnUnknownPolicy(t *testing.T) {
-	h := startServer(t, options{})
-	if err := RunHeadless(context.Background(), h.s, &bytes.Buffer{}, "approve"); err == nil {
-		t.Fatal("accepted an unknown ask policy")
-	}
 }
 
 func TestNewestChildGetsRuleAnswersWithProvenance(t *testing.T) {

@@ -76,6 +76,10 @@ func IsExpired(err error) bool {
 // stops (decision 0041).
 const ExitReason = "permtui exited"
 
+// NoApproverReason is the denial reason of an unattended decision (the
+// headless front end's, decision 0045).
+const NoApproverReason = "no approver is attached to permtui"
+
 // Write retry backoff after a failed audit or response write.
 const (
 	retryFirst = 250 * time.Millisecond
@@ -466,7 +470,7 @@ func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 		ServedSession:     p.Session,
 		RequesterSession:  req.RequesterSessionID,
 		Agent:             req.RequesterAgentName,
-		Surface:           surfaceOf(req),
+		Surface:           SurfaceOf(req),
 		State:             state,
 		Approved:          ans.resp.Approved,
 		DecidedBy:         ans.resp.DecidedBy,
@@ -483,9 +487,9 @@ func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 	return rec
 }
 
-// surfaceOf names what is asked for: the gate surface when the child sent
+// SurfaceOf names what is asked for: the gate surface when the child sent
 // facts, else its display surface.
-func surfaceOf(req *wire.Request) string {
+func SurfaceOf(req *wire.Request) string {
 	switch {
 	case req.AccessIntent != nil:
 		return req.AccessIntent.Surface

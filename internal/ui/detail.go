@@ -264,14 +264,6 @@ func agentOf(r *wire.Request) string {
 	return r.RequesterAgentName
 }
 
-// surfaceOf is the gate surface when known, else the display surface.
-func surfaceOf(r *wire.Request) string {
-	if r.AccessIntent != nil {
-		return r.AccessIntent.Surface
-	}
-	return deref(r.Surface)
-}
-
 // shortValue is the one value a queue row or label shows: the whole chain
 // when the child split one, else the display value.
 func shortValue(r *wire.Request) string {
@@ -312,5 +304,5 @@ func askLabel(a serve.Ask) string {
 		return "ask " + askNumber(a.ID)
 	}
 	value, _ := rowValue(a.Request)
-	return Sanitize(agentOf(a.Request)) + " · " + Sanitize(surfaceOf(a.Request)) + " · " + value
+	return Sanitize(agentOf(a.Request)) + " · " + Sanitize(serve.SurfaceOf(a.Request)) + " · " + value
 }

@@ -75,7 +75,7 @@ func (d *scopeDialog) view(int) []string {
 		return lines
 	}
 	r := e.ask.Request
-	lines = append(lines, "  "+Sanitize(agentOf(r))+" asks for "+Sanitize(surfaceOf(r))+":")
+	lines = append(lines, "  "+Sanitize(agentOf(r))+" asks for "+Sanitize(serve.SurfaceOf(r))+":")
 	lines = append(lines, d.indented(Sanitize(shortValue(r)), 4, maxFactLines)...)
 	lines = append(lines, s.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), "")
 	for i, o := range d.scopes.Options {

@@ -186,7 +186,7 @@ func (m *Model) columns() queueColumns {
 	}
 	for _, e := range m.queue {
 		c.agent = max(c.agent, ansi.StringWidth(Sanitize(agentOf(e.ask.Request))))
-		c.surface = max(c.surface, ansi.StringWidth(Sanitize(surfaceOf(e.ask.Request))))
+		c.surface = max(c.surface, ansi.StringWidth(Sanitize(serve.SurfaceOf(e.ask.Request))))
 	}
 	c.agent, c.surface = min(c.agent, 16), min(c.surface, 24)
 	rest := m.width - 2 - 3 - 1 - 1 - 1 - 1 - leftW
@@ -239,7 +239,7 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	if w := cols.value - ansi.StringWidth(mark); keepEnd && ansi.StringWidth(value) > w {
 		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-w+1, "…")
 	}
-	line := cols.row(cursor, sel, Sanitize(agentOf(r)), Sanitize(surfaceOf(r)), mark+value,
+	line := cols.row(cursor, sel, Sanitize(agentOf(r)), Sanitize(serve.SurfaceOf(r)), mark+value,
 		age(now.Sub(created)), left)
 	switch {
 	case e.state == stateExpired:

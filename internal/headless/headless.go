@@ -1,4 +1,7 @@
-package serve
+// Package headless is the front end without a person: it prints the serving
+// loop's events as JSON lines and, by default, denies every ask that would
+// need one. It consumes the same serve events as the console (package ui).
+package headless
 
 import (
 	"bytes"
@@ -9,37 +12,43 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
 
-// Headless ask policies.
+// Ask policies.
 const (
-	HeadlessDeny  = "deny"  // answer every queued ask denied_with_reason
-	HeadlessLeave = "leave" // leave queued asks for the child's timeout
+	Deny  = "deny"  // answer every queued ask denied_with_reason, as unavailable
+	Leave = "leave" // leave queued asks for the child's timeout
 )
 
-// NoApproverReason is the denial reason headless deny gives a child.
-const NoApproverReason = "no approver is attached to permtui"
+// Server is what the headless front end needs of the serving loop
+// (*serve.Server), the same events and decisions the console uses.
+type Server interface {
+	Events() <-chan serve.Event
+	Decide(serve.Decision) error
+}
 
-// RunHeadless is the front end without a person: it prints one compact JSON
-// line per event to out and, with ask "deny" (the default), denies every ask
-// that would need a person. It returns when the event stream ends, which is
-// after Run returns; once ctx is done it stops deciding but keeps printing,
-// so the shutdown's own answers (decision 0041) are still reported.
-func RunHeadless(ctx context.Context, s *Server, out io.Writer, ask string) error {
+// Run is the front end without a person: it prints one compact JSON line
+// per event to out and, with ask Deny (the default), denies every ask that
+// would need a person. It returns when the event stream ends, which is after
+// the server's Run returns; once ctx is done it stops deciding but keeps
+// printing, so the shutdown's own answers (decision 0041) are still
+// reported.
+func Run(ctx context.Context, s Server, out io.Writer, ask string) error {
 	switch ask {
 	case "":
-		ask = HeadlessDeny
-	case HeadlessDeny, HeadlessLeave:
+		ask = Deny
+	case Deny, Leave:
 	default:
-		return fmt.Errorf("headless: unknown ask policy %q (want %q or %q)", ask, HeadlessDeny, HeadlessLeave)
+		return fmt.Errorf("headless: unknown ask policy %q (want %q or %q)", ask, Deny, Leave)
 	}
 	events, stopping := s.Events(), ctx.Done()
 	for {
-		var ev Event
+		var ev serve.Event
 		select {
 		case <-stopping:
-			stopping, ask = nil, HeadlessLeave
+			stopping, ask = nil, Leave
 			continue
 		case next, ok := <-events:
 			if !ok {
@@ -47,15 +56,15 @@ func RunHeadless(ctx context.Context, s *Server, out io.Writer, ask string) erro
 			}
 			ev = next
 		}
-		if line := headlessLine(ev); line != nil {
+		if line := lineOf(ev); line != nil {
 			if err := writeLine(out, line); err != nil {
 				return err
 			}
 		}
-		if q, isAsk := ev.(AskQueued); isAsk && ask == HeadlessDeny {
-			err := s.Decide(Decision{Ask: q.Ask.ID, State: wire.StateDeniedWithReason, Reason: NoApproverReason, Unattended: true})
+		if q, isAsk := ev.(serve.AskQueued); isAsk && ask == Deny {
+			err := s.Decide(serve.Decision{Ask: q.Ask.ID, State: wire.StateDeniedWithReason, Reason: serve.NoApproverReason, Unattended: true})
 			// Expired and stopped asks are reported by their own events.
-			if err != nil && !errors.Is(err, ErrExpired) && !errors.Is(err, ErrStopped) {
+			if err != nil && !errors.Is(err, serve.ErrExpired) && !errors.Is(err, serve.ErrStopped) {
 				if werr := writeLine(out, map[string]any{"event": "error", "ask": q.Ask.ID, "error": err.Error()}); werr != nil {
 					return werr
 				}
@@ -77,15 +86,16 @@ func writeLine(out io.Writer, v any) error {
 	return err
 }
 
-func headlessLine(ev Event) map[string]any {
+// lineOf is the JSON line for one event; nil for events it does not print.
+func lineOf(ev serve.Event) map[string]any {
 	switch ev := ev.(type) {
-	case Arrived:
+	case serve.Arrived:
 		m := askFields("arrived", ev.Ask)
 		m["verdict"] = ev.Ask.Verdict.Action
 		return m
-	case AskQueued:
+	case serve.AskQueued:
 		return askFields("queued", ev.Ask)
-	case Decided:
+	case serve.Decided:
 		m := askFields("decided", ev.Ask)
 		m["state"] = ev.Response.State
 		m["approved"] = ev.Response.Approved
@@ -99,39 +109,39 @@ func headlessLine(ev Event) map[string]any {
 		m["auto"] = ev.Auto
 		m["latencyMicros"] = ev.Latency.Microseconds()
 		return m
-	case Withdrawn:
+	case serve.Withdrawn:
 		return map[string]any{"event": "withdrawn", "ask": ev.ID, "session": ev.Session, "pending": ev.Pending}
-	case Invalid:
+	case serve.Invalid:
 		return map[string]any{"event": "invalid", "session": ev.Session, "path": ev.Path, "reason": ev.Reason}
-	case ServedElsewhere:
+	case serve.ServedElsewhere:
 		return map[string]any{"event": "served_elsewhere", "session": ev.Session, "pid": ev.PID}
-	case Serving:
+	case serve.Serving:
 		return map[string]any{"event": "serving", "session": ev.Session}
-	case PolicyStatus:
+	case serve.PolicyStatus:
 		return map[string]any{"event": "policy", "problems": nonNil(ev.Problems), "autoAllow": !ev.NoAutoAllow}
-	case WriteFailed:
+	case serve.WriteFailed:
 		return map[string]any{"event": "write_failed", "ask": ev.Ask, "error": ev.Err}
-	case GrantsChanged:
+	case serve.GrantsChanged:
 		return map[string]any{"event": "grants", "grants": ev.Grants}
-	case Degraded:
+	case serve.Degraded:
 		if ev.Problem == "" {
 			return map[string]any{"event": "recovered", "area": ev.Area}
 		}
 		return map[string]any{"event": "degraded", "area": ev.Area, "problem": ev.Problem}
-	case Repaired:
+	case serve.Repaired:
 		return map[string]any{"event": "repaired", "area": ev.Area, "what": ev.What}
 	}
 	return nil
 }
 
-func askFields(event string, a Ask) map[string]any {
+func askFields(event string, a serve.Ask) map[string]any {
 	return map[string]any{
 		"event":   event,
 		"ask":     a.ID,
 		"session": a.Session,
 		"id":      a.Request.ID,
 		"agent":   a.Request.RequesterAgentName,
-		"surface": surfaceOf(a.Request),
+		"surface": serve.SurfaceOf(a.Request),
 	}
 }
 

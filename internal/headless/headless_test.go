@@ -1,0 +1,234 @@
+package headless
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/inbox"
+	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+const rootID = "0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b"
+
+// harness is a real serving loop over a real policy (bash asks, ls allowed)
+// with the headless front end on its events, and pi children to ask it.
+type harness struct {
+	layout wire.Layout
+	stop   func() // stops the server and the front end, as SIGTERM does
+	served chan error
+}
+
+func start(t *testing.T, policy string) (*harness, *lockedBuffer, <-chan error) {
+	t.Helper()
+	root := t.TempDir()
+	agentDir := filepath.Join(root, "agent")
+	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
+		[]byte(`{"permission":{"*":"ask","bash":{"*":"ask","ls":"allow"}}}`))
+	judge := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, ProjectDir: root, TrustProject: true, Home: root})
+	grants, err := resolve.OpenGrants(filepath.Join(root, "state", "grants"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{layout: wire.NewLayout(agentDir), served: make(chan error, 1)}
+	cfg := serve.Config{Layout: h.layout, Sessions: []string{rootID}, StateDir: filepath.Join(root, "state"),
+		Judge: func() serve.Judge { return judge }, Grants: grants}
+	cfg.Inbox.Rescan, cfg.Inbox.HeartbeatInterval = 50*time.Millisecond, 50*time.Millisecond
+	srv, err := serve.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { h.served <- srv.Run(ctx) }()
+	out := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, srv, out, policy) }()
+	var once bool
+	h.stop = func() {
+		if once {
+			return
+		}
+		once = true
+		cancel()
+		if err := <-h.served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+	t.Cleanup(h.stop)
+	return h, out, done
+}
+
+// ask runs a pi child's ask in the background.
+func (h *harness) ask(ctx context.Context, req *wire.Request) <-chan pichild.Result {
+	c := &pichild.Child{Layout: h.layout, Target: rootID, Poll: 5 * time.Millisecond, Timeout: testkit.WaitLimit, Liveness: true}
+	out := make(chan pichild.Result, 1)
+	go func() {
+		res, _ := c.Ask(ctx, req)
+		out <- res
+	}()
+	return out
+}
+
+func answered(t *testing.T, ch <-chan pichild.Result) *wire.ChildResponse {
+	t.Helper()
+	select {
+	case res := <-ch:
+		if res.Outcome != pichild.Answered {
+			t.Fatalf("child: %+v (raw %s)", res, res.Raw)
+		}
+		return res.Response
+	case <-time.After(testkit.WaitLimit):
+		t.Fatal("the child got no answer")
+		return nil
+	}
+}
+
+// lockedBuffer is the headless output, safe to read while Run writes.
+type lockedBuffer struct{ testkit.SyncBuffer }
+
+func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSuffix([]byte(b.String()), []byte("\n")), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		for _, c := range line {
+			if c < 0x20 {
+				t.Fatalf("raw control character in %q", line)
+			}
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// waitLine waits until some output line matches.
+func (b *lockedBuffer) waitLine(t *testing.T, pred func(map[string]any) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(testkit.WaitLimit); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		for _, m := range b.lines(t) {
+			if pred(m) {
+				return
+			}
+		}
+	}
+	t.Fatalf("no matching line in %v", b.lines(t))
+}
+
+func TestHeadlessDeniesA2073AskTheChildAccepts(t *testing.T) {
+	h, out, done := start(t, "")
+	req := pichild.LegacyBash(rootID, "researcher\x1b[31m", "0198c3b0-1111-7222-8333-944455556666", "npm install left-pad")
+	resp := answered(t, h.ask(context.Background(), req))
+	if resp.Approved || resp.State != wire.StateDeniedWithReason || resp.DenialReason != serve.NoApproverReason {
+		t.Fatalf("%+v", resp)
+	}
+	// Nobody decided: the wire must not claim a person did.
+	if by := resp.DecidedBy; by == nil || by.Kind != wire.DecidedByUnavailable || by.Reason == nil || *by.Reason != serve.NoApproverReason {
+		t.Fatalf("decidedBy = %+v, want unavailable with the no-approver reason", by)
+	}
+	h.stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	events := map[string]map[string]any{}
+	for _, m := range out.lines(t) {
+		events[m["event"].(string)] = m
+	}
+	for _, ev := range []string{"serving", "arrived", "queued", "decided"} {
+		if events[ev] == nil {
+			t.Fatalf("no %q line in %v", ev, out.lines(t))
+		}
+	}
+	d := events["decided"]
+	if d["state"] != "denied_with_reason" || d["id"] != req.ID || d["agent"] != "researcher\x1b[31m" || d["surface"] != "bash" || d["auto"] != false {
+		t.Fatalf("decided line %v", d)
+	}
+	if _, ok := d["latencyMicros"].(float64); !ok {
+		t.Fatalf("no latency in %v", d)
+	}
+	if by, _ := d["decidedBy"].(map[string]any); by["kind"] != "unavailable" {
+		t.Fatalf("decidedBy %v", d["decidedBy"])
+	}
+	if events["arrived"]["verdict"] != "ask" {
+		t.Fatalf("arrived line %v", events["arrived"])
+	}
+}
+
+func TestHeadlessLeaveKeepsAsksPending(t *testing.T) {
+	h, out, done := start(t, Leave)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	makeReq := pichild.NewestBash(rootID, "impl", "c1", "/w", "make")
+	pending := h.ask(ctx, makeReq)
+	out.waitLine(t, func(m map[string]any) bool { return m["event"] == "queued" && m["id"] == makeReq.ID })
+	// Headless handles events in order: once a later ask's decided line is
+	// out, a deny of the queued one would already have been written.
+	lsReq := pichild.NewestBash(rootID, "impl", "c1", "/w", "ls")
+	resp := answered(t, h.ask(context.Background(), lsReq))
+	if by := resp.DecidedBy; !resp.Approved || by == nil || by.Kind != wire.DecidedByRule {
+		t.Fatalf("ls: %+v", resp)
+	}
+	out.waitLine(t, func(m map[string]any) bool { return m["event"] == "decided" && m["id"] == lsReq.ID })
+	if _, err := os.Stat(h.layout.RequestPath(rootID, makeReq.ID)); err != nil {
+		t.Fatalf("left ask's request gone: %v", err)
+	}
+	if _, err := os.Stat(h.layout.ResponsePath(rootID, makeReq.ID)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("left ask answered: %v", err)
+	}
+	// Stopping denies it as permtui exited (decision 0041).
+	h.stop()
+	resp = answered(t, pending)
+	if resp.State != wire.StateDeniedWithReason || resp.DenialReason != serve.ExitReason {
+		t.Fatalf("%+v", resp)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The exit denial is still reported after the front end was told to stop.
+	out.waitLine(t, func(m map[string]any) bool {
+		return m["event"] == "decided" && m["id"] == makeReq.ID && m["reason"] == serve.ExitReason
+	})
+}
+
+func TestHeadlessRejectsAnUnknownPolicy(t *testing.T) {
+	if err := Run(context.Background(), nil, &bytes.Buffer{}, "approve"); err == nil {
+		t.Fatal("accepted an unknown ask policy")
+	}
+}
+
+// A 40.x child's matchedSpelling is command-bearing: no headless line carries
+// it (decision 0028).
+func TestLinesNeverCarryTheMatchedSpelling(t *testing.T) {
+	const spelling = "rm /w/secret-spelling"
+	req := pichild.NewestBash(rootID, "impl", "c1", "/w", "rm ./x")
+	req.Payload.Request.MatchedSpelling = &[]string{spelling}[0]
+	ask := serve.Ask{Arrived: inbox.Arrived{ID: 1, Session: rootID, Request: req}}
+	for _, ev := range []serve.Event{
+		serve.Arrived{Ask: ask}, serve.AskQueued{Ask: ask},
+		serve.Decided{Ask: ask, Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: wire.UserDecision()}},
+	} {
+		data, err := json.Marshal(lineOf(ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "secret-spelling") {
+			t.Errorf("line carries the spelling: %s", data)
+		}
+	}
+}
