@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/term"
@@ -40,6 +41,7 @@ type frontEnd struct {
 	bell          bool
 	notify        bool
 	confirmDouble bool
+	settle        time.Duration
 }
 
 func (f *serveFlags) register(fs flagSet) {
@@ -54,6 +56,7 @@ func (f *frontEnd) register(fs flagSet) {
 	fs.BoolVar(&f.bell, "bell", true, "ring the terminal bell on each new ask")
 	fs.BoolVar(&f.notify, "notify", false, "send a desktop notification (OSC 9 / OSC 777) on each new ask; it carries no command text")
 	fs.BoolVar(&f.confirmDouble, "confirm-double-press", false, "decisions need two presses of the same key")
+	fs.DurationVar(&f.settle, "settle", ui.DefaultSettle, "decision keys are ignored this long after the highlighted ask changed by itself (0: off)")
 }
 
 func (f *frontEnd) check(fs flagSet) error {
@@ -155,6 +158,7 @@ func runConsole(ctx context.Context, srv *serve.Server, f serveFlags) error {
 		Bell:          f.bell,
 		Notify:        f.notify,
 		ConfirmDouble: f.confirmDouble,
+		Settle:        settleOption(f.settle),
 	})
 	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(ctx))
 	go func() {
@@ -167,6 +171,15 @@ func runConsole(ctx context.Context, srv *serve.Server, f serveFlags) error {
 		return nil
 	}
 	return err
+}
+
+// settleOption maps the flag, where 0 means off, to ui.Options.Settle,
+// where 0 means the default.
+func settleOption(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 func problemTexts(p *resolve.Policy) []string {

@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -26,14 +27,25 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 	shifted := m.cursorShifted
 	m.cursorShifted = false
 	if !key.Matches(msg, m.keys.ApproveOnce, m.keys.Deny, m.keys.ApproveIdentical) {
+		if m.armed != nil {
+			m.status = "" // "press … again" no longer holds
+		}
 		m.armed = nil
 	}
-	if shifted && key.Matches(msg, m.keys.ApproveOnce, m.keys.Deny, m.keys.ApproveIdentical,
-		m.keys.ApproveSession, m.keys.DenyReason) {
-		m.setStatus("the highlighted ask changed under you; look again, then press " + msg.String() + " again")
-		return nil
+	if m.decisionKey(msg) {
+		switch {
+		case shifted:
+			m.setStatus("the highlighted ask changed under you; look again, then press " + msg.String() + " again")
+			return nil
+		case m.settling():
+			m.setStatus("the highlight just changed: " + msg.String() + " is ignored for " +
+				m.opts.Settle.String() + ", look, then press it again")
+			return nil
+		}
 	}
 	switch {
+	case key.Matches(msg, m.keys.Close) && m.help.ShowAll:
+		m.help.ShowAll = false
 	case key.Matches(msg, m.keys.Up):
 		m.move(-1)
 	case key.Matches(msg, m.keys.Down):
@@ -41,11 +53,13 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Select):
 		m.toggleSelect()
 	case key.Matches(msg, m.keys.ApproveOnce):
-		return m.decideTargets(msg.String(), "approve once", m.targets(), once)
+		return m.decideTargets(msg.String(), "approve once", m.targets(), once, m.opts.ConfirmDouble)
 	case key.Matches(msg, m.keys.Deny):
-		return m.decideTargets(msg.String(), "deny", m.targets(), deny)
+		return m.decideTargets(msg.String(), "deny", m.targets(), deny, m.opts.ConfirmDouble)
 	case key.Matches(msg, m.keys.ApproveIdentical):
-		return m.decideTargets(msg.String(), "approve once (identical)", m.identicalTargets(), once)
+		// Always two presses: the first says how many and marks which.
+		t := m.identicalTargets()
+		return m.decideTargets(msg.String(), "approve once the identical asks marked ≡", t, once, true)
 	case key.Matches(msg, m.keys.ApproveSession):
 		m.openScope()
 	case key.Matches(msg, m.keys.DenyReason):
@@ -66,7 +80,17 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// decisionKey reports whether a key answers asks from the queue.
+func (m *Model) decisionKey(msg tea.KeyMsg) bool {
+	return key.Matches(msg, m.keys.ApproveOnce, m.keys.Deny, m.keys.ApproveIdentical,
+		m.keys.ApproveSession, m.keys.DenyReason)
+}
+
+// move is the person moving the highlight: what they see is what they
+// chose, so the settle time and any status about the old row end.
 func (m *Model) move(delta int) {
+	m.settleUntil = time.Time{}
+	m.status = ""
 	if len(m.queue) == 0 {
 		return
 	}
@@ -89,6 +113,7 @@ func (m *Model) toggleSelect() {
 // clearExpired drops expired asks; a highlight on one moves to the next ask
 // still waiting (else the last), not back to the top.
 func (m *Model) clearExpired() {
+	m.status = "" // it may name an ask that is about to go
 	var next serve.AskID
 	if e := m.current(); e != nil && e.state == stateExpired {
 		for _, f := range m.queue[m.index(m.highlight):] {
@@ -192,12 +217,12 @@ func once(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State:
 func deny(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateDenied} }
 
 // decideTargets sends one decision per target, after the second press when
-// ConfirmDouble is on. pressed is the key, what describes the decision.
-func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d decisionFor) tea.Cmd {
+// twice. pressed is the key, what describes the decision.
+func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d decisionFor, twice bool) tea.Cmd {
 	if len(targets) == 0 {
 		return nil
 	}
-	if !m.confirmed(pressed, targets) {
+	if !m.confirmed(pressed, targets, twice) {
 		m.setStatus("press " + pressed + " again to " + what + ": " + describe(m, targets))
 		return nil
 	}
@@ -209,11 +234,10 @@ func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d dec
 	return tea.Batch(cmds...)
 }
 
-// confirmed reports whether a decision may go out now: always without
-// ConfirmDouble, else only on the second press of the same key for the same
-// asks.
-func (m *Model) confirmed(pressed string, targets []serve.AskID) bool {
-	if !m.opts.ConfirmDouble {
+// confirmed reports whether a decision may go out now: at once unless
+// twice, else only on the second press of the same key for the same asks.
+func (m *Model) confirmed(pressed string, targets []serve.AskID, twice bool) bool {
+	if !twice {
 		return true
 	}
 	if m.armed != nil && m.armed.key == pressed && slices.Equal(m.armed.targets, targets) {

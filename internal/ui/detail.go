@@ -288,12 +288,22 @@ func rowValue(r *wire.Request) (text string, keepEnd bool) {
 	v := shortValue(r)
 	ai := r.AccessIntent
 	if ai == nil || deref(ai.BoundaryValue) == "" {
-		return Sanitize(v), false
+		return Sanitize(v), pathAsk(r)
 	}
 	if !strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "~") {
 		v = *ai.BoundaryValue
 	}
 	return Sanitize(v), true
+}
+
+// pathAsk reports whether an ask names a file (a directional path surface,
+// or pi's read, write and edit tools), whose end matters most.
+func pathAsk(r *wire.Request) bool {
+	s := serve.SurfaceOf(r)
+	if _, ok := resolve.Family(s); ok {
+		return true
+	}
+	return s == "read" || s == "write" || s == "edit"
 }
 
 // askNumber names a delivery where nothing better is known.

@@ -50,7 +50,7 @@ func startE2E(t *testing.T) *e2e {
 	served := make(chan error, 1)
 	go func() { served <- srv.Run(ctx) }()
 
-	m := New(Options{Backend: srv, Refresh: -1, Attention: io.Discard})
+	m := New(Options{Backend: srv, Refresh: -1, Settle: -1, Attention: io.Discard})
 	e := &e2e{t: t, layout: wire.NewLayout(agentDir)}
 	e.tm = teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
 	go func() {

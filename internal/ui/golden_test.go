@@ -11,6 +11,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/muesli/termenv"
@@ -31,14 +32,19 @@ func TestMain(m *testing.M) {
 //
 // The golden is the final View, not the raw stream: the stream is a series
 // of renderer diffs whose split depends on frame timing.
-func screen(t *testing.T, width, height int, marker string, steps func(tm *teatest.TestModel)) (*Model, []byte) {
+func screen(t *testing.T, width, height int, marker string, steps func(tm *teatest.TestModel), tweak ...func(*Options)) (*Model, []byte) {
 	t.Helper()
-	m := New(Options{
+	opts := Options{
 		Backend:   &fakeBackend{},
 		Now:       func() time.Time { return testNow },
 		Refresh:   -1,
+		Settle:    -1, // the clock stands still; TestGoldenSettling turns it on
 		Attention: io.Discard,
-	})
+	}
+	for _, f := range tweak {
+		f(&opts)
+	}
+	m := New(opts)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(width, height))
 	steps(tm)
 	var raw bytes.Buffer
@@ -54,7 +60,9 @@ func screen(t *testing.T, width, height int, marker string, steps func(tm *teate
 		t.Fatal(err)
 	}
 	raw.Write(rest)
-	golden.RequireEqual(t, []byte(final.View()))
+	// The highlight bar's reverse video is the one SGR under NO_COLOR;
+	// TestHighlightIsAFullWidthReverseBar checks it, the golden the text.
+	golden.RequireEqual(t, []byte(ansi.Strip(final.View())))
 	return final, raw.Bytes()
 }
 
@@ -191,4 +199,22 @@ func TestQuitEndsProgram(t *testing.T) {
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+}
+
+func TestGoldenSettling(t *testing.T) {
+	screen(t, 80, 24, "ignored for 400ms", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, pathWrite(), bashChain())
+		press(tm, "y") // the clock stands still: the arrival has not settled
+	}, func(o *Options) { o.Settle = 0 })
+}
+
+func TestGoldenApproveIdenticalShowsWhich(t *testing.T) {
+	b := pathWrite()
+	b.ID++
+	screen(t, 80, 24, "press a again", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, pathWrite(), bashChain(), b)
+		press(tm, "a")
+	})
 }

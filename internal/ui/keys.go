@@ -38,13 +38,13 @@ func DefaultKeyMap() KeyMap {
 		DenyReason:       key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "deny with reason…")),
 		Select:           key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "select")),
 		ApproveIdentical: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve identical")),
-		View:             key.NewBinding(key.WithKeys("v", "enter"), key.WithHelp("v", "full view")),
+		View:             key.NewBinding(key.WithKeys("v", "enter"), key.WithHelp("v/enter", "full view")),
 		Grants:           key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "grants")),
 		Log:              key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "decision log")),
 		ClearExpired:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "clear expired")),
 		Help:             key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:             key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-		ForceQuit:        key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		ForceQuit:        key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit; twice: now")),
 		Confirm:          key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
 		Close:            key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close")),
 		Revoke:           key.NewBinding(key.WithKeys("d", "delete"), key.WithHelp("d", "revoke")),
@@ -62,18 +62,19 @@ func (h helpKeys) ShortHelp() []key.Binding  { return h.short }
 func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
 
 // queueHelp lists the queue's keys; below 80 columns the full help takes
-// two taller columns, since four side by side would be cut.
+// two taller columns, since three side by side would be cut.
 func (k KeyMap) queueHelp(width int) helpKeys {
+	closeHelp := relabel(k.Close, "close")
+	revokeInGrants := relabel(k.Revoke, "revoke (in g)")
 	full := [][]key.Binding{
-		{k.Up, k.Down, k.Select, k.View},
-		{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical},
-		{k.Deny, k.DenyReason, k.ClearExpired},
-		{k.Grants, k.Log, k.Help, k.Quit},
+		{k.Up, k.Down, k.Select, k.View, closeHelp},
+		{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.ClearExpired},
+		{k.Grants, revokeInGrants, k.Log, k.Help, k.Quit, k.ForceQuit},
 	}
 	if width < 80 {
 		full = [][]key.Binding{
-			{k.Up, k.Down, k.Select, k.View, k.Grants, k.Log, k.Help, k.Quit},
-			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.ClearExpired},
+			{k.Up, k.Down, k.Select, k.View, closeHelp, k.Grants, revokeInGrants, k.Log, k.Help},
+			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.ClearExpired, k.Quit, k.ForceQuit},
 		}
 	}
 	return helpKeys{

@@ -44,6 +44,12 @@ type Options struct {
 	// Refresh is how often ages and countdowns redraw; 0 means every second
 	// and a negative value turns the ticker off (tests).
 	Refresh time.Duration
+	// Settle is how long decision keys do nothing after the highlighted ask
+	// changed or moved without the person moving it (a decision, an
+	// arrival, an expiry, a grant); 0 means DefaultSettle, negative turns it
+	// off. A decision key pressed meanwhile restarts it, so a held key never
+	// decides two asks.
+	Settle time.Duration
 	// Attention receives the bell, notification and window-title sequences;
 	// nil means os.Stdout, the terminal the console draws on. Bubble Tea v1
 	// has no command that writes raw bytes through its renderer; writes to
@@ -51,6 +57,10 @@ type Options struct {
 	// Write, and none of these sequences move the cursor.
 	Attention io.Writer
 }
+
+// DefaultSettle is the settle time after the highlight changed under the
+// person: longer than a key's auto-repeat delay, shorter than a glance.
+const DefaultSettle = 400 * time.Millisecond
 
 // DefaultTimeout is pi's forwarding timeout (wire-protocol §6).
 const DefaultTimeout = 10 * time.Minute
@@ -124,6 +134,9 @@ type Model struct {
 	// person (it was answered or removed by an event); the next decision key
 	// is refused so nobody answers an ask they have not looked at.
 	cursorShifted bool
+	// settleUntil: decision keys do nothing before this time, because the
+	// highlighted row changed or moved without the person moving it.
+	settleUntil time.Time
 
 	sessions       map[string]sessionState
 	policyLoaded   bool
@@ -162,6 +175,9 @@ func New(opts Options) *Model {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
+	}
+	if opts.Settle == 0 {
+		opts.Settle = DefaultSettle
 	}
 	if opts.Refresh == 0 {
 		opts.Refresh = time.Second
@@ -203,11 +219,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.refreshPager()
 		return m, nil
 	case EventMsg:
+		before := m.highlightPlace()
 		cmd := m.applyEvent(msg.Event)
+		m.settleIfMoved(before)
 		m.closeStaleOverlay()
 		return m, tea.Batch(cmd, m.titleCmd())
 	case decidedMsg:
+		before := m.highlightPlace()
 		m.applyDecided(msg)
+		m.settleIfMoved(before)
 		m.closeStaleOverlay()
 		return m, m.titleCmd()
 	case revokedMsg:
@@ -413,6 +433,33 @@ func (m *Model) remove(id serve.AskID, byPerson bool) {
 		m.highlight = m.queue[min(i, len(m.queue)-1)].ask.ID
 		m.cursorShifted = !byPerson
 	}
+}
+
+// place is where the highlight is: which ask, on which row.
+type place struct {
+	ask serve.AskID
+	row int
+}
+
+func (m *Model) highlightPlace() place { return place{m.highlight, m.index(m.highlight)} }
+
+// settleIfMoved starts the settle time when the highlighted ask or its row
+// changed since before: what the person was looking at is not what a
+// decision key would now answer.
+func (m *Model) settleIfMoved(before place) {
+	if now := m.highlightPlace(); now != before && now.ask != 0 && m.opts.Settle > 0 {
+		m.settleUntil = m.opts.Now().Add(m.opts.Settle)
+	}
+}
+
+// settling reports whether decision keys must wait; asking restarts the wait.
+func (m *Model) settling() bool {
+	now := m.opts.Now()
+	if !now.Before(m.settleUntil) {
+		return false
+	}
+	m.settleUntil = now.Add(m.opts.Settle)
+	return true
 }
 
 func (m *Model) find(id serve.AskID) *entry {

@@ -25,22 +25,26 @@ type harness struct {
 	backend *fakeBackend
 	quit    bool
 	bells   *testkit.SyncBuffer
+	// now is the clock; keys advances it a second per key, a person's pace,
+	// so the settle time after a change has passed by the next key.
+	now time.Time
 }
 
 func newHarness(t *testing.T, tweak ...func(*Options)) *harness {
 	t.Helper()
 	b := &fakeBackend{}
 	bells := &testkit.SyncBuffer{}
+	h := &harness{t: t, backend: b, bells: bells, now: testNow}
 	opts := Options{
 		Backend:   b,
-		Now:       func() time.Time { return testNow },
+		Now:       func() time.Time { return h.now },
 		Refresh:   -1,
 		Attention: bells,
 	}
 	for _, f := range tweak {
 		f(&opts)
 	}
-	h := &harness{t: t, m: New(opts), backend: b, bells: bells}
+	h.m = New(opts)
 	h.run(h.m.Init())
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
 	return h
@@ -84,6 +88,15 @@ func (h *harness) queue(asks ...serve.Ask) {
 // keys presses each key in turn; names like "esc", "enter", "space",
 // "down" are special keys, anything else is typed as runes.
 func (h *harness) keys(names ...string) {
+	for _, n := range names {
+		h.now = h.now.Add(time.Second)
+		h.send(keyMsg(n))
+	}
+}
+
+// press sends keys without advancing the clock: keys typed or repeated
+// faster than the settle time.
+func (h *harness) press(names ...string) {
 	for _, n := range names {
 		h.send(keyMsg(n))
 	}
@@ -301,6 +314,12 @@ func TestApproveIdentical(t *testing.T) {
 	sameButOtherAgent.Request.AccessIntent.Principal.AgentName = "builder"
 	h.queue(a1, other, a2, sameButOtherAgent)
 	h.keys("a")
+	h.wantDecisions() // the first press shows how many and which
+	h.wantStatus("press a again")
+	if v := h.m.View(); strings.Count(v, "[≡]") != 2 {
+		t.Fatalf("the asks a would approve are not marked:\n%s", v)
+	}
+	h.keys("a")
 	h.wantDecisions(
 		serve.Decision{Ask: a1.ID, State: wire.StateApproved},
 		serve.Decision{Ask: a2.ID, State: wire.StateApproved},
@@ -384,6 +403,7 @@ func TestWithdrawnWhileAnswerIsWritten(t *testing.T) {
 	h := newHarness(t)
 	a := pathWrite()
 	h.queue(a)
+	h.now = h.now.Add(time.Second)
 	_, cmd := h.m.Update(keyMsg("y")) // the Decide call has not run yet
 	h.events(withdrawn(a.ID, false))
 	if e := h.m.find(a.ID); e == nil || e.state != stateSending {
@@ -614,6 +634,7 @@ func TestKeysTypedTogetherActInTurn(t *testing.T) {
 
 	d := newHarness(t, func(o *Options) { o.ConfirmDouble = true })
 	d.queue(a)
+	d.now = d.now.Add(time.Second)
 	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("yy")})
 	d.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 }

@@ -94,7 +94,7 @@ func (m *Model) apply(act action) tea.Cmd {
 	case statusAction:
 		m.setStatus(a.text)
 	case decideAction:
-		cmd := m.decideTargets(a.pressed, a.what, m.stillPending(a.targets), a.d)
+		cmd := m.decideTargets(a.pressed, a.what, m.stillPending(a.targets), a.d, m.opts.ConfirmDouble)
 		if cmd != nil {
 			m.mode = modeQueue
 		}

@@ -146,7 +146,7 @@ func (m *Model) queueBody(height int) []string {
 	}
 	lines = append(lines, m.rule(pos))
 	room := height - len(lines)
-	fields := detailFields(e)
+	fields := m.detailOf(e)
 	detail := m.renderFields(fields, true, 0)
 	if len(detail) > room {
 		// Values stay whole (up to a few lines); explanations get one line.
@@ -157,6 +157,27 @@ func (m *Model) queueBody(height int) []string {
 			fmt.Sprintf("… %d more lines: v shows everything", len(detail)-room+1)))
 	}
 	return append(lines, detail...)
+}
+
+// detailOf is the detail of an ask with what only the queue knows: how
+// many identical asks wait with it.
+func (m *Model) detailOf(e *entry) []field {
+	f := detailFields(e)
+	if e.state != statePending {
+		return f
+	}
+	n := 0
+	for _, o := range m.queue {
+		if o != e && o.state == statePending && identity(o.ask) == identity(e.ask) {
+			n++
+		}
+	}
+	if n > 0 {
+		note := field{label: "identical", text: plural(n, "more identical ask waits", "more identical asks wait") +
+			"; a approves all " + itoa(n+1) + " (after showing which)", kind: kindWarning}
+		f = slices.Insert(f, 0, note)
+	}
+	return f
 }
 
 // maxFactLines caps how many lines one value takes on the queue screen.
@@ -224,6 +245,9 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	if e.selected {
 		sel = "[•]"
 	}
+	if m.armed != nil && slices.Contains(m.armed.targets, e.ask.ID) {
+		sel = "[≡]" // what a second press would answer
+	}
 	left := countdown(created.Add(m.opts.Timeout).Sub(now))
 	switch e.state {
 	case stateExpired:
@@ -242,12 +266,20 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	line := cols.row(cursor, sel, Sanitize(agentOf(r)), Sanitize(serve.SurfaceOf(r)), mark+value,
 		age(now.Sub(created)), left)
 	switch {
+	case e.ask.ID == m.highlight:
+		return bar(line, m.width)
 	case e.state == stateExpired:
 		return m.styles.Expired.Render(line)
-	case e.ask.ID == m.highlight:
-		return m.styles.Cursor.Render(line)
 	}
 	return line
+}
+
+// bar shows the highlighted row as a full-width reverse-video bar. It is
+// written as plain SGR 7 rather than through the colour profile, so it shows
+// under NO_COLOR too: reverse video is not colour, and the row must stand
+// out on every terminal.
+func bar(line string, width int) string {
+	return "\x1b[7m" + pad(ansi.Strip(line), width) + "\x1b[27m"
 }
 
 // openPager shows the full detail of the highlighted ask or the decision
@@ -263,7 +295,7 @@ func (m *Model) openPager(md mode) {
 		id := e.ask.ID
 		fill = func() []string {
 			if e := m.find(id); e != nil {
-				return m.renderFields(detailFields(e), true, 0)
+				return m.renderFields(m.detailOf(e), true, 0)
 			}
 			return nil
 		}

@@ -131,14 +131,13 @@ func TestHighlightThatMovedIsMarked(t *testing.T) {
 }
 
 func TestStatusFades(t *testing.T) {
-	now := testNow
-	h := newHarness(t, func(o *Options) { o.Now = func() time.Time { return now } })
+	h := newHarness(t)
 	h.queue(pathWrite())
 	h.keys("y")
 	if !strings.Contains(h.m.View(), "» approve once") {
 		t.Fatal("no status after a decision")
 	}
-	now = now.Add(statusTTL + time.Second)
+	h.now = h.now.Add(statusTTL + time.Second)
 	if strings.Contains(h.m.View(), "» approve once") {
 		t.Fatal("the status outlived its time")
 	}

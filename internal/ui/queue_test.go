@@ -1,0 +1,146 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// After a decision moves the highlight, y waits the settle time; pressing
+// it meanwhile (a held or repeated key) restarts the wait, so it never
+// answers the next ask.
+func TestSettleAfterTheHighlightMoves(t *testing.T) {
+	h := newHarness(t)
+	a, b := pathWrite(), bashChain()
+	h.queue(a, b)
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+	for range 5 { // auto-repeat: a press every 100 ms
+		h.now = h.now.Add(100 * time.Millisecond)
+		h.press("y")
+	}
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+	h.wantStatus("ignored for 400ms")
+	h.now = h.now.Add(DefaultSettle)
+	h.press("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved}, serve.Decision{Ask: b.ID, State: wire.StateApproved})
+}
+
+// A new ask appearing under a person about to type must not be answered
+// by the key they were already pressing.
+func TestSettleAfterAnArrival(t *testing.T) {
+	h := newHarness(t)
+	h.queue(pathWrite())
+	h.press("n")
+	h.wantDecisions()
+	h.wantStatus("just changed")
+}
+
+// Moving the highlight oneself ends the wait: what is shown was chosen.
+func TestMovingEndsTheSettle(t *testing.T) {
+	h := newHarness(t)
+	a, b := pathWrite(), bashChain()
+	h.queue(a, b)
+	h.press("j", "y")
+	h.wantDecisions(serve.Decision{Ask: b.ID, State: wire.StateApproved})
+}
+
+func TestSettleCanBeTurnedOff(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Settle = -1 })
+	a := pathWrite()
+	h.queue(a)
+	h.press("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
+
+// The highlighted row is one reverse-video bar across the whole width,
+// written even with colour off (the goldens run under the ASCII profile).
+func TestHighlightIsAFullWidthReverseBar(t *testing.T) {
+	for _, width := range []int{60, 80} {
+		h := newHarness(t)
+		h.send(sizeMsg(width, 24))
+		h.queue(pathWrite(), bashChain())
+		var bars []string
+		for _, l := range strings.Split(h.m.View(), "\n") {
+			if strings.Contains(l, "\x1b[7m") {
+				bars = append(bars, l)
+			}
+		}
+		if len(bars) != 1 || !strings.Contains(bars[0], "reviewer") {
+			t.Fatalf("%d columns: want one bar on the highlighted row, got %q", width, bars)
+		}
+		if w := ansi.StringWidth(bars[0]); w != width {
+			t.Fatalf("%d columns: bar is %d cells wide", width, w)
+		}
+	}
+}
+
+func TestDetailSaysIdenticalAsksWait(t *testing.T) {
+	h := newHarness(t)
+	a, b := pathWrite(), pathWrite()
+	b.ID++
+	h.queue(a, b)
+	if v := h.m.View(); !strings.Contains(v, "1 more identical ask waits; a approves all 2") {
+		t.Fatalf("detail does not say an identical ask waits:\n%s", v)
+	}
+}
+
+// Bug 3: esc closes the expanded help, which lists esc, enter, ctrl+c, d.
+func TestEscClosesHelpAndHelpListsEveryKey(t *testing.T) {
+	h := newHarness(t)
+	h.queue(pathWrite())
+	h.keys("?")
+	v := h.m.View()
+	for _, want := range []string{"esc", "v/enter", "ctrl+c", "revoke (in g)"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("expanded help lacks %q:\n%s", want, v)
+		}
+	}
+	h.keys("esc")
+	if h.m.help.ShowAll {
+		t.Fatal("esc did not close the expanded help")
+	}
+	h.wantDecisions()
+}
+
+// Bug 4: a status about a press or an ask goes when it no longer holds.
+func TestStaleStatusIsCleared(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.ConfirmDouble = true })
+	a, b := pathWrite(), bashChain()
+	h.queue(a, b)
+	h.keys("y")
+	h.wantStatus("press y again")
+	h.keys("j")
+	if h.m.status != "" {
+		t.Fatalf("status after moving away: %q", h.m.status)
+	}
+	h.events(withdrawn(b.ID, true))
+	h.wantStatus("expired:")
+	h.keys("x")
+	if h.m.status != "" {
+		t.Fatalf("status after clearing the expired ask: %q", h.m.status)
+	}
+}
+
+// Bug 2: without a boundaryValue (every 20.7.3 child) a path is still cut
+// from the left, so the file name stays.
+func TestRowWithoutBoundaryKeepsTheFileName(t *testing.T) {
+	a := pathWrite()
+	r := a.Request
+	r.AccessIntent = nil
+	r.Value = sp("/tmp/p/src/components/very/deep/directory/structure/of/the/project/Button.tsx")
+	h := newHarness(t)
+	h.queue(a)
+	row := rowOf(t, h.m.View(), "reviewer")
+	if !strings.Contains(row, "…") || !strings.Contains(row, "Button.tsx") {
+		t.Fatalf("row loses the file name: %q", row)
+	}
+}
+
+func sizeMsg(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
