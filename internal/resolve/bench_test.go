@@ -48,7 +48,7 @@ func benchConfigUnindexed(n int) string {
 func benchPolicy(b *testing.B, config string) *Policy {
 	root := b.TempDir()
 	opts := LoadOptions{AgentDir: root + "/agent", Home: "/home/u"}
-	testkit.WriteFile(b, globalConfigPath(opts.AgentDir), []byte(config))
+	testkit.WriteFile(b, GlobalConfigPath(opts.AgentDir), []byte(config))
 	p := Load(opts)
 	if len(p.Problems()) > 0 {
 		b.Fatal(p.Problems())
@@ -120,7 +120,7 @@ func BenchmarkMatch(b *testing.B) {
 func BenchmarkLoad(b *testing.B) {
 	root := b.TempDir()
 	opts := LoadOptions{AgentDir: root + "/agent", Home: "/home/u"}
-	testkit.WriteFile(b, globalConfigPath(opts.AgentDir), []byte(benchConfig(10000)))
+	testkit.WriteFile(b, GlobalConfigPath(opts.AgentDir), []byte(benchConfig(10000)))
 	b.ReportAllocs()
 	for b.Loop() {
 		Load(opts)

@@ -22,6 +22,9 @@ type LoadOptions struct {
 	ProjectDir   string // the ROOT session's cwd; "" = no project scope
 	TrustProject bool   // false = leave project and project-agent scopes out (pi's untrusted project)
 	Home         string // drives ~, $HOME, ${HOME} expansion in patterns
+	// Overlay holds file contents that stand in for what is on disk, keyed
+	// by path: a candidate edit judged before it is written. nil = the disk.
+	Overlay map[string][]byte
 }
 
 // Problem is a policy file that could not be used.
@@ -102,24 +105,56 @@ func (p *Policy) rulesetFor(agent string) *ruleset {
 	return p.base
 }
 
-// Paths of pi-permission-system's policy files.
-func globalConfigPath(agentDir string) string {
+// read returns a policy file's contents, from the overlay when it has them.
+func (o LoadOptions) read(file string) ([]byte, error) {
+	if data, ok := o.Overlay[file]; ok {
+		return data, nil
+	}
+	return wire.ReadRegularFileFollow(file, maxPolicyFileSize)
+}
+
+// Paths of pi-permission-system's policy files: the global config, the
+// project's config.json then config.local.json, and the agent directories.
+func GlobalConfigPath(agentDir string) string {
 	return filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json")
 }
 
-func projectConfigPaths(projectDir string) []string {
+func ProjectConfigPaths(projectDir string) []string {
 	dir := filepath.Join(projectDir, ".pi", "extensions", "pi-permission-system")
 	return []string{filepath.Join(dir, "config.json"), filepath.Join(dir, "config.local.json")}
+}
+
+// agentDirs lists the agent directories pi reads, lowest precedence first,
+// each with the origin of its rules.
+func agentDirs(opts LoadOptions) [][2]string {
+	var dirs [][2]string
+	if opts.AgentDir != "" {
+		dirs = append(dirs, [2]string{filepath.Join(opts.AgentDir, "agents"), OriginAgent})
+	}
+	if opts.TrustProject && opts.ProjectDir != "" {
+		dirs = append(dirs, [2]string{filepath.Join(opts.ProjectDir, ".pi", "agents"), OriginProjectAgent})
+	}
+	return dirs
+}
+
+// AgentFiles lists the files pi reads for agent name, lowest precedence
+// first, each with its origin (agent, project-agent); they need not exist.
+func AgentFiles(opts LoadOptions, name string) [][2]string {
+	files := agentDirs(opts)
+	for i := range files {
+		files[i][0] = filepath.Join(files[i][0], name+".md")
+	}
+	return files
 }
 
 // watchPaths lists the policy files and agent directories of opts.
 func watchPaths(opts LoadOptions) []string {
 	var paths []string
 	if opts.AgentDir != "" {
-		paths = append(paths, globalConfigPath(opts.AgentDir), filepath.Join(opts.AgentDir, "agents"))
+		paths = append(paths, GlobalConfigPath(opts.AgentDir), filepath.Join(opts.AgentDir, "agents"))
 	}
 	if opts.TrustProject && opts.ProjectDir != "" {
-		paths = append(paths, projectConfigPaths(opts.ProjectDir)...)
+		paths = append(paths, ProjectConfigPaths(opts.ProjectDir)...)
 		paths = append(paths, filepath.Join(opts.ProjectDir, ".pi", "agents"))
 	}
 	return paths
@@ -133,7 +168,7 @@ func Load(opts LoadOptions) *Policy {
 	var shared []*permissions // global, then project scopes
 	var floor []Problem
 	if opts.AgentDir != "" {
-		file := globalConfigPath(opts.AgentDir)
+		file := GlobalConfigPath(opts.AgentDir)
 		if cfg, ok := p.readConfig(file, OriginGlobal, false); ok {
 			shared = appendScope(shared, cfg.perms)
 			p.setYolo(cfg.yolo, file)
@@ -141,7 +176,7 @@ func Load(opts LoadOptions) *Policy {
 	}
 	project := opts.TrustProject && opts.ProjectDir != ""
 	if project {
-		for _, file := range projectConfigPaths(opts.ProjectDir) {
+		for _, file := range ProjectConfigPaths(opts.ProjectDir) {
 			cfg, ok := p.readConfig(file, OriginProject, true)
 			if ok {
 				shared = appendScope(shared, cfg.perms)
@@ -155,14 +190,7 @@ func Load(opts LoadOptions) *Policy {
 	agentScopes := map[string][]*permissions{}
 	agentFloor := map[string][]Problem{}
 	var listFloor []Problem
-	var dirs [][2]string
-	if opts.AgentDir != "" {
-		dirs = append(dirs, [2]string{filepath.Join(opts.AgentDir, "agents"), OriginAgent})
-	}
-	if project {
-		dirs = append(dirs, [2]string{filepath.Join(opts.ProjectDir, ".pi", "agents"), OriginProjectAgent})
-	}
-	for _, d := range dirs {
+	for _, d := range agentDirs(opts) {
 		dir, origin := d[0], d[1]
 		entries, err := os.ReadDir(dir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -178,7 +206,7 @@ func Load(opts LoadOptions) *Policy {
 			// As in pi: a dangling link is no file, but anything else under
 			// that name that cannot be read (a directory included) floors.
 			file := filepath.Join(dir, e.Name())
-			data, err := wire.ReadRegularFileFollow(file, maxPolicyFileSize)
+			data, err := opts.read(file)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
@@ -239,7 +267,7 @@ func (p *Policy) readConfig(file, origin string, nonGlobal bool) (configFile, bo
 	if nonGlobal {
 		consequence = "; it contributes no rules and the fail-closed floor turns every allow into ask"
 	}
-	data, err := wire.ReadRegularFileFollow(file, maxPolicyFileSize)
+	data, err := p.opts.read(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return configFile{}, false
 	}

@@ -29,19 +29,19 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func (f *fixture) global(text string) string {
-	p := globalConfigPath(f.opts.AgentDir)
+	p := GlobalConfigPath(f.opts.AgentDir)
 	testkit.WriteFile(f.t, p, []byte(text))
 	return p
 }
 
 func (f *fixture) project(text string) string {
-	p := projectConfigPaths(f.opts.ProjectDir)[0]
+	p := ProjectConfigPaths(f.opts.ProjectDir)[0]
 	testkit.WriteFile(f.t, p, []byte(text))
 	return p
 }
 
 func (f *fixture) projectLocal(text string) string {
-	p := projectConfigPaths(f.opts.ProjectDir)[1]
+	p := ProjectConfigPaths(f.opts.ProjectDir)[1]
 	testkit.WriteFile(f.t, p, []byte(text))
 	return p
 }
@@ -105,7 +105,7 @@ func TestSymlinkedPolicyFilesAreFollowed(t *testing.T) {
 	f := newFixture(t)
 	target := filepath.Join(t.TempDir(), "dotfiles", "config.json")
 	testkit.WriteFile(t, target, []byte(`{"permission":{"bash":{"git *":"allow"}}}`))
-	link := projectConfigPaths(f.opts.ProjectDir)[0]
+	link := ProjectConfigPaths(f.opts.ProjectDir)[0]
 	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestUnreadableProjectFileSetsFloor(t *testing.T) {
 	f.global(`{"permission":{"*":"allow"}}`)
 	// A FIFO is never read (it could block the loader for ever): the file is
 	// there but unreadable, so the project scope fails closed.
-	link := projectConfigPaths(f.opts.ProjectDir)[1]
+	link := ProjectConfigPaths(f.opts.ProjectDir)[1]
 	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
 		t.Fatal(err)
 	}

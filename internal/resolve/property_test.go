@@ -347,7 +347,7 @@ func (g *genPolicy) write(t testing.TB, root string, noise bool, mangle func(str
 		}
 		testkit.WriteFile(t, path, []byte(text))
 	}
-	files := []string{globalConfigPath(opts.AgentDir), projectConfigPaths(opts.ProjectDir)[0], projectConfigPaths(opts.ProjectDir)[1]}
+	files := []string{GlobalConfigPath(opts.AgentDir), ProjectConfigPaths(opts.ProjectDir)[0], ProjectConfigPaths(opts.ProjectDir)[1]}
 	for i, c := range []*genConfig{g.global, g.project, g.local} {
 		if c != nil {
 			put(files[i], c.render(noise))

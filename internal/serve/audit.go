@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -33,6 +35,122 @@ type AuditRecord struct {
 	CreatedAt         float64              `json:"createdAt"` // the request's, ms epoch
 	DecidedAt         int64                `json:"decidedAt"` // ms epoch
 	Auto              bool                 `json:"auto"`
+	// Facts are the accessIntent as the child sent it, so the decision can
+	// be replayed against another policy (permtui simulate); absent when the
+	// request had none, and in records written before permtui kept them.
+	Facts *AuditFacts `json:"facts,omitempty"`
+}
+
+// AuditFacts is a request's accessIntent in the audit log.
+type AuditFacts struct {
+	Principal     string      `json:"principal"` // principal.agentName: the agent the policy was scoped to
+	Surface       string      `json:"surface"`
+	MatchValues   []string    `json:"matchValues"`
+	BoundaryValue *string     `json:"boundaryValue"`
+	RequesterCwd  string      `json:"requesterCwd"`
+	Floor         *string     `json:"floor,omitempty"`
+	AskingUnits   []AuditUnit `json:"askingUnits,omitempty"`
+}
+
+// AuditUnit is one asking unit of a bash chain.
+type AuditUnit struct {
+	Command string  `json:"command"`
+	Floor   *string `json:"floor,omitempty"`
+}
+
+func auditFacts(in *wire.AccessIntent) *AuditFacts {
+	if in == nil {
+		return nil
+	}
+	f := &AuditFacts{
+		Principal: in.Principal.AgentName, Surface: in.Surface, MatchValues: in.MatchValues,
+		BoundaryValue: in.BoundaryValue, RequesterCwd: in.RequesterCwd, Floor: in.Floor,
+	}
+	for _, u := range in.AskingUnits {
+		f.AskingUnits = append(f.AskingUnits, AuditUnit(u))
+	}
+	return f
+}
+
+// RuleRecord is the line of audit.jsonl that says who wrote which rule to
+// which policy file (permtui rule add, the console's rule dialog).
+type RuleRecord struct {
+	Kind      string `json:"kind"` // always "rule"; decision lines have no kind
+	Surface   string `json:"surface"`
+	Pattern   string `json:"pattern"`
+	Action    string `json:"action"`
+	Reason    string `json:"reason,omitempty"`
+	Scope     string `json:"scope"`
+	Agent     string `json:"agent,omitempty"`
+	File      string `json:"file"`
+	Backup    string `json:"backup,omitempty"` // the previous version; "" for a new file
+	By        string `json:"by"`               // the OS user who confirmed it
+	Via       string `json:"via"`              // "rule add" or "console"
+	WrittenAt int64  `json:"writtenAt"`        // ms epoch
+}
+
+// AppendRuleRecord appends rec to <stateDir>/audit.jsonl and fsyncs it. A
+// serving permtui may be appending decisions at the same time: O_APPEND
+// keeps each line whole.
+func AppendRuleRecord(stateDir string, rec RuleRecord) error {
+	rec.Kind = "rule"
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("audit: encode: %w", err)
+	}
+	if err := wire.MkdirPrivate(stateDir); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(stateDir, "audit.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	_, err = f.Write(append(line, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
+}
+
+// maxAuditLine caps one line read back from audit.jsonl (a request is at
+// most 1 MiB, and its values are recorded twice at most).
+const maxAuditLine = 4 << 20
+
+// ReadAudit calls fn with every decision record of an audit log, in order.
+// Rule lines are not decisions and are passed over; a line that does not
+// parse (a log cut short by a crash) is counted in bad, never guessed at.
+func ReadAudit(r io.Reader, fn func(AuditRecord)) (bad int, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxAuditLine)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var head struct {
+			Kind string `json:"kind"`
+		}
+		if json.Unmarshal(line, &head) != nil {
+			bad++
+			continue
+		}
+		if head.Kind != "" {
+			continue
+		}
+		var rec AuditRecord
+		if json.Unmarshal(line, &rec) != nil {
+			bad++
+			continue
+		}
+		fn(rec)
+	}
+	return bad, sc.Err()
 }
 
 // errAuditClosed: the audit log was closed (the server stopped).

@@ -480,6 +480,7 @@ func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 		CreatedAt:         req.CreatedAt,
 		DecidedAt:         s.cfg.Now().UnixMilli(),
 		Auto:              ans.auto,
+		Facts:             auditFacts(req.AccessIntent),
 	}
 	if req.AccessIntent != nil {
 		rec.MatchValues = req.AccessIntent.MatchValues

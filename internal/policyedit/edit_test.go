@@ -1,0 +1,124 @@
+package policyedit
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/permtui/permtui/internal/resolve"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestEditGolden edits each sample file and compares the result with its
+// golden file: only the touched lines differ, comments, order, indentation
+// and trailing commas stay.
+func TestEditGolden(t *testing.T) {
+	npm := Rule{Surface: "bash", Pattern: "npm install *", Action: resolve.Allow}
+	cases := []struct {
+		file string
+		rule Rule
+	}{
+		{"comments.jsonc", npm},
+		{"trailing-commas.jsonc", npm}, // the deny moves to the end, as an allow
+		{"string-surface.jsonc", npm},
+		{"compact.jsonc", Rule{Surface: "skill", Pattern: "deploy", Action: resolve.Deny, Reason: "ask the release manager"}},
+		{"no-permission.jsonc", Rule{Surface: "path_write", Pattern: "/w/p/src/*", Action: resolve.Allow}},
+		{"agent.md", npm},
+		{"agent-none.md", npm},
+		{"agent-string.md", Rule{Surface: "bash", Pattern: "git push *", Action: resolve.Deny, Reason: "CI pushes"}},
+		{"agent-crlf.md", Rule{Surface: "bash", Pattern: "npm *", Action: resolve.Allow}},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			in, err := os.ReadFile(filepath.Join("testdata", "edit", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []byte
+			if strings.HasSuffix(c.file, ".md") {
+				var s string
+				s, err = editFrontmatter(string(in), c.rule)
+				out = []byte(s)
+			} else {
+				out, err = editConfig(in, c.rule)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "edit", c.file+".golden")
+			if *update {
+				if err := os.WriteFile(golden, out, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != string(want) {
+				t.Errorf("edited %s:\n%s\nwant:\n%s", c.file, out, want)
+			}
+		})
+	}
+}
+
+func TestNewConfigFile(t *testing.T) {
+	out, err := editConfig([]byte(newConfig), Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"permission\": {\n    \"bash\": {\n      \"ls\": \"allow\"\n    }\n  }\n}\n"
+	if string(out) != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestEditRefusals(t *testing.T) {
+	allow := func(s, p string) Rule { return Rule{Surface: s, Pattern: p, Action: resolve.Allow} }
+	for _, c := range []struct {
+		name, text string
+		rule       Rule
+		want       string
+	}{
+		{"duplicate surface", `{"permission":{"bash":{},"bash":{}}}`, allow("bash", "ls"), "written twice"},
+		{"surface not a map", `{"permission":{"bash":["ls"]}}`, allow("bash", "ls"), "not a state or a pattern map"},
+		{"surface bad state", `{"permission":{"bash":"maybe"}}`, allow("bash", "ls"), "not a state"},
+		{"not an object", `[]`, allow("bash", "ls"), "not a JSON object"},
+		{"colon in frontmatter", "---\nname: a\n---\n", allow("mcp", "exa:*"), "colon"},
+		{"no frontmatter", "\n---\nname: a\n---\n", allow("bash", "ls"), "does not start"},
+		{"unclosed", "---\nname: a\n", allow("bash", "ls"), "no closing"},
+		{"permission string", "---\npermission: allow\n---\n", allow("bash", "ls"), "not a map"},
+		{"inline comment", "---\npermission:\n  bash: allow # ok\n---\n", allow("bash", "ls"), "not a state pi reads"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			if strings.HasPrefix(c.text, "---") || strings.HasPrefix(c.text, "\n") {
+				_, err = editFrontmatter(c.text, c.rule)
+			} else {
+				_, err = editConfig([]byte(c.text), c.rule)
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestRuleValidate(t *testing.T) {
+	for _, r := range []Rule{
+		{Surface: "", Pattern: "x", Action: resolve.Allow},
+		{Surface: "*", Pattern: "x", Action: resolve.Allow},
+		{Surface: "bash", Pattern: "", Action: resolve.Allow},
+		{Surface: "bash", Pattern: "x", Action: "maybe"},
+		{Surface: "bash", Pattern: "x", Action: resolve.Allow, Reason: "no"},
+		{Surface: "bash", Pattern: "x\x1b[31m", Action: resolve.Allow},
+		{Surface: "bash", Pattern: "x", Action: resolve.Deny, Reason: strings.Repeat("r", 501)},
+	} {
+		if r.Validate() == nil {
+			t.Errorf("%+v validated", r)
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package policyedit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tailscale/hujson"
+
+	"github.com/permtui/permtui/internal/resolve"
+)
+
+// newConfig is the text of a config file permtui creates.
+const newConfig = "{\n  \"permission\": {}\n}\n"
+
+// editConfig adds r to the permission map of a JSONC config. Only the members
+// it touches change: comments, key order, indentation and trailing commas
+// stay as written. The rule goes last in its surface's pattern map, where
+// pi's last-match-wins gives it the say over every earlier pattern
+// (decision 0070); a pattern already there moves to that place.
+func editConfig(text []byte, r Rule) ([]byte, error) {
+	root, err := hujson.Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("cannot be read as JSONC: %w", err)
+	}
+	top, ok := root.Value.(*hujson.Object)
+	if !ok {
+		return nil, errors.New("the file is not a JSON object")
+	}
+	unit := indentUnit(text)
+	perm, err := memberObject(top, "permission", "", unit)
+	if err != nil {
+		return nil, err
+	}
+	permIndent := childIndent(top, "", unit)
+	surfIndent := childIndent(perm, permIndent, unit)
+	value := ruleValue(r)
+
+	idx, err := findMember(perm, r.Surface)
+	if err != nil {
+		return nil, err
+	}
+	if idx < 0 {
+		obj := "{" + "\n" + surfIndent + unit + quote(r.Pattern) + ": " + value + "\n" + surfIndent + "}"
+		if !multiline(perm) && len(perm.Members) > 0 {
+			obj = "{" + quote(r.Pattern) + ": " + value + "}"
+		}
+		return pack(&root, appendMember(perm, r.Surface, obj, permIndent, surfIndent))
+	}
+	sv := &perm.Members[idx].Value
+	switch v := sv.Value.(type) {
+	case hujson.Literal:
+		if v.Kind() != '"' || !isState(v.String()) {
+			return nil, fmt.Errorf("permission[%q] is %s, not a state or a pattern map", r.Surface, v)
+		}
+		if r.Pattern == "*" && r.Reason == "" {
+			sv.Value = hujson.String(string(r.Action))
+			return pack(&root, nil)
+		}
+		// A state is shorthand for {"*": state}: spell it out, then add.
+		members := []string{`"*": ` + string(v), quote(r.Pattern) + ": " + value}
+		if r.Pattern == "*" {
+			members = []string{`"*": ` + value}
+		}
+		obj := "{" + strings.Join(members, ", ") + "}"
+		if multiline(perm) {
+			inner := "\n" + surfIndent + unit
+			obj = "{" + inner + strings.Join(members, ","+inner) + "\n" + surfIndent + "}"
+		}
+		nv, err := hujson.Parse([]byte(obj))
+		if err != nil {
+			return nil, err
+		}
+		nv.BeforeExtra, nv.AfterExtra = sv.BeforeExtra, sv.AfterExtra
+		*sv = nv
+		return pack(&root, nil)
+	case *hujson.Object:
+		for {
+			i, err := findMember(v, r.Pattern)
+			if err != nil || i < 0 {
+				break
+			}
+			removeMember(v, i)
+		}
+		return pack(&root, appendMember(v, r.Pattern, value, surfIndent, childIndent(v, surfIndent, unit)))
+	}
+	return nil, fmt.Errorf("permission[%q] is not a state or a pattern map", r.Surface)
+}
+
+func isState(s string) bool {
+	return s == string(resolve.Allow) || s == string(resolve.Ask) || s == string(resolve.Deny)
+}
+
+// ruleValue is the JSON text of a rule's action.
+func ruleValue(r Rule) string {
+	if r.Reason != "" {
+		return `{"action": "deny", "reason": ` + quote(r.Reason) + "}"
+	}
+	return quote(string(r.Action))
+}
+
+// quote is s as JSON string text.
+func quote(s string) string { return string(hujson.String(s)) }
+
+func pack(root *hujson.Value, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return root.Pack(), nil
+}
+
+// memberObject returns the object under key, adding an empty one at the end
+// when it is missing.
+func memberObject(obj *hujson.Object, key, indent, unit string) (*hujson.Object, error) {
+	i, err := findMember(obj, key)
+	if err != nil {
+		return nil, err
+	}
+	if i < 0 {
+		if err := appendMember(obj, key, "{}", indent, childIndent(obj, indent, unit)); err != nil {
+			return nil, err
+		}
+		i = len(obj.Members) - 1
+	}
+	o, ok := obj.Members[i].Value.Value.(*hujson.Object)
+	if !ok {
+		return nil, fmt.Errorf("%q is not an object", key)
+	}
+	return o, nil
+}
+
+// findMember returns the index of key in obj, -1 when absent. A key written
+// twice is refused: pi keeps the last value in the first slot, and an edit
+// of either spelling would mislead whoever reads the file next.
+func findMember(obj *hujson.Object, key string) (int, error) {
+	at := -1
+	for i, m := range obj.Members {
+		if lit, ok := m.Name.Value.(hujson.Literal); ok && lit.String() == key {
+			if at >= 0 {
+				return -1, fmt.Errorf("the key %q is written twice in one object; merge the two by hand first", key)
+			}
+			at = i
+		}
+	}
+	return at, nil
+}
+
+// appendMember adds key: valueText as the last member of obj, laid out like
+// its siblings; a trailing comma stays where the file had one.
+func appendMember(obj *hujson.Object, key, valueText, ownIndent, indent string) error {
+	v, err := hujson.Parse([]byte(valueText))
+	if err != nil {
+		return err
+	}
+	v.BeforeExtra = hujson.Extra(" ")
+	m := hujson.ObjectMember{Name: hujson.Value{Value: hujson.String(key)}, Value: v}
+	n := len(obj.Members)
+	switch {
+	case !multiline(obj) && n > 0:
+		m.Name.BeforeExtra = hujson.Extra(" ")
+	default:
+		// Comments that trail the last member stay on its line; the
+		// closing brace keeps its own line and indentation.
+		after := []byte(obj.AfterExtra)
+		nl := bytes.LastIndexByte(after, '\n')
+		head, tail := []byte{}, []byte("\n"+ownIndent)
+		if nl >= 0 {
+			head, tail = after[:nl], after[nl:]
+		}
+		m.Name.BeforeExtra = hujson.Extra(string(head) + "\n" + indent)
+		obj.AfterExtra = hujson.Extra(tail)
+	}
+	if n > 0 && obj.Members[n-1].Value.AfterExtra != nil {
+		m.Value.AfterExtra = hujson.Extra{} // keep the trailing comma
+	}
+	obj.Members = append(obj.Members, m)
+	return nil
+}
+
+// removeMember drops member i; a trailing comma moves to the new last member.
+func removeMember(obj *hujson.Object, i int) {
+	trailing := obj.Members[len(obj.Members)-1].Value.AfterExtra != nil
+	obj.Members = append(obj.Members[:i], obj.Members[i+1:]...)
+	if n := len(obj.Members); n > 0 && trailing && obj.Members[n-1].Value.AfterExtra == nil {
+		obj.Members[n-1].Value.AfterExtra = hujson.Extra{}
+	}
+}
+
+// multiline reports whether obj's members sit on lines of their own.
+func multiline(obj *hujson.Object) bool {
+	if len(obj.Members) == 0 {
+		return true
+	}
+	return bytes.ContainsRune(obj.Members[0].Name.BeforeExtra, '\n')
+}
+
+// childIndent is the indentation of obj's members: as its first member has
+// it, else one unit deeper than the object's own.
+func childIndent(obj *hujson.Object, indent, unit string) string {
+	if len(obj.Members) > 0 {
+		b := obj.Members[0].Name.BeforeExtra
+		if nl := bytes.LastIndexByte(b, '\n'); nl >= 0 {
+			return string(b[nl+1:])
+		}
+	}
+	return indent + unit
+}
+
+// indentUnit is the file's first indentation, or two spaces.
+func indentUnit(text []byte) string {
+	for _, line := range strings.Split(string(text), "\n") {
+		trimmed := strings.TrimLeft(line, " \t")
+		if trimmed != "" && len(trimmed) < len(line) {
+			return line[:len(line)-len(trimmed)]
+		}
+	}
+	return "  "
+}

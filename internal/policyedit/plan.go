@@ -1,0 +1,193 @@
+package policyedit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+
+	"github.com/aymanbagabas/go-udiff"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// maxPolicyFile caps the policy file permtui edits (pi's files are small).
+const maxPolicyFile = 1 << 20
+
+// Change is a rule edit checked but not yet written.
+type Change struct {
+	Target  Target
+	Rule    Rule
+	Facts   resolve.Query // what the person asked about: the rule must decide it
+	Old     []byte        // the file as read ("" when it does not exist)
+	New     []byte
+	Existed bool
+	// Before and After judge Facts under the policy as it is and as it
+	// would be with the edit.
+	Before, After resolve.Verdict
+	// Loosens is a deny from a higher-precedence scope that decided Facts
+	// and that the new rule overrides (through pi's slot-keeping merge); nil
+	// when the rule loosens no such deny.
+	Loosens *resolve.RuleRef
+}
+
+// Diff is the change as a unified diff of the file.
+func (c *Change) Diff() string {
+	return udiff.Unified(c.Target.File, c.Target.File, string(c.Old), string(c.New))
+}
+
+// Candidate is the load options with the edit in place, for judging the
+// policy as it would be (coverage, simulation) before anything is written.
+func (c *Change) Candidate(opts resolve.LoadOptions) resolve.LoadOptions {
+	overlay := map[string][]byte{}
+	for k, v := range opts.Overlay {
+		overlay[k] = v
+	}
+	overlay[c.Target.File] = c.New
+	opts.Overlay = overlay
+	return opts
+}
+
+// Plan edits the target file in memory and checks, with the resolver that
+// answers asks, that the new rule is what decides facts. Where pi's ordering
+// (a later pattern, a higher scope, an integer-like key sorted first, the
+// fail-closed floor) leaves the decision to another rule, Plan refuses and
+// says which rule decides instead.
+func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Change, error) {
+	old, existed, err := readPolicyFile(t.File)
+	if err != nil {
+		return nil, err
+	}
+	next, err := Edit(t, r, old, existed)
+	if err != nil {
+		return nil, err
+	}
+	ch := &Change{Target: t, Rule: r, Facts: facts, Old: old, New: next, Existed: existed}
+	ch.Before = resolve.Load(opts).Evaluate(facts, nil)
+	after := resolve.Load(ch.Candidate(opts))
+	for _, pr := range after.Problems() {
+		if pr.File == t.File {
+			return nil, fmt.Errorf("pi would reject %s after the edit: %s", t.File, pr.Message)
+		}
+	}
+	ch.After = after.Evaluate(facts, nil)
+	if err := decides(ch.After, t, r, facts); err != nil {
+		return nil, err
+	}
+	if b := ch.Before.Rule; b != nil && ch.Before.Action == resolve.Deny && r.Action != resolve.Deny && rank(b.Origin) > rank(t.Origin) {
+		ch.Loosens = b
+	}
+	return ch, nil
+}
+
+// Edit returns the target file's text with r added; text is the file as it
+// is (existed false: no file yet). It checks nothing about what the rule
+// decides: Plan does, and simulate wants the bare edit.
+func Edit(t Target, r Rule, text []byte, existed bool) ([]byte, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	var next []byte
+	var err error
+	if t.Frontmatter() {
+		var s string
+		s, err = editFrontmatter(string(text), r)
+		next = []byte(s)
+	} else {
+		if !existed {
+			text = []byte(newConfig)
+		}
+		next, err = editConfig(text, r)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.File, err)
+	}
+	return next, nil
+}
+
+// Read returns a policy file's text as Plan sees it: from the overlay when
+// it holds the file (an earlier edit of the same candidate), else the disk.
+func Read(opts resolve.LoadOptions, file string) ([]byte, bool, error) {
+	if data, ok := opts.Overlay[file]; ok {
+		return data, true, nil
+	}
+	return readPolicyFile(file)
+}
+
+// decides reports why v was not decided by rule r written to t, or nil.
+func decides(v resolve.Verdict, t Target, r Rule, facts resolve.Query) error {
+	got := v.Rule
+	if got == nil || got.File != t.File || got.Pattern != r.Pattern || got.Action != r.Action || !sameSurface(got.Surface, r.Surface) {
+		hint := ""
+		switch {
+		case integerLike(r.Pattern):
+			hint = fmt.Sprintf(" (pi sorts an integer-like key such as %q before every other key of its map, so any later pattern that matches wins over it)", r.Pattern)
+		case got != nil && rank(got.Origin) > rank(t.Origin):
+			hint = fmt.Sprintf(" (a %s rule, higher in pi's precedence, decides; write the rule at that scope or change that rule)", got.Origin)
+		}
+		return fmt.Errorf("under pi's ordering the new rule would not decide %s: %s%s", describeFacts(facts), v.Explanation, hint)
+	}
+	if got.FailClosed {
+		return fmt.Errorf("the new rule would decide, but the fail-closed floor holds every allow at ask: %s", v.Explanation)
+	}
+	return nil
+}
+
+// sameSurface: a rule on a bare family (path) is composed into its two
+// directional members, either of which may report the decision.
+func sameSurface(composed, written string) bool {
+	fam, ok := resolve.Family(composed)
+	return composed == written || ok && fam == written
+}
+
+func describeFacts(q resolve.Query) string {
+	s := fmt.Sprintf("%s %q", q.Surface, q.Values)
+	if q.Agent != "" {
+		s += " for agent " + q.Agent
+	}
+	return s
+}
+
+// integerLike: a canonical array index, which JavaScript orders first.
+func integerLike(k string) bool {
+	n, err := strconv.ParseUint(k, 10, 32)
+	return err == nil && n < 1<<32-1 && strconv.FormatUint(n, 10) == k
+}
+
+// rank orders the scopes by precedence (ruleset-semantics §4.1).
+func rank(origin string) int {
+	switch origin {
+	case resolve.OriginGlobal:
+		return 1
+	case resolve.OriginProject:
+		return 2
+	case resolve.OriginAgent:
+		return 3
+	case resolve.OriginProjectAgent:
+		return 4
+	}
+	return 0
+}
+
+// readPolicyFile reads a policy file, following a link as pi does; a
+// missing file reads as empty.
+func readPolicyFile(file string) ([]byte, bool, error) {
+	data, err := wire.ReadRegularFileFollow(file, maxPolicyFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", file, err)
+	}
+	return data, true, nil
+}
+
+// fileMode is the mode to keep for file, 0600 for a new one.
+func fileMode(file string) fs.FileMode {
+	if fi, err := os.Stat(file); err == nil {
+		return fi.Mode().Perm()
+	}
+	return 0o600
+}

@@ -1,0 +1,244 @@
+package policyedit
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/testkit"
+)
+
+// env is a throw-away agent dir and project with the given files.
+type env struct {
+	opts  resolve.LoadOptions
+	state string
+}
+
+func newEnv(t *testing.T, files map[string]string) env {
+	t.Helper()
+	root := t.TempDir()
+	e := env{
+		opts: resolve.LoadOptions{
+			AgentDir: filepath.Join(root, "agent"), ProjectDir: filepath.Join(root, "proj"),
+			TrustProject: true, Home: "/home/u",
+		},
+		state: filepath.Join(root, "state"),
+	}
+	for name, text := range files {
+		testkit.WriteFile(t, e.path(name), []byte(text))
+	}
+	return e
+}
+
+// path maps the short names the tests use to pi's file layout.
+func (e env) path(name string) string {
+	switch {
+	case name == "global":
+		return resolve.GlobalConfigPath(e.opts.AgentDir)
+	case name == "project":
+		return resolve.ProjectConfigPaths(e.opts.ProjectDir)[0]
+	case name == "project.local":
+		return resolve.ProjectConfigPaths(e.opts.ProjectDir)[1]
+	case strings.HasPrefix(name, "agents/"):
+		return filepath.Join(e.opts.AgentDir, name)
+	case strings.HasPrefix(name, "project-agents/"):
+		return filepath.Join(e.opts.ProjectDir, ".pi", "agents", strings.TrimPrefix(name, "project-agents/"))
+	}
+	panic(name)
+}
+
+func (e env) plan(t *testing.T, scope Scope, agent string, r Rule, values ...string) (*Change, error) {
+	t.Helper()
+	target, err := Locate(e.opts, scope, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Plan(e.opts, target, r, resolve.Query{Agent: agent, Surface: r.Surface, Values: values})
+}
+
+// TestPlacementUnderPiOrdering: the rule is placed where it decides, or the
+// plan is refused with the rule that decides instead.
+func TestPlacementUnderPiOrdering(t *testing.T) {
+	allow := func(s, p string) Rule { return Rule{Surface: s, Pattern: p, Action: resolve.Allow} }
+	cases := []struct {
+		name   string
+		files  map[string]string
+		scope  Scope
+		agent  string
+		rule   Rule
+		values []string
+		refuse string // "" = placed and deciding
+	}{
+		{name: "a later pattern is passed by going last",
+			files: map[string]string{"global": `{"permission":{"bash":{"npm install *":"deny","*":"ask"}}}`},
+			scope: ScopeGlobal, rule: allow("bash", "npm install *"), values: []string{"npm install x"}},
+		{name: "integer-like pattern sorts first and loses",
+			files: map[string]string{"global": `{"permission":{"skill":{"*":"deny"}}}`},
+			scope: ScopeGlobal, rule: allow("skill", "7"), values: []string{"7"}, refuse: `skill "*"`},
+		{name: "a later wildcard surface key decides",
+			files: map[string]string{"global": `{"permission":{"bash":{"*":"ask"},"?ash":"deny"}}`},
+			scope: ScopeGlobal, rule: allow("bash", "ls"), values: []string{"ls"}, refuse: "?ash"},
+		{name: "a higher scope's string replaces the global map",
+			files: map[string]string{"global": `{"permission":{}}`, "project": `{"permission":{"bash":"deny"}}`},
+			scope: ScopeGlobal, rule: allow("bash", "ls"), values: []string{"ls"}, refuse: "project config"},
+		{name: "config.local.json overrides config.json",
+			files: map[string]string{"project.local": `{"permission":{"bash":{"*":"deny"}}}`},
+			scope: ScopeProject, rule: allow("bash", "ls"), values: []string{"ls"}, refuse: "config.local.json"},
+		{name: "agent scope goes to the project agent file",
+			files: map[string]string{"agents/a.md": "---\nname: a\n---\n", "project-agents/a.md": "---\nname: a\npermission:\n  bash: deny\n---\n"},
+			scope: ScopeAgent, agent: "a", rule: allow("bash", "ls"), values: []string{"ls"}},
+		{name: "the fail-closed floor holds allows at ask",
+			files: map[string]string{"project": `{"permision":{}}`},
+			scope: ScopeGlobal, rule: allow("bash", "ls"), values: []string{"ls"}, refuse: "fail-closed floor"},
+		{name: "a bare family rule decides through its members",
+			scope: ScopeGlobal, rule: allow("path", "/w/p/*"), values: []string{"/w/p/a"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.files)
+			ch, err := e.plan(t, c.scope, c.agent, c.rule, c.values...)
+			if c.refuse != "" {
+				if err == nil || !strings.Contains(err.Error(), c.refuse) {
+					t.Fatalf("err = %v, want a refusal naming %q", err, c.refuse)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ch.After.Action != c.rule.Action || ch.After.Rule.Pattern != c.rule.Pattern {
+				t.Errorf("after: %+v", ch.After)
+			}
+		})
+	}
+}
+
+func TestLocate(t *testing.T) {
+	e := newEnv(t, map[string]string{"agents/a.md": "---\n---\n"})
+	if _, err := Locate(e.opts, ScopeAgent, "nobody"); err == nil || !strings.Contains(err.Error(), "does not create agents") {
+		t.Errorf("missing agent: %v", err)
+	}
+	for _, bad := range []string{"", "..", "a/b", "x\x1b"} {
+		if _, err := Locate(e.opts, ScopeAgent, bad); err == nil {
+			t.Errorf("agent %q located", bad)
+		}
+	}
+	tg, err := Locate(e.opts, ScopeAgent, "a")
+	if err != nil || tg.Origin != resolve.OriginAgent || tg.File != e.path("agents/a.md") {
+		t.Errorf("agent a: %+v %v", tg, err)
+	}
+	untrusted := e.opts
+	untrusted.TrustProject = false
+	if _, err := Locate(untrusted, ScopeProject, ""); err == nil {
+		t.Error("project scope located for an untrusted project")
+	}
+}
+
+// TestLoosensHigherDeny: pi's slot-keeping merge lets a global rule beat a
+// project deny; the change says so.
+func TestLoosensHigherDeny(t *testing.T) {
+	e := newEnv(t, map[string]string{
+		"global":  `{"permission":{"bash":{"*":"ask"}}}`,
+		"project": `{"permission":{"bash":{"*":"deny"}}}`,
+	})
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}, "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Loosens == nil || ch.Loosens.Origin != resolve.OriginProject {
+		t.Fatalf("Loosens = %+v, want the project deny", ch.Loosens)
+	}
+}
+
+func TestApplyWritesKeepsModeAndBacksUp(t *testing.T) {
+	orig := "{\n  // mine\n  \"permission\": {\"bash\": {\"*\": \"ask\"}}\n}\n"
+	e := newEnv(t, map[string]string{"global": orig})
+	file := e.path("global")
+	if err := os.Chmod(file, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}, "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Apply(ch, e.opts, e.state, time.Unix(1_800_000_000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(file)
+	if string(got) != string(ch.New) {
+		t.Errorf("file:\n%s", got)
+	}
+	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640 kept", fi.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(w.Backup); string(b) != orig {
+		t.Errorf("backup %s holds %q", w.Backup, b)
+	}
+	if fi, _ := os.Stat(w.Backup); fi.Mode().Perm() != 0o600 || filepath.Dir(w.Backup) != filepath.Join(e.state, "backups") {
+		t.Errorf("backup %s mode %v", w.Backup, fi.Mode().Perm())
+	}
+	if v := resolve.Load(e.opts).Evaluate(resolve.Query{Surface: "bash", Values: []string{"ls"}}, nil); v.Action != resolve.Allow {
+		t.Errorf("after write: %+v", v)
+	}
+	// The same change again: the file moved on, nothing is written.
+	if _, err := Apply(ch, e.opts, e.state, time.Now()); err == nil || !strings.Contains(err.Error(), "changed since the preview") {
+		t.Errorf("stale apply: %v", err)
+	}
+}
+
+func TestApplyThroughALink(t *testing.T) {
+	e := newEnv(t, nil)
+	real := filepath.Join(t.TempDir(), "dotfiles-config.json")
+	testkit.WriteFile(t, real, []byte(`{"permission":{}}`))
+	if err := os.MkdirAll(filepath.Dir(e.path("global")), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, e.path("global")); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}, "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ch, e.opts, e.state, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(e.path("global")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", fi.Mode(), err)
+	}
+	if got, _ := os.ReadFile(real); string(got) != string(ch.New) {
+		t.Errorf("link target: %s", got)
+	}
+}
+
+// TestApplyRestoresWhenTheRuleDoesNotDecide: a change whose rule turns out
+// not to decide its facts once on disk is put back, and Apply says why.
+func TestApplyRestoresWhenTheRuleDoesNotDecide(t *testing.T) {
+	for _, existed := range []bool{true, false} {
+		files := map[string]string{}
+		if existed {
+			files["global"] = `{"permission":{"bash":"ask"}}`
+		}
+		e := newEnv(t, files)
+		ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}, "ls")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.Facts.Values = []string{"rm -rf /"} // facts the rule does not cover
+		_, err = Apply(ch, e.opts, e.state, time.Now())
+		if err == nil || !strings.Contains(err.Error(), "put back") {
+			t.Fatalf("existed=%v: err = %v", existed, err)
+		}
+		got, rerr := os.ReadFile(e.path("global"))
+		if existed && string(got) != files["global"] {
+			t.Errorf("not restored: %q", got)
+		}
+		if !existed && !os.IsNotExist(rerr) {
+			t.Errorf("created file left behind: %q %v", got, rerr)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+// Package policyedit turns a person's decision into a rule in pi's own policy
+// files: it finds the file for a scope, edits it in place (JSONC through
+// hujson, agent frontmatter line by line), checks under pi's ordering that the
+// new rule decides what the person asked about, and writes it safely (backup,
+// temp + fsync + rename, reload and verify, restore on failure).
+package policyedit
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/permtui/permtui/internal/resolve"
+)
+
+// Scope says which of pi's policy files a rule goes to.
+type Scope string
+
+const (
+	ScopeGlobal  Scope = "global"  // <agentDir>/extensions/pi-permission-system/config.json
+	ScopeProject Scope = "project" // <project>/.pi/extensions/pi-permission-system/config.json
+	ScopeAgent   Scope = "agent"   // the permission: frontmatter of the agent's file
+)
+
+// ParseScope reads a --scope value.
+func ParseScope(s string) (Scope, error) {
+	switch sc := Scope(s); sc {
+	case ScopeGlobal, ScopeProject, ScopeAgent:
+		return sc, nil
+	}
+	return "", fmt.Errorf("scope %q is not global, project or agent", s)
+}
+
+// Rule is one permission rule to write: surface → pattern → action.
+type Rule struct {
+	Surface string
+	Pattern string
+	Action  resolve.Action
+	Reason  string // deny only
+}
+
+// maxReason is pi's schema limit on a deny reason.
+const maxReason = 500
+
+// Validate refuses rules pi would not read as written.
+func (r Rule) Validate() error {
+	switch {
+	case r.Surface == "":
+		return errors.New("the surface is empty")
+	case r.Surface == "*":
+		return errors.New(`surface "*" is pi's universal fallback, not a rule surface; set it by hand`)
+	case r.Pattern == "":
+		return errors.New("the pattern is empty")
+	case r.Action != resolve.Allow && r.Action != resolve.Ask && r.Action != resolve.Deny:
+		return fmt.Errorf("action %q is not allow, ask or deny", r.Action)
+	case r.Reason != "" && r.Action != resolve.Deny:
+		return errors.New("a reason goes with deny only")
+	case len([]rune(r.Reason)) > maxReason:
+		return fmt.Errorf("the reason is longer than pi's %d characters", maxReason)
+	}
+	for _, s := range []string{r.Surface, r.Pattern, r.Reason} {
+		if strings.ContainsFunc(s, unicode.IsControl) {
+			return fmt.Errorf("%q holds a control character", s)
+		}
+	}
+	return nil
+}
+
+// String is the rule in one line, e.g. bash "npm install *" → allow.
+func (r Rule) String() string {
+	s := fmt.Sprintf("%s %q → %s", r.Surface, r.Pattern, r.Action)
+	if r.Reason != "" {
+		s += fmt.Sprintf(" (reason %q)", r.Reason)
+	}
+	return s
+}

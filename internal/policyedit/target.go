@@ -1,0 +1,76 @@
+package policyedit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/permtui/permtui/internal/resolve"
+)
+
+// Target is the file a rule is written to.
+type Target struct {
+	Scope  Scope
+	Agent  string // ScopeAgent only
+	File   string
+	Origin string // the origin pi gives its rules: global, project, agent, project-agent
+}
+
+// Frontmatter reports whether the target is an agent file (else a JSONC config).
+func (t Target) Frontmatter() bool { return t.Scope == ScopeAgent }
+
+// Locate finds the file pi reads for scope. An agent rule goes to the file pi
+// reads last for that agent: the project's agent file when it exists (and the
+// project is trusted), else the global one. permtui never creates an agent
+// file: an agent is defined by a person, not by a rule (decision 0071).
+func Locate(opts resolve.LoadOptions, scope Scope, agent string) (Target, error) {
+	switch scope {
+	case ScopeGlobal:
+		if opts.AgentDir == "" {
+			return Target{}, errors.New("no agent dir: the global config has no place")
+		}
+		return Target{Scope: scope, File: resolve.GlobalConfigPath(opts.AgentDir), Origin: resolve.OriginGlobal}, nil
+	case ScopeProject:
+		if opts.ProjectDir == "" || !opts.TrustProject {
+			return Target{}, errors.New("the project is not trusted (or not given): pi reads no project config, so a rule there would decide nothing")
+		}
+		return Target{Scope: scope, File: resolve.ProjectConfigPaths(opts.ProjectDir)[0], Origin: resolve.OriginProject}, nil
+	case ScopeAgent:
+		if err := validAgentName(agent); err != nil {
+			return Target{}, err
+		}
+		files := resolve.AgentFiles(opts, agent)
+		for i := len(files) - 1; i >= 0; i-- {
+			fi, err := os.Stat(files[i][0])
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return Target{}, fmt.Errorf("agent file: %w", err)
+			}
+			if !fi.Mode().IsRegular() {
+				return Target{}, fmt.Errorf("%s is not a regular file", files[i][0])
+			}
+			return Target{Scope: scope, Agent: agent, File: files[i][0], Origin: files[i][1]}, nil
+		}
+		var where []string
+		for _, f := range files {
+			where = append(where, f[0])
+		}
+		return Target{}, fmt.Errorf("agent %q has no file (looked for %s); permtui adds rules to an agent's file but does not create agents", agent, strings.Join(where, ", "))
+	}
+	return Target{}, fmt.Errorf("unknown scope %q", scope)
+}
+
+// validAgentName refuses names that are not one file name in agents/.
+func validAgentName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("--scope agent needs --agent NAME")
+	case name == "." || name == ".." || strings.ContainsAny(name, "/\x00") || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return fmt.Errorf("agent name %q cannot name a file in agents/", name)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package policyedit
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/testkit"
+)
+
+// ruleAddVector is a conformance vector's layout (the policy files of
+// ruleset.jsonl) plus a rule to add, the originating facts it must decide
+// and a neighbour whose answer must not change.
+type ruleAddVector struct {
+	testkit.Ruleset
+	Why string `json:"why"`
+	Add struct {
+		Scope   Scope          `json:"scope"`
+		Agent   string         `json:"agent"`
+		Surface string         `json:"surface"`
+		Pattern string         `json:"pattern"`
+		Action  resolve.Action `json:"action"`
+		Reason  string         `json:"reason"`
+	} `json:"add"`
+	Facts     query `json:"facts"`
+	Neighbour struct {
+		query
+		Expect  resolve.Action `json:"expect"`
+		Pattern *string        `json:"pattern"`
+	} `json:"neighbour"`
+}
+
+type query struct {
+	Agent   string   `json:"agent"`
+	Surface string   `json:"surface"`
+	Values  []string `json:"values"`
+}
+
+// TestRuleAddVectors writes each rule with Plan and Apply, then asks the
+// resolver that serves asks: the originating facts get the rule's action
+// from the rule, the neighbour keeps its answer. The written file is read
+// by the same loader the conformance vectors hold to pi's.
+func TestRuleAddVectors(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "ruleadd.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var v ruleAddVector
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(v.ID, func(t *testing.T) {
+			e := newEnv(t, nil)
+			v.WriteFiles(t, e.opts.AgentDir, e.opts.ProjectDir)
+			r := Rule{Surface: v.Add.Surface, Pattern: v.Add.Pattern, Action: v.Add.Action, Reason: v.Add.Reason}
+			facts := resolve.Query{Agent: v.Facts.Agent, Surface: v.Facts.Surface, Values: v.Facts.Values}
+			if facts.Surface == "" {
+				facts.Surface = r.Surface
+			}
+			neighbour := resolve.Query{Agent: v.Neighbour.Agent, Surface: v.Neighbour.Surface, Values: v.Neighbour.Values}
+			before := resolve.Load(e.opts).Evaluate(neighbour, nil)
+			target, err := Locate(e.opts, v.Add.Scope, v.Add.Agent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch, err := Plan(e.opts, target, r, facts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Apply(ch, e.opts, e.state, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			p := resolve.Load(e.opts)
+			if pr := p.Problems(); len(pr) > 0 {
+				t.Fatalf("the written policy has problems: %+v", pr)
+			}
+			got := p.Evaluate(facts, nil)
+			if got.Action != r.Action || got.Rule == nil || got.Rule.Pattern != r.Pattern || got.Rule.File != target.File {
+				t.Errorf("%s: originating facts → %s by %+v, want %s by the new rule", v.Why, got.Action, got.Rule, r.Action)
+			}
+			if r.Reason != "" && got.Reason != r.Reason {
+				t.Errorf("reason %q, want %q", got.Reason, r.Reason)
+			}
+			after := p.Evaluate(neighbour, nil)
+			if after.Action != v.Neighbour.Expect || after.Action != before.Action {
+				t.Errorf("%s: neighbour → %s (was %s), want %s", v.Why, after.Action, before.Action, v.Neighbour.Expect)
+			}
+			if !samePattern(after.Pattern, v.Neighbour.Pattern) {
+				t.Errorf("neighbour decided by pattern %v, want %v", deref(after.Pattern), deref(v.Neighbour.Pattern))
+			}
+		})
+	}
+}
+
+func samePattern(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func deref(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}

@@ -1,0 +1,144 @@
+package policyedit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Written says what Apply did.
+type Written struct {
+	File   string // the file written (a link's target when the policy file is a link)
+	Backup string // the previous version under the state dir; "" for a new file
+}
+
+// Apply writes a planned change: the previous version is copied under
+// <stateDir>/backups, the new text goes to a temp file beside the policy file
+// (fsync'd, the old mode kept) that is renamed over it, and the policy is
+// loaded again from disk. When the rule does not decide the change's facts
+// after all, the previous version is put back and Apply says why.
+func Apply(ch *Change, opts resolve.LoadOptions, stateDir string, now time.Time) (Written, error) {
+	cur, existed, err := readPolicyFile(ch.Target.File)
+	if err != nil {
+		return Written{}, err
+	}
+	if existed != ch.Existed || !bytes.Equal(cur, ch.Old) {
+		return Written{}, fmt.Errorf("%s changed since the preview; nothing was written, run the command again", ch.Target.File)
+	}
+	file := ch.Target.File
+	if existed {
+		// Write through a link (dotfile managers keep config as links).
+		if file, err = filepath.EvalSymlinks(file); err != nil {
+			return Written{}, err
+		}
+	}
+	w := Written{File: file}
+	if existed {
+		if w.Backup, err = backup(stateDir, ch.Target, cur, now); err != nil {
+			return Written{}, err
+		}
+	}
+	mode := fileMode(file)
+	if err := writeSynced(file, ch.New, mode); err != nil {
+		return Written{}, err
+	}
+	v := resolve.Load(opts).Evaluate(ch.Facts, nil)
+	if err := decides(v, ch.Target, ch.Rule, ch.Facts); err != nil {
+		if rerr := restore(file, cur, existed, mode); rerr != nil {
+			return w, fmt.Errorf("%w; restoring the previous version failed too: %v (it is in %s)", err, rerr, w.Backup)
+		}
+		return w, fmt.Errorf("written, then checked and put back: %w", err)
+	}
+	return w, nil
+}
+
+// backup copies data to <stateDir>/backups/<time>-<scope>-<file name>, 0600.
+func backup(stateDir string, t Target, data []byte, now time.Time) (string, error) {
+	dir := filepath.Join(stateDir, "backups")
+	if err := wire.MkdirPrivate(dir); err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	label := string(t.Scope)
+	if t.Agent != "" {
+		label += "-" + t.Agent
+	}
+	name := now.UTC().Format("20060102T150405.000Z") + "-" + label + "-" + filepath.Base(t.File)
+	name = strings.ReplaceAll(name, string(filepath.Separator), "_")
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	return f.Name(), nil
+}
+
+// restore puts the previous version back, or removes a file permtui created.
+func restore(file string, old []byte, existed bool, mode fs.FileMode) error {
+	if !existed {
+		return os.Remove(file)
+	}
+	return writeSynced(file, old, mode)
+}
+
+// writeSynced replaces file with data: a temp file in the same directory,
+// written, given mode, fsync'd, renamed over file; then the directory is
+// fsync'd so the rename survives a crash. A new file's directories are made
+// 0700.
+func writeSynced(file string, data []byte, mode fs.FileMode) error {
+	dir := filepath.Dir(file)
+	if err := wire.MkdirPrivate(dir); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, file)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}

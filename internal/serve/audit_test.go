@@ -1,0 +1,73 @@
+package serve
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// TestAuditRecordsTheFactsForReplay: a decision's record carries the
+// accessIntent as sent (what permtui simulate replays); a request without
+// one records no facts.
+func TestAuditRecordsTheFactsForReplay(t *testing.T) {
+	h := startServer(t, options{})
+	h.judge.set("ls", ruleVerdict(resolve.Allow, "", "ls", "global", ""))
+	req := intent("1791279012345-facts-1", "impl", "bash", "ls")
+	req.AccessIntent.Principal.AgentName = "builder"
+	req.AccessIntent.Floor = ptr("<indirection-bash-wrapper>")
+	h.send(req)
+	h.await("1791279012345-facts-1")
+	bare := intent("1791279012345-facts-2", "impl", "bash", "ls")
+	bare.AccessIntent = nil
+	h.send(bare)
+	ask := h.queued("1791279012345-facts-2")
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateDenied}); err != nil {
+		t.Fatal(err)
+	}
+	h.await("1791279012345-facts-2")
+
+	var recs []AuditRecord
+	f, err := os.Open(filepath.Join(h.state, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if bad, err := ReadAudit(f, func(r AuditRecord) { recs = append(recs, r) }); bad != 0 || err != nil {
+		t.Fatalf("bad %d, err %v", bad, err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d records", len(recs))
+	}
+	got := recs[0].Facts
+	if got == nil || got.Principal != "builder" || got.Surface != "bash" || len(got.MatchValues) != 1 || got.MatchValues[0] != "ls" ||
+		got.RequesterCwd != "/w" || got.Floor == nil || *got.Floor != "<indirection-bash-wrapper>" {
+		t.Errorf("facts %+v", got)
+	}
+	if recs[1].Facts != nil {
+		t.Errorf("a request without accessIntent recorded facts %+v", recs[1].Facts)
+	}
+}
+
+func TestRuleRecordsSitBesideDecisions(t *testing.T) {
+	dir := t.TempDir()
+	if err := AppendRuleRecord(dir, RuleRecord{Surface: "bash", Pattern: "ls", Action: "allow", Scope: "global", File: "/x", By: "me", Via: "rule add"}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+	if err != nil || !strings.Contains(string(data), `"kind":"rule"`) {
+		t.Fatalf("%s %v", data, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "audit.jsonl")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", fi.Mode().Perm())
+	}
+	log := string(data) + `{"requestId":"r","state":"denied"}` + "\n" + `{"requestId":` + "\n"
+	var n int
+	bad, err := ReadAudit(strings.NewReader(log), func(r AuditRecord) { n++ })
+	if n != 1 || bad != 1 || err != nil {
+		t.Errorf("decisions %d, bad %d, err %v", n, bad, err)
+	}
+}

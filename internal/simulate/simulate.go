@@ -1,0 +1,149 @@
+// Package simulate replays the asks recorded in permtui's audit log against
+// the policy as it is and against a candidate policy, so a person (or CI)
+// sees what a rule change would have decided before it is written.
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Log is the replayable part of an audit log.
+type Log struct {
+	Asks    []serve.AuditRecord // decisions with facts, oldest first
+	NoFacts int                 // decisions without facts (no accessIntent, or written before permtui kept them)
+	Bad     int                 // lines that did not parse
+}
+
+// ReadLog reads the audit log at path, keeping decisions made at or after
+// since (zero: all). A missing log is an empty one.
+func ReadLog(path string, since time.Time) (Log, error) {
+	var l Log
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return l, nil
+	}
+	if err != nil {
+		return l, err
+	}
+	defer f.Close()
+	cut := since.UnixMilli()
+	l.Bad, err = serve.ReadAudit(f, func(r serve.AuditRecord) {
+		switch {
+		case !since.IsZero() && r.DecidedAt < cut:
+		case r.Facts == nil:
+			l.NoFacts++
+		default:
+			l.Asks = append(l.Asks, r)
+		}
+	})
+	if err != nil {
+		return l, fmt.Errorf("%s: %w", path, err)
+	}
+	return l, nil
+}
+
+// Query is the recorded facts as the resolver takes them.
+func Query(f *serve.AuditFacts) resolve.Query {
+	q := resolve.Query{Agent: f.Principal, Surface: f.Surface, Values: f.MatchValues, Floor: f.Floor}
+	for _, u := range f.AskingUnits {
+		q.AskingUnits = append(q.AskingUnits, wire.AskingUnit(u))
+	}
+	return q
+}
+
+// Counts is how many asks a policy answers each way.
+type Counts struct {
+	Allow int `json:"allow"`
+	Deny  int `json:"deny"`
+	Ask   int `json:"ask"`
+}
+
+func (c *Counts) add(a resolve.Action) {
+	switch a {
+	case resolve.Allow:
+		c.Allow++
+	case resolve.Deny:
+		c.Deny++
+	default:
+		c.Ask++
+	}
+}
+
+// Outcome is one recorded ask judged by both policies.
+type Outcome struct {
+	Record         serve.AuditRecord
+	Before, After  resolve.Verdict
+	PersonDecided  bool // a person answered it (not a rule, grant or shutdown)
+	PersonDenied   bool
+	PersonApproved bool
+}
+
+// Report is a replay of a log under the current and the candidate policy.
+type Report struct {
+	Replayed  int
+	NoFacts   int
+	Bad       int
+	Current   Counts
+	Candidate Counts
+	Outcomes  []Outcome // every replayed ask, in log order
+}
+
+// Replay judges every ask of l under both policies. Session grants are left
+// out: they belong to one served session, and the question is what the
+// written policy decides.
+func Replay(l Log, current, candidate *resolve.Policy) Report {
+	rep := Report{Replayed: len(l.Asks), NoFacts: l.NoFacts, Bad: l.Bad}
+	for _, r := range l.Asks {
+		q := Query(r.Facts)
+		o := Outcome{Record: r, Before: current.Evaluate(q, nil), After: candidate.Evaluate(q, nil)}
+		o.PersonDecided = r.DecidedBy != nil && r.DecidedBy.Kind == wire.DecidedByUser
+		o.PersonDenied = o.PersonDecided && !r.Approved
+		o.PersonApproved = o.PersonDecided && r.Approved
+		rep.Current.add(o.Before.Action)
+		rep.Candidate.add(o.After.Action)
+		rep.Outcomes = append(rep.Outcomes, o)
+	}
+	return rep
+}
+
+// Changed lists the asks whose answer differs between the two policies.
+func (r Report) Changed() []Outcome {
+	var out []Outcome
+	for _, o := range r.Outcomes {
+		if o.Before.Action != o.After.Action {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// DeniedNowAllowed lists the asks a person denied that the candidate allows.
+func (r Report) DeniedNowAllowed() []Outcome {
+	var out []Outcome
+	for _, o := range r.Outcomes {
+		if o.PersonDenied && o.After.Action == resolve.Allow {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// DecidedBy lists the asks the candidate decides with a rule that match
+// accepts: a new rule's coverage.
+func (r Report) DecidedBy(match func(*resolve.RuleRef) bool) []Outcome {
+	var out []Outcome
+	for _, o := range r.Outcomes {
+		if o.After.Rule != nil && match(o.After.Rule) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
