@@ -25,6 +25,8 @@ Usage:
   permtui serve --headless    serve without a console, one JSON line per event
   permtui demo [--headless]   run the embedded demo: a sample policy and simulated children
   permtui resolve [flags]     judge a request or facts from the policy and print the verdict
+  permtui rule add [flags]    write a rule into pi's policy, after a diff and a coverage preview
+  permtui simulate [flags]    replay the audit log's asks against a candidate policy
   permtui version             print the version
 
 Run 'permtui <command> --help' for a command's flags.
@@ -45,7 +47,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cmd, rest := "serve", args
 	if len(args) > 0 {
 		switch args[0] {
-		case "serve", "demo", "resolve", "version":
+		case "serve", "demo", "resolve", "rule", "simulate", "version":
 			cmd, rest = args[0], args[1:]
 		case "-h", "--help", "help":
 			fmt.Fprint(stdout, usage)
@@ -68,6 +70,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runDemo(ctx, rest, stdout, stderr)
 	case "resolve":
 		err = runResolve(rest, stdin, stdout, stderr)
+	case "rule":
+		err = runRule(rest, stdin, stdout, stderr)
+	case "simulate":
+		err = runSimulate(rest, stdout, stderr)
 	case "version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "permtui: version takes no arguments (got %q)\n", rest[0])

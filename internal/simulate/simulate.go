@@ -147,3 +147,31 @@ func (r Report) DecidedBy(match func(*resolve.RuleRef) bool) []Outcome {
 	}
 	return out
 }
+
+// Coverage is what a new rule would have decided among the recorded asks.
+type Coverage struct {
+	Replayed int
+	Decided  []Outcome // decided by the new rule under the candidate
+	Denied   []Outcome // of those, the ones a person denied
+}
+
+// CoverageOf is the coverage of the rule match accepts.
+func (r Report) CoverageOf(match func(*resolve.RuleRef) bool) Coverage {
+	c := Coverage{Replayed: r.Replayed, Decided: r.DecidedBy(match)}
+	for _, o := range c.Decided {
+		if o.PersonDenied {
+			c.Denied = append(c.Denied, o)
+		}
+	}
+	return c
+}
+
+// Summary says it in one line, e.g. "would have decided 37 of the last 412
+// asks; 2 of them a person denied".
+func (c Coverage) Summary() string {
+	s := fmt.Sprintf("would have decided %d of the last %d recorded asks", len(c.Decided), c.Replayed)
+	if len(c.Denied) > 0 {
+		s += fmt.Sprintf("; %d of them a person denied", len(c.Denied))
+	}
+	return s
+}

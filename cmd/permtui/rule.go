@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	"github.com/permtui/permtui/internal/policyedit"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/simulate"
+)
+
+const ruleAddSynopsis = `rule add --surface S --pattern P --action allow|ask|deny [flags]
+
+Writes one rule into pi's own policy: --scope global (default) edits the global
+config.json, project the project's config.json, agent the permission: block of
+the agent's file. It prints the change as a unified diff and what the rule would
+have decided among the asks in the audit log, then writes it (after asking, on a
+terminal; --yes to skip; --dry-run to only show). The rule is placed last in its
+surface so it decides what it matches; where pi's ordering would still let
+another rule decide the --value facts, nothing is written and permtui says why.`
+
+// promptable reports whether the person can be asked on stdin; tests replace it.
+var promptable = func(stdin io.Reader) bool {
+	f, ok := stdin.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
+
+func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "add" {
+		fmt.Fprintf(stderr, "Usage: permtui %s\n", ruleAddSynopsis)
+		return errUsage
+	}
+	var c common
+	var r policyedit.Rule
+	var action, scopeFlag, agent string
+	var values listFlag
+	var dryRun, yes bool
+	confirmBroad := -1
+	fs := newFlagSet("rule add", ruleAddSynopsis, stdout, stderr)
+	c.register(fs)
+	fs.StringVar(&r.Surface, "surface", "", "the rule's surface, e.g. bash, path_write, skill")
+	fs.StringVar(&r.Pattern, "pattern", "", "the rule's value pattern, e.g. 'npm install *'")
+	fs.StringVar(&action, "action", "", "allow, ask or deny")
+	fs.StringVar(&r.Reason, "reason", "", "the reason a deny gives the agent")
+	fs.StringVar(&scopeFlag, "scope", "global", "global, project or agent")
+	fs.StringVar(&agent, "agent", "", "the agent: whose file --scope agent edits, and whose view the facts are judged in")
+	fs.Var(&values, "value", "a match value the rule must decide (repeatable; default: the pattern's own text)")
+	fs.BoolVar(&dryRun, "dry-run", false, "show the diff and the coverage, write nothing")
+	fs.BoolVar(&yes, "yes", false, "write without asking")
+	fs.IntVar(&confirmBroad, "confirm-broad", -1, "with --yes: the count a broad rule's warning names, to write it anyway")
+	if err := fs.parse(args[1:]); err != nil {
+		return err
+	}
+	r.Action = resolve.Action(action)
+	scope, err := policyedit.ParseScope(scopeFlag)
+	if err != nil {
+		return err
+	}
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if err := c.resolveDefaults(); err != nil {
+		return err
+	}
+	opts := c.loadOptions()
+	target, err := policyedit.Locate(opts, scope, agent)
+	if err != nil {
+		return err
+	}
+	if len(values) == 0 {
+		values = listFlag{r.Pattern}
+	}
+	ch, err := policyedit.Plan(opts, target, r, resolve.Query{Agent: agent, Surface: r.Surface, Values: values})
+	if err != nil {
+		return fmt.Errorf("nothing written: %w", err)
+	}
+	fmt.Fprintf(stdout, "rule   %s\nfile   %s (%s scope)\n\n%s\n", r, target.File, target.Origin, ch.Diff())
+	log, err := simulate.ReadLog(filepath.Join(c.stateDir, "audit.jsonl"), time.Time{})
+	if err != nil {
+		return err
+	}
+	rep := simulate.Replay(log, resolve.Load(opts), resolve.Load(ch.Candidate(opts)))
+	cov := rep.CoverageOf(func(ref *resolve.RuleRef) bool {
+		return ref.File == target.File && ref.Pattern == r.Pattern && ref.Action == r.Action
+	})
+	fmt.Fprintf(stdout, "coverage: %s\n", cov.Summary())
+	for _, o := range cov.Denied {
+		fmt.Fprintf(stdout, "  denied by a person: %s\n", describeAsk(o))
+	}
+	risk := policyedit.Safety(ch, len(cov.Decided), len(cov.Denied))
+	if risk != nil {
+		for _, reason := range risk.Reasons {
+			fmt.Fprintf(stdout, "warning: %s\n", reason)
+		}
+	}
+	if dryRun {
+		fmt.Fprintln(stdout, "dry run: nothing written")
+		return nil
+	}
+	if err := confirm(stdin, stdout, yes, risk, confirmBroad, target.File); err != nil {
+		return err
+	}
+	w, err := policyedit.Apply(ch, opts, c.stateDir, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "written: %s\n", w.File)
+	if w.Backup != "" {
+		fmt.Fprintf(stdout, "backup:  %s\n", w.Backup)
+	}
+	return serve.AppendRuleRecord(c.stateDir, serve.RuleRecord{
+		Surface: r.Surface, Pattern: r.Pattern, Action: string(r.Action), Reason: r.Reason,
+		Scope: string(scope), Agent: target.Agent, File: w.File, Backup: w.Backup,
+		By: whoami(), Via: "rule add", WrittenAt: time.Now().UnixMilli(),
+	})
+}
+
+// errNotConfirmed: the person said no, or could not be asked.
+var errNotConfirmed = errors.New("nothing written")
+
+// confirm asks before writing: once for every rule, and a second time, by
+// typing the count its warning names, for a risky one. --yes answers the
+// first; the second needs --confirm-broad with that count.
+func confirm(stdin io.Reader, stdout io.Writer, yes bool, risk *policyedit.Risk, broad int, file string) error {
+	if yes {
+		if risk != nil && broad != risk.Count {
+			return fmt.Errorf("%w: this rule needs --confirm-broad %d (the count its warning names) besides --yes", errNotConfirmed, risk.Count)
+		}
+		return nil
+	}
+	if !promptable(stdin) {
+		return fmt.Errorf("%w: no terminal to confirm on; pass --yes, or --dry-run to only look", errNotConfirmed)
+	}
+	in := bufio.NewReader(stdin)
+	fmt.Fprintf(stdout, "write this rule to %s? [y/N] ", file)
+	if answer, _ := in.ReadString('\n'); strings.TrimSpace(strings.ToLower(answer)) != "y" {
+		return errNotConfirmed
+	}
+	if risk != nil {
+		fmt.Fprintf(stdout, "this rule is broad: type %d to write it anyway: ", risk.Count)
+		if answer, _ := in.ReadString('\n'); strings.TrimSpace(answer) != strconv.Itoa(risk.Count) {
+			return errNotConfirmed
+		}
+	}
+	return nil
+}
+
+// describeAsk is one recorded ask on one line, request strings quoted so
+// no control sequence reaches the terminal.
+func describeAsk(o simulate.Outcome) string {
+	f := o.Record.Facts
+	agent := f.Principal
+	if agent == "" {
+		agent = "(no agent)"
+	}
+	return fmt.Sprintf("%s %s %q", strconv.Quote(agent), strconv.Quote(f.Surface), f.MatchValues)
+}
+
+// whoami names the OS user who confirmed a rule, for the audit log.
+func whoami() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// ruleEnv is an agent dir, project and state dir with a global config and
+// an audit log of recorded asks.
+type ruleEnv struct {
+	agentDir, project, state string
+}
+
+func newRuleEnv(t *testing.T, global string) ruleEnv {
+	t.Helper()
+	root := t.TempDir()
+	e := ruleEnv{filepath.Join(root, "agent"), filepath.Join(root, "proj"), filepath.Join(root, "state")}
+	if global != "" {
+		testkit.WriteFile(t, e.global(), []byte(global))
+	}
+	if err := os.MkdirAll(e.project, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e ruleEnv) global() string { return resolve.GlobalConfigPath(e.agentDir) }
+
+func (e ruleEnv) args(cmd ...string) []string {
+	return append(cmd, "--agent-dir", e.agentDir, "--project", e.project, "--state-dir", e.state)
+}
+
+// record appends decisions to the audit log as serve writes them.
+func (e ruleEnv) record(t *testing.T, recs ...serve.AuditRecord) {
+	t.Helper()
+	if err := os.MkdirAll(e.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(e.state, "audit.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, r := range recs {
+		line, _ := json.Marshal(r)
+		if _, err := f.Write(append(line, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func asked(agent, value string, approved bool, by *wire.DecisionSource) serve.AuditRecord {
+	return serve.AuditRecord{
+		RequestID: "r-" + value, Agent: agent, Surface: "bash", MatchValues: []string{value}, Approved: approved, DecidedBy: by,
+		Facts: &serve.AuditFacts{Principal: agent, Surface: "bash", MatchValues: []string{value}, RequesterCwd: "/w"},
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+const commented = "{\n  // ours\n  \"permission\": {\n    \"bash\": {\n      \"*\": \"ask\"\n    }\n  }\n}\n"
+
+func TestRuleAddDryRunShowsDiffAndCoverage(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	e.record(t, asked("builder", "npm install a", true, wire.UserDecision()), asked("builder", "ls", true, wire.UserDecision()))
+	code, out, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "bash", "--pattern", "npm install *", "--action", "allow", "--dry-run")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{`+      "npm install *": "allow"`, `-      "*": "ask"`, "would have decided 1 of the last 2 recorded asks", "dry run: nothing written"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if readFile(t, e.global()) != commented {
+		t.Error("a dry run wrote the file")
+	}
+}
+
+func TestRuleAddWritesRecordsAndBacksUp(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	code, out, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "bash", "--pattern", "npm install *", "--action", "allow", "--yes")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got := readFile(t, e.global()); !strings.Contains(got, "// ours") || !strings.Contains(got, `"npm install *": "allow"`) {
+		t.Errorf("file:\n%s", got)
+	}
+	if !strings.Contains(out, "backup:  "+filepath.Join(e.state, "backups")) {
+		t.Errorf("output:\n%s", out)
+	}
+	log := readFile(t, filepath.Join(e.state, "audit.jsonl"))
+	var rec serve.RuleRecord
+	if err := json.Unmarshal([]byte(strings.TrimSpace(log)), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Kind != "rule" || rec.Pattern != "npm install *" || rec.File != e.global() || rec.By == "" || rec.Via != "rule add" || rec.Backup == "" {
+		t.Errorf("audit: %+v", rec)
+	}
+	// The written rule decides through 'permtui resolve' too.
+	code, out, _ = runCmd(t, "", e.args("resolve", "--surface", "bash", "--value", "npm install x")...)
+	if code != 0 || !strings.Contains(out, `"state":"allow"`) {
+		t.Errorf("resolve: %d %s", code, out)
+	}
+}
+
+func TestRuleAddAgentScope(t *testing.T) {
+	e := newRuleEnv(t, `{"permission":{"*":"ask"}}`)
+	agentFile := filepath.Join(e.agentDir, "agents", "builder.md")
+	testkit.WriteFile(t, agentFile, []byte("---\nname: builder\n---\nBuild.\n"))
+	code, _, errOut := runCmd(t, "", e.args("rule", "add", "--scope", "agent", "--agent", "builder", "--surface", "bash", "--pattern", "make *", "--action", "allow", "--yes")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got := readFile(t, agentFile); got != "---\nname: builder\npermission:\n  bash:\n    \"make *\": allow\n---\nBuild.\n" {
+		t.Errorf("agent file:\n%s", got)
+	}
+}
+
+func TestRuleAddRefusesWhatPiOrderingDecidesOtherwise(t *testing.T) {
+	global := `{"permission":{"skill":{"*":"deny"}}}`
+	e := newRuleEnv(t, global)
+	code, _, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "skill", "--pattern", "7", "--action", "allow", "--yes")...)
+	if code != 1 || !strings.Contains(errOut, "nothing written") || !strings.Contains(errOut, "integer-like") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	if readFile(t, e.global()) != global {
+		t.Error("file changed")
+	}
+}
+
+func TestRuleAddConfirmation(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	add := e.args("rule", "add", "--surface", "bash", "--pattern", "ls", "--action", "allow")
+	if code, _, errOut := runCmd(t, "", add...); code != 1 || !strings.Contains(errOut, "no terminal") {
+		t.Errorf("without a terminal: %d %s", code, errOut)
+	}
+	promptable = func(io.Reader) bool { return true }
+	t.Cleanup(func() { promptable = func(io.Reader) bool { return false } })
+	if code, _, _ := runCmd(t, "n\n", add...); code != 1 || readFile(t, e.global()) != commented {
+		t.Errorf("declined: exit %d, file changed %v", code, readFile(t, e.global()) != commented)
+	}
+	if code, out, errOut := runCmd(t, "y\n", add...); code != 0 || !strings.Contains(out, "[y/N]") || !strings.Contains(readFile(t, e.global()), `"ls": "allow"`) {
+		t.Errorf("confirmed: %d %s %s", code, out, errOut)
+	}
+}
+
+// TestRuleAddBroadNeedsTheCount: allowing what a person denied needs a
+// second confirmation naming how many.
+func TestRuleAddBroadNeedsTheCount(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	e.record(t, asked("a", "rm -rf /tmp/x", false, wire.UserDecision()), asked("a", "rm x", false, wire.UserDecision()), asked("a", "ls", true, wire.UserDecision()))
+	add := e.args("rule", "add", "--surface", "bash", "--pattern", "*", "--action", "allow", "--yes")
+	code, out, errOut := runCmd(t, "", add...)
+	if code != 1 || !strings.Contains(out, "would allow 2 recorded asks a person denied") || !strings.Contains(errOut, "--confirm-broad 2") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", "3")...); code != 1 {
+		t.Errorf("wrong count accepted: %s", errOut)
+	}
+	promptable = func(io.Reader) bool { return true }
+	t.Cleanup(func() { promptable = func(io.Reader) bool { return false } })
+	interactive := e.args("rule", "add", "--surface", "bash", "--pattern", "*", "--action", "allow")
+	if code, out, _ := runCmd(t, "y\n1\n", interactive...); code != 1 || !strings.Contains(out, "type 2") {
+		t.Errorf("wrong typed count: %d %s", code, out)
+	}
+	if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", "2")...); code != 0 {
+		t.Errorf("confirmed: %s", errOut)
+	}
+}
+
+func TestSimulateGuardsPersonDenials(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	e.record(t,
+		asked("builder", "npm install a", true, wire.UserDecision()),
+		asked("builder", "npm install evil", false, wire.UserDecision()),
+		asked("reviewer", "git status", true, wire.UserDecision()),
+	)
+	code, out, errOut := runCmd(t, "", e.args("simulate", "--rule", "bash", "git *", "allow")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	for _, want := range []string{"replayed 3 recorded asks", "current         0      0      3", "candidate       1      0      2", `agent "reviewer"`, `ask → allow  "bash" ["git status"]  (a person approved it)`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCmd(t, "", e.args("simulate", "--rule", "bash", "npm *", "allow", "--rule", "bash", "npm install evil", "deny", "--json")...)
+	var rep reportJSON
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err, out)
+	}
+	if code != 0 || rep.DeniedNowAllowed != 0 || len(rep.Changed) != 2 {
+		t.Errorf("exit %d: %+v", code, rep)
+	}
+	cfg := filepath.Join(t.TempDir(), "candidate.json")
+	testkit.WriteFile(t, cfg, []byte(`{"permission":{"bash":"allow"}}`))
+	code, out, _ = runCmd(t, "", e.args("simulate", "--config", cfg)...)
+	if code != 1 || !strings.Contains(out, "1 asks a person denied would now be allowed") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	if code, _, _ := runCmd(t, "", append(e.args("simulate"), "--rule", "bash")...); code != 2 {
+		t.Errorf("short --rule: exit %d", code)
+	}
+}

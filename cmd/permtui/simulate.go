@@ -1,0 +1,274 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/policyedit"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/simulate"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+const simulateSynopsis = `simulate (--rule SURFACE PATTERN ACTION ... [--scope S] [--agent NAME] | --config FILE) [flags]
+
+Replays the asks recorded in the audit log (the facts as each child sent them)
+against the policy as it is and against a candidate: the current policy with the
+--rule edits (placed as 'rule add' places them), or with FILE as the global
+config. Prints how many asks each answers allow / deny / ask and every ask whose
+answer changes, by agent, with the rule that decides it. Exits 1 when an ask a
+person denied would now be allowed (a guard for policy changes in CI), else 0.`
+
+// maxCandidateConfig caps a --config file (pi's policy files are small).
+const maxCandidateConfig = 1 << 20
+
+// runSimulate exits with status 1 when an ask a person denied would now be
+// allowed.
+func runSimulate(args []string, stdout, stderr io.Writer) error {
+	rules, rest, err := splitRuleTriples(args)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return errUsage
+	}
+	var c common
+	var scopeFlag, agent, config, audit string
+	var since time.Duration
+	var asJSON bool
+	fs := newFlagSet("simulate", simulateSynopsis, stdout, stderr)
+	c.register(fs)
+	fs.StringVar(&scopeFlag, "scope", "global", "where the --rule edits go: global, project or agent")
+	fs.StringVar(&agent, "agent", "", "the agent whose file --scope agent edits")
+	fs.StringVar(&config, "config", "", "a whole candidate global config.json")
+	fs.StringVar(&audit, "audit", "", "the audit log (default <state-dir>/audit.jsonl)")
+	fs.DurationVar(&since, "since", 0, "replay only asks decided within this long, e.g. 24h")
+	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	if err := fs.parse(rest); err != nil {
+		return err
+	}
+	if (len(rules) == 0) == (config == "") {
+		fmt.Fprintln(stderr, "give --rule SURFACE PATTERN ACTION (repeatable) or --config FILE")
+		fs.Usage()
+		return errUsage
+	}
+	if err := c.resolveDefaults(); err != nil {
+		return err
+	}
+	opts := c.loadOptions()
+	cand, err := candidate(opts, rules, scopeFlag, agent, config)
+	if err != nil {
+		return err
+	}
+	if audit == "" {
+		audit = filepath.Join(c.stateDir, "audit.jsonl")
+	}
+	var from time.Time
+	if since > 0 {
+		from = time.Now().Add(-since)
+	}
+	log, err := simulate.ReadLog(audit, from)
+	if err != nil {
+		return err
+	}
+	rep := simulate.Replay(log, resolve.Load(opts), resolve.Load(cand))
+	if asJSON {
+		err = printReportJSON(stdout, rep)
+	} else {
+		printReport(stdout, rep)
+	}
+	if err == nil && len(rep.DeniedNowAllowed()) > 0 {
+		err = exitStatus(1)
+	}
+	return err
+}
+
+// splitRuleTriples takes every --rule SURFACE PATTERN ACTION out of args.
+func splitRuleTriples(args []string) ([]policyedit.Rule, []string, error) {
+	var rules []policyedit.Rule
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		if args[i] != "--rule" && args[i] != "-rule" {
+			rest = append(rest, args[i])
+			continue
+		}
+		if len(args)-i < 4 {
+			return nil, nil, fmt.Errorf("--rule takes three arguments: SURFACE PATTERN ACTION")
+		}
+		rules = append(rules, policyedit.Rule{Surface: args[i+1], Pattern: args[i+2], Action: resolve.Action(args[i+3])})
+		i += 3
+	}
+	return rules, rest, nil
+}
+
+// candidate is opts with the candidate files in its overlay.
+func candidate(opts resolve.LoadOptions, rules []policyedit.Rule, scopeFlag, agent, config string) (resolve.LoadOptions, error) {
+	cand := opts
+	cand.Overlay = map[string][]byte{}
+	if config != "" {
+		data, err := wire.ReadRegularFileFollow(config, maxCandidateConfig)
+		if err != nil {
+			return cand, err
+		}
+		cand.Overlay[resolve.GlobalConfigPath(opts.AgentDir)] = data
+		return cand, nil
+	}
+	scope, err := policyedit.ParseScope(scopeFlag)
+	if err != nil {
+		return cand, err
+	}
+	target, err := policyedit.Locate(opts, scope, agent)
+	if err != nil {
+		return cand, err
+	}
+	for _, r := range rules {
+		text, existed, err := policyedit.Read(cand, target.File)
+		if err != nil {
+			return cand, err
+		}
+		next, err := policyedit.Edit(target, r, text, existed)
+		if err != nil {
+			return cand, fmt.Errorf("--rule %s: %w", r, err)
+		}
+		cand.Overlay[target.File] = next
+	}
+	return cand, nil
+}
+
+func printReport(w io.Writer, rep simulate.Report) {
+	fmt.Fprintf(w, "replayed %d recorded asks", rep.Replayed)
+	if rep.NoFacts > 0 {
+		fmt.Fprintf(w, " (%d more carry no facts and are not replayed)", rep.NoFacts)
+	}
+	if rep.Bad > 0 {
+		fmt.Fprintf(w, " (%d lines of the log did not parse)", rep.Bad)
+	}
+	fmt.Fprintf(w, "\n\n%-10s %6s %6s %6s\n", "", "allow", "deny", "ask")
+	for _, row := range []struct {
+		name string
+		c    simulate.Counts
+	}{{"current", rep.Current}, {"candidate", rep.Candidate}} {
+		fmt.Fprintf(w, "%-10s %6d %6d %6d\n", row.name, row.c.Allow, row.c.Deny, row.c.Ask)
+	}
+	changed := rep.Changed()
+	if len(changed) == 0 {
+		fmt.Fprintln(w, "\nno answer changes")
+		return
+	}
+	fmt.Fprintf(w, "\n%d answers change:\n", len(changed))
+	for _, g := range byAgent(changed) {
+		fmt.Fprintf(w, "  agent %s\n", strconv.Quote(g.agent))
+		for _, o := range g.asks {
+			f := o.Record.Facts
+			fmt.Fprintf(w, "    %s → %s  %s %q%s\n      by %s\n", o.Before.Action, o.After.Action, strconv.Quote(f.Surface), f.MatchValues, person(o), ruleText(o.After.Rule))
+		}
+	}
+	if denied := rep.DeniedNowAllowed(); len(denied) > 0 {
+		fmt.Fprintf(w, "\n%d asks a person denied would now be allowed\n", len(denied))
+	}
+}
+
+func person(o simulate.Outcome) string {
+	switch {
+	case o.PersonDenied:
+		return "  (a person denied it)"
+	case o.PersonApproved:
+		return "  (a person approved it)"
+	}
+	return ""
+}
+
+func ruleText(r *resolve.RuleRef) string {
+	if r == nil {
+		return "no rule"
+	}
+	s := fmt.Sprintf("%s %q → %s (%s", strconv.Quote(r.Surface), r.Pattern, r.Action, r.Origin)
+	if r.File != "" {
+		s += " " + r.File
+	}
+	return s + ")"
+}
+
+type agentGroup struct {
+	agent string
+	asks  []simulate.Outcome
+}
+
+func byAgent(outs []simulate.Outcome) []agentGroup {
+	idx := map[string]int{}
+	var groups []agentGroup
+	for _, o := range outs {
+		a := o.Record.Facts.Principal
+		i, ok := idx[a]
+		if !ok {
+			i = len(groups)
+			idx[a] = i
+			groups = append(groups, agentGroup{agent: a})
+		}
+		groups[i].asks = append(groups[i].asks, o)
+	}
+	sort.SliceStable(groups, func(i, j int) bool { return groups[i].agent < groups[j].agent })
+	return groups
+}
+
+// reportJSON is the --json form of a report.
+type reportJSON struct {
+	Replayed         int              `json:"replayed"`
+	NoFacts          int              `json:"noFacts"`
+	Bad              int              `json:"badLines"`
+	Current          simulate.Counts  `json:"current"`
+	Candidate        simulate.Counts  `json:"candidate"`
+	Changed          []changedAskJSON `json:"changed"`
+	DeniedNowAllowed int              `json:"deniedNowAllowed"`
+}
+
+type changedAskJSON struct {
+	RequestID string         `json:"requestId"`
+	Agent     string         `json:"agent"`
+	Surface   string         `json:"surface"`
+	Values    []string       `json:"values"`
+	Before    resolve.Action `json:"before"`
+	After     resolve.Action `json:"after"`
+	Person    string         `json:"person,omitempty"` // approved | denied
+	Rule      *ruleJSON      `json:"rule"`             // the candidate's deciding rule; null for no rule
+}
+
+type ruleJSON struct {
+	Surface string         `json:"surface"`
+	Pattern string         `json:"pattern"`
+	Action  resolve.Action `json:"action"`
+	Origin  string         `json:"origin"`
+	File    string         `json:"file,omitempty"`
+}
+
+func printReportJSON(w io.Writer, rep simulate.Report) error {
+	out := reportJSON{Replayed: rep.Replayed, NoFacts: rep.NoFacts, Bad: rep.Bad, Current: rep.Current, Candidate: rep.Candidate,
+		Changed: []changedAskJSON{}, DeniedNowAllowed: len(rep.DeniedNowAllowed())}
+	for _, g := range byAgent(rep.Changed()) {
+		for _, o := range g.asks {
+			f := o.Record.Facts
+			c := changedAskJSON{RequestID: o.Record.RequestID, Agent: f.Principal, Surface: f.Surface, Values: f.MatchValues,
+				Before: o.Before.Action, After: o.After.Action}
+			if r := o.After.Rule; r != nil {
+				c.Rule = &ruleJSON{Surface: r.Surface, Pattern: r.Pattern, Action: r.Action, Origin: r.Origin, File: r.File}
+			}
+			switch {
+			case o.PersonDenied:
+				c.Person = "denied"
+			case o.PersonApproved:
+				c.Person = "approved"
+			}
+			out.Changed = append(out.Changed, c)
+		}
+	}
+	data, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", data)
+	return err
+}

@@ -1,0 +1,48 @@
+package policyedit
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/permtui/permtui/internal/resolve"
+)
+
+// Risk is what makes a change need a second, explicit confirmation, and the
+// count the person must name to give it (issue 12, safety).
+type Risk struct {
+	Reasons []string
+	Count   int
+}
+
+// Safety weighs a planned change against its coverage among the recorded
+// asks: covered is how many it would have decided, personDenied how many of
+// those a person denied. A pattern that matches everything, an allow of
+// something a person denied, and the override of a deny from a
+// higher-precedence scope each need the second confirmation; nil when
+// none applies.
+func Safety(ch *Change, covered, personDenied int) *Risk {
+	var r Risk
+	if ch.Loosens != nil {
+		l := ch.Loosens
+		r.Reasons = append(r.Reasons, fmt.Sprintf("it overrides a deny from the %s scope (%s %q → deny in %s), which pi ranks above the %s scope",
+			l.Origin, l.Surface, l.Pattern, l.File, ch.Target.Origin))
+		r.Count = 1
+	}
+	if MatchesEverything(ch.Rule.Pattern) {
+		r.Reasons = append(r.Reasons, fmt.Sprintf("the pattern %q matches every value of %s: it would have decided %d recorded asks", ch.Rule.Pattern, ch.Rule.Surface, covered))
+		r.Count = covered
+	}
+	if personDenied > 0 && ch.Rule.Action == resolve.Allow {
+		r.Reasons = append(r.Reasons, fmt.Sprintf("it would allow %d recorded asks a person denied", personDenied))
+		r.Count = personDenied
+	}
+	if len(r.Reasons) == 0 {
+		return nil
+	}
+	return &r
+}
+
+// MatchesEverything: a pattern of only * matches every value.
+func MatchesEverything(pattern string) bool {
+	return pattern != "" && strings.Trim(pattern, "*") == ""
+}
