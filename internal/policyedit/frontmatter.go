@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/permtui/permtui/internal/resolve"
 )
 
 // fmLine is one line of an agent file's frontmatter that pi's parser reads.
@@ -56,7 +58,7 @@ func editFrontmatter(text string, r Rule) (string, error) {
 		}
 		l := fmLine{
 			indent: utf8.RuneCountInString(line[:len(line)-len(strings.TrimLeftFunc(line, isSpace))]),
-			key:    peel(strings.TrimFunc(trimmed[:colon], isSpace)),
+			key:    resolve.PeelQuotes(strings.TrimFunc(trimmed[:colon], isSpace)),
 			value:  strings.TrimFunc(trimmed[colon+1:], isSpace),
 			parent: -1,
 		}
@@ -188,17 +190,6 @@ func fmKey(k string) string {
 
 // isSpace is JavaScript's trim set, near enough: Unicode spaces and the BOM.
 func isSpace(r rune) bool { return unicode.IsSpace(r) || r == '\uFEFF' }
-
-// peel removes one leading and one trailing quote, independently, as pi does.
-func peel(s string) string {
-	if s != "" && (s[0] == '"' || s[0] == '\'') {
-		s = s[1:]
-	}
-	if s != "" && (s[len(s)-1] == '"' || s[len(s)-1] == '\'') {
-		s = s[:len(s)-1]
-	}
-	return s
-}
 
 // unquote removes a matching pair of quotes around a value, as pi does.
 func unquote(v string) string {

@@ -45,7 +45,7 @@ func parseFrontmatter(text string) *ordered[fmValue] {
 			continue
 		}
 		indent := utf8.RuneCountInString(line[:len(line)-len(jsTrimLeft(line))])
-		key := peelQuotes(jsTrim(trimmed[:colon]))
+		key := PeelQuotes(jsTrim(trimmed[:colon]))
 		value := jsTrim(trimmed[colon+1:])
 		for len(stack) > 1 && stack[len(stack)-1].indent >= indent {
 			stack = stack[:len(stack)-1]
@@ -76,9 +76,9 @@ func parseFrontmatter(text string) *ordered[fmValue] {
 	return root
 }
 
-// peelQuotes removes one leading and one trailing quote (' or "),
+// PeelQuotes removes one leading and one trailing quote (' or "),
 // independently of each other.
-func peelQuotes(s string) string {
+func PeelQuotes(s string) string {
 	if s != "" && (s[0] == '"' || s[0] == '\'') {
 		s = s[1:]
 	}
