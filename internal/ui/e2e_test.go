@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 type e2e struct {
 	t      *testing.T
 	layout wire.Layout
+	state  string // the state dir: audit.jsonl
 	tm     *teatest.TestModel
 	out    bytes.Buffer
 }
@@ -51,7 +54,7 @@ func startE2E(t *testing.T) *e2e {
 	go func() { served <- srv.Run(ctx) }()
 
 	m := New(Options{Backend: srv, Refresh: -1, Settle: -1, Attention: io.Discard})
-	e := &e2e{t: t, layout: wire.NewLayout(agentDir)}
+	e := &e2e{t: t, layout: wire.NewLayout(agentDir), state: filepath.Join(root, "state")}
 	e.tm = teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
 	go func() {
 		for ev := range srv.Events() {
@@ -179,4 +182,14 @@ func TestEndToEndARequestReusingAWithdrawnFileNameIsANewAsk(t *testing.T) {
 		t.Fatalf("the new r-1: %+v", r)
 	}
 	e.waitScreen("0 pending")
+	// One decision, for the second delivery only; the withdrawn one has none.
+	audit, err := os.ReadFile(filepath.Join(e.state, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(audit)), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], `"askId":2,`) || !strings.Contains(lines[0], `"requestId":"r-1"`) || !strings.Contains(lines[0], `"matchValues":["rm -rf /"]`) ||
+		!strings.Contains(lines[0], `"state":"approved"`) {
+		t.Fatalf("audit log:\n%s", audit)
+	}
 }
