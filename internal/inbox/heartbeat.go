@@ -36,6 +36,11 @@ func (in *Inbox) claim(id string) bool {
 }
 
 // claimLocked is claim under hbMu; the event is sent after it is released.
+// Serving needs two things: the exclusive flock on the session's inbox
+// directory, which no other permtui can hold at the same time (a check of
+// the heartbeat alone let two instances started together both serve), and
+// no fresh record of another live node (pi's own serving node takes no
+// lock). Decision 0051.
 func (in *Inbox) claimLocked(id string) (Event, bool) {
 	in.hbMu.Lock()
 	defer in.hbMu.Unlock()
@@ -46,16 +51,20 @@ func (in *Inbox) claimLocked(id string) (Event, bool) {
 	if s == nil || s.serving {
 		return nil, false
 	}
-	if pid, taken := in.foreignServer(id, now); taken {
-		in.mu.Lock()
-		changed := s.otherPID != pid
-		s.otherPID = pid
-		s.nextClaim = now.Add(in.cfg.ContentionRecheck)
-		in.mu.Unlock()
-		if changed {
-			return ServedElsewhere{Session: id, PID: pid}, false
+	lock, held := in.lockSession(id)
+	if !held {
+		// Another permtui holds the lock; its record, once written, names it.
+		pid := 0
+		if hb, ok := in.readHeartbeat(id); ok && hb.PID != in.cfg.PID && wire.PIDAlive(hb.PID) {
+			pid = hb.PID
 		}
-		return nil, false
+		// Rechecked every heartbeat tick: the kernel drops the lock the moment
+		// the holder dies, so the takeover follows within a tick.
+		return in.yield(s, id, pid, true, now), false
+	}
+	if pid, taken := in.foreignServer(id, now); taken {
+		closeLock(lock)
+		return in.yield(s, id, pid, false, now.Add(in.cfg.ContentionRecheck)), false
 	}
 	if err := in.publish(id, now); err != nil {
 		// Without a heartbeat newer children abandon in 2 s, but older ones
@@ -63,9 +72,55 @@ func (in *Inbox) claimLocked(id string) (Event, bool) {
 		in.cfg.Logger.Warn("heartbeat", "session", id, "err", err)
 	}
 	in.mu.Lock()
-	s.serving, s.otherPID, s.published = true, 0, true
+	s.serving, s.otherPID, s.otherPermtui, s.published, s.lock = true, 0, false, true, lock
 	in.mu.Unlock()
 	return Serving{Session: id}, true
+}
+
+// yield records that another node serves id and returns the event to report
+// when that is news. hbMu is held.
+func (in *Inbox) yield(s *sessionState, id string, pid int, permtui bool, next time.Time) Event {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	changed := s.otherPID != pid || s.otherPermtui != permtui || !s.elsewhere
+	s.otherPID, s.otherPermtui, s.elsewhere, s.nextClaim = pid, permtui, true, next
+	if !changed {
+		return nil
+	}
+	return ServedElsewhere{Session: id, PID: pid, Permtui: permtui}
+}
+
+// lockSession takes the exclusive lock on the session's inbox directory
+// (created if missing: pi's layout has it, and locking it adds no file).
+// held is false only when another holder has it. A directory that cannot be
+// opened or locked (a symlinked session root is refused by the scan) is
+// logged and served without the lock, as before there was one.
+func (in *Inbox) lockSession(id string) (*wire.Dir, bool) {
+	if err := wire.MkdirPrivate(in.cfg.Layout.Root); err != nil {
+		in.cfg.Logger.Warn("session lock", "session", id, "err", err)
+		return nil, true
+	}
+	dir, err := wire.OpenDirPrivate(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
+	if err != nil {
+		in.cfg.Logger.Warn("session lock", "session", id, "err", err)
+		return nil, true
+	}
+	held, err := dir.TryLock()
+	if err != nil {
+		in.cfg.Logger.Warn("session lock", "session", id, "err", err)
+		return dir, true
+	}
+	if !held {
+		dir.Close()
+	}
+	return dir, held
+}
+
+// closeLock releases a session lock (nil when serving without one).
+func closeLock(d *wire.Dir) {
+	if d != nil {
+		_ = d.Close()
+	}
 }
 
 // heartbeatLoop refreshes our records and rechecks contended ids, from its
@@ -125,10 +180,12 @@ func (in *Inbox) refreshLocked(id string, now time.Time) Event {
 	if pid, taken := in.foreignServer(id, now); taken {
 		in.mu.Lock()
 		s := in.sessions[id]
-		s.serving, s.otherPID, s.published = false, pid, false
-		s.nextClaim = now.Add(in.cfg.ContentionRecheck)
+		s.serving, s.published = false, false
+		lock := s.lock
+		s.lock = nil
 		in.mu.Unlock()
-		return ServedElsewhere{Session: id, PID: pid}
+		closeLock(lock)
+		return in.yield(s, id, pid, false, now.Add(in.cfg.ContentionRecheck))
 	}
 	if err := in.publish(id, now); err != nil {
 		in.cfg.Logger.Warn("heartbeat", "session", id, "err", err)
@@ -183,13 +240,24 @@ func (in *Inbox) withdrawHeartbeats() {
 	defer in.hbMu.Unlock()
 	in.mu.Lock()
 	var ids []string
+	var locks []*wire.Dir
 	for id, s := range in.sessions {
 		if s.published {
 			ids = append(ids, id)
 		}
-		s.serving, s.published = false, false
+		if s.lock != nil {
+			locks = append(locks, s.lock)
+		}
+		s.serving, s.published, s.lock = false, false, nil
 	}
 	in.mu.Unlock()
+	// Released after our records are gone, so a successor that wins the
+	// lock never sees our record as the current one.
+	defer func() {
+		for _, l := range locks {
+			closeLock(l)
+		}
+	}()
 	if len(ids) == 0 {
 		return
 	}

@@ -95,7 +95,8 @@ type Invalid struct {
 // ServedElsewhere: another live node holds a fresh heartbeat for the id.
 type ServedElsewhere struct {
 	Session string
-	PID     int
+	PID     int  // 0 when the holder has not published its record yet
+	Permtui bool // another permtui holds the session's lock (else a pi node)
 }
 
 // Serving: permtui now publishes the heartbeat for the id and serves it.
@@ -128,11 +129,14 @@ type Inbox struct {
 }
 
 type sessionState struct {
-	serving   bool
-	otherPID  int       // the live pid serving it elsewhere, when not serving
-	nextClaim time.Time // when to look at a foreign heartbeat again
-	published bool      // we wrote a heartbeat for it
-	badDir    string    // a refused session root or requests/, reported once
+	serving      bool
+	lock         *wire.Dir // the session directory, flocked while we serve it
+	elsewhere    bool      // another node serves it (reported)
+	otherPID     int       // the live pid serving it elsewhere (0: not known yet)
+	otherPermtui bool      // that node is another permtui (it holds the lock)
+	nextClaim    time.Time // when to look at a foreign heartbeat again
+	published    bool      // we wrote a heartbeat for it
+	badDir       string    // a refused session root or requests/, reported once
 }
 
 type entry struct {

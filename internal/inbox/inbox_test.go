@@ -123,8 +123,10 @@ func gone(t *testing.T, path string) {
 func TestArrivalViaFsnotifyWhenTheRootAppearsLater(t *testing.T) {
 	h := start(t, nil)
 	h.rec.WaitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
-	if _, err := os.Stat(h.layout.SessionsDir()); !errors.Is(err, os.ErrNotExist) {
-		t.Fatal("sessions/ should not exist yet")
+	// Claiming created (and locked) the session directory; requests/ is
+	// the child's to create.
+	if _, err := os.Stat(h.layout.RequestsDir(servedID)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("requests/ should not exist yet")
 	}
 	// Rescans are an hour apart: only fsnotify can notice these.
 	path := h.send(servedID, "1791279012345-aaaa-1")

@@ -112,7 +112,8 @@ const (
 
 type sessionState struct {
 	serving bool
-	pid     int // of the other node, when served elsewhere
+	pid     int  // of the other node, when served elsewhere (0: not known yet)
+	permtui bool // that node is another permtui
 }
 
 // armedPress is the first press of a decision key under ConfirmDouble.
@@ -291,7 +292,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.Serving:
 		m.sessions[ev.Session] = sessionState{serving: true}
 	case serve.ServedElsewhere:
-		m.sessions[ev.Session] = sessionState{pid: ev.PID}
+		m.sessions[ev.Session] = sessionState{pid: ev.PID, permtui: ev.Permtui}
 	case serve.PolicyStatus:
 		// The header has room for one problem; the log keeps all of them.
 		if !slices.Equal(ev.Problems, m.policyProblems) {

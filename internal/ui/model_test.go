@@ -571,12 +571,13 @@ func TestHeaderShowsSessionsPolicyAndCounts(t *testing.T) {
 	h.events(
 		serve.Serving{Serving: inbox.Serving{Session: rootSession}},
 		serve.ServedElsewhere{ServedElsewhere: inbox.ServedElsewhere{Session: "other-root", PID: 4242}},
+		serve.ServedElsewhere{ServedElsewhere: inbox.ServedElsewhere{Session: "third-root", PID: 4343, Permtui: true}},
 		serve.PolicyStatus{Problems: []string{"project config /w/p/.pi/pi-permissions.jsonc: trailing comma at 3:5"}, NoAutoAllow: true},
 		serve.Decided{Ask: bashChain(), Response: wire.Response{State: wire.StateDenied}, Auto: true},
 		serve.Invalid{Invalid: inbox.Invalid{Session: rootSession, Path: "/fwd/x/requests/bad.json", Reason: "id is not a string"}},
 	)
 	v := h.m.View()
-	for _, want := range []string{"serving ♥ " + rootSession, "⚠ pid 4242 serves other-root, not permtui",
+	for _, want := range []string{"serving ♥ " + rootSession, "⚠ pi (pid 4242) serves other-root; standing by", "⚠ another permtui (pid 4343) serves third-root; standing by",
 		"policy ⚠ 1 problem, nothing auto-allowed (l: log): project config", "✗ 1 auto-denied", "⚠ 1 invalid"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("header lacks %q:\n%s", want, v)

@@ -80,8 +80,7 @@ func (m *Model) headerLines() []string {
 		sessions = append(sessions, "serving ♥ "+Sanitize(id))
 	}
 	for _, id := range elsewhere {
-		// Another node (usually the root pi itself) answers this session.
-		sessions = append(sessions, s.Warning.Render(fmt.Sprintf("⚠ pid %d serves %s, not permtui", m.sessions[id].pid, Sanitize(id))))
+		sessions = append(sessions, s.Warning.Render("⚠ "+servedBy(m.sessions[id])+" serves "+Sanitize(id)+"; standing by"))
 	}
 	lines = append(lines, flow(sessions, m.width)...)
 	for _, area := range slices.Sorted(maps.Keys(m.degraded)) {
@@ -103,6 +102,19 @@ func (m *Model) headerLines() []string {
 			held, Sanitize(m.policyProblems[0]))))
 	}
 	return lines
+}
+
+// servedBy names the other node that answers a session: another permtui
+// (it holds the session's lock), or usually the root pi itself.
+func servedBy(st sessionState) string {
+	who := "pi"
+	if st.permtui {
+		who = "another permtui"
+	}
+	if st.pid != 0 {
+		who += fmt.Sprintf(" (pid %d)", st.pid)
+	}
+	return who
 }
 
 func (m *Model) statusLine() string {

@@ -1,0 +1,112 @@
+package inbox
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Scenario 3 of issue 8: instances started at the same moment on one
+// session (each with its own live pid, as separate permtui processes would
+// have) must never both serve it; the losers say that permtui serves it, and
+// one of them takes over when the holder stops.
+func TestInstancesStartedTogetherNeverBothServeASession(t *testing.T) {
+	const instances, trials = 4, 15
+	pids := make([]int, instances)
+	for i := range pids {
+		pids[i] = liveProcess(t).Process.Pid
+	}
+	for trial := 0; trial < trials; trial++ {
+		layout := wire.Layout{Root: filepath.Join(t.TempDir(), "sessions", "permission-forwarding")}
+		rec := testkit.NewRecorder[Event]()
+		type instance struct {
+			pid  int
+			stop context.CancelFunc
+			done chan struct{}
+		}
+		var all []instance
+		gate := make(chan struct{})
+		var ready sync.WaitGroup
+		for _, pid := range pids {
+			in, err := New(Config{
+				Layout: layout, Sessions: []string{servedID}, Poll: true, PID: pid,
+				PollRescan: 10 * time.Millisecond, HeartbeatInterval: 10 * time.Millisecond, ContentionRecheck: 10 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				for ev := range in.Events() {
+					switch ev := ev.(type) {
+					case Serving:
+						rec.Add(servingBy{pid})
+					case ServedElsewhere:
+						rec.Add(ev)
+					}
+				}
+			}()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			ready.Add(1)
+			go func() {
+				defer close(done)
+				ready.Done()
+				<-gate
+				_ = in.Run(ctx)
+			}()
+			all = append(all, instance{pid, cancel, done})
+		}
+		ready.Wait()
+		close(gate)
+
+		rec.WaitFor(t, "every instance settled", func(Event) bool {
+			return rec.Count(func(ev Event) bool {
+				switch ev.(type) {
+				case servingBy, ServedElsewhere:
+					return true
+				}
+				return false
+			}) >= instances
+		})
+		servers := rec.Count(func(ev Event) bool { _, ok := ev.(servingBy); return ok })
+		if servers != 1 {
+			t.Fatalf("trial %d: %d instances serve the session", trial, servers)
+		}
+		holder := rec.WaitFor(t, "holder", func(ev Event) bool { _, ok := ev.(servingBy); return ok }).(servingBy).pid
+		for _, ev := range rec.Snapshot() {
+			if e, ok := ev.(ServedElsewhere); ok && !e.Permtui {
+				t.Fatalf("trial %d: a loser does not say permtui serves the session: %+v", trial, e)
+			}
+		}
+
+		// The holder stops: exactly one other instance takes over.
+		for _, in := range all {
+			if in.pid == holder {
+				in.stop()
+				<-in.done
+			}
+		}
+		rec.WaitFor(t, "takeover", func(Event) bool {
+			return rec.Count(func(ev Event) bool { s, ok := ev.(servingBy); return ok && s.pid != holder }) >= 1
+		})
+		// A few more recheck rounds: nobody else may claim it meanwhile.
+		time.Sleep(50 * time.Millisecond)
+		if n := rec.Count(func(ev Event) bool { s, ok := ev.(servingBy); return ok && s.pid != holder }); n != 1 {
+			t.Fatalf("trial %d: %d instances took over", trial, n)
+		}
+		for _, in := range all {
+			in.stop()
+			<-in.done
+		}
+	}
+}
+
+// servingBy records which instance reported Serving.
+type servingBy struct{ pid int }
+
+func (servingBy) inboxEvent() {}
