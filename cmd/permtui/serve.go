@@ -127,12 +127,12 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	defer cancel()
 	go func() {
 		if err := store.Watch(ctx, func(p *resolve.Policy) {
-			srv.PolicyLoaded(problemTexts(p))
+			srv.PolicyLoaded(problemTexts(p), noPolicyNotice(p))
 		}); err != nil {
 			logger.Error("policy watch stopped", "err", err)
 		}
 	}()
-	srv.PolicyLoaded(problemTexts(store.Policy()))
+	srv.PolicyLoaded(problemTexts(store.Policy()), noPolicyNotice(store.Policy()))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Run(ctx) }()

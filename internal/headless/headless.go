@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	json "github.com/goccy/go-json"
 
@@ -57,6 +58,7 @@ func Run(ctx context.Context, s Server, out io.Writer, ask string) error {
 			ev = next
 		}
 		if line := lineOf(ev); line != nil {
+			line["at"] = time.Now().UTC().Format(time.RFC3339Nano)
 			if err := writeLine(out, line); err != nil {
 				return err
 			}
@@ -118,7 +120,11 @@ func lineOf(ev serve.Event) map[string]any {
 	case serve.Serving:
 		return map[string]any{"event": "serving", "session": ev.Session}
 	case serve.PolicyStatus:
-		return map[string]any{"event": "policy", "problems": nonNil(ev.Problems), "autoAllow": !ev.NoAutoAllow}
+		m := map[string]any{"event": "policy", "problems": nonNil(ev.Problems), "autoAllow": !ev.NoAutoAllow}
+		if ev.NoFile != "" {
+			m["noFile"] = ev.NoFile
+		}
+		return m
 	case serve.WriteFailed:
 		return map[string]any{"event": "write_failed", "ask": ev.Ask, "error": ev.Err}
 	case serve.GrantsChanged:
@@ -134,8 +140,12 @@ func lineOf(ev serve.Event) map[string]any {
 	return nil
 }
 
+// askFields names an ask and what it asks for. The values are the facts
+// judged (accessIntent.matchValues), as in the audit log; display text is
+// command-bearing and stays out of logs (decision 0028), so an ask without
+// facts has none.
 func askFields(event string, a serve.Ask) map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"event":   event,
 		"ask":     a.ID,
 		"session": a.Session,
@@ -143,6 +153,10 @@ func askFields(event string, a serve.Ask) map[string]any {
 		"agent":   a.Request.RequesterAgentName,
 		"surface": serve.SurfaceOf(a.Request),
 	}
+	if ai := a.Request.AccessIntent; ai != nil {
+		m["values"] = nonNil(ai.MatchValues)
+	}
+	return m
 }
 
 func nonNil(s []string) []string {

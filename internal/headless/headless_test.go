@@ -232,3 +232,30 @@ func TestLinesNeverCarryTheMatchedSpelling(t *testing.T) {
 		}
 	}
 }
+
+// Issue 11: every line carries when it was printed, and an ask's line the
+// values judged; the policy line says when no policy file was found.
+func TestLinesCarryTimeAndValues(t *testing.T) {
+	h, out, done := start(t, "")
+	req := pichild.NewestBash(rootID, "impl", "0198c3b0-1111-7222-8333-944455556666", "/w", "make test")
+	answered(t, h.ask(context.Background(), req))
+	h.stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range out.lines(t) {
+		at, _ := m["at"].(string)
+		if _, err := time.Parse(time.RFC3339Nano, at); err != nil {
+			t.Errorf("line %v: at: %v", m, err)
+		}
+		if m["event"] == "queued" {
+			if vs, _ := m["values"].([]any); len(vs) != 1 || vs[0] != "make test" {
+				t.Errorf("queued line values = %v", m["values"])
+			}
+		}
+	}
+	line := lineOf(serve.PolicyStatus{NoFile: "no policy file found; looked in \"/x\""})
+	if line["noFile"] != "no policy file found; looked in \"/x\"" {
+		t.Fatalf("policy line %v", line)
+	}
+}

@@ -73,7 +73,7 @@ func TestABrokenPolicyFileAllowsNothingAutomatically(t *testing.T) {
 	h := startServer(t, options{config: func(c *Config) {
 		c.Judge = func() Judge { return store.Policy() }
 	}})
-	h.s.PolicyLoaded([]string{"config.json: broken"})
+	h.s.PolicyLoaded([]string{"config.json: broken"}, "")
 	st := h.rec.WaitFor(t, "policy", func(ev Event) bool { _, ok := ev.(PolicyStatus); return ok }).(PolicyStatus)
 	if !st.NoAutoAllow {
 		t.Fatalf("policy status %+v does not say allows are held", st)

@@ -159,6 +159,11 @@ func (s *Server) Run(ctx context.Context) error {
 	s.running, s.ctx = true, ctx
 	s.audit = newAuditLog(s.cfg.StateDir, s.emit)
 	s.mu.Unlock()
+	// Grants loaded from disk are in force from the first ask; front ends
+	// hear of them now, not at the next change.
+	if grants := s.cfg.Grants.All(); len(grants) > 0 {
+		s.emit(GrantsChanged{Grants: grants})
+	}
 
 	// The inbox outlives ctx briefly: exit denials are written through it
 	// while the heartbeat still says we serve.
@@ -627,8 +632,10 @@ func (s *Server) rejudge() {
 }
 
 // PolicyLoaded reports a (re)loaded policy and re-judges pending asks.
-func (s *Server) PolicyLoaded(problems []string) {
-	s.emit(PolicyStatus{Problems: problems, NoAutoAllow: len(problems) > 0})
+// noFile says that no policy file was found and where permtui looked, or is
+// empty.
+func (s *Server) PolicyLoaded(problems []string, noFile string) {
+	s.emit(PolicyStatus{Problems: problems, NoAutoAllow: len(problems) > 0, NoFile: noFile})
 	s.rejudge()
 }
 

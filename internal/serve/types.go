@@ -78,6 +78,9 @@ type PolicyStatus struct {
 	// NoAutoAllow: while any file is unusable nothing is allowed
 	// automatically; allows go to a person, denies stand (decision 0052).
 	NoAutoAllow bool
+	// NoFile, when not empty, says that no policy file was found and where
+	// permtui looked: a mistyped --agent-dir looks like a healthy policy.
+	NoFile string
 }
 
 // WriteFailed: a response could not be written; the request is kept and the

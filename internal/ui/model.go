@@ -142,6 +142,7 @@ type Model struct {
 	sessions       map[string]sessionState
 	policyLoaded   bool
 	policyProblems []string
+	policyNoFile   string // no policy file found, and where serve looked
 	noAutoAllow    bool              // serve holds every allow for a person (policy problems)
 	degraded       map[string]string // area → problem, from serve.Degraded
 	autoApproved   int
@@ -300,7 +301,11 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 				m.addLog(logEntry{note: "⚠ policy: " + Sanitize(p)})
 			}
 		}
+		if ev.NoFile != "" && ev.NoFile != m.policyNoFile {
+			m.addLog(logEntry{note: "⚠ policy: " + Sanitize(ev.NoFile)})
+		}
 		m.policyLoaded = true
+		m.policyNoFile = ev.NoFile
 		m.policyProblems = slices.Clone(ev.Problems)
 		m.noAutoAllow = ev.NoAutoAllow
 	case serve.WriteFailed:

@@ -144,3 +144,14 @@ func TestRowWithoutBoundaryKeepsTheFileName(t *testing.T) {
 }
 
 func sizeMsg(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
+
+// Bug 5: with no policy file the header says so and where serve looked,
+// never "policy ✓ loaded".
+func TestHeaderSaysNoPolicyFileWasFound(t *testing.T) {
+	h := newHarness(t)
+	h.events(serve.PolicyStatus{NoFile: `no policy file found, so every ask goes to a person; looked in "/home/ana/.pi/agnet/settings.json"`})
+	v := h.m.View()
+	if strings.Contains(v, "policy ✓") || !strings.Contains(v, "no policy file found") || !strings.Contains(v, "agnet/settings.json") {
+		t.Fatalf("header hides the missing policy:\n%s", v)
+	}
+}

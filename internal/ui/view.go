@@ -90,6 +90,12 @@ func (m *Model) headerLines() []string {
 	switch {
 	case !m.policyLoaded:
 		lines = append(lines, s.Muted.Render("policy: not loaded yet"))
+	case len(m.policyProblems) == 0 && m.policyNoFile != "":
+		// Two lines, so where it looked shows: a mistyped --agent-dir.
+		wrapped := wrapWords("policy ⚠ "+Sanitize(m.policyNoFile), m.width)
+		for _, l := range wrapped[:min(len(wrapped), 2)] {
+			lines = append(lines, s.Warning.Render(l))
+		}
 	case len(m.policyProblems) == 0:
 		lines = append(lines, "policy ✓ loaded")
 	default:

@@ -1,0 +1,42 @@
+package serve
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Issue 11 bug 1: whole-session grants loaded at start are reported at
+// start, not only after the next change, so the console's g and headless
+// show them.
+func TestGrantsLoadedAtStartAreReported(t *testing.T) {
+	saved := map[string][]wire.Grant{rootID: {{Surface: "bash", Pattern: "make test *"}}}
+	h := startServer(t, options{before: func(h *harness) {
+		if err := h.grants.Add(rootID, saved[rootID]); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	ev := h.rec.WaitFor(t, "grants at start", func(ev Event) bool {
+		_, ok := ev.(GrantsChanged)
+		return ok
+	}).(GrantsChanged)
+	if !reflect.DeepEqual(ev.Grants, saved) {
+		t.Fatalf("grants at start = %v, want %v", ev.Grants, saved)
+	}
+}
+
+// Issue 11 bug 5: the policy event carries where permtui looked when it
+// found no policy file.
+func TestPolicyStatusSaysNoFileWasFound(t *testing.T) {
+	h := startServer(t, options{})
+	const notice = `no policy file found, so every ask goes to a person; looked in "/nowhere/settings.json"`
+	h.s.PolicyLoaded(nil, notice)
+	ev := h.rec.WaitFor(t, "policy status", func(ev Event) bool {
+		_, ok := ev.(PolicyStatus)
+		return ok
+	}).(PolicyStatus)
+	if ev.NoFile != notice || ev.NoAutoAllow {
+		t.Fatalf("policy status = %+v", ev)
+	}
+}
