@@ -142,7 +142,7 @@ type Model struct {
 	sessions       map[string]sessionState
 	policyLoaded   bool
 	policyProblems []string
-	policyNoFile   string // no policy file found, and where serve looked
+	policyNoFile   string            // no policy file found, and where serve looked
 	noAutoAllow    bool              // serve holds every allow for a person (policy problems)
 	degraded       map[string]string // area → problem, from serve.Degraded
 	autoApproved   int
