@@ -15,6 +15,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -152,7 +153,7 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	var verdict resolve.Action
 	switch {
 	case request != "":
-		data, err := wire.ReadRegularFile(request, wire.MaxFileSize)
+		data, err := safefs.ReadRegularFile(request, wire.MaxFileSize)
 		if err != nil {
 			return err
 		}

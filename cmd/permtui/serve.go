@@ -16,6 +16,7 @@ import (
 
 	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/ui"
 	"github.com/permtui/permtui/internal/wire"
@@ -96,7 +97,7 @@ func isTerminal() bool {
 // serveUntilDone runs the serving loop with the chosen front end until ctx is
 // cancelled (or the person quits the console).
 func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
-	if err := wire.MkdirPrivate(f.stateDir); err != nil {
+	if err := safefs.MkdirPrivate(f.stateDir); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
 	logger, closeLog, err := openLog(filepath.Join(f.stateDir, "permtui.log"))

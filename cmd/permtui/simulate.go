@@ -12,8 +12,8 @@ import (
 
 	"github.com/permtui/permtui/internal/policyedit"
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/simulate"
-	"github.com/permtui/permtui/internal/wire"
 )
 
 const simulateSynopsis = `simulate (--rule SURFACE PATTERN ACTION ... [--scope S] [--agent NAME] | --config FILE) [flags]
@@ -110,7 +110,7 @@ func candidate(opts resolve.LoadOptions, rules []policyedit.Rule, scopeFlag, age
 	cand := opts
 	cand.Overlay = map[string][]byte{}
 	if config != "" {
-		data, err := wire.ReadRegularFileFollow(config, maxCandidateConfig)
+		data, err := safefs.ReadRegularFileFollow(config, maxCandidateConfig)
 		if err != nil {
 			return cand, err
 		}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/permtui/permtui/internal/wire"
+	"github.com/permtui/permtui/internal/safefs"
 )
 
 // Env is a demo world laid out under one temporary directory.
@@ -96,15 +96,15 @@ func Setup(root string) (Env, error) {
 		filepath.Join(env.AgentDir, "agents", "researcher.md"):                           researcherAgent,
 	}
 	for path, text := range files {
-		if err := wire.MkdirPrivate(filepath.Dir(path)); err != nil {
+		if err := safefs.MkdirPrivate(filepath.Dir(path)); err != nil {
 			return Env{}, err
 		}
-		if err := wire.WriteFileAtomic(path, []byte(text)); err != nil {
+		if err := safefs.WriteFileAtomic(path, []byte(text)); err != nil {
 			return Env{}, fmt.Errorf("demo policy: %w", err)
 		}
 	}
 	for _, dir := range append([]string{env.Project, env.StateDir}, env.Worktrees...) {
-		if err := wire.MkdirPrivate(dir); err != nil {
+		if err := safefs.MkdirPrivate(dir); err != nil {
 			return Env{}, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -200,10 +201,10 @@ func (in *Inbox) publish(id string, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if err := wire.MkdirPrivate(in.cfg.Layout.Root); err != nil {
+	if err := safefs.MkdirPrivate(in.cfg.Layout.Root); err != nil {
 		return err
 	}
-	dir, err := wire.OpenDirPrivate(in.cfg.Layout.Root, "serving")
+	dir, err := safefs.OpenDirPrivate(in.cfg.Layout.Root, "serving")
 	if err != nil {
 		return err
 	}
@@ -227,7 +228,7 @@ func (in *Inbox) foreignServer(id string, now time.Time) (int, bool) {
 	if !ok || hb.PID == in.cfg.PID || hb.UpdatedAt > now.Add(MaxHeartbeatSkew).UnixMilli() {
 		return 0, false
 	}
-	if wire.ClassifyHeartbeat(hb, now, wire.PIDAlive) != wire.LivenessAlive {
+	if wire.ClassifyHeartbeat(hb, now, safefs.PIDAlive) != wire.LivenessAlive {
 		return 0, false
 	}
 	return hb.PID, true
@@ -261,7 +262,7 @@ func (in *Inbox) withdrawHeartbeats() {
 	if len(ids) == 0 {
 		return
 	}
-	dir, err := wire.OpenDir(in.cfg.Layout.Root, "serving")
+	dir, err := safefs.OpenDir(in.cfg.Layout.Root, "serving")
 	if err != nil {
 		in.cfg.Logger.Warn("remove heartbeats", "err", err)
 		return
@@ -279,7 +280,7 @@ func (in *Inbox) withdrawHeartbeats() {
 // readHeartbeat returns the usable record for id; unreadable, unusable or
 // behind a symlinked serving/ counts as absent.
 func (in *Inbox) readHeartbeat(id string) (wire.Heartbeat, bool) {
-	dir, err := wire.OpenDir(in.cfg.Layout.Root, "serving")
+	dir, err := safefs.OpenDir(in.cfg.Layout.Root, "serving")
 	if err != nil {
 		return wire.Heartbeat{}, false
 	}
@@ -287,7 +288,7 @@ func (in *Inbox) readHeartbeat(id string) (wire.Heartbeat, bool) {
 	return readHeartbeatIn(dir, id)
 }
 
-func readHeartbeatIn(dir *wire.Dir, id string) (wire.Heartbeat, bool) {
+func readHeartbeatIn(dir *safefs.Dir, id string) (wire.Heartbeat, bool) {
 	data, err := dir.ReadFile(heartbeatName(id), wire.MaxFileSize)
 	if err != nil {
 		return wire.Heartbeat{}, false

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -99,11 +100,11 @@ func requestJSON(id, target string) string {
 func (h *harness) writeRequest(session, name, body string) string {
 	h.t.Helper()
 	dir := h.layout.RequestsDir(session)
-	if err := wire.MkdirPrivate(dir); err != nil {
+	if err := safefs.MkdirPrivate(dir); err != nil {
 		h.t.Fatal(err)
 	}
 	path := filepath.Join(dir, name)
-	if err := wire.WriteFileAtomic(path, []byte(body)); err != nil {
+	if err := safefs.WriteFileAtomic(path, []byte(body)); err != nil {
 		h.t.Fatal(err)
 	}
 	return path
@@ -225,7 +226,7 @@ func TestSymlinkIsRemovedWithoutTouchingItsTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := h.layout.RequestsDir(servedID)
-	if err := wire.MkdirPrivate(dir); err != nil {
+	if err := safefs.MkdirPrivate(dir); err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(dir, "1791279012345-ln-1.json")
@@ -245,7 +246,7 @@ func TestSymlinkIsRemovedWithoutTouchingItsTarget(t *testing.T) {
 func TestFIFOIsRefusedWithoutBlocking(t *testing.T) {
 	h := start(t, nil)
 	dir := h.layout.RequestsDir(servedID)
-	if err := wire.MkdirPrivate(dir); err != nil {
+	if err := safefs.MkdirPrivate(dir); err != nil {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "1791279012345-fifo-1.json")
@@ -356,7 +357,7 @@ func TestFailedResponseWriteKeepsTheRequestWithoutRedelivery(t *testing.T) {
 }
 
 func readHeartbeatFile(path string) (wire.Heartbeat, bool) {
-	data, err := wire.ReadRegularFile(path, wire.MaxFileSize)
+	data, err := safefs.ReadRegularFile(path, wire.MaxFileSize)
 	if err != nil {
 		return wire.Heartbeat{}, false
 	}
@@ -440,10 +441,10 @@ func writeHB(t *testing.T, layout wire.Layout, session string, pid int, at time.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wire.MkdirPrivate(layout.ServingDir()); err != nil {
+	if err := safefs.MkdirPrivate(layout.ServingDir()); err != nil {
 		t.Fatal(err)
 	}
-	if err := wire.WriteFileAtomic(layout.HeartbeatPath(session), data); err != nil {
+	if err := safefs.WriteFileAtomic(layout.HeartbeatPath(session), data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -570,7 +571,7 @@ func TestDiscoveryServesCanonicalSessionDirectoriesCreatedLater(t *testing.T) {
 	// Not canonical: lowercase escape, and an encoding of "unknown".
 	for _, name := range []string{"a%2fb", "unknown"} {
 		dir := filepath.Join(h.layout.SessionsDir(), name, "requests")
-		if err := wire.MkdirPrivate(dir); err != nil {
+		if err := safefs.MkdirPrivate(dir); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -609,7 +610,7 @@ func TestSymlinkedRequestsDirectoryIsNotFollowed(t *testing.T) {
 	if err := os.WriteFile(victim, []byte(requestJSON("1791279012345-out-1", servedID)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := wire.MkdirPrivate(h.layout.SessionDir(servedID)); err != nil {
+	if err := safefs.MkdirPrivate(h.layout.SessionDir(servedID)); err != nil {
 		t.Fatal(err)
 	}
 	reqDir := h.layout.RequestsDir(servedID)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -39,8 +40,8 @@ func (in *Inbox) Present(id AskID) bool {
 
 // openRequests opens the session root and its requests/ without following
 // symlinks.
-func (in *Inbox) openRequests(session string) (sess, reqDir *wire.Dir, err error) {
-	sess, err = wire.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(session))
+func (in *Inbox) openRequests(session string) (sess, reqDir *safefs.Dir, err error) {
+	sess, err = safefs.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(session))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -97,7 +98,7 @@ func (in *Inbox) respond(e *entry, resp wire.Response) (removed bool, err error)
 		return false, fmt.Errorf("encode response: %w", err)
 	}
 	sess, reqDir, err := in.openRequests(e.session)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, wire.ErrNotDir) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefs.ErrNotDir) {
 		return false, ErrWithdrawn
 	}
 	if err != nil {

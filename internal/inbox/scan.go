@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -35,7 +36,7 @@ func (in *Inbox) scan(w *watcher) {
 // discoverSessions registers every canonical session directory not yet known
 // and claims it (heartbeat contention decides whether it is served).
 func (in *Inbox) discoverSessions() {
-	sessions, err := wire.OpenDir(in.cfg.Layout.Root, "sessions")
+	sessions, err := safefs.OpenDir(in.cfg.Layout.Root, "sessions")
 	if err != nil {
 		return // not created yet, a symlink, or unreadable: rescanned later
 	}
@@ -108,14 +109,14 @@ const (
 
 // scanSession delivers new requests of one served session and reports the
 // delivered ones whose files vanished. Every file operation goes through
-// directories opened without following symlinks (wire.Dir), so a child that
+// directories opened without following symlinks (safefs.Dir), so a child that
 // swaps requests/ for a symlink mid-scan cannot lead a read or a delete out
 // of the inbox.
 func (in *Inbox) scanSession(w *watcher, id string) {
 	sessionDir := in.cfg.Layout.SessionDir(id)
 	reqDirPath := in.cfg.Layout.RequestsDir(id)
-	sess := in.openDir(id, sessionDir, func() (*wire.Dir, error) {
-		return wire.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
+	sess := in.openDir(id, sessionDir, func() (*safefs.Dir, error) {
+		return safefs.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
 	})
 	if sess == nil {
 		in.forgetVanished(id, nil, nil)
@@ -124,7 +125,7 @@ func (in *Inbox) scanSession(w *watcher, id string) {
 	defer sess.Close()
 	// The session root is watched so requests/ appearing is noticed.
 	w.watch(sessionDir)
-	reqDir := in.openDir(id, reqDirPath, func() (*wire.Dir, error) { return sess.Open("requests") })
+	reqDir := in.openDir(id, reqDirPath, func() (*safefs.Dir, error) { return sess.Open("requests") })
 	if reqDir == nil {
 		in.forgetVanished(id, nil, nil)
 		return
@@ -154,12 +155,12 @@ func (in *Inbox) scanSession(w *watcher, id string) {
 // openDir opens a session root or requests/ directory. Anything there but a
 // real directory (a symlink could lead reads and deletes out of the inbox)
 // is reported once as invalid; a missing one is nil without a report.
-func (in *Inbox) openDir(id, path string, open func() (*wire.Dir, error)) *wire.Dir {
+func (in *Inbox) openDir(id, path string, open func() (*safefs.Dir, error)) *safefs.Dir {
 	d, err := open()
 	if err == nil {
 		return d
 	}
-	if !errors.Is(err, wire.ErrNotDir) {
+	if !errors.Is(err, safefs.ErrNotDir) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			in.cfg.Logger.Warn("open inbox directory", "dir", path, "err", err)
 		}
@@ -178,7 +179,7 @@ func (in *Inbox) openDir(id, path string, open func() (*wire.Dir, error)) *wire.
 }
 
 // consider reads one candidate file and delivers, refuses or skips it.
-func (in *Inbox) consider(session string, dir *wire.Dir, e fs.DirEntry) {
+func (in *Inbox) consider(session string, dir *safefs.Dir, e fs.DirEntry) {
 	name := e.Name()
 	path := filepath.Join(dir.Path(), name)
 	in.mu.Lock()
@@ -202,10 +203,10 @@ func (in *Inbox) consider(session string, dir *wire.Dir, e fs.DirEntry) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return // the child withdrew it already
-	case errors.Is(err, wire.ErrNotRegular):
+	case errors.Is(err, safefs.ErrNotRegular):
 		in.refuse(session, dir, name, "not a regular file", true)
 		return
-	case errors.Is(err, wire.ErrTooLarge):
+	case errors.Is(err, safefs.ErrTooLarge):
 		in.refuse(session, dir, name, "larger than 1 MiB", true)
 		return
 	case err != nil:
@@ -259,7 +260,7 @@ func (in *Inbox) inflightOf(session string) int {
 // refuse reports a refused request file and unlinks it when remove is set
 // (never following a symlink, never removing a directory). An entry that
 // stays is remembered so it is reported only once.
-func (in *Inbox) refuse(session string, dir *wire.Dir, name, reason string, remove bool) {
+func (in *Inbox) refuse(session string, dir *safefs.Dir, name, reason string, remove bool) {
 	path := filepath.Join(dir.Path(), name)
 	if remove {
 		err := dir.Remove(name)
@@ -279,7 +280,7 @@ func (in *Inbox) refuse(session string, dir *wire.Dir, name, reason string, remo
 // reports delivered, unanswered ones as withdrawn. reqDir nil means the
 // session has no requests/ directory (any more); listed nil means the
 // listing was cut short, so refused entries are kept.
-func (in *Inbox) forgetVanished(session string, reqDir *wire.Dir, listed map[string]bool) {
+func (in *Inbox) forgetVanished(session string, reqDir *safefs.Dir, listed map[string]bool) {
 	in.mu.Lock()
 	var candidates []*entry
 	for _, e := range in.inflight {
@@ -324,7 +325,7 @@ func (in *Inbox) forgetVanished(session string, reqDir *wire.Dir, listed map[str
 
 // isRegular reports whether name is a regular file in dir (a request that is
 // still there).
-func isRegular(dir *wire.Dir, name string) bool {
+func isRegular(dir *safefs.Dir, name string) bool {
 	m, err := dir.Mode(name)
 	return err == nil && m.IsRegular()
 }

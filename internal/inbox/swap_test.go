@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -132,7 +133,7 @@ func TestHeartbeatIsNeverWrittenThroughASymlinkedServingDirectory(t *testing.T) 
 	var layout wire.Layout
 	h := start(t, func(c *Config) {
 		layout = c.Layout
-		if err := wire.MkdirPrivate(c.Layout.Root); err != nil {
+		if err := safefs.MkdirPrivate(c.Layout.Root); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Symlink(outside, c.Layout.ServingDir()); err != nil {
@@ -204,7 +205,7 @@ func TestDiscoveryServesAtMostMaxDiscoveredSessions(t *testing.T) {
 func TestASymlinkedSessionsDirectoryIsNotFollowed(t *testing.T) {
 	outside := t.TempDir()
 	victim := filepath.Join(outside, wire.EncodeSegment(servedID), "requests", "1791279012345-sl-1.json")
-	if err := wire.MkdirPrivate(filepath.Dir(victim)); err != nil {
+	if err := safefs.MkdirPrivate(filepath.Dir(victim)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(victim, []byte(requestJSON("1791279012345-sl-1", servedID)), 0o600); err != nil {
@@ -216,7 +217,7 @@ func TestASymlinkedSessionsDirectoryIsNotFollowed(t *testing.T) {
 			if discover {
 				c.Sessions = nil
 			}
-			if err := wire.MkdirPrivate(c.Layout.Root); err != nil {
+			if err := safefs.MkdirPrivate(c.Layout.Root); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Symlink(outside, c.Layout.SessionsDir()); err != nil {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -102,13 +103,13 @@ func (c *Child) Ask(ctx context.Context, req *wire.Request) (Result, error) {
 	}
 	l := c.Layout
 	for _, dir := range []string{l.SessionDir(target), l.RequestsDir(target), l.ResponsesDir(target)} {
-		if err := wire.MkdirPrivate(dir); err != nil {
+		if err := safefs.MkdirPrivate(dir); err != nil {
 			res.Outcome = WriteFailed
 			return res, nil
 		}
 	}
 	requestPath, responsePath := l.RequestPath(target, r.ID), l.ResponsePath(target, r.ID)
-	if err := wire.WriteFileAtomic(requestPath, data); err != nil {
+	if err := safefs.WriteFileAtomic(requestPath, data); err != nil {
 		c.cleanup(target)
 		res.Outcome = WriteFailed
 		return res, nil
@@ -138,7 +139,7 @@ func (c *Child) Ask(ctx context.Context, req *wire.Request) (Result, error) {
 		if _, err := os.Lstat(responsePath); err == nil {
 			// Read once, then delete both files whatever the content
 			// (unlink only: a directory in their place is never removed).
-			raw, readErr := wire.ReadRegularFile(responsePath, wire.MaxFileSize)
+			raw, readErr := safefs.ReadRegularFile(responsePath, wire.MaxFileSize)
 			_ = syscall.Unlink(responsePath)
 			res.Raw = raw
 			if readErr == nil {
@@ -151,7 +152,7 @@ func (c *Child) Ask(ctx context.Context, req *wire.Request) (Result, error) {
 		}
 		now := c.now()
 		if c.Liveness {
-			if wire.ReadLiveness(l.HeartbeatPath(target), now) == wire.LivenessAlive {
+			if readLiveness(l.HeartbeatPath(target), now) == wire.LivenessAlive {
 				notServingSince = time.Time{}
 			} else if notServingSince.IsZero() {
 				notServingSince = now
@@ -186,4 +187,18 @@ func (c *Child) cleanup(target string) {
 		gone(c.Layout.ResponsesDir(target))
 	}
 	gone(c.Layout.SessionDir(target))
+}
+
+// readLiveness reads and classifies the heartbeat file at path the way a
+// child does: unreadable or unusable counts as absent.
+func readLiveness(path string, now time.Time) wire.Liveness {
+	data, err := safefs.ReadRegularFile(path, wire.MaxFileSize)
+	if err != nil {
+		return wire.LivenessAbsent
+	}
+	h, err := wire.ParseHeartbeat(data)
+	if err != nil {
+		return wire.LivenessAbsent
+	}
+	return wire.ClassifyHeartbeat(h, now, safefs.PIDAlive)
 }

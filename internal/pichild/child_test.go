@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -31,7 +32,7 @@ func fakeServer(ctx context.Context, t *testing.T, l wire.Layout, answer func(*w
 			time.Sleep(5 * time.Millisecond)
 			names, _ := filepath.Glob(filepath.Join(l.RequestsDir(served), "*.json"))
 			for _, name := range names {
-				data, err := wire.ReadRegularFile(name, wire.MaxFileSize)
+				data, err := safefs.ReadRegularFile(name, wire.MaxFileSize)
 				if err != nil {
 					continue
 				}
@@ -41,7 +42,7 @@ func fakeServer(ctx context.Context, t *testing.T, l wire.Layout, answer func(*w
 					os.Remove(name)
 					continue
 				}
-				if err := wire.WriteFileAtomic(l.ResponsePath(served, req.ID), answer(req)); err != nil {
+				if err := safefs.WriteFileAtomic(l.ResponsePath(served, req.ID), answer(req)); err != nil {
 					t.Errorf("response write: %v", err)
 					continue
 				}
@@ -67,10 +68,10 @@ func publishHeartbeat(t *testing.T, l wire.Layout, updatedAt int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wire.MkdirPrivate(l.ServingDir()); err != nil {
+	if err := safefs.MkdirPrivate(l.ServingDir()); err != nil {
 		t.Fatal(err)
 	}
-	if err := wire.WriteFileAtomic(l.HeartbeatPath(served), data); err != nil {
+	if err := safefs.WriteFileAtomic(l.HeartbeatPath(served), data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -244,7 +245,7 @@ func TestAskMintsIDAndCleansEmptyDirs(t *testing.T) {
 	assertGone(t, l.SessionDir(served))
 
 	// A foreign file keeps requests/, so responses/ and the root stay too.
-	if err := wire.MkdirPrivate(l.RequestsDir(served)); err != nil {
+	if err := safefs.MkdirPrivate(l.RequestsDir(served)); err != nil {
 		t.Fatal(err)
 	}
 	foreign := filepath.Join(l.RequestsDir(served), "x.tmp")

@@ -10,7 +10,7 @@ import (
 	"github.com/aymanbagabas/go-udiff"
 
 	"github.com/permtui/permtui/internal/resolve"
-	"github.com/permtui/permtui/internal/wire"
+	"github.com/permtui/permtui/internal/safefs"
 )
 
 // maxPolicyFile caps the policy file permtui edits (pi's files are small).
@@ -174,7 +174,7 @@ func rank(origin string) int {
 // readPolicyFile reads a policy file, following a link as pi does; a
 // missing file reads as empty.
 func readPolicyFile(file string) ([]byte, bool, error) {
-	data, err := wire.ReadRegularFileFollow(file, maxPolicyFile)
+	data, err := safefs.ReadRegularFileFollow(file, maxPolicyFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/permtui/permtui/internal/resolve"
-	"github.com/permtui/permtui/internal/wire"
+	"github.com/permtui/permtui/internal/safefs"
 )
 
 // Written says what Apply did.
@@ -63,7 +63,7 @@ func Apply(ch *Change, opts resolve.LoadOptions, stateDir string, now time.Time)
 // backup copies data to <stateDir>/backups/<time>-<scope>-<file name>, 0600.
 func backup(stateDir string, t Target, data []byte, now time.Time) (string, error) {
 	dir := filepath.Join(stateDir, "backups")
-	if err := wire.MkdirPrivate(dir); err != nil {
+	if err := safefs.MkdirPrivate(dir); err != nil {
 		return "", fmt.Errorf("backup: %w", err)
 	}
 	label := string(t.Scope)
@@ -104,7 +104,7 @@ func restore(file string, old []byte, existed bool, mode fs.FileMode) error {
 // 0700.
 func writeSynced(file string, data []byte, mode fs.FileMode) error {
 	dir := filepath.Dir(file)
-	if err := wire.MkdirPrivate(dir); err != nil {
+	if err := safefs.MkdirPrivate(dir); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*.tmp")

@@ -15,6 +15,7 @@ import (
 	"github.com/aymanbagabas/go-udiff"
 	json "github.com/goccy/go-json"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -230,5 +231,5 @@ func parseUnified(text string) []Line {
 // regular file, not through a symlink at the last component, at most
 // MaxFileSize bytes. Run it off the UI goroutine.
 func ReadCurrent(path string) ([]byte, error) {
-	return wire.ReadRegularFile(path, MaxFileSize)
+	return safefs.ReadRegularFile(path, MaxFileSize)
 }

@@ -12,6 +12,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -29,7 +30,7 @@ const grantsFileSuffix = ".json"
 // OpenGrants loads every grants file of dir, creating dir (0700) if needed.
 // A corrupt file is an error naming it, never silently dropped.
 func OpenGrants(dir string) (*Grants, error) {
-	if err := wire.MkdirPrivate(dir); err != nil {
+	if err := safefs.MkdirPrivate(dir); err != nil {
 		return nil, fmt.Errorf("grants directory %s: %w", dir, err)
 	}
 	g := &Grants{dir: dir, by: map[string][]wire.Grant{}}
@@ -43,7 +44,7 @@ func OpenGrants(dir string) (*Grants, error) {
 			continue // temp files of atomic writes, or not ours
 		}
 		file := filepath.Join(dir, e.Name())
-		data, err := wire.ReadRegularFile(file, maxPolicyFileSize)
+		data, err := safefs.ReadRegularFile(file, maxPolicyFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("grants file %s: %w", file, err)
 		}
@@ -138,7 +139,7 @@ func (g *Grants) save(session string, list []wire.Grant) error {
 	if len(data) > maxPolicyFileSize {
 		return fmt.Errorf("grants: session %q would exceed %d bytes of grants", session, maxPolicyFileSize)
 	}
-	if err := wire.WriteFileAtomic(g.file(session), data); err != nil {
+	if err := safefs.WriteFileAtomic(g.file(session), data); err != nil {
 		return err
 	}
 	if len(list) == 0 {

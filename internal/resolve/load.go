@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/permtui/permtui/internal/wire"
+	"github.com/permtui/permtui/internal/safefs"
 )
 
 // maxPolicyFileSize caps every config and agent file read.
@@ -110,7 +110,7 @@ func (o LoadOptions) read(file string) ([]byte, error) {
 	if data, ok := o.Overlay[file]; ok {
 		return data, nil
 	}
-	return wire.ReadRegularFileFollow(file, maxPolicyFileSize)
+	return safefs.ReadRegularFileFollow(file, maxPolicyFileSize)
 }
 
 // Paths of pi-permission-system's policy files: the global config, the

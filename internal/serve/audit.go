@@ -13,6 +13,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -98,7 +99,7 @@ func AppendRuleRecord(stateDir string, rec RuleRecord) error {
 	if err != nil {
 		return fmt.Errorf("audit: encode: %w", err)
 	}
-	if err := wire.MkdirPrivate(stateDir); err != nil {
+	if err := safefs.MkdirPrivate(stateDir); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	f, err := os.OpenFile(filepath.Join(stateDir, "audit.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -207,7 +208,7 @@ func (l *auditLog) open() error {
 	if l.file != nil {
 		return nil
 	}
-	if err := wire.MkdirPrivate(filepath.Dir(l.path)); err != nil {
+	if err := safefs.MkdirPrivate(filepath.Dir(l.path)); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)

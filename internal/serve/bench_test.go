@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -39,7 +40,7 @@ func benchServer(b *testing.B) (*Server, wire.Layout, <-chan Decided) {
 	go func() { done <- s.Run(ctx) }()
 	b.Cleanup(func() { cancel(); <-done })
 	for _, d := range []string{layout.RequestsDir(rootID), layout.ResponsesDir(rootID)} {
-		if err := wire.MkdirPrivate(d); err != nil {
+		if err := safefs.MkdirPrivate(d); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -51,7 +52,7 @@ func writeBenchRequest(b *testing.B, layout wire.Layout, id string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := wire.WriteFileAtomic(layout.RequestPath(rootID, id), data); err != nil {
+	if err := safefs.WriteFileAtomic(layout.RequestPath(rootID, id), data); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -229,12 +230,12 @@ func (h *harness) send(req *wire.Request) string {
 func (h *harness) sendRaw(id string, data []byte) string {
 	h.t.Helper()
 	for _, dir := range []string{h.layout.RequestsDir(rootID), h.layout.ResponsesDir(rootID)} {
-		if err := wire.MkdirPrivate(dir); err != nil {
+		if err := safefs.MkdirPrivate(dir); err != nil {
 			h.t.Fatal(err)
 		}
 	}
 	path := h.layout.RequestPath(rootID, id)
-	if err := wire.WriteFileAtomic(path, data); err != nil {
+	if err := safefs.WriteFileAtomic(path, data); err != nil {
 		h.t.Fatal(err)
 	}
 	return path

@@ -3,7 +3,6 @@ package wire
 import (
 	"errors"
 	"math"
-	"syscall"
 	"time"
 )
 
@@ -57,7 +56,7 @@ const (
 const HeartbeatStaleAfter = 5000 * time.Millisecond
 
 // ClassifyHeartbeat classifies a usable record: dead pid first, then stale,
-// else alive. alive reports whether a pid exists (see PIDAlive).
+// else alive. alive reports whether a pid exists (safefs.PIDAlive).
 func ClassifyHeartbeat(h Heartbeat, now time.Time, alive func(pid int) bool) Liveness {
 	if !alive(h.PID) {
 		return LivenessDeadPID
@@ -66,24 +65,4 @@ func ClassifyHeartbeat(h Heartbeat, now time.Time, alive func(pid int) bool) Liv
 		return LivenessStale
 	}
 	return LivenessAlive
-}
-
-// PIDAlive is kill(pid, 0) as pi reads it: any error but EPERM means dead.
-func PIDAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// ReadLiveness reads and classifies the heartbeat file at path the way a
-// child does.
-func ReadLiveness(path string, now time.Time) Liveness {
-	data, err := ReadRegularFile(path, MaxFileSize)
-	if err != nil {
-		return LivenessAbsent
-	}
-	h, err := ParseHeartbeat(data)
-	if err != nil {
-		return LivenessAbsent
-	}
-	return ClassifyHeartbeat(h, now, PIDAlive)
 }
