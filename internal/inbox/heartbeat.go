@@ -56,7 +56,7 @@ func (in *Inbox) claimLocked(id string) (Event, bool) {
 	if !held {
 		// Another permtui holds the lock; its record, once written, names it.
 		pid := 0
-		if hb, ok := in.readHeartbeat(id); ok && hb.PID != in.cfg.PID && wire.PIDAlive(hb.PID) {
+		if hb, ok := in.readHeartbeat(id); ok && hb.PID != in.cfg.PID && safefs.PIDAlive(hb.PID) {
 			pid = hb.PID
 		}
 		// Rechecked every heartbeat tick: the kernel drops the lock the moment
@@ -96,12 +96,12 @@ func (in *Inbox) yield(s *sessionState, id string, pid int, permtui bool, next t
 // held is false only when another holder has it. A directory that cannot be
 // opened or locked (a symlinked session root is refused by the scan) is
 // logged and served without the lock, as before there was one.
-func (in *Inbox) lockSession(id string) (*wire.Dir, bool) {
-	if err := wire.MkdirPrivate(in.cfg.Layout.Root); err != nil {
+func (in *Inbox) lockSession(id string) (*safefs.Dir, bool) {
+	if err := safefs.MkdirPrivate(in.cfg.Layout.Root); err != nil {
 		in.cfg.Logger.Warn("session lock", "session", id, "err", err)
 		return nil, true
 	}
-	dir, err := wire.OpenDirPrivate(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
+	dir, err := safefs.OpenDirPrivate(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
 	if err != nil {
 		in.cfg.Logger.Warn("session lock", "session", id, "err", err)
 		return nil, true
@@ -118,7 +118,7 @@ func (in *Inbox) lockSession(id string) (*wire.Dir, bool) {
 }
 
 // closeLock releases a session lock (nil when serving without one).
-func closeLock(d *wire.Dir) {
+func closeLock(d *safefs.Dir) {
 	if d != nil {
 		_ = d.Close()
 	}
@@ -241,7 +241,7 @@ func (in *Inbox) withdrawHeartbeats() {
 	defer in.hbMu.Unlock()
 	in.mu.Lock()
 	var ids []string
-	var locks []*wire.Dir
+	var locks []*safefs.Dir
 	for id, s := range in.sessions {
 		if s.published {
 			ids = append(ids, id)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -130,13 +131,13 @@ type Inbox struct {
 
 type sessionState struct {
 	serving      bool
-	lock         *wire.Dir // the session directory, flocked while we serve it
-	elsewhere    bool      // another node serves it (reported)
-	otherPID     int       // the live pid serving it elsewhere (0: not known yet)
-	otherPermtui bool      // that node is another permtui (it holds the lock)
-	nextClaim    time.Time // when to look at a foreign heartbeat again
-	published    bool      // we wrote a heartbeat for it
-	badDir       string    // a refused session root or requests/, reported once
+	lock         *safefs.Dir // the session directory, flocked while we serve it
+	elsewhere    bool        // another node serves it (reported)
+	otherPID     int         // the live pid serving it elsewhere (0: not known yet)
+	otherPermtui bool        // that node is another permtui (it holds the lock)
+	nextClaim    time.Time   // when to look at a foreign heartbeat again
+	published    bool        // we wrote a heartbeat for it
+	badDir       string      // a refused session root or requests/, reported once
 }
 
 type entry struct {
