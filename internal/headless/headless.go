@@ -110,6 +110,9 @@ func lineOf(ev serve.Event) map[string]any {
 		m["decidedBy"] = ev.Response.DecidedBy
 		m["auto"] = ev.Auto
 		m["latencyMicros"] = ev.Latency.Microseconds()
+		if ev.Approver != "" {
+			m["approver"] = ev.Approver
+		}
 		return m
 	case serve.Withdrawn:
 		return map[string]any{"event": "withdrawn", "ask": ev.ID, "session": ev.Session, "pending": ev.Pending}
@@ -155,6 +158,9 @@ func askFields(event string, a serve.Ask) map[string]any {
 	}
 	if ai := a.Request.AccessIntent; ai != nil {
 		m["values"] = nonNil(ai.MatchValues)
+	}
+	if a.Host != "" {
+		m["host"] = a.Host
 	}
 	return m
 }

@@ -36,6 +36,7 @@ type AuditRecord struct {
 	CreatedAt         float64              `json:"createdAt"` // the request's, ms epoch
 	DecidedAt         int64                `json:"decidedAt"` // ms epoch
 	Auto              bool                 `json:"auto"`
+	Approver          string               `json:"approver,omitempty"` // the hub approver who decided (docs/hub.md)
 	// Facts are the accessIntent as the child sent it, so the decision can
 	// be replayed against another policy (permtui simulate); absent when the
 	// request had none, and in records written before permtui kept them.

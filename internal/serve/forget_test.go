@@ -10,7 +10,7 @@ import (
 // earlier one is still settling; it is another delivery with its own AskID,
 // and settling the earlier one must not drop it.
 func TestSettlingAnEarlierAskKeepsALaterAskFromTheSameFile(t *testing.T) {
-	s := &Server{asks: map[AskID]*pending{}, events: newEventQueue()}
+	s := &Server{asks: map[AskID]*pending{}, events: NewEventQueue()}
 	file := inbox.Arrived{Session: "root", Path: "/inbox/requests/same.json"}
 	earlier := &pending{Ask: Ask{Arrived: file}, deciding: true}
 	earlier.ID = 1
@@ -24,8 +24,8 @@ func TestSettlingAnEarlierAskKeepsALaterAskFromTheSameFile(t *testing.T) {
 	if s.asks[later.ID] != later {
 		t.Fatal("the later ask was dropped")
 	}
-	s.events.close()
-	for ev := range s.events.out {
+	s.events.Close()
+	for ev := range s.events.Out() {
 		t.Errorf("unexpected event %#v", ev)
 	}
 	if !s.forget(later.ID) || len(s.asks) != 0 {

@@ -2,10 +2,10 @@ package serve
 
 import "sync"
 
-// eventQueue hands events to a consumer in order without ever dropping one:
+// EventQueue hands events to a consumer in order without ever dropping one:
 // the buffer grows while the consumer is slow, so the serving loop never
 // blocks on a front end.
-type eventQueue struct {
+type EventQueue struct {
 	out    chan Event
 	signal chan struct{}
 
@@ -14,13 +14,18 @@ type eventQueue struct {
 	closed bool
 }
 
-func newEventQueue() *eventQueue {
-	q := &eventQueue{out: make(chan Event, 64), signal: make(chan struct{}, 1)}
+// NewEventQueue starts a queue; read its events from Out.
+func NewEventQueue() *EventQueue {
+	q := &EventQueue{out: make(chan Event, 64), signal: make(chan struct{}, 1)}
 	go q.pump()
 	return q
 }
 
-func (q *eventQueue) push(ev Event) {
+// Out delivers the pushed events in order; it closes after Close.
+func (q *EventQueue) Out() <-chan Event { return q.out }
+
+// Push queues an event; after Close it is dropped.
+func (q *EventQueue) Push(ev Event) {
 	q.mu.Lock()
 	if !q.closed {
 		q.buf = append(q.buf, ev)
@@ -29,22 +34,22 @@ func (q *eventQueue) push(ev Event) {
 	q.wake()
 }
 
-// close lets the pump deliver what is queued, then close the channel.
-func (q *eventQueue) close() {
+// Close lets the pump deliver what is queued, then close the channel.
+func (q *EventQueue) Close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
 	q.wake()
 }
 
-func (q *eventQueue) wake() {
+func (q *EventQueue) wake() {
 	select {
 	case q.signal <- struct{}{}:
 	default:
 	}
 }
 
-func (q *eventQueue) pump() {
+func (q *EventQueue) pump() {
 	for {
 		q.mu.Lock()
 		for len(q.buf) == 0 {

@@ -55,6 +55,11 @@ type Config struct {
 	// Inbox tunes the filesystem side (timings, pid); its Layout, Sessions,
 	// Poll, Deliver, Now and Logger are set from the fields above.
 	Inbox inbox.Config
+
+	// LeaveOnExit leaves the asks still waiting for a person on disk when
+	// Run ends instead of denying them (decision 0041): a relay's asks wait
+	// at the hub, and the next relay answers them (decision 0081).
+	LeaveOnExit bool
 }
 
 // Errors of Decide.
@@ -91,7 +96,7 @@ type Server struct {
 	cfg    Config
 	inbox  *inbox.Inbox
 	audit  *auditLog
-	events *eventQueue
+	events *EventQueue
 
 	mu      sync.Mutex
 	asks    map[AskID]*pending
@@ -109,12 +114,13 @@ type pending struct {
 
 // answer is a decided response with what must happen before it is written.
 type answer struct {
-	resp    wire.Response
-	record  AuditRecord
-	grants  []wire.Grant // whole-session grants to record
-	auto    bool
-	audited bool
-	granted bool
+	resp     wire.Response
+	record   AuditRecord
+	grants   []wire.Grant // whole-session grants to record
+	auto     bool
+	approver string
+	audited  bool
+	granted  bool
 }
 
 // New prepares a server; nothing touches the filesystem until Run.
@@ -140,13 +146,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.inbox = in
-	s.events = newEventQueue()
+	s.events = NewEventQueue()
 	return s, nil
 }
 
 // Events delivers everything the server reports, in order, never dropping
 // one; the channel closes after Run returns. Consumers must keep reading.
-func (s *Server) Events() <-chan Event { return s.events.out }
+func (s *Server) Events() <-chan Event { return s.events.Out() }
 
 // Run serves until ctx is done. On the way out it denies the asks still
 // waiting for a person (decision 0041), then removes the heartbeats.
@@ -189,7 +195,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.closing = true
 	var open []*pending
 	for _, p := range s.asks {
-		if !p.deciding {
+		if !p.deciding && !s.cfg.LeaveOnExit {
 			p.deciding = true
 			open = append(open, p)
 		}
@@ -210,7 +216,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.running, s.stopped = false, true
 	s.mu.Unlock()
-	s.events.close()
+	s.events.Close()
 	return err
 }
 
@@ -333,7 +339,7 @@ func (s *Server) emit(ev Event) {
 	case WriteFailed:
 		s.cfg.Logger.Warn("answer not written", "ask", ev.Ask, "err", ev.Err)
 	}
-	s.events.push(ev)
+	s.events.Push(ev)
 }
 
 // Decide answers an ask a person decided. It returns once the answer is
@@ -384,7 +390,7 @@ func (s *Server) Decide(d Decision) error {
 // personAnswer turns a person's decision into the response and its audit
 // record. The wire never sees approved_for_serving_session (ADR 0006).
 func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
-	ans := &answer{resp: wire.Response{DecidedBy: wire.UserDecision()}}
+	ans := &answer{resp: wire.Response{DecidedBy: wire.UserDecision()}, approver: d.Approver}
 	if d.Unattended {
 		if d.Scope != "" || (d.State != wire.StateDenied && d.State != wire.StateDeniedWithReason) {
 			return nil, fmt.Errorf("%w: only a denial can be made with nobody attached", ErrInvalidDecision)
@@ -486,6 +492,7 @@ func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 		DecidedAt:         s.cfg.Now().UnixMilli(),
 		Auto:              ans.auto,
 		Facts:             auditFacts(req.AccessIntent),
+		Approver:          ans.approver,
 	}
 	if req.AccessIntent != nil {
 		rec.MatchValues = req.AccessIntent.MatchValues
@@ -547,7 +554,7 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 	switch {
 	case err == nil:
 		s.forget(p.ID)
-		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.At)})
+		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.At), Approver: ans.approver})
 		if len(ans.grants) > 0 {
 			s.rejudge()
 		}
@@ -636,6 +643,13 @@ func (s *Server) rejudge() {
 // empty.
 func (s *Server) PolicyLoaded(problems []string, noFile string) {
 	s.emit(PolicyStatus{Problems: problems, NoAutoAllow: len(problems) > 0, NoFile: noFile})
+	s.rejudge()
+}
+
+// GrantsUpdated reports whole-session grants changed outside the server
+// (a relay's grants from the hub) and re-judges pending asks with them.
+func (s *Server) GrantsUpdated() {
+	s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
 	s.rejudge()
 }
 

@@ -492,14 +492,14 @@ func TestShutdownDeniesOpenAsksAndRemovesTheHeartbeat(t *testing.T) {
 }
 
 func TestEventQueueKeepsEveryEventInOrder(t *testing.T) {
-	q := newEventQueue()
+	q := NewEventQueue()
 	const n = 5000
 	for i := 0; i < n; i++ { // nobody reads yet: the queue grows
-		q.push(Withdrawn{Withdrawn: inbox.Withdrawn{ID: AskID(i)}, Pending: i%2 == 0})
+		q.Push(Withdrawn{Withdrawn: inbox.Withdrawn{ID: AskID(i)}, Pending: i%2 == 0})
 	}
-	q.close()
+	q.Close()
 	i := 0
-	for ev := range q.out {
+	for ev := range q.Out() {
 		w := ev.(Withdrawn)
 		if w.ID != AskID(i) || w.Pending != (i%2 == 0) {
 			t.Fatalf("event %d out of order: %+v", i, w)

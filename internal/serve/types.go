@@ -21,6 +21,9 @@ type Ask struct {
 	inbox.Arrived
 	Verdict resolve.Verdict
 	Scopes  Scopes // what "approve for session" offers for it
+	// Host is the relay host the ask came from when a console attaches to a
+	// hub (docs/hub.md); empty for this machine's own inbox.
+	Host string
 }
 
 // Decision is a person's answer to an ask.
@@ -36,6 +39,9 @@ type Decision struct {
 	// approver (headless). Only a denial may be unattended, and it goes on
 	// the wire as decidedBy {kind:"unavailable"}, never as a user's choice.
 	Unattended bool
+	// Approver names who decided through a hub (the approver's credentials);
+	// it is recorded in the audit record, never sent to the child.
+	Approver string
 }
 
 // Event is something the serving loop reports to its front end (console or
@@ -52,6 +58,7 @@ type Decided struct {
 	Response wire.Response
 	Auto     bool          // decided by recorded authority, not a person
 	Latency  time.Duration // arrival to response written
+	Approver string        // the hub approver who decided, if any
 }
 
 // Withdrawn: the request file vanished before it was answered (the child gave

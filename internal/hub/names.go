@@ -1,0 +1,75 @@
+// Package hub is permtui's transport beyond one machine: an embedded NATS
+// server with JetStream, the credentials of its two roles (relay, approver),
+// and the subjects, stream and buckets relays and consoles share (decision
+// 0080). It holds no judgment: relays judge locally, people decide at
+// consoles, and the hub only carries asks and decisions between them.
+package hub
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// Names of the stream and buckets. A bucket B is stored in stream KV_B with
+// subjects $KV.B.<key>.
+const (
+	AsksStream      = "PERMTUI_ASKS"
+	DecisionsBucket = "PERMTUI_DECISIONS"
+	GrantsBucket    = "PERMTUI_GRANTS"
+
+	DecisionsStream = "KV_" + DecisionsBucket
+	GrantsStream    = "KV_" + GrantsBucket
+	// DecisionSubjectPrefix precedes a decision key in the decisions stream.
+	DecisionSubjectPrefix = "$KV." + DecisionsBucket + "."
+)
+
+// Limits, stated in docs/hub.md and enforced by the stream and bucket
+// configurations (the server refuses what exceeds them).
+const (
+	// MaxAskBytes is the largest ask message: a request file is at most
+	// 1 MiB, so every readable request fits with its envelope.
+	MaxAskBytes = 1<<20 + 64<<10
+	// MaxDecisionBytes bounds a decision (state, reason, approver).
+	MaxDecisionBytes = 16 << 10
+	// MaxGrantsBytes bounds the grants of one root session.
+	MaxGrantsBytes = 1 << 20
+	// DefaultRetention is how long asks and decisions stay on the hub. A
+	// relay publishes its open asks again when it reconnects, so an ask that
+	// outlives the retention comes back while its request file is there.
+	DefaultRetention = 24 * time.Hour
+	// dedupWindow: a relay that publishes an ask again within this window
+	// (a retry after a lost acknowledgement) stores it once.
+	dedupWindow = 2 * time.Minute
+)
+
+var hostRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidHost reports whether name may name a relay host: it becomes a subject
+// token and a consumer name, so only letters, digits, '-' and '_'.
+func ValidHost(name string) bool { return hostRE.MatchString(name) }
+
+// AskKey names one request on the hub, the same across relay restarts (the
+// inbox's AskID is per process): a digest of the served session, the
+// request id and its createdAt. It is a valid subject token and bucket key.
+func AskKey(session, requestID string, createdAt float64) string {
+	sum := sha256.Sum256([]byte(session + "\x00" + requestID + "\x00" + strconv.FormatFloat(createdAt, 'g', -1, 64)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// SessionKey names a root session's grants in the grants bucket.
+func SessionKey(session string) string {
+	sum := sha256.Sum256([]byte(session))
+	return hex.EncodeToString(sum[:16])
+}
+
+// AskSubject carries an ask of host; GoneSubject says it was answered or
+// withdrawn; DecisionKey is its key in the decisions bucket; RelayConsumer is
+// host's durable consumer of the decisions.
+func AskSubject(host, key string) string  { return "permtui.ask." + host + "." + key }
+func GoneSubject(host, key string) string { return "permtui.gone." + host + "." + key }
+func DecisionKey(host, key string) string { return host + "." + key }
+func RelayConsumer(host string) string    { return "relay_" + host }
+func relayInbox(host string) string       { return "_RELAY_" + host }

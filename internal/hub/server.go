@@ -1,0 +1,249 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Config configures an embedded hub.
+type Config struct {
+	Listen    string // host:port; port 0 picks a free one
+	StoreDir  string // JetStream file storage
+	CredsDir  string // credentials, one 0600 file per role and name
+	Relays    []string
+	Approvers []string
+	TLSCert   string
+	TLSKey    string
+	Retention time.Duration // 0 means DefaultRetention
+}
+
+// Hub is a running embedded NATS server with JetStream.
+type Hub struct {
+	srv   *server.Server
+	url   string
+	creds map[string]string // role-name → file
+}
+
+// Start runs the embedded server. On first start it issues the credentials
+// of every relay host and approver named, and it creates the stream and
+// buckets (an existing hub keeps its data). It refuses to listen beyond
+// loopback without TLS: credentials and asks would cross the network in
+// clear text.
+func Start(cfg Config) (*Hub, error) {
+	host, portText, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("hub: listen address: %w", err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return nil, fmt.Errorf("hub: listen port %q", portText)
+	}
+	tlsOn := cfg.TLSCert != "" || cfg.TLSKey != ""
+	if !tlsOn && !isLoopback(host) {
+		return nil, fmt.Errorf("hub: refusing to listen on %s without TLS (--tls-cert and --tls-key); only loopback is served in clear text", cfg.Listen)
+	}
+	if len(cfg.Relays) == 0 || len(cfg.Approvers) == 0 {
+		return nil, errors.New("hub: at least one relay host and one approver are needed")
+	}
+	for _, dir := range []string{cfg.StoreDir, cfg.CredsDir} {
+		if err := wire.MkdirPrivate(dir); err != nil {
+			return nil, fmt.Errorf("hub: %w", err)
+		}
+	}
+	h := &Hub{creds: map[string]string{}}
+	var users []*server.NkeyUser
+	add := func(role, name string, perms *server.Permissions) error {
+		if !ValidHost(name) {
+			return fmt.Errorf("hub: invalid %s name %q (letters, digits, '-' and '_')", role, name)
+		}
+		path := credsFile(cfg.CredsDir, role, name)
+		c, err := ensureCreds(path, role, name)
+		if err != nil {
+			return err
+		}
+		pub, err := c.public()
+		if err != nil {
+			return err
+		}
+		users = append(users, &server.NkeyUser{Nkey: pub, Permissions: perms})
+		h.creds[role+"-"+name] = path
+		return nil
+	}
+	for _, r := range cfg.Relays {
+		if err := add(RoleRelay, r, RelayPermissions(r)); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range cfg.Approvers {
+		if err := add(RoleApprover, a, ApproverPermissions()); err != nil {
+			return nil, err
+		}
+	}
+	// The hub's own connection, in process only, sets up the stream and
+	// buckets; its key is never written anywhere.
+	admin, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, err
+	}
+	adminPub, err := admin.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	users = append(users, &server.NkeyUser{Nkey: adminPub})
+
+	opts := &server.Options{
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		Nkeys:      users,
+		MaxPayload: MaxAskBytes + 64<<10,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	if tlsOn {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey})
+		if err != nil {
+			return nil, fmt.Errorf("hub: tls: %w", err)
+		}
+		opts.TLSConfig, opts.TLS = tc, true
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return nil, errors.New("hub: the server did not start")
+	}
+	h.srv = srv
+	h.url = srv.ClientURL()
+	if tlsOn {
+		u, _ := url.Parse(h.url)
+		u.Scheme = "tls"
+		h.url = u.String()
+	}
+
+	nc, err := nats.Connect("", nats.InProcessServer(srv), nats.Nkey(adminPub, admin.Sign))
+	if err != nil {
+		srv.Shutdown()
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		srv.Shutdown()
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := Setup(ctx, js, cfg.Retention); err != nil {
+		srv.Shutdown()
+		return nil, err
+	}
+	return h, nil
+}
+
+// URL is the client URL to give relays and consoles.
+func (h *Hub) URL() string { return h.url }
+
+// CredsFile is the credentials file of a role and name.
+func (h *Hub) CredsFile(role, name string) string { return h.creds[role+"-"+name] }
+
+// Shutdown stops the server; the stored asks, decisions and grants stay.
+func (h *Hub) Shutdown() {
+	h.srv.Shutdown()
+	h.srv.WaitForShutdown()
+}
+
+// Setup creates or updates the stream and buckets permtui uses. The hub
+// runs it on start; an operator pointing permtui at an existing cluster runs
+// the same configuration (docs/hub.md).
+func Setup(ctx context.Context, js jetstream.JetStream, retention time.Duration) error {
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:              AsksStream,
+		Subjects:          []string{"permtui.ask.*.*", "permtui.gone.*.*"},
+		Storage:           jetstream.FileStorage,
+		MaxAge:            retention,
+		MaxMsgSize:        MaxAskBytes,
+		MaxMsgsPerSubject: 1,
+		Duplicates:        dedupWindow,
+		AllowDirect:       true,
+	})
+	if err != nil {
+		return fmt.Errorf("hub: stream %s: %w", AsksStream, err)
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:       DecisionsBucket,
+		History:      1,
+		TTL:          retention,
+		MaxValueSize: MaxDecisionBytes,
+		Storage:      jetstream.FileStorage,
+	}); err != nil {
+		return fmt.Errorf("hub: bucket %s: %w", DecisionsBucket, err)
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:       GrantsBucket,
+		History:      1,
+		MaxValueSize: MaxGrantsBytes,
+		Storage:      jetstream.FileStorage,
+	}); err != nil {
+		return fmt.Errorf("hub: bucket %s: %w", GrantsBucket, err)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Connect opens an authenticated connection to a hub (embedded or an
+// existing cluster). role and name must agree with permtui credentials;
+// with a standard .creds file they say what the operator issued it for.
+// The connection retries forever: while the hub is away, work waits.
+func Connect(url string, c Creds, role, name string, extra ...nats.Option) (*nats.Conn, error) {
+	if !c.Standard() && (c.Role != role || c.Name != name) {
+		return nil, fmt.Errorf("hub: the credentials are the %s %s's, not the %s %s's", c.Role, c.Name, role, name)
+	}
+	opts, err := c.options(role, name)
+	if err != nil {
+		return nil, err
+	}
+	// The default error handler prints to stderr, which the console owns;
+	// callers pass their own to log.
+	opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	opts = append(opts, extra...)
+	nc, err := nats.Connect(url, opts...)
+	if err == nil || isAuthError(err) {
+		return nc, err
+	}
+	// The hub is not there yet: keep trying in the background.
+	return nats.Connect(url, append(opts, nats.RetryOnFailedConnect(true))...)
+}
+
+// isAuthError: the hub refused the credentials; retrying cannot help.
+func isAuthError(err error) bool {
+	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
+		errors.Is(err, nats.ErrAuthRevoked)
+}

@@ -1,0 +1,254 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+const rootID = "0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b"
+
+// testHub is an embedded hub on a random loopback port with its storage in
+// the test's temporary directory; restart keeps the port and the storage.
+type testHub struct {
+	t   *testing.T
+	cfg hub.Config
+	h   *hub.Hub
+}
+
+func startHub(t *testing.T) *testHub {
+	t.Helper()
+	dir := t.TempDir()
+	th := &testHub{t: t, cfg: hub.Config{
+		Listen:    "127.0.0.1:0",
+		StoreDir:  filepath.Join(dir, "store"),
+		CredsDir:  filepath.Join(dir, "creds"),
+		Relays:    []string{"alpha", "beta"},
+		Approvers: []string{"ann", "bob"},
+	}}
+	th.start()
+	_, port, err := net.SplitHostPort(th.h.URL()[len("nats://"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	th.cfg.Listen = "127.0.0.1:" + port
+	t.Cleanup(func() {
+		if th.h != nil {
+			th.h.Shutdown()
+		}
+	})
+	return th
+}
+
+func (th *testHub) start() {
+	th.t.Helper()
+	h, err := hub.Start(th.cfg)
+	if err != nil {
+		th.t.Fatal(err)
+	}
+	th.h = h
+}
+
+func (th *testHub) stop() {
+	th.h.Shutdown()
+	th.h = nil
+}
+
+func (th *testHub) url() string { return "nats://" + th.cfg.Listen }
+
+func (th *testHub) creds(role, name string) hub.Creds {
+	th.t.Helper()
+	c, err := hub.ReadCreds(filepath.Join(th.cfg.CredsDir, role+"-"+name+".creds"))
+	if err != nil {
+		th.t.Fatal(err)
+	}
+	return c
+}
+
+// testRelay is one host: its own agent dir, state dir and relay.
+type testRelay struct {
+	t        *testing.T
+	host     string
+	agentDir string
+	stateDir string
+	events   *testkit.Recorder[serve.Event]
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func newRelay(t *testing.T, th *testHub, host string) *testRelay {
+	t.Helper()
+	tr := &testRelay{t: t, host: host, agentDir: t.TempDir(), stateDir: t.TempDir()}
+	tr.start(th)
+	t.Cleanup(tr.stop)
+	return tr
+}
+
+func (tr *testRelay) start(th *testHub) {
+	t := tr.t
+	t.Helper()
+	policy := resolve.Load(resolve.LoadOptions{AgentDir: tr.agentDir, Home: tr.agentDir})
+	grants := NewGrants()
+	srv, err := serve.New(serve.Config{
+		Layout:      wire.NewLayout(tr.agentDir),
+		Sessions:    []string{rootID},
+		StateDir:    tr.stateDir,
+		Judge:       func() serve.Judge { return policy },
+		Grants:      grants,
+		LeaveOnExit: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := hub.Connect(th.url(), th.creds(hub.RoleRelay, tr.host), hub.RoleRelay, tr.host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(srv, nc, tr.host, grants, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tr.cancel, tr.done, tr.events = cancel, make(chan struct{}), testkit.NewRecorder[serve.Event]()
+	go func() { _ = srv.Run(ctx) }()
+	go r.Run(ctx)
+	go func() {
+		defer close(tr.done)
+		defer nc.Close()
+		for ev := range r.Events() {
+			tr.events.Add(ev)
+		}
+	}()
+}
+
+// stop ends the relay as a kill would for its asks: they stay on disk.
+func (tr *testRelay) stop() {
+	if tr.cancel != nil {
+		tr.cancel()
+		<-tr.done
+		tr.cancel = nil
+	}
+}
+
+func (tr *testRelay) child() *pichild.Child {
+	return &pichild.Child{Layout: wire.NewLayout(tr.agentDir), Target: rootID, Poll: 20 * time.Millisecond, Timeout: time.Minute}
+}
+
+// ask runs a child's ask in the background.
+func (tr *testRelay) ask(req *wire.Request) <-chan pichild.Result {
+	out := make(chan pichild.Result, 1)
+	go func() {
+		res, err := tr.child().Ask(context.Background(), req)
+		if err != nil {
+			tr.t.Error(err)
+		}
+		out <- res
+	}()
+	return out
+}
+
+// audit reads the relay's audit records.
+func (tr *testRelay) audit() []serve.AuditRecord {
+	tr.t.Helper()
+	f, err := os.Open(filepath.Join(tr.stateDir, "audit.jsonl"))
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	defer f.Close()
+	var recs []serve.AuditRecord
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r serve.AuditRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			tr.t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// testApprover is an approver attached to the hub with its events recorded.
+type testApprover struct {
+	*Approver
+	events *testkit.Recorder[serve.Event]
+}
+
+func newApprover(t *testing.T, th *testHub, name string) *testApprover {
+	t.Helper()
+	nc, err := hub.Connect(th.url(), th.creds(hub.RoleApprover, name), hub.RoleApprover, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewApprover(nc, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := &testApprover{Approver: a, events: testkit.NewRecorder[serve.Event]()}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go a.Run(ctx)
+	go func() {
+		defer close(done)
+		for ev := range a.Events() {
+			ta.events.Add(ev)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; nc.Close() })
+	return ta
+}
+
+// queued waits until the approver shows the ask of a request id.
+func (ta *testApprover) queued(t *testing.T, requestID string) serve.Ask {
+	t.Helper()
+	ev := ta.events.WaitFor(t, "queued "+requestID, func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == requestID
+	})
+	return ev.(serve.AskQueued).Ask
+}
+
+// decide decides until the approver is attached to the hub.
+func (ta *testApprover) decide(t *testing.T, d serve.Decision) error {
+	t.Helper()
+	for {
+		err := ta.Decide(d)
+		if err != ErrNotReady {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func bash(host string, i int, command string) *wire.Request {
+	r := pichild.NewestBash(rootID, "builder", "child-"+host, "/w", command)
+	r.ID = host + "-" + strconv.Itoa(i)
+	return r
+}
+
+func answered(t *testing.T, c <-chan pichild.Result) *wire.ChildResponse {
+	t.Helper()
+	select {
+	case res := <-c:
+		if res.Outcome != pichild.Answered {
+			t.Fatalf("child outcome %s", res.Outcome)
+		}
+		return res.Response
+	case <-time.After(testkit.WaitLimit):
+		t.Fatal("the child got no answer")
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+// Package relay carries serving over a hub (docs/hub.md): a Relay is a front
+// end of this host's serve.Server that sends residual asks to the hub and
+// delivers the decisions that come back; an Approver is the hub side that
+// consoles and headless approvers attach to, a serve.Source for the asks of
+// every relay.
+package relay
+
+import (
+	"errors"
+	"fmt"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// askMsg is an ask on permtui.ask.<host>.<key>. Request is the request
+// re-encoded by the canonical writer; every approver reads it with the same
+// tolerant reader as a file from the inbox.
+type askMsg struct {
+	Host    string          `json:"host"`
+	Session string          `json:"session"`
+	Path    string          `json:"path"`
+	At      int64           `json:"at"` // arrival at the relay, ms epoch
+	Request json.RawMessage `json:"request"`
+	Verdict resolve.Verdict `json:"verdict"`
+}
+
+// goneMsg on permtui.gone.<host>.<key>: the ask is no longer open. With a
+// response it was answered (by the hub's decision, or locally: a grant, the
+// policy); without one the child withdrew it.
+type goneMsg struct {
+	Response *wire.Response `json:"response,omitempty"`
+	Auto     bool           `json:"auto,omitempty"`
+	Approver string         `json:"approver,omitempty"`
+}
+
+// decisionMsg is the value of <host>.<key> in the decisions bucket: created
+// once, so the first approver's decision is the only one.
+type decisionMsg struct {
+	State      wire.State      `json:"state"`
+	Reason     string          `json:"reason,omitempty"`
+	Scope      serve.ScopeKind `json:"scope,omitempty"`
+	Unattended bool            `json:"unattended,omitempty"`
+	Approver   string          `json:"approver"`
+	DecidedAt  int64           `json:"decidedAt"`
+}
+
+// grantsMsg is the value of a root session's key in the grants bucket.
+type grantsMsg struct {
+	Session string       `json:"session"`
+	Grants  []wire.Grant `json:"grants"`
+}
+
+var errBadMessage = errors.New("malformed hub message")
+
+// decodeAsk reads an ask message; the request passes the inbox's reader.
+func decodeAsk(data []byte) (askMsg, *wire.Request, error) {
+	var m askMsg
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, nil, fmt.Errorf("%w: %v", errBadMessage, err)
+	}
+	if !hub.ValidHost(m.Host) {
+		return m, nil, fmt.Errorf("%w: host %s", errBadMessage, wire.QuoteShort(m.Host))
+	}
+	req, err := wire.ParseRequest(m.Request)
+	if err != nil {
+		return m, nil, fmt.Errorf("%w: %v", errBadMessage, err)
+	}
+	return m, req, nil
+}

@@ -1,0 +1,330 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// TooLargeReason denies an ask whose message would exceed hub.MaxAskBytes:
+// no approver could see it, so nobody may approve it (fail closed).
+const TooLargeReason = "the ask is too large to send to the hub"
+
+// Timings of the hub side. A decision for an ask this relay does not know
+// yet (it restarted and the inbox has not delivered the request again) is
+// offered again after unknownDelay, at most maxUnknownDeliveries times.
+const (
+	publishTimeout       = 5 * time.Second
+	retryFirst           = 250 * time.Millisecond
+	retryMax             = 2 * time.Second
+	unknownDelay         = time.Second
+	maxUnknownDeliveries = 30
+)
+
+// Relay is a front end of this host's serve.Server: the server answers what
+// the local policy decides (no network on that path); each ask it leaves to
+// a person goes to the hub, and the decision that comes back is delivered
+// through Server.Decide, so it is audited before the response is written.
+// Create the server with Grants as its GrantStore and LeaveOnExit set.
+type Relay struct {
+	srv    *serve.Server
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	host   string
+	grants *Grants
+	log    *slog.Logger
+	events chan serve.Event
+
+	mu       sync.Mutex
+	open     map[string]*openAsk // by hub key: asks waiting at the hub
+	keys     map[serve.AskID]string
+	finished map[string]bool // keys answered or withdrawn in this process
+	queue    []outMsg        // messages to publish, in order
+	wake     chan struct{}
+}
+
+type openAsk struct {
+	id   serve.AskID
+	data []byte
+}
+
+type outMsg struct {
+	subject, msgID, key string
+	data                []byte
+	ask                 bool
+}
+
+// New makes a relay for host over an authenticated connection (hub.Connect
+// with relay credentials).
+func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slog.Logger) (*Relay, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Relay{
+		srv: srv, nc: nc, js: js, host: host, grants: grants, log: log,
+		events:   make(chan serve.Event),
+		open:     map[string]*openAsk{},
+		keys:     map[serve.AskID]string{},
+		finished: map[string]bool{},
+		wake:     make(chan struct{}, 1),
+	}
+	// After a reconnect every open ask is sent again: the hub may have lost
+	// it (retention) and deduplicates the ones it has.
+	nc.SetReconnectHandler(func(*nats.Conn) { r.republish() })
+	return r, nil
+}
+
+// Events are the server's events, passed on once the relay has acted on
+// them (for the headless printer). It closes after the server's stream.
+func (r *Relay) Events() <-chan serve.Event { return r.events }
+
+// Decide decides locally, as the server would (a relay has no person).
+func (r *Relay) Decide(d serve.Decision) error { return r.srv.Decide(d) }
+
+// Run relays until the server's event stream ends (after its Run returns);
+// ctx stops the hub side.
+func (r *Relay) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	hubCtx, stop := context.WithCancel(ctx)
+	wg.Add(3)
+	go func() { defer wg.Done(); r.publish(hubCtx) }()
+	go func() { defer wg.Done(); r.consumeDecisions(hubCtx) }()
+	go func() { defer wg.Done(); r.watchGrants(hubCtx) }()
+	defer close(r.events)
+	defer wg.Wait()
+	defer stop()
+	for ev := range r.srv.Events() {
+		r.handle(ev)
+		r.events <- ev
+	}
+}
+
+func (r *Relay) handle(ev serve.Event) {
+	switch ev := ev.(type) {
+	case serve.AskQueued:
+		r.queued(ev.Ask)
+	case serve.Decided:
+		r.gone(ev.Ask.ID, goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver})
+	case serve.Withdrawn:
+		r.gone(ev.ID, goneMsg{})
+	}
+}
+
+func (r *Relay) queued(a serve.Ask) {
+	req := a.Request
+	key := hub.AskKey(a.Session, req.ID, req.CreatedAt)
+	raw, err := wire.MarshalRequest(req)
+	var data []byte
+	if err == nil {
+		data, err = json.Marshal(askMsg{Host: r.host, Session: a.Session, Path: a.Path, At: a.At.UnixMilli(), Request: raw, Verdict: a.Verdict})
+	}
+	if err != nil || len(data) > hub.MaxAskBytes {
+		r.log.Warn("ask not sent to the hub; denied", "ask", a.ID, "size", len(data), "err", err)
+		if err := r.srv.Decide(serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: TooLargeReason, Unattended: true}); err != nil {
+			r.log.Warn("denial failed", "ask", a.ID, "err", err)
+		}
+		return
+	}
+	r.mu.Lock()
+	r.open[key] = &openAsk{id: a.ID, data: data}
+	r.keys[a.ID] = key
+	r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: key, key: key, data: data, ask: true})
+	r.mu.Unlock()
+	r.signal()
+}
+
+// gone tells the hub an ask it carries is no longer open.
+func (r *Relay) gone(id serve.AskID, m goneMsg) {
+	r.mu.Lock()
+	key, ok := r.keys[id]
+	if ok {
+		delete(r.keys, id)
+		delete(r.open, key)
+		if len(r.finished) >= 1<<16 {
+			clear(r.finished) // a decision for a key forgotten here is acked after its retries
+		}
+		r.finished[key] = true
+	}
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		r.log.Error("gone message", "ask", id, "err", err)
+		return
+	}
+	r.mu.Lock()
+	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: "gone." + key, key: key, data: data})
+	r.mu.Unlock()
+	r.signal()
+}
+
+func (r *Relay) republish() {
+	r.mu.Lock()
+	for key, oa := range r.open {
+		r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: key, key: key, data: oa.data, ask: true})
+	}
+	r.mu.Unlock()
+	r.signal()
+}
+
+func (r *Relay) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// publish sends queued messages in order. While the hub is unreachable the
+// head of the queue is retried with backoff; the asks wait (their children
+// keep polling) and nothing is answered without a decision.
+func (r *Relay) publish(ctx context.Context) {
+	for {
+		r.mu.Lock()
+		var m outMsg
+		have := len(r.queue) > 0
+		if have {
+			m = r.queue[0]
+		}
+		r.mu.Unlock()
+		if !have {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.wake:
+				continue
+			}
+		}
+		if m.ask && !r.isOpen(m.key) {
+			r.pop() // answered or withdrawn before it was sent
+			continue
+		}
+		wait := retryFirst
+		for {
+			pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+			_, err := r.js.Publish(pctx, m.subject, m.data, jetstream.WithMsgID(m.msgID))
+			cancel()
+			if err == nil {
+				break
+			}
+			r.log.Warn("hub publish failed; retrying", "subject", m.subject, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(wait*2, retryMax)
+		}
+		r.pop()
+	}
+}
+
+func (r *Relay) isOpen(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.open[key] != nil
+}
+
+func (r *Relay) pop() {
+	r.mu.Lock()
+	r.queue = r.queue[1:]
+	r.mu.Unlock()
+}
+
+// consumeDecisions reads this host's decisions through its durable consumer:
+// a relay that restarts resumes where it stopped, and a decision is acked
+// only once it was delivered (or its ask is known to be gone).
+func (r *Relay) consumeDecisions(ctx context.Context) {
+	cfg := jetstream.ConsumerConfig{
+		Durable:       hub.RelayConsumer(r.host),
+		FilterSubject: hub.DecisionSubjectPrefix + r.host + ".>",
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+	}
+	var cons jetstream.Consumer
+	for {
+		var err error
+		if cons, err = r.js.CreateOrUpdateConsumer(ctx, hub.DecisionsStream, cfg); err == nil {
+			break
+		}
+		r.log.Warn("decision consumer not ready; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retryMax):
+		}
+	}
+	cc, err := cons.Consume(r.onDecision, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		r.log.Warn("decision consumer", "err", err)
+	}))
+	if err != nil {
+		r.log.Error("decision consumer failed", "err", err)
+		return
+	}
+	<-ctx.Done()
+	cc.Stop()
+}
+
+func (r *Relay) onDecision(msg jetstream.Msg) {
+	key := strings.TrimPrefix(msg.Subject(), hub.DecisionSubjectPrefix+r.host+".")
+	if msg.Headers().Get("KV-Operation") != "" {
+		_ = msg.Ack() // a delete or purge (TTL), not a decision
+		return
+	}
+	var d decisionMsg
+	if err := json.Unmarshal(msg.Data(), &d); err != nil {
+		r.log.Error("malformed decision; dropped", "key", key, "err", err)
+		_ = msg.Term()
+		return
+	}
+	r.mu.Lock()
+	oa, done := r.open[key], r.finished[key]
+	r.mu.Unlock()
+	switch {
+	case oa != nil:
+		err := r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Unattended: d.Unattended, Approver: d.Approver})
+		if errors.Is(err, serve.ErrStopped) {
+			_ = msg.Nak() // the next relay delivers it
+			return
+		}
+		if err != nil && !errors.Is(err, serve.ErrAlreadyDecided) && !serve.IsExpired(err) {
+			r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
+		}
+		_ = msg.Ack()
+	case done:
+		_ = msg.Ack()
+	default:
+		if meta, err := msg.Metadata(); err == nil && meta.NumDelivered >= maxUnknownDeliveries {
+			_ = msg.Term()
+			return
+		}
+		_ = msg.NakWithDelay(unknownDelay)
+	}
+}
+
+// watchGrants follows the grants bucket; a change reaches the server, which
+// judges later asks with it and re-judges pending ones.
+func (r *Relay) watchGrants(ctx context.Context) {
+	watchGrants(ctx, r.js, r.log, func(session string, grants []wire.Grant) {
+		if r.grants.set(session, grants) {
+			r.srv.GrantsUpdated()
+		}
+	})
+}

@@ -1,0 +1,318 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Two relays (two agent dirs standing for two hosts) and two approvers that
+// approve every ask they see, racing: every ask is answered exactly once, and
+// the relay's audit record names the approver that won.
+func TestTwoRelaysTwoApproversEachAskOnce(t *testing.T) {
+	th := startHub(t)
+	relays := []*testRelay{newRelay(t, th, "alpha"), newRelay(t, th, "beta")}
+	ann, bob := newApprover(t, th, "ann"), newApprover(t, th, "bob")
+
+	// One ask first, deterministically: ann decides, bob sees who did.
+	first := relays[0].ask(bash("alpha", 0, "npm run build"))
+	ann.queued(t, "alpha-0")
+	asked := bob.queued(t, "alpha-0")
+	if asked.Host != "alpha" || asked.Session != rootID {
+		t.Fatalf("host %q session %q", asked.Host, asked.Session)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-0").ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	err := bob.decide(t, serve.Decision{Ask: asked.ID, State: wire.StateDenied})
+	if !errors.Is(err, serve.ErrAlreadyDecided) || !strings.Contains(err.Error(), `"ann"`) {
+		t.Fatalf("bob's late decision: %v", err)
+	}
+	if resp := answered(t, first); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	bob.events.WaitFor(t, "decided by ann", func(ev serve.Event) bool {
+		d, ok := ev.(serve.Decided)
+		return ok && d.Ask.ID == asked.ID && d.Approver == "ann"
+	})
+
+	// Then a race: both approve everything they are shown.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var racers sync.WaitGroup
+	for _, a := range []*testApprover{ann, bob} {
+		racers.Add(1)
+		go func() {
+			defer racers.Done()
+			race(ctx, a)
+		}()
+	}
+	const perHost = 8
+	var results []<-chan pichild.Result
+	for _, r := range relays {
+		for i := 1; i <= perHost; i++ {
+			results = append(results, r.ask(bash(r.host, i, fmt.Sprintf("make step%d", i))))
+		}
+	}
+	for _, c := range results {
+		if resp := answered(t, c); !resp.Approved || resp.State != wire.StateApproved {
+			t.Fatalf("%+v", resp)
+		}
+	}
+	cancel()
+	racers.Wait()
+
+	for _, r := range relays {
+		recs := r.audit()
+		want := perHost
+		if r.host == "alpha" {
+			want++
+		}
+		if len(recs) != want {
+			t.Fatalf("%s: %d audit records, want %d", r.host, len(recs), want)
+		}
+		seen := map[string]bool{}
+		for _, rec := range recs {
+			if seen[rec.RequestID] {
+				t.Fatalf("%s: %s decided twice", r.host, rec.RequestID)
+			}
+			seen[rec.RequestID] = true
+			if rec.Approver != "ann" && rec.Approver != "bob" || rec.Auto || rec.DecidedBy == nil || rec.DecidedBy.Kind != "user" {
+				t.Fatalf("%s: %+v", r.host, rec)
+			}
+		}
+		if r.host == "alpha" && recs[0].Approver != "ann" {
+			t.Fatalf("the first ask's record names %q", recs[0].Approver)
+		}
+	}
+}
+
+// race approves each ask the approver is shown until ctx ends; losing to
+// the other approver is expected.
+func race(ctx context.Context, a *testApprover) {
+	done := map[serve.AskID]bool{}
+	for ctx.Err() == nil {
+		for _, ev := range a.events.Snapshot() {
+			q, ok := ev.(serve.AskQueued)
+			if !ok || done[q.Ask.ID] {
+				continue
+			}
+			err := a.Decide(serve.Decision{Ask: q.Ask.ID, State: wire.StateApproved})
+			if errors.Is(err, ErrNotReady) {
+				continue
+			}
+			done[q.Ask.ID] = true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A relay stopped while its ask waits at the hub leaves the request on disk;
+// the decision made meanwhile is delivered by the next relay, once. A hub
+// restart loses neither the ask published before it nor the one that waited
+// at the relay while the hub was away.
+func TestRelayAndHubRestart(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	first := alpha.ask(bash("alpha", 1, "go test ./..."))
+	a1 := ann.queued(t, "alpha-1")
+	alpha.stop()
+	if err := ann.decide(t, serve.Decision{Ask: a1.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	alpha.start(th)
+	if resp := answered(t, first); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+
+	second := alpha.ask(bash("alpha", 2, "go vet ./..."))
+	ann.queued(t, "alpha-2")
+	th.stop()
+	third := alpha.ask(bash("alpha", 3, "go build ./..."))
+	alpha.events.WaitFor(t, "third queued", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == "alpha-3"
+	})
+	th.start()
+	a2, a3 := ann.queued(t, "alpha-2"), ann.queued(t, "alpha-3")
+	if err := ann.decide(t, serve.Decision{Ask: a2.ID, State: wire.StateDeniedWithReason, Reason: "not now"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: a3.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, second); resp.Approved || resp.DenialReason != "not now" {
+		t.Fatalf("%+v", resp)
+	}
+	if resp := answered(t, third); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	recs := alpha.audit()
+	var ids []string
+	for _, r := range recs {
+		ids = append(ids, r.RequestID)
+		if r.Approver != "ann" {
+			t.Fatalf("%+v", r)
+		}
+	}
+	if !slices.Equal(ids, []string{"alpha-1", "alpha-2", "alpha-3"}) {
+		t.Fatalf("audit %v", ids)
+	}
+}
+
+// Every connection authenticates: unknown keys and the wrong role's
+// credentials are refused.
+func TestWrongCredentialsAreRejected(t *testing.T) {
+	th := startHub(t)
+	stranger, err := hub.ReadCreds(writeStranger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hub.Connect(th.url(), stranger, hub.RoleRelay, "alpha"); err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Fatalf("stranger connected: %v", err)
+	}
+	if _, err := hub.Connect(th.url(), th.creds(hub.RoleApprover, "ann"), hub.RoleRelay, "alpha"); err == nil {
+		t.Fatal("an approver's credentials served as a relay's")
+	}
+}
+
+// The server enforces the relay's permissions: it cannot publish an ask for
+// another host, read another host's decisions, or publish a decision.
+func TestRelayCannotActForAnotherHost(t *testing.T) {
+	th := startHub(t)
+	nc, err := hub.Connect(th.url(), th.creds(hub.RoleRelay, "alpha"), hub.RoleRelay, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A refused publish is never acknowledged: each attempt times out.
+	short := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	key := hub.AskKey(rootID, "x", 1)
+	if _, err := js.Publish(short(), hub.AskSubject("beta", key), []byte(`{}`)); err == nil {
+		t.Fatal("alpha published an ask for beta")
+	}
+	if _, err := js.Publish(short(), hub.DecisionSubjectPrefix+hub.DecisionKey("alpha", key), []byte(`{}`)); err == nil {
+		t.Fatal("alpha published a decision")
+	}
+	if _, err := js.CreateOrUpdateConsumer(short(), hub.DecisionsStream, jetstream.ConsumerConfig{
+		Durable: hub.RelayConsumer("alpha"), FilterSubject: hub.DecisionSubjectPrefix + "beta.>",
+	}); err == nil {
+		t.Fatal("alpha read beta's decisions")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	// Its own host works.
+	if _, err := js.Publish(ctx, hub.AskSubject("alpha", key), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Nothing of beta's reached the stream.
+	annNC, err := hub.Connect(th.url(), th.creds(hub.RoleApprover, "ann"), hub.RoleApprover, "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer annNC.Close()
+	admin, err := jetstream.New(annNC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := admin.Stream(ctx, hub.AsksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetLastMsgForSubject(ctx, hub.AskSubject("beta", key)); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("beta's subject: %v", err)
+	}
+}
+
+// writeStranger writes permtui credentials the hub never issued.
+func writeStranger(t *testing.T) string {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "stranger.creds")
+	data := fmt.Sprintf(`{"role":"relay","name":"alpha","seed":%q}`, seed)
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A whole-session grant recorded at one approver is applied by both relays
+// serving the root session; its revocation reaches both.
+func TestGrantAppliedByEveryRelay(t *testing.T) {
+	th := startHub(t)
+	alpha, beta := newRelay(t, th, "alpha"), newRelay(t, th, "beta")
+	ann := newApprover(t, th, "ann")
+
+	first := alpha.ask(bash("alpha", 1, "npm test"))
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-1").ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, first); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	for _, r := range []*testRelay{alpha, beta} {
+		r.events.WaitFor(t, r.host+" grants", func(ev serve.Event) bool {
+			g, ok := ev.(serve.GrantsChanged)
+			return ok && len(g.Grants[rootID]) == 1
+		})
+		resp := answered(t, r.ask(bash(r.host, 2, "npm test")))
+		if !resp.Approved || resp.DecidedBy == nil || resp.DecidedBy.Kind != "rule" {
+			t.Fatalf("%s: %+v", r.host, resp)
+		}
+	}
+
+	grant := ann.events.WaitFor(t, "grants at ann", func(ev serve.Event) bool {
+		g, ok := ev.(serve.GrantsChanged)
+		return ok && len(g.Grants[rootID]) == 1
+	}).(serve.GrantsChanged).Grants[rootID][0]
+	if err := ann.RevokeGrant(rootID, grant); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*testRelay{alpha, beta} {
+		r.events.WaitFor(t, r.host+" revoked", func(ev serve.Event) bool {
+			g, ok := ev.(serve.GrantsChanged)
+			return ok && len(g.Grants[rootID]) == 0
+		})
+		c := r.ask(bash(r.host, 3, "npm test"))
+		a := ann.queued(t, r.host+"-3")
+		if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateDenied}); err != nil {
+			t.Fatal(err)
+		}
+		if resp := answered(t, c); resp.Approved {
+			t.Fatalf("%s after revocation: %+v", r.host, resp)
+		}
+	}
+}
