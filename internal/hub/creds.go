@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
-	"github.com/permtui/permtui/internal/wire"
+	"github.com/permtui/permtui/internal/safefs"
 )
 
 // Roles.
@@ -39,7 +39,7 @@ const maxCredsBytes = 64 << 10
 // user .creds file (JWT and seed) issued by an existing cluster's operator,
 // whose role and name then come from the command line.
 func ReadCreds(path string) (Creds, error) {
-	data, err := wire.ReadRegularFileFollow(path, maxCredsBytes)
+	data, err := safefs.ReadRegularFileFollow(path, maxCredsBytes)
 	if err != nil {
 		return Creds{}, fmt.Errorf("credentials: %w", err)
 	}
@@ -142,7 +142,7 @@ func ensureCreds(path, role, name string) (Creds, error) {
 	if err != nil {
 		return Creds{}, err
 	}
-	if err := wire.WriteFileAtomic(path, append(data, '\n')); err != nil {
+	if err := safefs.WriteFileAtomic(path, append(data, '\n')); err != nil {
 		return Creds{}, fmt.Errorf("credentials: %w", err)
 	}
 	return c, nil

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
-	"github.com/permtui/permtui/internal/wire"
+	"github.com/permtui/permtui/internal/safefs"
 )
 
 // Config configures an embedded hub.
@@ -58,7 +58,7 @@ func Start(cfg Config) (*Hub, error) {
 		return nil, errors.New("hub: at least one relay host and one approver are needed")
 	}
 	for _, dir := range []string{cfg.StoreDir, cfg.CredsDir} {
-		if err := wire.MkdirPrivate(dir); err != nil {
+		if err := safefs.MkdirPrivate(dir); err != nil {
 			return nil, fmt.Errorf("hub: %w", err)
 		}
 	}
