@@ -57,8 +57,12 @@ func (c *common) renderFields(fields []field, wrapProse bool, factLines int) []s
 			style = s.Warning
 		case kindAnnotation:
 			style = s.Annotation
-		case kindMuted:
+		case kindMuted, kindHunk:
 			style = s.Muted
+		case kindAdded:
+			style = s.Approved
+		case kindRemoved:
+			style = s.Denied
 		}
 		var chunks []string
 		switch {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/permtui/permtui/internal/preview"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
@@ -19,6 +20,10 @@ const (
 	kindAnnotation
 	kindMuted
 	kindHeading
+	kindAdded   // a diff's + line
+	kindRemoved // a diff's - line
+	kindContext // a diff's unchanged line
+	kindHunk    // a diff's @@ line
 )
 
 // field is one labelled fact of the detail view. Text is already sanitized
@@ -80,6 +85,9 @@ func detailFields(e *entry) []field {
 		add("warning", "⚠ dropped "+Sanitize(d.Field)+": "+Sanitize(d.Reason), kindWarning)
 	}
 
+	if e.diff != nil {
+		f = append(f, diffFields(*e.diff)...)
+	}
 	switch {
 	case r.Payload != nil:
 		f = append(f, payloadFields(r)...)
@@ -160,6 +168,36 @@ func floored(ai *wire.AccessIntent) bool {
 
 func unitsContain(units []wire.AskingUnit, v string) bool {
 	return slices.ContainsFunc(units, func(u wire.AskingUnit) bool { return u.Command == v })
+}
+
+// diffFields shows what a write or edit would change. Each line keeps its
+// +, - or space prefix, so it reads the same without colour.
+func diffFields(d preview.Diff) []field {
+	heading := "change (diff against the file as it is now)"
+	if d.NewFile {
+		heading = "change: a new file (every line added)"
+	}
+	f := []field{{text: heading, kind: kindHeading}}
+	for _, l := range d.Lines {
+		kind := kindContext
+		switch l.Kind {
+		case preview.Added:
+			kind = kindAdded
+		case preview.Removed:
+			kind = kindRemoved
+		case preview.Hunk:
+			f = append(f, field{text: Sanitize(l.Text), kind: kindHunk})
+			continue
+		case preview.NoEOL:
+			f = append(f, field{text: `\ no newline at the end`, kind: kindHunk})
+			continue
+		}
+		f = append(f, field{text: string(rune(l.Kind)) + " " + Sanitize(l.Text), kind: kind})
+	}
+	if d.Note != "" {
+		f = append(f, field{text: Sanitize(d.Note), kind: kindMuted})
+	}
+	return f
 }
 
 func payloadFields(r *wire.Request) []field {

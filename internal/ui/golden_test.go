@@ -40,6 +40,7 @@ func screen(t *testing.T, width, height int, marker string, steps func(tm *teate
 		Refresh:   -1,
 		Settle:    -1, // the clock stands still; TestGoldenSettling turns it on
 		Attention: io.Discard,
+		ReadFile:  noFiles,
 	}
 	for _, f := range tweak {
 		f(&opts)

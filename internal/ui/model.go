@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/permtui/permtui/internal/preview"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -50,6 +51,9 @@ type Options struct {
 	// off. A decision key pressed meanwhile restarts it, so a held key never
 	// decides two asks.
 	Settle time.Duration
+	// ReadFile reads the current file for a diff preview; nil means
+	// preview.ReadCurrent (regular files only, size-capped).
+	ReadFile func(path string) ([]byte, error)
 	// Attention receives the bell, notification and window-title sequences;
 	// nil means os.Stdout, the terminal the console draws on. Bubble Tea v1
 	// has no command that writes raw bytes through its renderer; writes to
@@ -96,6 +100,9 @@ type entry struct {
 	ask      serve.Ask
 	state    askState
 	selected bool
+	// diff previews a write or edit ask against the file as it was read
+	// when the ask arrived; nil until read, or for other asks.
+	diff *preview.Diff
 }
 
 type mode int
@@ -184,6 +191,9 @@ func New(opts Options) *Model {
 	if opts.Refresh == 0 {
 		opts.Refresh = time.Second
 	}
+	if opts.ReadFile == nil {
+		opts.ReadFile = preview.ReadCurrent
+	}
 	if opts.Attention == nil {
 		opts.Attention = os.Stdout
 	}
@@ -234,6 +244,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.titleCmd()
 	case revokedMsg:
 		m.applyRevoked(msg)
+		return m, nil
+	case previewMsg:
+		if e := m.find(msg.ask); e != nil {
+			e.diff = &msg.diff
+			if m.mode == modeView {
+				m.refreshPager()
+			}
+		}
 		return m, nil
 	case tickMsg:
 		return m, m.tickCmd()
@@ -351,7 +369,27 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 	if m.highlight == 0 {
 		m.highlight = a.ID
 	}
-	return m.attentionCmd(m.pendingCount())
+	return tea.Batch(m.attentionCmd(m.pendingCount()), m.previewCmd(a))
+}
+
+// previewMsg carries the diff of a write or edit ask, read off the UI loop.
+type previewMsg struct {
+	ask  serve.AskID
+	diff preview.Diff
+}
+
+// previewCmd reads the file a write or edit ask would change and computes
+// the diff, in a command: Update never reads a file.
+func (m *Model) previewCmd(a serve.Ask) tea.Cmd {
+	c, ok := preview.ChangeOf(a.Request)
+	if !ok {
+		return nil
+	}
+	read := m.opts.ReadFile
+	return func() tea.Msg {
+		data, err := read(c.Path)
+		return previewMsg{ask: a.ID, diff: preview.Compute(c, data, err)}
+	}
 }
 
 // applyResponse handles a written response: it leaves the queue (if it was

@@ -40,6 +40,7 @@ func newHarness(t *testing.T, tweak ...func(*Options)) *harness {
 		Now:       func() time.Time { return h.now },
 		Refresh:   -1,
 		Attention: bells,
+		ReadFile:  noFiles,
 	}
 	for _, f := range tweak {
 		f(&opts)
@@ -68,7 +69,7 @@ func (h *harness) run(cmd tea.Cmd) {
 		}
 	case tea.QuitMsg:
 		h.quit = true
-	case decidedMsg, revokedMsg:
+	case decidedMsg, revokedMsg, previewMsg:
 		h.send(msg)
 	}
 }
