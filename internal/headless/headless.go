@@ -120,6 +120,8 @@ func lineOf(ev serve.Event) map[string]any {
 		return map[string]any{"event": "invalid", "session": ev.Session, "path": ev.Path, "reason": ev.Reason}
 	case serve.ServedElsewhere:
 		return map[string]any{"event": "served_elsewhere", "session": ev.Session, "pid": ev.PID, "permtui": ev.Permtui}
+	case serve.Forgotten:
+		return map[string]any{"event": "forgotten", "session": ev.Session}
 	case serve.Serving:
 		return map[string]any{"event": "serving", "session": ev.Session}
 	case serve.PolicyStatus:

@@ -52,7 +52,10 @@ func (in *Inbox) claimLocked(id string) (Event, bool) {
 	if s == nil || s.serving {
 		return nil, false
 	}
-	lock, held := in.lockSession(id)
+	lock, held, gone := in.lockSession(id)
+	if gone {
+		return nil, false // discovery forgets it on its next pass
+	}
 	if !held {
 		// Another permtui holds the lock; its record, once written, names it.
 		pid := 0
@@ -91,30 +94,38 @@ func (in *Inbox) yield(s *sessionState, id string, pid int, permtui bool, next t
 	return ServedElsewhere{Session: id, PID: pid, Permtui: permtui}
 }
 
-// lockSession takes the exclusive lock on the session's inbox directory
-// (created if missing: pi's layout has it, and locking it adds no file).
-// held is false only when another holder has it. A directory that cannot be
-// opened or locked (a symlinked session root is refused by the scan) is
-// logged and served without the lock, as before there was one.
-func (in *Inbox) lockSession(id string) (*safefs.Dir, bool) {
-	if err := safefs.MkdirPrivate(in.cfg.Layout.Root); err != nil {
-		in.cfg.Logger.Warn("session lock", "session", id, "err", err)
-		return nil, true
+// lockSession takes the exclusive lock on the session's inbox directory.
+// held is false when another holder has it. An explicit session's directory
+// is created if missing (pi's layout has it, and locking it adds no file); a
+// discovered one that vanished is gone, and is not recreated. A directory
+// that cannot be opened or locked otherwise (a symlinked session root is
+// refused by the scan) is logged and served without the lock, as before
+// there was one.
+func (in *Inbox) lockSession(id string) (lock *safefs.Dir, held, gone bool) {
+	var dir *safefs.Dir
+	var err error
+	if in.discover {
+		dir, err = safefs.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, false, true
+		}
+	} else if err = safefs.MkdirPrivate(in.cfg.Layout.Root); err == nil {
+		dir, err = safefs.OpenDirPrivate(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
 	}
-	dir, err := safefs.OpenDirPrivate(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
 	if err != nil {
 		in.cfg.Logger.Warn("session lock", "session", id, "err", err)
-		return nil, true
+		return nil, true, false
 	}
-	held, err := dir.TryLock()
+	held, err = dir.TryLock()
 	if err != nil {
 		in.cfg.Logger.Warn("session lock", "session", id, "err", err)
-		return dir, true
+		return dir, true, false
 	}
 	if !held {
 		dir.Close()
+		return nil, false, false
 	}
-	return dir, held
+	return dir, true, false
 }
 
 // closeLock releases a session lock (nil when serving without one).
@@ -237,19 +248,49 @@ func (in *Inbox) foreignServer(id string, now time.Time) (int, bool) {
 // withdrawHeartbeats removes the records we published, and only those that
 // still name our pid: another node's record is never deleted.
 func (in *Inbox) withdrawHeartbeats() {
+	in.mu.Lock()
+	ids := make([]string, 0, len(in.sessions))
+	for id := range in.sessions {
+		ids = append(ids, id)
+	}
+	in.mu.Unlock()
+	in.release(ids, false)
+}
+
+// release stops serving ids: it removes our records of them, then drops
+// their locks. forget also drops what is known about them (discovery forgets
+// a session whose directory is gone, or an idle one to make room).
+func (in *Inbox) release(ids []string, forget bool) {
+	in.releaseLocked(ids, forget)
+	if forget { // after hbMu is released: emit may wait for the reader
+		for _, id := range ids {
+			in.emit(Forgotten{Session: id})
+		}
+	}
+}
+
+// releaseLocked is release under hbMu.
+func (in *Inbox) releaseLocked(ids []string, forget bool) {
 	in.hbMu.Lock()
 	defer in.hbMu.Unlock()
 	in.mu.Lock()
-	var ids []string
+	var published []string
 	var locks []*safefs.Dir
-	for id, s := range in.sessions {
+	for _, id := range ids {
+		s := in.sessions[id]
+		if s == nil {
+			continue
+		}
 		if s.published {
-			ids = append(ids, id)
+			published = append(published, id)
 		}
 		if s.lock != nil {
 			locks = append(locks, s.lock)
 		}
 		s.serving, s.published, s.lock = false, false, nil
+		if forget {
+			delete(in.sessions, id)
+		}
 	}
 	in.mu.Unlock()
 	// Released after our records are gone, so a successor that wins the
@@ -259,7 +300,7 @@ func (in *Inbox) withdrawHeartbeats() {
 			closeLock(l)
 		}
 	}()
-	if len(ids) == 0 {
+	if len(published) == 0 {
 		return
 	}
 	dir, err := safefs.OpenDir(in.cfg.Layout.Root, "serving")
@@ -268,7 +309,7 @@ func (in *Inbox) withdrawHeartbeats() {
 		return
 	}
 	defer dir.Close()
-	for _, id := range ids {
+	for _, id := range published {
 		if hb, ok := readHeartbeatIn(dir, id); ok && hb.PID == in.cfg.PID {
 			if err := dir.Remove(heartbeatName(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				in.cfg.Logger.Warn("remove heartbeat", "session", id, "err", err)

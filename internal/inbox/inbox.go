@@ -100,6 +100,15 @@ type ServedElsewhere struct {
 	Permtui bool // another permtui holds the session's lock (else a pi node)
 }
 
+// Forgotten: discovery no longer knows the session (its directory is gone,
+// or it was idle and made room for one with a request waiting).
+type Forgotten struct{ Session string }
+
+// Saturated: Waiting session directories are not served because discovery
+// knows MaxDiscovered sessions (reported when the number changes; Waiting 0:
+// every directory is known again).
+type Saturated struct{ Max, Waiting int }
+
 // Serving: permtui now publishes the heartbeat for the id and serves it.
 type Serving struct{ Session string }
 
@@ -108,6 +117,8 @@ func (Withdrawn) inboxEvent()       {}
 func (Invalid) inboxEvent()         {}
 func (ServedElsewhere) inboxEvent() {}
 func (Serving) inboxEvent()         {}
+func (Saturated) inboxEvent()       {}
+func (Forgotten) inboxEvent()       {}
 
 // Inbox serves the configured session inboxes. Create it with New, then Run.
 type Inbox struct {
@@ -124,7 +135,7 @@ type Inbox struct {
 	reported map[string]string        // paths refused but not removable: reason reported
 	lastID   AskID                    // the last delivery minted
 	running  bool
-	full     bool // discovery reached MaxDiscovered (logged once)
+	waiting  int // session directories waiting for a discovery slot (reported)
 
 	hbMu sync.Mutex // serializes heartbeat claims, refreshes and removal
 }
@@ -138,6 +149,7 @@ type sessionState struct {
 	nextClaim    time.Time   // when to look at a foreign heartbeat again
 	published    bool        // we wrote a heartbeat for it
 	badDir       string      // a refused session root or requests/, reported once
+	idle         bool        // the last scan found no request file on disk
 }
 
 type entry struct {

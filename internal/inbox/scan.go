@@ -33,18 +33,25 @@ func (in *Inbox) scan(w *watcher) {
 	}
 }
 
-// discoverSessions registers every canonical session directory not yet known
-// and claims it (heartbeat contention decides whether it is served).
+// discoverSessions registers canonical session directories not yet known
+// and claims them (the lock and heartbeat contention decide whether each is
+// served), and forgets known ones whose directory is gone. At most
+// MaxDiscovered are known; beyond that a directory with a request waiting
+// takes the place of a known session that is idle, so junk directories
+// cannot keep a real session out (decision 0053).
 func (in *Inbox) discoverSessions() {
 	sessions, err := safefs.OpenDir(in.cfg.Layout.Root, "sessions")
 	if err != nil {
 		return // not created yet, a symlink, or unreadable: rescanned later
 	}
-	entries, _, err := sessions.List("", maxListed)
-	sessions.Close()
+	defer sessions.Close()
+	entries, truncated, err := sessions.List("", maxSessionDirs)
 	if err != nil {
 		return
 	}
+	listed := make(map[string]bool, len(entries))
+	var fresh []string
+	in.mu.Lock()
 	for _, e := range entries {
 		if !e.IsDir() { // symlinks are not followed
 			continue
@@ -53,22 +60,108 @@ func (in *Inbox) discoverSessions() {
 		if !ok {
 			continue
 		}
-		in.mu.Lock()
-		_, known := in.sessions[id]
-		full := !known && len(in.sessions) >= in.cfg.MaxDiscovered
-		if !known && !full {
-			in.sessions[id] = &sessionState{}
-		}
-		warn := full && !in.full
-		in.full = in.full || full
-		in.mu.Unlock()
-		if warn {
-			in.cfg.Logger.Warn("too many session directories; later ones are not served", "max", in.cfg.MaxDiscovered)
-		}
-		if !known && !full {
-			in.claim(id)
+		listed[id] = true
+		if _, known := in.sessions[id]; !known {
+			fresh = append(fresh, id)
 		}
 	}
+	var gone []string
+	if !truncated {
+		for id := range in.sessions {
+			if !listed[id] {
+				gone = append(gone, id)
+			}
+		}
+	}
+	in.mu.Unlock()
+	if len(gone) > 0 {
+		sort.Strings(gone)
+		for _, id := range gone {
+			in.forgetVanished(id, nil, nil)
+		}
+		in.release(gone, true)
+	}
+
+	var waiting []string
+	for _, id := range fresh {
+		if in.admit(id, sessions) {
+			in.claim(id)
+		} else {
+			waiting = append(waiting, id)
+		}
+	}
+	in.reportSaturation(len(waiting))
+}
+
+// admit registers id if there is room, or if the directory holds a request
+// and a known session can make room for it by being idle: no request in
+// flight and none found on disk by its last scan (one not scanned yet, or
+// served elsewhere, is not idle).
+func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
+	in.mu.Lock()
+	room := len(in.sessions) < in.cfg.MaxDiscovered
+	if room {
+		in.sessions[id] = &sessionState{}
+	}
+	in.mu.Unlock()
+	if room {
+		return true
+	}
+	if !hasRequest(sessions, id) {
+		return false
+	}
+	in.mu.Lock()
+	var idle string
+	for known, s := range in.sessions {
+		if s.idle && in.inflightOf(known) == 0 && (idle == "" || known < idle) {
+			idle = known
+		}
+	}
+	in.mu.Unlock()
+	if idle == "" {
+		return false
+	}
+	in.release([]string{idle}, true)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.sessions) >= in.cfg.MaxDiscovered {
+		return false
+	}
+	in.sessions[id] = &sessionState{}
+	return true
+}
+
+// hasRequest reports whether the session directory's requests/ holds a
+// request file (read without following symlinks).
+func hasRequest(sessions *safefs.Dir, id string) bool {
+	dir, err := sessions.Open(wire.EncodeSegment(id))
+	if err != nil {
+		return false
+	}
+	defer dir.Close()
+	reqs, err := dir.Open("requests")
+	if err != nil {
+		return false
+	}
+	defer reqs.Close()
+	entries, _, err := reqs.List(".json", 1)
+	return err == nil && len(entries) > 0
+}
+
+// reportSaturation reports when session directories start and stop waiting
+// for a discovery slot, and when their number changes.
+func (in *Inbox) reportSaturation(waiting int) {
+	in.mu.Lock()
+	changed := waiting != in.waiting
+	in.waiting = waiting
+	in.mu.Unlock()
+	if !changed {
+		return
+	}
+	if waiting > 0 {
+		in.cfg.Logger.Warn("too many session directories; idle ones wait for a slot", "max", in.cfg.MaxDiscovered, "waiting", waiting)
+	}
+	in.emit(Saturated{Max: in.cfg.MaxDiscovered, Waiting: waiting})
 }
 
 // sessionIDFromDirName decodes a session directory name and accepts it only
@@ -105,6 +198,10 @@ func (in *Inbox) servedIDs() []string {
 const (
 	maxListed   = 4096
 	maxInFlight = 64
+	// maxSessionDirs bounds a listing of sessions/: names only, so it can
+	// be larger than maxListed, and it must be, for a real session to be
+	// seen among thousands of junk directories.
+	maxSessionDirs = 1 << 16
 )
 
 // scanSession delivers new requests of one served session and reports the
@@ -119,6 +216,7 @@ func (in *Inbox) scanSession(w *watcher, id string) {
 		return safefs.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
 	})
 	if sess == nil {
+		in.setIdle(id, true)
 		in.forgetVanished(id, nil, nil)
 		return
 	}
@@ -127,6 +225,7 @@ func (in *Inbox) scanSession(w *watcher, id string) {
 	w.watch(sessionDir)
 	reqDir := in.openDir(id, reqDirPath, func() (*safefs.Dir, error) { return sess.Open("requests") })
 	if reqDir == nil {
+		in.setIdle(id, true)
 		in.forgetVanished(id, nil, nil)
 		return
 	}
@@ -141,6 +240,7 @@ func (in *Inbox) scanSession(w *watcher, id string) {
 	if truncated {
 		in.cfg.Logger.Warn("requests/ holds more files than one scan reads", "dir", reqDirPath, "max", maxListed)
 	}
+	in.setIdle(id, len(entries) == 0)
 	listed := map[string]bool{}
 	for _, e := range entries {
 		listed[e.Name()] = true
@@ -150,6 +250,15 @@ func (in *Inbox) scanSession(w *watcher, id string) {
 		listed = nil // unknown: keep what was reported
 	}
 	in.forgetVanished(id, reqDir, listed)
+}
+
+// setIdle records whether the session's last scan found no request file.
+func (in *Inbox) setIdle(id string, idle bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if st := in.sessions[id]; st != nil {
+		st.idle = idle
+	}
 }
 
 // openDir opens a session root or requests/ directory. Anything there but a

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
 )
 
@@ -99,4 +100,17 @@ func TestABrokenPolicyFileAllowsNothingAutomatically(t *testing.T) {
 	if r := h.await("1791279012345-bp-3"); !r.Approved {
 		t.Fatalf("after the fix: %+v", r)
 	}
+}
+
+// Discovery saturation reaches the front ends as a degraded area, and its
+// end as recovered.
+func TestDiscoverySaturationIsReportedAsDegraded(t *testing.T) {
+	h := startServer(t, options{})
+	h.s.onInbox(inbox.Saturated{Max: 1024, Waiting: 3976})
+	d := h.rec.WaitFor(t, "degraded", func(ev Event) bool { d, ok := ev.(Degraded); return ok && d.Area == AreaDiscovery }).(Degraded)
+	if !strings.Contains(d.Problem, "3976 session directories are not served") || !strings.Contains(d.Problem, "at most 1024") {
+		t.Fatalf("%+v", d)
+	}
+	h.s.onInbox(inbox.Saturated{Max: 1024})
+	h.rec.WaitFor(t, "recovered", func(ev Event) bool { d, ok := ev.(Degraded); return ok && d.Area == AreaDiscovery && d.Problem == "" })
 }

@@ -236,6 +236,14 @@ func (s *Server) onInbox(ev inbox.Event) {
 		s.emit(ServedElsewhere{ev})
 	case inbox.Serving:
 		s.emit(Serving{ev})
+	case inbox.Forgotten:
+		s.emit(Forgotten{ev})
+	case inbox.Saturated:
+		problem := ""
+		if ev.Waiting > 0 {
+			problem = fmt.Sprintf("%d session directories are not served: discovery serves at most %d sessions, and one with a request waiting takes the place of an idle one", ev.Waiting, ev.Max)
+		}
+		s.emit(Degraded{Area: AreaDiscovery, Problem: problem})
 	}
 }
 

@@ -75,6 +75,12 @@ type Invalid struct{ inbox.Invalid }
 // so permtui does not serve it (and checks again later).
 type ServedElsewhere struct{ inbox.ServedElsewhere }
 
+// Forgotten: discovery stopped serving this id (its directory is gone, or
+// it was idle and made room for a session with a request waiting).
+type Forgotten struct{ inbox.Forgotten }
+
+func (Forgotten) event() {}
+
 // Serving: permtui now serves this id and publishes its heartbeat.
 type Serving struct{ inbox.Serving }
 

@@ -308,6 +308,8 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		note := "rejected request " + Sanitize(ev.Path) + ": " + Sanitize(ev.Reason)
 		m.addLog(logEntry{note: "⚠ " + note})
 		m.setStatus(note)
+	case serve.Forgotten:
+		delete(m.sessions, ev.Session)
 	case serve.Serving:
 		m.sessions[ev.Session] = sessionState{serving: true}
 	case serve.ServedElsewhere:
