@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/pichild"
-	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
@@ -55,7 +55,7 @@ func checkVectorThroughCommand(t *testing.T, v testkit.Ruleset) {
 	v.WriteFiles(t, agentDir, project)
 	args := []string{"resolve", "--agent-dir", agentDir, "--project", project, "--state-dir", state, "--session", rootID}
 	if len(v.Grants) > 0 {
-		store, err := resolve.OpenGrants(filepath.Join(state, "grants"))
+		store, err := grants.Open(filepath.Join(state, "grants"))
 		if err != nil {
 			t.Fatal(err)
 		}

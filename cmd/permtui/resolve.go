@@ -14,6 +14,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
@@ -141,13 +142,13 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if notice := noPolicyNotice(policy); notice != "" {
 		fmt.Fprintln(stderr, "permtui: policy:", notice)
 	}
-	grants, err := resolve.OpenGrants(filepath.Join(c.stateDir, "grants"))
+	store, err := grants.Open(filepath.Join(c.stateDir, "grants"))
 	if err != nil {
 		return err
 	}
 	var sessionGrants []wire.Grant
 	if len(c.sessions) > 0 {
-		sessionGrants = grants.For(c.sessions[0])
+		sessionGrants = store.For(c.sessions[0])
 	}
 
 	var verdict resolve.Action
@@ -163,7 +164,7 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 		if len(c.sessions) == 0 {
 			if id, ok := wire.NormalizeSessionID(req.TargetSessionID); ok {
-				sessionGrants = grants.For(id)
+				sessionGrants = store.For(id)
 			}
 		}
 		v := policy.Resolve(req, sessionGrants)

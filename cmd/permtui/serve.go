@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/term"
 
+	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
@@ -107,7 +108,7 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	defer closeLog()
 
 	store := resolve.NewStore(f.loadOptions())
-	grants, err := resolve.OpenGrants(filepath.Join(f.stateDir, "grants"))
+	grantStore, err := grants.Open(filepath.Join(f.stateDir, "grants"))
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 		Poll:     f.poll,
 		StateDir: f.stateDir,
 		Judge:    func() serve.Judge { return store.Policy() },
-		Grants:   grants,
+		Grants:   grantStore,
 		Logger:   logger,
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
@@ -26,7 +27,7 @@ func TestScriptMatchesTheSamplePolicy(t *testing.T) {
 	if problems := policy.Problems(); len(problems) > 0 {
 		t.Fatalf("the sample policy has problems: %+v", problems)
 	}
-	grants, err := resolve.OpenGrants(filepath.Join(env.StateDir, "grants"))
+	store, err := grants.Open(filepath.Join(env.StateDir, "grants"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestScriptMatchesTheSamplePolicy(t *testing.T) {
 		Sessions: env.Sessions,
 		StateDir: env.StateDir,
 		Judge:    func() serve.Judge { return policy },
-		Grants:   grants,
+		Grants:   store,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
@@ -37,13 +38,13 @@ func start(t *testing.T, policy string) (*harness, *lockedBuffer, <-chan error) 
 	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
 		[]byte(`{"permission":{"*":"ask","bash":{"*":"ask","ls":"allow"}}}`))
 	judge := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, ProjectDir: root, TrustProject: true, Home: root})
-	grants, err := resolve.OpenGrants(filepath.Join(root, "state", "grants"))
+	store, err := grants.Open(filepath.Join(root, "state", "grants"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{layout: wire.NewLayout(agentDir), served: make(chan error, 1)}
 	cfg := serve.Config{Layout: h.layout, Sessions: []string{rootID}, StateDir: filepath.Join(root, "state"),
-		Judge: func() serve.Judge { return judge }, Grants: grants}
+		Judge: func() serve.Judge { return judge }, Grants: store}
 	cfg.Inbox.Rescan, cfg.Inbox.HeartbeatInterval = 50*time.Millisecond, 50*time.Millisecond
 	srv, err := serve.New(cfg)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/wire"
@@ -14,7 +15,7 @@ import (
 // The contract types the lead wires in satisfy the serving loop's interfaces.
 var (
 	_ Judge      = (*resolve.Policy)(nil)
-	_ GrantStore = (*resolve.Grants)(nil)
+	_ GrantStore = (*grants.Store)(nil)
 )
 
 // TestWithTheRealResolver runs children against the real policy loader,
@@ -33,13 +34,13 @@ func TestWithTheRealResolver(t *testing.T) {
 	if p := policy.Problems(); len(p) != 0 {
 		t.Fatalf("policy problems: %+v", p)
 	}
-	grants, err := resolve.OpenGrants(filepath.Join(t.TempDir(), "grants"))
+	store, err := grants.Open(filepath.Join(t.TempDir(), "grants"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := startServer(t, options{config: func(c *Config) {
 		c.Judge = func() Judge { return policy }
-		c.Grants = grants
+		c.Grants = store
 	}})
 	ctx := context.Background()
 

@@ -32,7 +32,7 @@ type legacyHinter interface {
 // could not use.
 type problemLister interface{ Problems() []resolve.Problem }
 
-// GrantStore holds whole-session grants per served session: *resolve.Grants
+// GrantStore holds whole-session grants per served session: *grants.Store
 // satisfies it.
 type GrantStore interface {
 	For(session string) []wire.Grant

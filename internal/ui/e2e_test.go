@@ -12,6 +12,7 @@ import (
 
 	"github.com/charmbracelet/x/exp/teatest"
 
+	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
@@ -38,13 +39,13 @@ func startE2E(t *testing.T) *e2e {
 	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
 		[]byte(`{"permission":{"*":"ask","bash":{"*":"ask","git status":"allow"}}}`))
 	policy := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, ProjectDir: root, TrustProject: true, Home: root})
-	grants, err := resolve.OpenGrants(filepath.Join(root, "state", "grants"))
+	store, err := grants.Open(filepath.Join(root, "state", "grants"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := serve.New(serve.Config{
 		Layout: wire.NewLayout(agentDir), Sessions: []string{e2eRoot}, StateDir: filepath.Join(root, "state"),
-		Judge: func() serve.Judge { return policy }, Grants: grants,
+		Judge: func() serve.Judge { return policy }, Grants: store,
 	})
 	if err != nil {
 		t.Fatal(err)

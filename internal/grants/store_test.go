@@ -1,4 +1,4 @@
-package resolve
+package grants
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 
 func TestGrantsPersistAndReload(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "grants")
-	g, err := OpenGrants(dir)
+	g, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestGrantsPersistAndReload(t *testing.T) {
 		t.Error("a session id escaped the grants directory")
 	}
 
-	again, err := OpenGrants(dir)
+	again, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestGrantsPersistAndReload(t *testing.T) {
 	if err := again.Revoke("s1", a); err != nil {
 		t.Fatal(err)
 	}
-	third, err := OpenGrants(dir)
+	third, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,15 +82,15 @@ func TestCorruptGrantsFileIsAnError(t *testing.T) {
 	bad := filepath.Join(dir, "s1.json")
 	testkit.WriteFile(t, bad, []byte(`[{"surface":"bash"`))
 	testkit.WriteFile(t, filepath.Join(dir, "s1.json.123.456.tmp"), []byte(`garbage`))
-	_, err := OpenGrants(dir)
+	_, err := Open(dir)
 	if err == nil || !strings.Contains(err.Error(), bad) {
-		t.Fatalf("OpenGrants = %v, want an error naming %s", err, bad)
+		t.Fatalf("Open = %v, want an error naming %s", err, bad)
 	}
 }
 
 func TestGrantsFailedWriteRecordsNothing(t *testing.T) {
 	dir := t.TempDir()
-	g, err := OpenGrants(dir)
+	g, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package resolve
+// Package grants stores the whole-session grants of every served session
+// (decision 0023): one 0600 file per session under permtui's state
+// directory, loaded at start and saved before a change takes effect. Judging
+// with grants is resolve's job; this package only keeps them.
+package grants
 
 import (
 	"errors"
@@ -16,35 +20,39 @@ import (
 	"github.com/permtui/permtui/internal/wire"
 )
 
-// Grants holds the whole-session grants (ADR 0006 "the whole session") of
+// Store holds the whole-session grants (ADR 0006 "the whole session") of
 // every served session, persisted as <dir>/<enc(session)>.json so they
 // outlive a permtui restart. Safe for concurrent use.
-type Grants struct {
+type Store struct {
 	dir string
 	mu  sync.Mutex
 	by  map[string][]wire.Grant
 }
 
-const grantsFileSuffix = ".json"
+const (
+	fileSuffix = ".json"
+	// maxFileSize caps one session's grants file, as policy files are capped.
+	maxFileSize = 1 << 20
+)
 
-// OpenGrants loads every grants file of dir, creating dir (0700) if needed.
+// Open loads every grants file of dir, creating dir (0700) if needed.
 // A corrupt file is an error naming it, never silently dropped.
-func OpenGrants(dir string) (*Grants, error) {
+func Open(dir string) (*Store, error) {
 	if err := safefs.MkdirPrivate(dir); err != nil {
 		return nil, fmt.Errorf("grants directory %s: %w", dir, err)
 	}
-	g := &Grants{dir: dir, by: map[string][]wire.Grant{}}
+	g := &Store{dir: dir, by: map[string][]wire.Grant{}}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("grants directory %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		session, ok := grantsSession(e.Name())
+		session, ok := sessionOf(e.Name())
 		if !ok {
 			continue // temp files of atomic writes, or not ours
 		}
 		file := filepath.Join(dir, e.Name())
-		data, err := safefs.ReadRegularFile(file, maxPolicyFileSize)
+		data, err := safefs.ReadRegularFile(file, maxFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("grants file %s: %w", file, err)
 		}
@@ -59,10 +67,10 @@ func OpenGrants(dir string) (*Grants, error) {
 	return g, nil
 }
 
-// grantsSession decodes a grants file name back to its session id; names
+// sessionOf decodes a grants file name back to its session id; names
 // that are not the canonical encoding of an id are not grants files.
-func grantsSession(name string) (string, bool) {
-	stem, ok := strings.CutSuffix(name, grantsFileSuffix)
+func sessionOf(name string) (string, bool) {
+	stem, ok := strings.CutSuffix(name, fileSuffix)
 	if !ok {
 		return "", false
 	}
@@ -73,19 +81,19 @@ func grantsSession(name string) (string, bool) {
 	return session, true
 }
 
-func (g *Grants) file(session string) string {
-	return filepath.Join(g.dir, wire.EncodeSegment(session)+grantsFileSuffix)
+func (g *Store) file(session string) string {
+	return filepath.Join(g.dir, wire.EncodeSegment(session)+fileSuffix)
 }
 
 // For returns a copy of the session's grants in recorded order.
-func (g *Grants) For(session string) []wire.Grant {
+func (g *Store) For(session string) []wire.Grant {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return slices.Clone(g.by[session])
 }
 
 // All returns a copy of every session's grants.
-func (g *Grants) All() map[string][]wire.Grant {
+func (g *Store) All() map[string][]wire.Grant {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	all := make(map[string][]wire.Grant, len(g.by))
@@ -97,7 +105,7 @@ func (g *Grants) All() map[string][]wire.Grant {
 
 // Add records grants for the session, skipping ones already recorded, and
 // persists them before returning. On a write failure nothing is recorded.
-func (g *Grants) Add(session string, grants []wire.Grant) error {
+func (g *Store) Add(session string, grants []wire.Grant) error {
 	if session == "" {
 		return errors.New("grants: empty session id")
 	}
@@ -116,7 +124,7 @@ func (g *Grants) Add(session string, grants []wire.Grant) error {
 }
 
 // Revoke removes one grant of the session and persists the change.
-func (g *Grants) Revoke(session string, grant wire.Grant) error {
+func (g *Store) Revoke(session string, grant wire.Grant) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	list := slices.Clone(g.by[session])
@@ -128,7 +136,7 @@ func (g *Grants) Revoke(session string, grant wire.Grant) error {
 }
 
 // save writes the list atomically, then makes it current. Called with mu held.
-func (g *Grants) save(session string, list []wire.Grant) error {
+func (g *Store) save(session string, list []wire.Grant) error {
 	if list == nil {
 		list = []wire.Grant{}
 	}
@@ -136,8 +144,8 @@ func (g *Grants) save(session string, list []wire.Grant) error {
 	if err != nil {
 		return err
 	}
-	if len(data) > maxPolicyFileSize {
-		return fmt.Errorf("grants: session %q would exceed %d bytes of grants", session, maxPolicyFileSize)
+	if len(data) > maxFileSize {
+		return fmt.Errorf("grants: session %q would exceed %d bytes of grants", session, maxFileSize)
 	}
 	if err := safefs.WriteFileAtomic(g.file(session), data); err != nil {
 		return err
