@@ -260,3 +260,42 @@ func TestLinesCarryTimeAndValues(t *testing.T) {
 		t.Fatalf("policy line %v", line)
 	}
 }
+
+// eventSource is a Server that replays fixed events and refuses decisions.
+type eventSource chan serve.Event
+
+func (e eventSource) Events() <-chan serve.Event { return e }
+func (eventSource) Decide(serve.Decision) error  { return serve.ErrUnknownAsk }
+
+// Headless lines are read on terminals too: a request's agent name or a
+// rejected file's name must not carry a C1 control (U+009B is the 8-bit CSI)
+// or a bidi override there. The JSON encoder escapes only C0 controls.
+func TestLinesEscapeTerminalControlsBeyondC0(t *testing.T) {
+	const hostile = "x\u009b31mred\u202eevil\u2066"
+	req := pichild.NewestBash(rootID, hostile, "c1", "/w", "ls")
+	ask := serve.Ask{Arrived: inbox.Arrived{ID: 1, Session: rootID, Request: req}}
+	events := eventSource(make(chan serve.Event, 2))
+	events <- serve.AskQueued{Ask: ask}
+	events <- serve.Invalid{Invalid: inbox.Invalid{Session: rootID, Path: "/r/requests/" + hostile + ".json", Reason: "bad"}}
+	close(events)
+	var out bytes.Buffer
+	if err := Run(context.Background(), events, &out, Leave); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.String() {
+		if r == 0x9b || r == 0x202e || r == 0x2066 {
+			t.Fatalf("output carries %U as it is: %q", r, out.String())
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 lines, got %q", lines)
+	}
+	var queued, invalid map[string]any
+	if json.Unmarshal([]byte(lines[0]), &queued) != nil || json.Unmarshal([]byte(lines[1]), &invalid) != nil {
+		t.Fatalf("lines are not JSON: %q", lines)
+	}
+	if queued["agent"] != hostile || !strings.Contains(invalid["path"].(string), hostile) {
+		t.Fatalf("escaping changed the values: %v %v", queued, invalid)
+	}
+}
