@@ -14,6 +14,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -75,8 +76,9 @@ func Run(ctx context.Context, s Server, out io.Writer, ask string) error {
 	}
 }
 
-// writeLine prints v as one JSON line. The encoder escapes every control
-// character, so no untrusted string can drive the terminal.
+// writeLine prints v as one JSON line. The encoder escapes C0 controls and
+// termsafe the rest (C1 controls, bidi and other format characters), so no
+// untrusted string can drive or reorder the terminal.
 func writeLine(out io.Writer, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -84,7 +86,7 @@ func writeLine(out io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := out.Write(buf.Bytes())
+	_, err := out.Write(termsafe.EscapeJSON(buf.Bytes()))
 	return err
 }
 

@@ -1,0 +1,51 @@
+package termsafe
+
+import (
+	json "github.com/goccy/go-json"
+	"testing"
+)
+
+func TestHidden(t *testing.T) {
+	for _, r := range []rune{0x80, 0x9b, 0x9d, 0x9f, 0x200b, 0x200e, 0x202e, 0x2066, 0x2069, 0x061c, 0xfeff, 0x2028, 0x2029, 0xe0041} {
+		if !Hidden(r) {
+			t.Errorf("Hidden(%U) = false, want true", r)
+		}
+	}
+	for _, r := range []rune{'a', ' ', 0xa0, 0xe9, 0x4e2d, 0x1f600, 0xfffd} {
+		if Hidden(r) {
+			t.Errorf("Hidden(%U) = true, want false", r)
+		}
+	}
+}
+
+// A JSON encoder escapes C0 controls but writes C1 controls (U+009B is the
+// 8-bit CSI, which xterm and others act on in UTF-8) and bidi overrides as
+// they are; EscapeJSON must leave none of them and keep the value.
+func TestEscapeJSON(t *testing.T) {
+	value := "a\u009b31mB\u202eC\u2066D\U000e0041E\u00e9\u4e2d\U0001f600 \\u009b \"q\""
+	data, err := json.Marshal(map[string]string{"v": value})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := EscapeJSON(data)
+	for _, r := range string(got) {
+		if Hidden(r) || r < 0x20 {
+			t.Fatalf("EscapeJSON left %U in %q", r, got)
+		}
+	}
+	var back map[string]string
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatalf("not JSON any more: %v: %q", err, got)
+	}
+	if back["v"] != value {
+		t.Fatalf("value changed: %q, want %q", back["v"], value)
+	}
+	want := `{"v":"a\u009b31mB\u202eC\u2066D\udb40\udc41E` + "\u00e9\u4e2d\U0001f600" + ` \\u009b \"q\""}`
+	if string(got) != want {
+		t.Fatalf("EscapeJSON = %s\nwant         %s", got, want)
+	}
+	plain := []byte(`{"v":"plain"}`)
+	if got := EscapeJSON(plain); &got[0] != &plain[0] {
+		t.Error("EscapeJSON copied input that needs no escape")
+	}
+}
