@@ -2,8 +2,9 @@ package ui
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/permtui/permtui/internal/termsafe"
 )
 
 // Sanitize makes an untrusted string safe to print on one terminal line.
@@ -61,21 +62,10 @@ func standIn(r rune) string {
 		return string(rune(0x2400 + r)) // Unicode control pictures: ␀ … ␟
 	case r == 0x7f:
 		return "␡"
-	case needsMark(r):
+	case termsafe.Hidden(r):
 		return string(unsafeMark)
 	}
 	return string(r)
-}
-
-// needsMark reports runes that are invisible or reorder text: C1 controls
-// (U+0080–U+009F, which include the 8-bit CSI, OSC, DCS, SOS, PM, APC and ST),
-// every format character (bidi embeddings, overrides, isolates and marks,
-// U+061C, zero-width characters, tag characters) and the line and paragraph
-// separators.
-func needsMark(r rune) bool {
-	return (r >= 0x80 && r <= 0x9f) ||
-		unicode.Is(unicode.Cf, r) ||
-		r == '\u2028' || r == '\u2029'
 }
 
 // isPlain is the fast path: printable ASCII needs no work.
