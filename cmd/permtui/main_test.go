@@ -388,3 +388,23 @@ func TestDemoTakesServesFrontEndFlags(t *testing.T) {
 		}
 	})
 }
+
+// A verdict names the surface it judged, which may come from a hostile
+// request file: no C1 control or bidi override reaches the terminal as it is,
+// in either output, and the JSON keeps the value.
+func TestResolveOutputEscapesTerminalControls(t *testing.T) {
+	const surface = "bash\u009b2J\u202ex"
+	flags := resolveFixture(t)
+	_, single, _ := runCmd(t, "", append(append([]string{"resolve"}, flags...), "--surface", surface, "--value", "ls")...)
+	batchIn, _ := json.Marshal(map[string]any{"agent": "a", "surface": surface, "values": []string{"ls"}})
+	_, batch, _ := runCmd(t, string(batchIn)+"\n", append(append([]string{"resolve"}, flags...), "--batch")...)
+	for name, out := range map[string]string{"single": single, "batch": batch} {
+		if strings.ContainsAny(out, "\u009b\u202e") {
+			t.Errorf("%s: raw control in %q", name, out)
+		}
+		var v struct{ Surface string }
+		if err := json.Unmarshal([]byte(out), &v); err != nil || v.Surface != surface {
+			t.Errorf("%s: %v, surface %q", name, err, v.Surface)
+		}
+	}
+}

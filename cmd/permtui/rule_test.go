@@ -219,3 +219,18 @@ func TestSimulateGuardsPersonDenials(t *testing.T) {
 		t.Errorf("short --rule: exit %d", code)
 	}
 }
+
+// The audit log's facts came from children: simulate --json must not carry a
+// C1 control or bidi override to the terminal as it is.
+func TestSimulateJSONEscapesTerminalControls(t *testing.T) {
+	const agent = "b\u009b2J\u202ex"
+	e := newRuleEnv(t, commented)
+	e.record(t, asked(agent, "git status", true, wire.UserDecision()))
+	_, out, _ := runCmd(t, "", e.args("simulate", "--rule", "bash", "git *", "allow", "--json")...)
+	if strings.ContainsAny(out, "\u009b\u202e") {
+		t.Fatalf("raw control in %q", out)
+	}
+	if !strings.Contains(out, `\u009b2J\u202ex`) {
+		t.Fatalf("agent not kept, escaped: %s", out)
+	}
+}
