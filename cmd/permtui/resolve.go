@@ -17,6 +17,7 @@ import (
 	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -224,11 +225,17 @@ func toVerdictJSON(v resolve.Verdict) verdictJSON {
 }
 
 func writeVerdict(w io.Writer, v resolve.Verdict) error {
-	data, err := json.MarshalNoEscape(toVerdictJSON(v))
+	return writeJSONLine(w, toVerdictJSON(v))
+}
+
+// writeJSONLine prints v as one JSON line that cannot drive the terminal:
+// the values may come from a hostile request file (termsafe).
+func writeJSONLine(w io.Writer, v any) error {
+	data, err := json.MarshalNoEscape(v)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s\n", data)
+	_, err = fmt.Fprintf(w, "%s\n", termsafe.EscapeJSON(data))
 	return err
 }
 
@@ -241,14 +248,12 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 64*1024), wire.MaxFileSize)
 	out := bufio.NewWriterSize(stdout, 64*1024)
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
 	failed, strictest := 0, resolve.Allow
 	for lineNo := 1; in.Scan(); lineNo++ {
 		line, err := parseBatchLine(in.Bytes())
 		if err != nil {
 			failed++
-			if err := enc.Encode(batchError{Error: fmt.Sprintf("line %d: %v", lineNo, err)}); err != nil {
+			if err := writeJSONLine(out, batchError{Error: fmt.Sprintf("line %d: %v", lineNo, err)}); err != nil {
 				return "", err
 			}
 			continue
@@ -261,7 +266,7 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 		if stricter(verdictStatus(strictest), verdictStatus(v.Action)) != verdictStatus(strictest) {
 			strictest = v.Action
 		}
-		if err := enc.Encode(toVerdictJSON(v)); err != nil {
+		if err := writeVerdict(out, v); err != nil {
 			return "", err
 		}
 	}

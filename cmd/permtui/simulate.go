@@ -14,6 +14,7 @@ import (
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/simulate"
+	"github.com/permtui/permtui/internal/termsafe"
 )
 
 const simulateSynopsis = `simulate (--rule SURFACE PATTERN ACTION ... [--scope S] [--agent NAME] | --config FILE) [flags]
@@ -269,6 +270,6 @@ func printReportJSON(w io.Writer, rep simulate.Report) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s\n", data)
+	_, err = fmt.Fprintf(w, "%s\n", termsafe.EscapeJSON(data))
 	return err
 }
