@@ -1,0 +1,95 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary be the minimal responder, as the command
+// is in a full run.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "responder" {
+		os.Exit(responderMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// TestSmoke runs the whole benchmark with small counts against a permtui
+// built from this tree and the minimal responder: every request is answered
+// exactly once, with an approval, at steady rate, in a burst and among idle
+// sessions. It asserts correctness only; the timings are for the full run.
+func TestSmoke(t *testing.T) {
+	bin, err := buildPermtui(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report strings.Builder
+	err = run(config{
+		permtui:   bin,
+		self:      []string{os.Args[0], "responder"},
+		dirs:      []string{t.TempDir()},
+		servers:   []string{"permtui", "minimal"},
+		rates:     []int{200},
+		steadyFor: time.Second,
+		burst:     300,
+		idle:      []int{3},
+		idleFor:   time.Second,
+		probeRate: 20,
+		probeFor:  time.Second,
+		out:       &report,
+	})
+	t.Log("\n" + report.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| permtui | 200/s", "| minimal | burst of 300 | 300 |", "| permtui | 3 |"} {
+		if !strings.Contains(report.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// TestGenCountsDuplicates: the smoke test's "answered once" rests on the
+// generator telling a second response for an id apart from the first.
+func TestGenCountsDuplicates(t *testing.T) {
+	w, err := newWorld(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := newGen(w.layout, w.sessions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.close()
+	if err := g.send(); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	g.mu.Lock()
+	for id = range g.sent {
+	}
+	g.mu.Unlock()
+	r := &responder{pid: os.Getpid()}
+	approve := []byte(`{"approved":true,"state":"approved"}`)
+	r.write(w.layout.ResponsePath(w.sessions[0], id), approve)
+	if left := g.wait(10 * time.Second); left != 0 {
+		t.Fatalf("%d unanswered", left)
+	}
+	r.write(w.layout.ResponsePath(w.sessions[0], id), approve)
+	// Taken by the inotify event or by a sweep, whichever comes first.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		g.sweep()
+		g.mu.Lock()
+		counted := g.dup > 0
+		g.mu.Unlock()
+		if counted {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := g.reset().check(1, 0); err == nil || !strings.Contains(err.Error(), "1 duplicate") {
+		t.Fatalf("check = %v, want a duplicate", err)
+	}
+}
