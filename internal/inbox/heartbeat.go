@@ -170,7 +170,7 @@ func (in *Inbox) refreshAll() {
 	sort.Strings(recheck)
 	for _, id := range recheck {
 		if in.claim(id) {
-			in.kickScan()
+			in.scanSoon(id)
 		}
 	}
 }
@@ -276,6 +276,7 @@ func (in *Inbox) releaseLocked(ids []string, forget bool) {
 	in.mu.Lock()
 	var published []string
 	var locks []*safefs.Dir
+	var cached []*dirs
 	for _, id := range ids {
 		s := in.sessions[id]
 		if s == nil {
@@ -287,12 +288,18 @@ func (in *Inbox) releaseLocked(ids []string, forget bool) {
 		if s.lock != nil {
 			locks = append(locks, s.lock)
 		}
-		s.serving, s.published, s.lock = false, false, nil
+		if s.dirs != nil {
+			cached = append(cached, s.dirs)
+		}
+		s.serving, s.published, s.lock, s.dirs = false, false, nil, nil
 		if forget {
 			delete(in.sessions, id)
 		}
 	}
 	in.mu.Unlock()
+	for _, d := range cached {
+		in.releaseDirs(d)
+	}
 	// Released after our records are gone, so a successor that wins the
 	// lock never sees our record as the current one.
 	defer func() {

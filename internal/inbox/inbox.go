@@ -20,8 +20,9 @@ import (
 	"github.com/permtui/permtui/internal/wire"
 )
 
-// Default timings. Rescans are the safety net under fsnotify (and the only
-// mechanism in poll mode); heartbeats follow pi's 1 s refresh.
+// Default timings. Rescans are the safety net under fsnotify (each tick
+// rescans a rotating 1/safetyRounds of the sessions) and the only mechanism
+// in poll mode; heartbeats follow pi's 1 s refresh.
 const (
 	DefaultRescan            = time.Second
 	DefaultPollRescan        = 250 * time.Millisecond
@@ -57,8 +58,12 @@ type Config struct {
 	onEmit func(Event)
 }
 
-// eventBuffer lets a scan run ahead of a busy consumer.
-const eventBuffer = 256
+// eventBuffer lets a scan run ahead of a busy consumer; watchBuffer holds
+// fsnotify events while a scan runs.
+const (
+	eventBuffer = 256
+	watchBuffer = 4096
+)
 
 // Event is something the inbox observed.
 type Event interface{ inboxEvent() }
@@ -124,7 +129,7 @@ func (Forgotten) inboxEvent()       {}
 type Inbox struct {
 	cfg      Config
 	discover bool
-	kick     chan struct{} // requests a rescan
+	kick     chan struct{} // requests the scans queued in scanAll and scanQ
 	events   chan Event    // closed when Run returns
 	stopping <-chan struct{}
 
@@ -133,7 +138,11 @@ type Inbox struct {
 	inflight map[string]*entry        // delivered, unanswered requests by path
 	byID     map[AskID]*entry         // the same entries by delivery
 	reported map[string]string        // paths refused but not removable: reason reported
+	byReq    map[string]*entry        // unanswered entries by session and request id
 	lastID   AskID                    // the last delivery minted
+	scanAll  bool                     // a full scan is queued
+	scanQ    map[string]bool          // sessions queued for a scan
+	cache    bool                     // directories are cached: fsnotify runs, Run has not returned
 	running  bool
 	waiting  int // session directories waiting for a discovery slot (reported)
 
@@ -150,6 +159,9 @@ type sessionState struct {
 	published    bool        // we wrote a heartbeat for it
 	badDir       string      // a refused session root or requests/, reported once
 	idle         bool        // the last scan found no request file on disk
+	dirs         *dirs       // open directories while valid
+	inflight     int         // entries of the session in Inbox.inflight
+	waiting      bool        // a request waits on disk for a free slot or id
 }
 
 type entry struct {
@@ -192,6 +204,8 @@ func New(cfg Config) (*Inbox, error) {
 		sessions: map[string]*sessionState{},
 		inflight: map[string]*entry{},
 		byID:     map[AskID]*entry{},
+		byReq:    map[string]*entry{},
+		scanQ:    map[string]bool{},
 		reported: map[string]string{},
 	}
 	for _, raw := range cfg.Sessions {
@@ -227,7 +241,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 	var w *watcher
 	if !in.cfg.Poll {
 		var err error
-		if w, err = newWatcher(in.cfg.Layout, in.kickScan, in.cfg.Logger); err != nil {
+		if w, err = newWatcher(in.cfg.Layout); err != nil {
 			in.cfg.Logger.Warn("fsnotify unavailable; polling", "err", err)
 		}
 	}
@@ -236,8 +250,12 @@ func (in *Inbox) Run(ctx context.Context) error {
 			w.close()
 		}
 		in.withdrawHeartbeats()
+		in.closeDirs()
 	}()
 
+	in.mu.Lock()
+	in.cache = w != nil // without events nothing would tell a cached directory is stale
+	in.mu.Unlock()
 	in.claimKnown()
 	in.scan(w)
 
@@ -249,19 +267,50 @@ func (in *Inbox) Run(ctx context.Context) error {
 	defer func() { <-hbDone }()
 
 	interval := in.cfg.Rescan
+	var events <-chan fsnotify.Event
+	var errs <-chan error
 	if w == nil {
 		interval = in.cfg.PollRescan
+	} else {
+		events, errs = w.fs.Events, w.fs.Errors
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	for {
+	for round := 0; ; {
 		select {
 		case <-ctx.Done():
 			return nil
+		case ev := <-events:
+			in.handle(w, ev)
+		case err := <-errs:
+			// An overflow loses events; a full rescan recovers them.
+			in.cfg.Logger.Warn("fsnotify", "err", err)
+			in.scan(w)
 		case <-tick.C:
+			if w == nil {
+				in.scan(nil)
+			} else {
+				in.safetyNet(w, round)
+				round++
+			}
 		case <-in.kick:
+			in.scanQueued(w)
 		}
-		in.scan(w)
+	}
+}
+
+// closeDirs drops every cached directory when Run returns; answers written
+// after that (the exit denials) open their directories each time.
+func (in *Inbox) closeDirs() {
+	in.mu.Lock()
+	in.cache = false
+	ids := make([]string, 0, len(in.sessions))
+	for id := range in.sessions {
+		ids = append(ids, id)
+	}
+	in.mu.Unlock()
+	for _, id := range ids {
+		in.invalidate(id, nil)
 	}
 }
 
@@ -283,48 +332,45 @@ func (in *Inbox) emit(ev Event) {
 	}
 }
 
+// kickScan queues a full scan.
 func (in *Inbox) kickScan() {
+	in.mu.Lock()
+	in.scanAll = true
+	in.mu.Unlock()
+	in.wake()
+}
+
+// scanSoon queues a scan of one session.
+func (in *Inbox) scanSoon(id string) {
+	in.mu.Lock()
+	in.scanQ[id] = true
+	in.mu.Unlock()
+	in.wake()
+}
+
+func (in *Inbox) wake() {
 	select {
 	case in.kick <- struct{}{}:
 	default:
 	}
 }
 
-// watcher wraps fsnotify: any event under a watched directory triggers a
-// rescan; the rescan decides what changed.
+// watcher is the fsnotify watch of sessions/, each served session root and
+// its requests/. The Run goroutine alone reads its events and its maps.
 type watcher struct {
-	fs   *fsnotify.Watcher
-	done chan struct{}
+	fs      *fsnotify.Watcher
+	reqDirs map[string]string // watched requests/ path → session id
+	roots   map[string]string // watched session root → session id
+	failed  map[string]bool   // sessions whose requests/ could not be watched
 }
 
-func newWatcher(layout wire.Layout, onEvent func(), log *slog.Logger) (*watcher, error) {
-	fw, err := fsnotify.NewWatcher()
+func newWatcher(layout wire.Layout) (*watcher, error) {
+	fw, err := fsnotify.NewBufferedWatcher(watchBuffer)
 	if err != nil {
 		return nil, err
 	}
-	w := &watcher{fs: fw, done: make(chan struct{})}
+	w := &watcher{fs: fw, reqDirs: map[string]string{}, roots: map[string]string{}, failed: map[string]bool{}}
 	w.watchAncestor(layout.SessionsDir())
-	go func() {
-		defer close(w.done)
-		for {
-			select {
-			case ev, ok := <-fw.Events:
-				if !ok {
-					return
-				}
-				if ev.Op != fsnotify.Chmod {
-					onEvent()
-				}
-			case err, ok := <-fw.Errors:
-				if !ok {
-					return
-				}
-				// An overflow loses events; a rescan recovers them.
-				log.Warn("fsnotify", "err", err)
-				onEvent()
-			}
-		}
-	}()
 	return w, nil
 }
 
@@ -343,14 +389,30 @@ func (w *watcher) watchAncestor(dir string) {
 	}
 }
 
-// watch adds a directory watch; adding one that exists is a no-op.
-func (w *watcher) watch(dir string) {
-	if w != nil {
-		_ = w.fs.Add(dir) // a directory that vanished meanwhile is rescanned later
+// watch adds a directory watch unless the map says it is there; force adds
+// it anyway (a safety-net rescan: the directory may have been replaced).
+func (w *watcher) watch(m map[string]string, dir, id string, force bool) error {
+	if _, ok := m[dir]; ok && !force {
+		return nil
+	}
+	if err := w.fs.Add(dir); err != nil {
+		return err // a directory that vanished meanwhile is rescanned later
+	}
+	m[dir] = id
+	return nil
+}
+
+// forget drops the watch bookkeeping of a directory that was removed or
+// renamed away.
+func (w *watcher) forget(dir string) {
+	if _, ok := w.reqDirs[dir]; ok {
+		delete(w.reqDirs, dir)
+		_ = w.fs.Remove(dir)
+	}
+	if _, ok := w.roots[dir]; ok {
+		delete(w.roots, dir)
+		_ = w.fs.Remove(dir)
 	}
 }
 
-func (w *watcher) close() {
-	_ = w.fs.Close()
-	<-w.done
-}
+func (w *watcher) close() { _ = w.fs.Close() }

@@ -29,27 +29,12 @@ func (in *Inbox) Present(id AskID) bool {
 	if e == nil {
 		return false
 	}
-	sess, reqDir, err := in.openRequests(e.session)
+	d, _, err := in.acquireDirs(e.session)
 	if err != nil {
 		return false
 	}
-	defer sess.Close()
-	defer reqDir.Close()
-	return isRegular(reqDir, e.name)
-}
-
-// openRequests opens the session root and its requests/ without following
-// symlinks.
-func (in *Inbox) openRequests(session string) (sess, reqDir *safefs.Dir, err error) {
-	sess, err = safefs.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(session))
-	if err != nil {
-		return nil, nil, err
-	}
-	if reqDir, err = sess.Open("requests"); err != nil {
-		sess.Close()
-		return nil, nil, err
-	}
-	return sess, reqDir, nil
+	defer in.releaseDirs(d)
+	return isRegular(d.reqs, e.name)
 }
 
 // Respond answers the delivery id: it checks the request
@@ -84,6 +69,7 @@ func (in *Inbox) Respond(id AskID, resp wire.Response) error {
 	case err == nil && !removed:
 		// Kept until the file is gone, so it is not delivered again.
 		e.answered = true
+		in.answered(e)
 	default:
 		in.drop(e)
 	}
@@ -97,31 +83,57 @@ func (in *Inbox) respond(e *entry, resp wire.Response) (removed bool, err error)
 	if err != nil {
 		return false, fmt.Errorf("encode response: %w", err)
 	}
-	sess, reqDir, err := in.openRequests(e.session)
+	// A cached directory a child's cleanup removed is reopened once.
+	for attempt := 0; ; attempt++ {
+		removed, err = in.respondIn(e, data)
+		var stale *staleDirs
+		if !errors.As(err, &stale) {
+			return removed, err
+		}
+		in.invalidate(e.session, stale.d)
+		if attempt == 1 {
+			return false, stale.err
+		}
+	}
+}
+
+// staleDirs: an operation found a cached directory deleted.
+type staleDirs struct {
+	d   *dirs
+	err error
+}
+
+func (s *staleDirs) Error() string { return s.err.Error() }
+
+func (in *Inbox) respondIn(e *entry, data []byte) (removed bool, err error) {
+	d, _, err := in.acquireDirs(e.session)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefs.ErrNotDir) {
 		return false, ErrWithdrawn
 	}
 	if err != nil {
 		return false, fmt.Errorf("open requests/: %w", err)
 	}
-	defer sess.Close()
-	defer reqDir.Close()
-	if !isRegular(reqDir, e.name) {
+	defer in.releaseDirs(d)
+	if !isRegular(d.reqs, e.name) {
 		return false, ErrWithdrawn
 	}
-	// pi recreates responses/ defensively before answering (#398).
-	respDir, err := sess.OpenPrivate("responses")
+	respDir, err := in.responses(d)
+	if dirGone(err) {
+		return false, &staleDirs{d, fmt.Errorf("prepare responses/: %w", err)}
+	}
 	if err != nil {
 		return false, fmt.Errorf("prepare responses/: %w", err)
 	}
-	defer respDir.Close()
 	if err := respDir.WriteFileAtomic(e.reqID+".json", data); err != nil {
+		if dirGone(err) {
+			return false, &staleDirs{d, fmt.Errorf("write response: %w", err)}
+		}
 		return false, fmt.Errorf("write response: %w", err)
 	}
 	// The child may already have consumed the response and removed the
 	// request; that is success too.
-	if err := reqDir.Remove(e.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		in.cfg.Logger.Warn("remove answered request", "dir", reqDir.Path(), "name", e.name, "err", err)
+	if err := d.reqs.Remove(e.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		in.cfg.Logger.Warn("remove answered request", "dir", d.reqs.Path(), "name", e.name, "err", err)
 		return false, nil
 	}
 	return true, nil

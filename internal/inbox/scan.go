@@ -9,27 +9,127 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
-// scan runs on the Run goroutine only: it discovers sessions, refreshes the
-// watches, and looks at every served requests/ directory.
+// scan runs on the Run goroutine only, as do all scans: it discovers
+// sessions, refreshes the watches, and looks at every served requests/
+// directory afresh. It runs at start, after an fsnotify overflow, when the
+// inbox's shape changes where no session is known, and on each poll tick.
 func (in *Inbox) scan(w *watcher) {
-	sessionsDir := in.cfg.Layout.SessionsDir()
-	if w != nil {
-		if isDir(sessionsDir) {
-			w.watch(sessionsDir)
-		} else {
-			w.watchAncestor(sessionsDir)
-		}
-	}
+	in.mu.Lock()
+	in.scanAll = false
+	in.mu.Unlock()
+	in.watchSessions(w)
 	if in.discover {
 		in.discoverSessions()
 	}
 	for _, id := range in.servedIDs() {
-		in.scanSession(w, id)
+		in.scanSession(w, id, true)
+	}
+}
+
+func (in *Inbox) watchSessions(w *watcher) {
+	if w == nil {
+		return
+	}
+	if sessionsDir := in.cfg.Layout.SessionsDir(); isDir(sessionsDir) {
+		_ = w.fs.Add(sessionsDir)
+	} else {
+		w.watchAncestor(sessionsDir)
+	}
+}
+
+// scanQueued runs the scans asked for since the last ones: a full scan, or
+// the queued sessions (a slot freed, a claim succeeded).
+func (in *Inbox) scanQueued(w *watcher) {
+	in.mu.Lock()
+	all, ids := in.scanAll, make([]string, 0, len(in.scanQ))
+	for id := range in.scanQ {
+		ids = append(ids, id)
+	}
+	clear(in.scanQ)
+	in.mu.Unlock()
+	if all {
+		in.scan(w)
+		return
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if in.served(id) {
+			in.scanSession(w, id, false)
+		}
+	}
+}
+
+// safetyRounds: under fsnotify each session is rescanned afresh every
+// safetyRounds ticks, a slice of them per tick, so idle cost per tick stays
+// flat however many sessions there are (issue 9). Events carry the work;
+// the rescan only repairs what a lost event or a replaced directory hid.
+const safetyRounds = 10
+
+func (in *Inbox) safetyNet(w *watcher, round int) {
+	if round%safetyRounds == 0 {
+		in.watchSessions(w)
+		if in.discover {
+			in.discoverSessions()
+		}
+	}
+	for i, id := range in.servedIDs() {
+		if i%safetyRounds == round%safetyRounds || w.failed[id] {
+			in.scanSession(w, id, true)
+		}
+	}
+}
+
+// handle acts on one fsnotify event: a request file named by the event is
+// read (or found gone) without listing its directory; anything else changes
+// the inbox's shape and rescans what it touches.
+func (in *Inbox) handle(w *watcher, ev fsnotify.Event) {
+	if ev.Op == fsnotify.Chmod {
+		return
+	}
+	dir, name := filepath.Split(ev.Name)
+	dir = filepath.Clean(dir)
+	if id, ok := w.reqDirs[dir]; ok {
+		if !strings.HasSuffix(name, ".json") {
+			return // the temp file of an atomic write
+		}
+		if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write) {
+			in.scanFile(id, name)
+		} else {
+			in.fileGone(id, name)
+		}
+		return
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		w.forget(ev.Name)
+	}
+	sessionsDir := in.cfg.Layout.SessionsDir()
+	id, ok := w.reqDirs[ev.Name]
+	if !ok {
+		id, ok = w.roots[ev.Name]
+	}
+	if !ok {
+		id, ok = w.roots[dir] // requests/ or responses/ came or went
+	}
+	if !ok && dir == sessionsDir {
+		if id, ok = sessionIDFromDirName(name); ok && in.discover {
+			in.discoverSessions()
+		}
+	}
+	if !ok {
+		in.scan(w) // sessions/ or an ancestor: the whole inbox
+		return
+	}
+	in.invalidate(id, nil)
+	if in.served(id) {
+		in.scanSession(w, id, true)
 	}
 }
 
@@ -113,7 +213,7 @@ func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
 	in.mu.Lock()
 	var idle string
 	for known, s := range in.sessions {
-		if s.idle && in.inflightOf(known) == 0 && (idle == "" || known < idle) {
+		if s.idle && in.sessions[known].inflight == 0 && (idle == "" || known < idle) {
 			idle = known
 		}
 	}
@@ -191,6 +291,13 @@ func (in *Inbox) servedIDs() []string {
 	return ids
 }
 
+func (in *Inbox) served(id string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	s := in.sessions[id]
+	return s != nil && s.serving
+}
+
 // Bounds that keep memory flat however many files a child creates: a scan
 // reads at most maxListed names of a directory, and at most maxInFlight
 // requests of one session wait for an answer at a time; the rest stay on
@@ -205,34 +312,40 @@ const (
 )
 
 // scanSession delivers new requests of one served session and reports the
-// delivered ones whose files vanished. Every file operation goes through
-// directories opened without following symlinks (safefs.Dir), so a child that
-// swaps requests/ for a symlink mid-scan cannot lead a read or a delete out
-// of the inbox.
-func (in *Inbox) scanSession(w *watcher, id string) {
-	sessionDir := in.cfg.Layout.SessionDir(id)
+// delivered ones whose files vanished. fresh reopens the directories and
+// re-adds the watches. Every file operation goes through directories opened
+// without following symlinks (safefs.Dir), so a child that swaps requests/ for
+// a symlink mid-scan cannot lead a read or a delete out of the inbox.
+func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
+	if fresh {
+		in.invalidate(id, nil)
+	}
+	// The session root is watched first, so requests/ appearing after the
+	// open below is noticed.
+	if w != nil {
+		_ = w.watch(w.roots, in.cfg.Layout.SessionDir(id), id, fresh)
+	}
+	d, failed, err := in.acquireDirs(id)
+	if err != nil {
+		in.openFailed(id, failed, err)
+		in.setIdle(id, true)
+		in.forgetVanished(id, nil, nil)
+		return
+	}
+	defer in.releaseDirs(d)
 	reqDirPath := in.cfg.Layout.RequestsDir(id)
-	sess := in.openDir(id, sessionDir, func() (*safefs.Dir, error) {
-		return safefs.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
-	})
-	if sess == nil {
-		in.setIdle(id, true)
-		in.forgetVanished(id, nil, nil)
-		return
+	if w != nil {
+		err := w.watch(w.reqDirs, reqDirPath, id, fresh)
+		switch {
+		case err == nil:
+			delete(w.failed, id)
+		case !errors.Is(err, fs.ErrNotExist):
+			// Out of inotify watches: this session is rescanned every tick.
+			w.failed[id] = true
+		}
 	}
-	defer sess.Close()
-	// The session root is watched so requests/ appearing is noticed.
-	w.watch(sessionDir)
-	reqDir := in.openDir(id, reqDirPath, func() (*safefs.Dir, error) { return sess.Open("requests") })
-	if reqDir == nil {
-		in.setIdle(id, true)
-		in.forgetVanished(id, nil, nil)
-		return
-	}
-	defer reqDir.Close()
-	w.watch(reqDirPath)
 	// Temp files of atomic writes, and anything else, are not listed.
-	entries, truncated, err := reqDir.List(".json", maxListed)
+	entries, truncated, err := d.reqs.List(".json", maxListed)
 	if err != nil {
 		in.cfg.Logger.Warn("list requests", "dir", reqDirPath, "err", err)
 		return // unknown state: do not call anything withdrawn
@@ -241,15 +354,15 @@ func (in *Inbox) scanSession(w *watcher, id string) {
 		in.cfg.Logger.Warn("requests/ holds more files than one scan reads", "dir", reqDirPath, "max", maxListed)
 	}
 	in.setIdle(id, len(entries) == 0)
-	listed := map[string]bool{}
+	listed := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		listed[e.Name()] = true
-		in.consider(id, reqDir, e)
+		in.consider(id, d.reqs, e.Name(), e.Type())
 	}
 	if truncated {
 		listed = nil // unknown: keep what was reported
 	}
-	in.forgetVanished(id, reqDir, listed)
+	in.forgetVanished(id, d.reqs, listed)
 }
 
 // setIdle records whether the session's last scan found no request file.
@@ -261,19 +374,53 @@ func (in *Inbox) setIdle(id string, idle bool) {
 	}
 }
 
-// openDir opens a session root or requests/ directory. Anything there but a
-// real directory (a symlink could lead reads and deletes out of the inbox)
-// is reported once as invalid; a missing one is nil without a report.
-func (in *Inbox) openDir(id, path string, open func() (*safefs.Dir, error)) *safefs.Dir {
-	d, err := open()
-	if err == nil {
-		return d
+// scanFile considers the one request file an event named.
+func (in *Inbox) scanFile(id, name string) {
+	d, failed, err := in.acquireDirs(id)
+	if err != nil {
+		in.openFailed(id, failed, err)
+		return
 	}
+	defer in.releaseDirs(d)
+	typ, err := d.reqs.Mode(name)
+	if err != nil {
+		return // gone again: its removal event follows
+	}
+	in.setIdle(id, false)
+	in.consider(id, d.reqs, name, typ)
+}
+
+// fileGone settles a delivered request whose file an event says was
+// removed or renamed away, and forgets a refusal of that name.
+func (in *Inbox) fileGone(id, name string) {
+	path := filepath.Join(in.cfg.Layout.RequestsDir(id), name)
+	in.mu.Lock()
+	delete(in.reported, path)
+	e := in.inflight[path]
+	in.mu.Unlock()
+	if e == nil {
+		return
+	}
+	d, _, err := in.acquireDirs(id)
+	if err == nil {
+		defer in.releaseDirs(d)
+		if isRegular(d.reqs, name) {
+			return // replaced by a new file under the same name
+		}
+	}
+	in.settleVanished(id, []*entry{e})
+}
+
+// openFailed reports a session root or requests/ that could not be opened.
+// Anything there but a real directory (a symlink could lead reads and
+// deletes out of the inbox) is reported once as invalid; a missing one is
+// not reported.
+func (in *Inbox) openFailed(id, path string, err error) {
 	if !errors.Is(err, safefs.ErrNotDir) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			in.cfg.Logger.Warn("open inbox directory", "dir", path, "err", err)
 		}
-		return nil
+		return
 	}
 	in.mu.Lock()
 	s := in.sessions[id]
@@ -284,28 +431,30 @@ func (in *Inbox) openDir(id, path string, open func() (*safefs.Dir, error)) *saf
 		// The error names the component that is not a real directory.
 		in.emit(Invalid{Session: id, Path: path, Reason: err.Error()})
 	}
-	return nil
 }
 
 // consider reads one candidate file and delivers, refuses or skips it.
-func (in *Inbox) consider(session string, dir *safefs.Dir, e fs.DirEntry) {
-	name := e.Name()
+func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.FileMode) {
 	path := filepath.Join(dir.Path(), name)
 	in.mu.Lock()
 	_, busy := in.inflight[path]
 	_, refused := in.reported[path]
-	full := in.inflightOf(session) >= maxInFlight
+	s := in.sessions[session]
+	full := s.inflight >= maxInFlight
+	if full {
+		s.waiting = true
+	}
 	in.mu.Unlock()
 	if busy || refused || full {
 		return
 	}
-	if e.IsDir() {
+	if typ.IsDir() {
 		in.refuse(session, dir, name, "not a regular file (directory)", false)
 		return
 	}
-	if !e.Type().IsRegular() {
+	if !typ.IsRegular() {
 		// Symlinks, FIFOs, devices, sockets: never opened.
-		in.refuse(session, dir, name, "not a regular file ("+e.Type().String()+")", true)
+		in.refuse(session, dir, name, "not a regular file ("+typ.String()+")", true)
 		return
 	}
 	data, err := dir.ReadFile(name, wire.MaxFileSize)
@@ -333,37 +482,44 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, e fs.DirEntry) {
 	}
 
 	in.mu.Lock()
-	for _, other := range in.inflight {
-		if other.session == session && other.reqID == req.ID && !other.answered {
-			// Both would be answered through the same response file; the
-			// second waits until the first is done.
-			in.mu.Unlock()
-			return
-		}
+	if in.byReq[reqKey(session, req.ID)] != nil {
+		// Both would be answered through the same response file; the
+		// second waits until the first is done.
+		s.waiting = true
+		in.mu.Unlock()
+		return
 	}
 	in.lastID++
 	d := &entry{ask: in.lastID, session: session, path: path, name: name, reqID: req.ID}
-	in.inflight[path], in.byID[d.ask] = d, d
+	in.inflight[path], in.byID[d.ask], in.byReq[reqKey(session, req.ID)] = d, d, d
+	s.inflight++
 	in.mu.Unlock()
 	in.emit(Arrived{ID: d.ask, Session: session, Path: path, Request: req, At: in.cfg.Now()})
 }
+
+func reqKey(session, reqID string) string { return session + "\x00" + reqID }
 
 // drop forgets an in-flight entry. in.mu is held.
 func (in *Inbox) drop(e *entry) {
 	delete(in.inflight, e.path)
 	delete(in.byID, e.ask)
+	in.answered(e)
+	if s := in.sessions[e.session]; s != nil {
+		s.inflight--
+	}
 }
 
-// inflightOf counts the session's delivered, unanswered requests. in.mu is
-// held.
-func (in *Inbox) inflightOf(session string) int {
-	n := 0
-	for _, e := range in.inflight {
-		if e.session == session {
-			n++
-		}
+// answered frees the entry's request id for a later request, and rescans a
+// session where a request waits for that or for a slot. in.mu is held.
+func (in *Inbox) answered(e *entry) {
+	if k := reqKey(e.session, e.reqID); in.byReq[k] == e {
+		delete(in.byReq, k)
 	}
-	return n
+	if s := in.sessions[e.session]; s != nil && s.waiting {
+		s.waiting = false
+		in.scanQ[e.session] = true
+		in.wake()
+	}
 }
 
 // refuse reports a refused request file and unlinks it when remove is set
@@ -404,25 +560,33 @@ func (in *Inbox) forgetVanished(session string, reqDir *safefs.Dir, listed map[s
 			vanished = append(vanished, e)
 		}
 	}
+	in.settleVanished(session, vanished)
 
-	var withdrawn []Withdrawn
 	in.mu.Lock()
-	for _, e := range vanished {
-		// A Respond that began meanwhile settles the entry itself.
-		if in.byID[e.ask] == nil || e.answering {
-			continue
-		}
-		in.drop(e)
-		if !e.answered {
-			withdrawn = append(withdrawn, Withdrawn{ID: e.ask, Session: session, Path: e.path})
-		}
-	}
+	defer in.mu.Unlock()
 	if reqDir == nil || listed != nil {
 		reqDirPath := in.cfg.Layout.RequestsDir(session)
 		for path := range in.reported {
 			if filepath.Dir(path) == reqDirPath && !listed[filepath.Base(path)] {
 				delete(in.reported, path)
 			}
+		}
+	}
+}
+
+// settleVanished forgets entries whose files are gone and reports the
+// unanswered ones as withdrawn.
+func (in *Inbox) settleVanished(session string, vanished []*entry) {
+	var withdrawn []Withdrawn
+	in.mu.Lock()
+	for _, e := range vanished {
+		// A Respond that began meanwhile settles the entry itself.
+		if in.byID[e.ask] != e || e.answering {
+			continue
+		}
+		in.drop(e)
+		if !e.answered {
+			withdrawn = append(withdrawn, Withdrawn{ID: e.ask, Session: session, Path: e.path})
 		}
 	}
 	in.mu.Unlock()

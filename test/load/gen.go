@@ -14,6 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	json "github.com/goccy/go-json"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -154,7 +155,7 @@ func (g *gen) send() error {
 	id := requestID(g.run, g.next)
 	g.sent[id] = time.Now()
 	g.mu.Unlock()
-	return wire.WriteFileAtomic(g.layout.RequestPath(g.session, id), fill(g.template, id))
+	return safefs.WriteFileAtomic(g.layout.RequestPath(g.session, id), fill(g.template, id))
 }
 
 // steady sends rate requests a second for d, open loop: a slow server does

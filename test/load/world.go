@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -38,7 +39,7 @@ func newWorld(parent string, n int) (*world, error) {
 	w.layout = wire.NewLayout(w.agentDir)
 	cfg := filepath.Join(w.agentDir, "extensions", "pi-permission-system", "config.json")
 	for _, d := range []string{filepath.Dir(cfg), w.stateDir, w.project} {
-		if err := wire.MkdirPrivate(d); err != nil {
+		if err := safefs.MkdirPrivate(d); err != nil {
 			return nil, err
 		}
 	}
@@ -48,7 +49,7 @@ func newWorld(parent string, n int) (*world, error) {
 	for i := range n {
 		id := fmt.Sprintf("0198c3a4-5b6d-7e8f-9a0b-%012d", i)
 		for _, d := range []string{w.layout.RequestsDir(id), w.layout.ResponsesDir(id)} {
-			if err := wire.MkdirPrivate(d); err != nil {
+			if err := safefs.MkdirPrivate(d); err != nil {
 				return nil, err
 			}
 		}

@@ -1,0 +1,68 @@
+package inbox
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// Rescans are an hour apart in these tests: fsnotify events alone must
+// carry the work (issue 9: the rescan is only a safety net).
+
+func TestAFreedSlotDeliversTheWaitingRequestWithoutARescan(t *testing.T) {
+	ids := make([]string, maxInFlight+1)
+	h := start(t, func(c *Config) {
+		early := &harness{t: t, layout: c.Layout}
+		for i := range ids {
+			ids[i] = fmt.Sprintf("1791279012345-sl%04d-1", i)
+			early.send(servedID, ids[i])
+		}
+	})
+	first := h.rec.WaitFor(t, "first", arrivedID(ids[0])).(Arrived)
+	for _, id := range ids[1:maxInFlight] {
+		h.rec.WaitFor(t, "in flight", arrivedID(id))
+	}
+	if h.rec.Count(arrivedID(ids[maxInFlight])) != 0 {
+		t.Fatal("delivered beyond the in-flight bound")
+	}
+	if err := h.in.Respond(first.ID, approve()); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.WaitFor(t, "the one left waiting", arrivedID(ids[maxInFlight]))
+}
+
+func TestARequestIDAnsweredFreesItsLaterDuplicate(t *testing.T) {
+	h := start(t, nil)
+	h.writeRequest(servedID, "a.json", requestJSON("1791279012345-dup-1", servedID))
+	a := h.rec.WaitFor(t, "a", arrivedID("1791279012345-dup-1")).(Arrived)
+	h.writeRequest(servedID, "b.json", requestJSON("1791279012345-dup-1", servedID))
+	if err := h.in.Respond(a.ID, approve()); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.WaitFor(t, "b after a", func(ev Event) bool {
+		b, ok := ev.(Arrived)
+		return ok && b.ID != a.ID && b.Request.ID == "1791279012345-dup-1"
+	})
+}
+
+// pi's children remove empty inbox directories after each ask (§2.5):
+// cached directories must not outlive them.
+func TestInboxDirectoriesRemovedAndRecreatedByChildren(t *testing.T) {
+	h := start(t, nil)
+	for round := range 3 {
+		id := fmt.Sprintf("1791279012345-cl%d-1", round)
+		h.send(servedID, id)
+		a := h.rec.WaitFor(t, "arrived", arrivedID(id)).(Arrived)
+		if err := h.in.Respond(a.ID, approve()); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		resp := h.layout.ResponsePath(servedID, id)
+		mustExist(t, resp)
+		// The child reads its answer, deletes it, and cleans up.
+		for _, p := range []string{resp, h.layout.RequestsDir(servedID), h.layout.ResponsesDir(servedID)} {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
