@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -177,7 +178,7 @@ func (in *Inbox) discoverSessions() {
 	if len(gone) > 0 {
 		sort.Strings(gone)
 		for _, id := range gone {
-			in.forgetVanished(id, nil, nil)
+			in.forgetVanished(id, nil, nil, math.MaxUint64)
 		}
 		in.release(gone, true)
 	}
@@ -329,7 +330,7 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 	if err != nil {
 		in.openFailed(id, failed, err)
 		in.setIdle(id, true)
-		in.forgetVanished(id, nil, nil)
+		in.forgetVanished(id, nil, nil, math.MaxUint64)
 		return
 	}
 	defer in.releaseDirs(d)
@@ -344,6 +345,11 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 			w.failed[id] = true
 		}
 	}
+	// Entries delivered by this scan were just seen; only older ones can
+	// have vanished.
+	in.mu.Lock()
+	before := in.lastID
+	in.mu.Unlock()
 	// Temp files of atomic writes, and anything else, are not listed.
 	entries, truncated, err := d.reqs.List(".json", maxListed)
 	if err != nil {
@@ -362,7 +368,7 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 	if truncated {
 		listed = nil // unknown: keep what was reported
 	}
-	in.forgetVanished(id, d.reqs, listed)
+	in.forgetVanished(id, d.reqs, listed, before)
 }
 
 // setIdle records whether the session's last scan found no request file.
@@ -544,12 +550,13 @@ func (in *Inbox) refuse(session string, dir *safefs.Dir, name, reason string, re
 // forgetVanished drops state for files of the session that are gone, and
 // reports delivered, unanswered ones as withdrawn. reqDir nil means the
 // session has no requests/ directory (any more); listed nil means the
-// listing was cut short, so refused entries are kept.
-func (in *Inbox) forgetVanished(session string, reqDir *safefs.Dir, listed map[string]bool) {
+// listing was cut short, so refused entries are kept. Only deliveries up
+// to before are looked at.
+func (in *Inbox) forgetVanished(session string, reqDir *safefs.Dir, listed map[string]bool, before AskID) {
 	in.mu.Lock()
 	var candidates []*entry
 	for _, e := range in.inflight {
-		if e.session == session && !e.answering {
+		if e.session == session && !e.answering && e.ask <= before {
 			candidates = append(candidates, e)
 		}
 	}
