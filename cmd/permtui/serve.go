@@ -44,6 +44,7 @@ type frontEnd struct {
 	notify        bool
 	confirmDouble bool
 	settle        time.Duration
+	mouse         bool
 }
 
 func (f *serveFlags) register(fs flagSet) {
@@ -58,6 +59,7 @@ func (f *frontEnd) register(fs flagSet) {
 	fs.BoolVar(&f.bell, "bell", true, "ring the terminal bell on each new ask")
 	fs.BoolVar(&f.notify, "notify", false, "send a desktop notification (OSC 9 / OSC 777) on each new ask; it carries no command text")
 	fs.BoolVar(&f.confirmDouble, "confirm-double-press", false, "decisions need two presses of the same key")
+	fs.BoolVar(&f.mouse, "mouse", true, "click selects a row, the wheel scrolls (hold shift to select text in most terminals)")
 	fs.DurationVar(&f.settle, "settle", ui.DefaultSettle, "decision keys are ignored this long after the highlighted ask changed by itself (0: off)")
 }
 
@@ -162,7 +164,11 @@ func runConsole(ctx context.Context, srv *serve.Server, f serveFlags) error {
 		ConfirmDouble: f.confirmDouble,
 		Settle:        settleOption(f.settle),
 	})
-	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(ctx))
+	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithContext(ctx)}
+	if f.mouse {
+		opts = append(opts, tea.WithMouseCellMotion())
+	}
+	p := tea.NewProgram(model, opts...)
 	go func() {
 		for ev := range srv.Events() {
 			p.Send(ui.EventMsg{Event: ev})

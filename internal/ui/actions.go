@@ -20,7 +20,33 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if o := m.active(); o != nil {
 		return m.overlayMsg(o, msg)
 	}
+	if m.filtering {
+		return m.filterKey(msg)
+	}
 	return m.queueKey(msg)
+}
+
+// filterKey edits the filter as it is typed; enter keeps it, esc clears it.
+func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(msg, m.keys.Close):
+		m.filtering = false
+		m.setFilter("")
+	case key.Matches(msg, m.keys.Confirm):
+		m.filtering = false
+	default:
+		var cmd tea.Cmd
+		m.filterInput, cmd = m.filterInput.Update(msg)
+		m.setFilter(m.filterInput.Value())
+		return cmd
+	}
+	m.filterInput.Blur()
+	return nil
+}
+
+func (m *Model) setFilter(f string) {
+	m.filter = f
+	m.keepHighlightShown()
 }
 
 func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
@@ -46,6 +72,15 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, m.keys.Close) && m.help.ShowAll:
 		m.help.ShowAll = false
+	case key.Matches(msg, m.keys.Close) && m.filter != "":
+		m.setFilter("")
+	case key.Matches(msg, m.keys.Filter):
+		m.filtering = true
+		m.filterInput.SetValue(m.filter)
+		m.filterInput.CursorEnd()
+		return m.filterInput.Focus()
+	case key.Matches(msg, m.keys.Group):
+		m.grouped = !m.grouped
 	case key.Matches(msg, m.keys.Up):
 		m.move(-1)
 	case key.Matches(msg, m.keys.Down):
@@ -70,12 +105,45 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		m.openPager(modeLog)
 	case key.Matches(msg, m.keys.Grants):
 		m.mode = modeGrants // the list keeps its place while closed
+	case key.Matches(msg, m.keys.Copy):
+		if e := m.current(); e != nil {
+			return m.copyCmd(copyText(e))
+		}
 	case key.Matches(msg, m.keys.ClearExpired):
 		m.clearExpired()
 	case key.Matches(msg, m.keys.Help):
 		m.help.ShowAll = !m.help.ShowAll
 	case key.Matches(msg, m.keys.Quit):
 		return m.quit(false)
+	}
+	return nil
+}
+
+// mouse: in the queue a click highlights a row and the wheel moves the
+// highlight; in the full view and the log the wheel scrolls. A click never
+// decides anything.
+func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
+	if msg.Action != tea.MouseActionPress {
+		return nil
+	}
+	if _, ok := m.active().(*pager); ok {
+		var cmd tea.Cmd
+		m.pager.vp, cmd = m.pager.vp.Update(msg)
+		return cmd
+	}
+	if m.active() != nil || m.filtering {
+		return nil
+	}
+	switch msg.Button {
+	case tea.MouseButtonWheelUp:
+		m.move(-1)
+	case tea.MouseButtonWheelDown:
+		m.move(1)
+	case tea.MouseButtonLeft:
+		if e := m.askAt(msg.Y); e != nil {
+			m.move(0) // a click is the person moving the highlight
+			m.highlight = e.ask.ID
+		}
 	}
 	return nil
 }
@@ -91,12 +159,13 @@ func (m *Model) decisionKey(msg tea.KeyMsg) bool {
 func (m *Model) move(delta int) {
 	m.settleUntil = time.Time{}
 	m.status = ""
-	if len(m.queue) == 0 {
+	shown := m.shown()
+	if len(shown) == 0 {
 		return
 	}
-	i := max(0, m.index(m.highlight))
-	i = min(max(i+delta, 0), len(m.queue)-1)
-	m.highlight = m.queue[i].ask.ID
+	i := max(0, indexOf(shown, m.highlight))
+	i = min(max(i+delta, 0), len(shown)-1)
+	m.highlight = shown[i].ask.ID
 }
 
 func (m *Model) toggleSelect() {
@@ -116,7 +185,8 @@ func (m *Model) clearExpired() {
 	m.status = "" // it may name an ask that is about to go
 	var next serve.AskID
 	if e := m.current(); e != nil && e.state == stateExpired {
-		for _, f := range m.queue[m.index(m.highlight):] {
+		shown := m.shown()
+		for _, f := range shown[max(indexOf(shown, m.highlight), 0):] {
 			if f.state != stateExpired {
 				next = f.ask.ID
 				break
@@ -135,10 +205,11 @@ func (m *Model) clearExpired() {
 	case m.current() != nil:
 	case next != 0:
 		m.highlight = next
-	case len(m.queue) > 0:
-		m.highlight = m.queue[len(m.queue)-1].ask.ID
 	default:
 		m.highlight = 0
+		if shown := m.shown(); len(shown) > 0 {
+			m.highlight = shown[len(shown)-1].ask.ID
+		}
 	}
 }
 
@@ -147,7 +218,7 @@ func (m *Model) clearExpired() {
 // yield nil.
 func (m *Model) targets() []serve.AskID {
 	var keys []serve.AskID
-	for _, e := range m.queue {
+	for _, e := range m.shown() {
 		if e.selected && e.state == statePending {
 			keys = append(keys, e.ask.ID)
 		}
@@ -187,7 +258,7 @@ func (m *Model) identicalTargets() []serve.AskID {
 	}
 	id := identity(cur.ask)
 	var keys []serve.AskID
-	for _, e := range m.queue {
+	for _, e := range m.shown() {
 		if e.state == statePending && identity(e.ask) == id {
 			keys = append(keys, e.ask.ID)
 		}

@@ -54,3 +54,11 @@ func (m *Model) writeCmd(seq string) tea.Cmd {
 		return nil
 	}
 }
+
+// copyCmd puts text on the clipboard with OSC 52, which most terminals
+// (and tmux with set-clipboard) honour. It runs only on the person's key
+// press; nothing from a request reaches the clipboard otherwise.
+func (m *Model) copyCmd(text string) tea.Cmd {
+	m.setStatus("copied to the clipboard (OSC 52): " + truncate(text, 50))
+	return m.writeCmd(ansi.SetSystemClipboard(text))
+}

@@ -344,6 +344,14 @@ func pathAsk(r *wire.Request) bool {
 	return s == "read" || s == "write" || s == "edit"
 }
 
+// copyText is what c copies: the value a queue row shows, neutralized like
+// everything shown, so a pasted value cannot carry a newline that runs it or
+// an escape sequence.
+func copyText(e *entry) string {
+	v, _ := rowValue(e.ask.Request)
+	return v
+}
+
 // askNumber names a delivery where nothing better is known.
 func askNumber(id serve.AskID) string { return "#" + strconv.FormatUint(uint64(id), 10) }
 

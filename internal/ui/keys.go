@@ -18,6 +18,9 @@ type KeyMap struct {
 	Log              key.Binding
 	ClearExpired     key.Binding
 	Help             key.Binding
+	Copy             key.Binding
+	Filter           key.Binding
+	Group            key.Binding
 	Quit             key.Binding
 	ForceQuit        key.Binding
 
@@ -25,6 +28,8 @@ type KeyMap struct {
 	Confirm key.Binding
 	Close   key.Binding
 	Revoke  key.Binding
+	Top     key.Binding
+	Bottom  key.Binding
 }
 
 // DefaultKeyMap returns the console's keys.
@@ -43,11 +48,16 @@ func DefaultKeyMap() KeyMap {
 		Log:              key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "decision log")),
 		ClearExpired:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "clear expired")),
 		Help:             key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Copy:             key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy value")),
+		Filter:           key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Group:            key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "group by session")),
 		Quit:             key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
 		ForceQuit:        key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit; twice: now")),
 		Confirm:          key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
 		Close:            key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close")),
 		Revoke:           key.NewBinding(key.WithKeys("d", "delete"), key.WithHelp("d", "revoke")),
+		Top:              key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g/home", "top")),
+		Bottom:           key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G/end", "bottom")),
 	}
 }
 
@@ -67,13 +77,13 @@ func (k KeyMap) queueHelp(width int) helpKeys {
 	closeHelp := relabel(k.Close, "close")
 	revokeInGrants := relabel(k.Revoke, "revoke (in g)")
 	full := [][]key.Binding{
-		{k.Up, k.Down, k.Select, k.View, closeHelp},
+		{k.Up, k.Down, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp},
 		{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.ClearExpired},
 		{k.Grants, revokeInGrants, k.Log, k.Help, k.Quit, k.ForceQuit},
 	}
 	if width < 80 {
 		full = [][]key.Binding{
-			{k.Up, k.Down, k.Select, k.View, closeHelp, k.Grants, revokeInGrants, k.Log, k.Help},
+			{k.Up, k.Down, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp, k.Grants, revokeInGrants, k.Log, k.Help},
 			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.ClearExpired, k.Quit, k.ForceQuit},
 		}
 	}

@@ -13,7 +13,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/permtui/permtui/internal/preview"
@@ -158,6 +160,13 @@ type Model struct {
 	invalid        int
 	log            []logEntry
 
+	// filter narrows the queue to asks it fuzzily matches (/); grouped
+	// orders it by root session and agent (t). See shown.go.
+	filter      string
+	filtering   bool // the filter input has the keys
+	filterInput textinput.Model
+	grouped     bool
+
 	// mode says which overlay is open (active maps it to its component);
 	// each component keeps its own state.
 	mode       mode
@@ -209,6 +218,11 @@ func New(opts Options) *Model {
 		grantList:  grantList{common: c},
 		titleCount: -1,
 	}
+	m.filterInput = textinput.New()
+	m.filterInput.Prompt = "/"
+	m.filterInput.Placeholder = "agent, surface, value or cwd; enter keeps, esc clears"
+	m.filterInput.CharLimit = 200
+	m.filterInput.Cursor.SetMode(cursor.CursorStatic)
 	m.scope = scopeDialog{common: c, q: m}
 	m.reason = newReasonDialog(c, m)
 	m.pager = newPager(c, m)
@@ -255,8 +269,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tickMsg:
 		return m, m.tickCmd()
+	case tea.MouseMsg:
+		return m, m.mouse(msg)
 	case tea.KeyMsg:
-		if msg.Type == tea.KeyRunes && m.mode != modeReason {
+		if msg.Type == tea.KeyRunes && m.mode != modeReason && !m.filtering {
 			if msg.Paste {
 				return m, nil // pasted text never decides anything
 			}
@@ -369,7 +385,7 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 	}
 	m.queue = append(m.queue, &entry{ask: a})
 	if m.highlight == 0 {
-		m.highlight = a.ID
+		m.keepHighlightShown()
 	}
 	return tea.Batch(m.attentionCmd(m.pendingCount()), m.previewCmd(a))
 }
@@ -470,15 +486,21 @@ func (m *Model) remove(id serve.AskID, byPerson bool) {
 	if i < 0 {
 		return
 	}
+	at := indexOf(m.shown(), id)
 	m.queue = slices.Delete(m.queue, i, i+1)
 	if m.highlight != id {
 		return
 	}
 	m.highlight = 0
-	if len(m.queue) > 0 {
-		m.highlight = m.queue[min(i, len(m.queue)-1)].ask.ID
+	if shown := m.shown(); len(shown) > 0 {
+		m.highlight = shown[min(max(at, 0), len(shown)-1)].ask.ID
 		m.cursorShifted = !byPerson
 	}
+}
+
+// indexOf is the position of an ask among entries, or -1.
+func indexOf(es []*entry, id serve.AskID) int {
+	return slices.IndexFunc(es, func(e *entry) bool { return e.ask.ID == id })
 }
 
 // place is where the highlight is: which ask, on which row.
@@ -487,7 +509,7 @@ type place struct {
 	row int
 }
 
-func (m *Model) highlightPlace() place { return place{m.highlight, m.index(m.highlight)} }
+func (m *Model) highlightPlace() place { return place{m.highlight, lineOf(m.queueLines(), m.highlight)} }
 
 // settleIfMoved starts the settle time when the highlighted ask or its row
 // changed since before: what the person was looking at is not what a
@@ -515,9 +537,7 @@ func (m *Model) find(id serve.AskID) *entry {
 	return nil
 }
 
-func (m *Model) index(id serve.AskID) int {
-	return slices.IndexFunc(m.queue, func(e *entry) bool { return e.ask.ID == id })
-}
+func (m *Model) index(id serve.AskID) int { return indexOf(m.queue, id) }
 
 func (m *Model) current() *entry { return m.find(m.highlight) }
 

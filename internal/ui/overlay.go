@@ -51,6 +51,12 @@ type (
 	revokeAction struct{ row grantRow }
 	// quitAction leaves the console.
 	quitAction struct{}
+	// openScopeAction opens "approve for session" on ask (from the full view).
+	openScopeAction struct{ ask serve.AskID }
+	// openReasonAction opens "deny with reason" on targets (from the full view).
+	openReasonAction struct{ targets []serve.AskID }
+	// copyAction copies text to the clipboard.
+	copyAction struct{ text string }
 )
 
 func (closeAction) isAction()  {}
@@ -58,6 +64,10 @@ func (statusAction) isAction() {}
 func (decideAction) isAction() {}
 func (revokeAction) isAction() {}
 func (quitAction) isAction()   {}
+
+func (openScopeAction) isAction()  {}
+func (openReasonAction) isAction() {}
+func (copyAction) isAction()       {}
 
 // active is the overlay the mode shows, or nil for the queue. It is the one
 // place that maps a mode to its component.
@@ -108,6 +118,18 @@ func (m *Model) apply(act action) tea.Cmd {
 		}
 	case quitAction:
 		return tea.Quit
+	case openScopeAction:
+		if e := m.find(a.ask); e != nil && e.state == statePending {
+			m.scope.open(e)
+			m.mode = modeScope
+		}
+	case openReasonAction:
+		if targets := m.stillPending(a.targets); len(targets) > 0 {
+			m.mode = modeReason
+			return m.reason.open(targets)
+		}
+	case copyAction:
+		return m.copyCmd(a.text)
 	}
 	return nil
 }

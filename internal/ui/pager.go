@@ -52,8 +52,32 @@ func (p *pager) update(msg tea.Msg) (action, tea.Cmd) {
 	if !ok {
 		return nil, nil
 	}
-	if key.Matches(k, p.keys.Close, p.opener) {
+	switch {
+	case key.Matches(k, p.keys.Close, p.opener, p.keys.Quit):
 		return closeAction{}, nil
+	case key.Matches(k, p.keys.Top):
+		p.vp.GotoTop()
+		return nil, nil
+	case key.Matches(k, p.keys.Bottom):
+		p.vp.GotoBottom()
+		return nil, nil
+	}
+	if p.ask != 0 { // the full view decides on the ask it shows
+		only := []serve.AskID{p.ask}
+		switch {
+		case key.Matches(k, p.keys.ApproveOnce):
+			return decideAction{pressed: k.String(), what: "approve once", targets: only, d: once}, nil
+		case key.Matches(k, p.keys.Deny):
+			return decideAction{pressed: k.String(), what: "deny", targets: only, d: deny}, nil
+		case key.Matches(k, p.keys.ApproveSession):
+			return openScopeAction{p.ask}, nil
+		case key.Matches(k, p.keys.DenyReason):
+			return openReasonAction{only}, nil
+		case key.Matches(k, p.keys.Copy):
+			if e := p.q.find(p.ask); e != nil {
+				return copyAction{copyText(e)}, nil
+			}
+		}
 	}
 	var cmd tea.Cmd
 	p.vp, cmd = p.vp.Update(k)
@@ -69,7 +93,12 @@ func (p *pager) gone() string {
 
 func (p *pager) help() help.KeyMap {
 	page := key.NewBinding(key.WithKeys("pgdown", "pgup"), key.WithHelp("pgdn/pgup", "page"))
-	return p.keys.overlayHelp(p.keys.Up, p.keys.Down, page)
+	ends := key.NewBinding(key.WithKeys("g", "G"), key.WithHelp("g/G", "top/bottom"))
+	if p.ask != 0 { // one line at 80 columns: the decisions first
+		return p.keys.overlayHelp(relabel(p.keys.ApproveOnce, "approve"), p.keys.Deny, relabel(p.keys.DenyReason, "reason…"),
+			relabel(p.keys.ApproveSession, "session…"), ends)
+	}
+	return p.keys.overlayHelp(p.keys.Up, p.keys.Down, page, ends)
 }
 
 func (p *pager) view(int) []string {

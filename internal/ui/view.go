@@ -20,17 +20,7 @@ const labelWidth = 9
 // status line and help. Every line is cut to the terminal width so nothing
 // wraps and the layout holds at any size.
 func (m *Model) View() string {
-	header := m.headerLines()
-	footer := []string{m.statusLine()}
-	helpLines := strings.Split(m.help.View(m.helpKeys()), "\n")
-	if len(header)+1+len(helpLines)+1 > m.height {
-		// Too short for the full help: the one-line help, rather than none.
-		short := m.help
-		short.ShowAll = false
-		helpLines = []string{short.View(m.helpKeys())}
-	}
-	footer = append(footer, helpLines...)
-	bodyHeight := max(m.height-len(header)-len(footer), 1)
+	header, footer, bodyHeight := m.frame()
 
 	var body []string
 	if o := m.active(); o != nil {
@@ -46,6 +36,22 @@ func (m *Model) View() string {
 		lines[i] = ansi.Truncate(l, m.width, "…")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// frame is the screen around the body: header, footer (status and help)
+// and the height left for the body between them.
+func (m *Model) frame() (header, footer []string, bodyHeight int) {
+	header = m.headerLines()
+	footer = []string{m.statusLine()}
+	helpLines := strings.Split(m.help.View(m.helpKeys()), "\n")
+	if len(header)+1+len(helpLines)+1 > m.height {
+		// Too short for the full help: the one-line help, rather than none.
+		short := m.help
+		short.ShowAll = false
+		helpLines = []string{short.View(m.helpKeys())}
+	}
+	footer = append(footer, helpLines...)
+	return header, footer, max(m.height-len(header)-len(footer), 1)
 }
 
 func (m *Model) helpKeys() help.KeyMap {
@@ -124,6 +130,9 @@ func servedBy(st sessionState) string {
 }
 
 func (m *Model) statusLine() string {
+	if m.filtering {
+		return m.filterInput.View()
+	}
 	if m.status == "" || m.opts.Now().Sub(m.statusAt) > statusTTL {
 		return ""
 	}
@@ -141,24 +150,33 @@ func (m *Model) queueBody(height int) []string {
 			m.styles.Muted.Render("  Automatic answers are counted above and listed in the log (l)."),
 		}
 	}
-	visible := min(len(m.queue), max(3, height/3))
-	cur := max(m.index(m.highlight), 0)
-	first := min(max(cur-visible+1, 0), len(m.queue)-visible)
+	all, first, visible := m.queueWindow(height)
 	title := "queue"
-	if visible < len(m.queue) {
-		title = fmt.Sprintf("queue %d–%d of %d", first+1, first+visible, len(m.queue))
+	if visible < len(all) {
+		title = fmt.Sprintf("queue %d–%d of %d", first+1, first+visible, len(all))
+	}
+	shown := m.shown()
+	if m.filter != "" {
+		title += fmt.Sprintf(" · /%s: %d of %d", Sanitize(m.filter), len(shown), len(m.queue))
 	}
 	if n := m.selectedCount(); n > 0 {
 		title += fmt.Sprintf(" · %d selected: y n r act on them", n)
 	}
 	cols := m.columns()
 	lines := []string{m.rule(title), m.styles.Muted.Render(cols.row("  ", "   ", "agent", "surface", "value", "age", "left"))}
-	for _, e := range m.queue[first : first+visible] {
-		lines = append(lines, m.queueRow(e, cols))
+	for _, l := range all[first : first+visible] {
+		if l.e == nil {
+			lines = append(lines, m.styles.Label.Render(l.heading))
+			continue
+		}
+		lines = append(lines, m.queueRow(l.e, cols))
+	}
+	if len(shown) == 0 {
+		return append(lines, "", "  No ask matches the filter; esc clears it.")
 	}
 
 	e := m.current()
-	pos := fmt.Sprintf("ask %d of %d", cur+1, len(m.queue))
+	pos := fmt.Sprintf("ask %d of %d", indexOf(shown, m.highlight)+1, len(shown))
 	if m.cursorShifted {
 		pos += " · ⚠ new ask under the highlight"
 	}
@@ -196,6 +214,27 @@ func (m *Model) detailOf(e *entry) []field {
 		f = slices.Insert(f, 0, note)
 	}
 	return f
+}
+
+// queueWindow is the part of the queue list shown in a body of height: at
+// most a third of it, scrolled to keep the highlighted ask in view.
+func (m *Model) queueWindow(height int) (all []queueLine, first, visible int) {
+	all = m.queueLines()
+	visible = min(len(all), max(3, height/3))
+	cur := max(lineOf(all, m.highlight), 0)
+	first = min(max(cur-visible+1, 0), len(all)-visible)
+	return all, first, visible
+}
+
+// askAt is the ask whose queue row is on screen line y, or nil: the queue's
+// rows start two lines (rule and column names) below the header.
+func (m *Model) askAt(y int) *entry {
+	header, _, height := m.frame()
+	all, first, visible := m.queueWindow(height)
+	if i := y - len(header) - 2; i >= 0 && i < visible {
+		return all[first+i].e
+	}
+	return nil
 }
 
 // maxFactLines caps how many lines one value takes on the queue screen.

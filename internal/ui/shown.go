@@ -1,0 +1,125 @@
+package ui
+
+import (
+	"strings"
+
+	"github.com/permtui/permtui/internal/serve"
+)
+
+// The queue as shown: the asks the filter (/) lets through, in arrival
+// order or, when grouped (t), by root session and agent. Moving, the
+// decision keys and the mouse all work on what is shown, so a hidden ask is
+// never answered.
+
+// queueLine is one line of the queue list: a group heading or an ask's row.
+type queueLine struct {
+	e       *entry // nil for a heading
+	heading string
+}
+
+// shown lists the asks the filter lets through, in display order.
+func (m *Model) shown() []*entry {
+	var out []*entry
+	for _, l := range m.queueLines() {
+		if l.e != nil {
+			out = append(out, l.e)
+		}
+	}
+	return out
+}
+
+// queueLines is the queue list: with grouping on, a heading (root session,
+// agent and count) before each group, groups in order of their first ask.
+func (m *Model) queueLines() []queueLine {
+	var kept []*entry
+	for _, e := range m.queue {
+		if m.filter == "" || fuzzyMatch(m.filter, haystack(e)) {
+			kept = append(kept, e)
+		}
+	}
+	if !m.grouped {
+		lines := make([]queueLine, len(kept))
+		for i, e := range kept {
+			lines[i] = queueLine{e: e}
+		}
+		return lines
+	}
+	var order []string
+	groups := map[string][]*entry{}
+	for _, e := range kept {
+		k := groupKey(e)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], e)
+	}
+	var lines []queueLine
+	for _, k := range order {
+		es := groups[k]
+		r := es[0].ask.Request
+		heading := "▾ root " + Sanitize(es[0].ask.Session) + " · " + Sanitize(agentOf(r)) + " · " +
+			plural(len(es), "ask")
+		lines = append(lines, queueLine{heading: heading})
+		for _, e := range es {
+			lines = append(lines, queueLine{e: e})
+		}
+	}
+	return lines
+}
+
+func groupKey(e *entry) string {
+	return e.ask.Session + "\x00" + agentOf(e.ask.Request)
+}
+
+// lineOf is the index of an ask's line in the queue list, or -1.
+func lineOf(lines []queueLine, id serve.AskID) int {
+	for i, l := range lines {
+		if l.e != nil && l.e.ask.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// haystack is what the filter searches: agent, surface, value and cwd.
+func haystack(e *entry) string {
+	r := e.ask.Request
+	cwd := ""
+	if r.AccessIntent != nil {
+		cwd = r.AccessIntent.RequesterCwd
+	}
+	return agentOf(r) + " " + serve.SurfaceOf(r) + " " + shortValue(r) + " " + cwd
+}
+
+// fuzzyMatch reports whether every word of the query appears in text as a
+// subsequence (letters in order, gaps allowed), ignoring case: "rvw app"
+// finds reviewer's write to src/app.ts.
+func fuzzyMatch(query, text string) bool {
+	text = strings.ToLower(text)
+	for _, word := range strings.Fields(strings.ToLower(query)) {
+		rest := text
+		for _, r := range word {
+			i := strings.IndexRune(rest, r)
+			if i < 0 {
+				return false
+			}
+			rest = rest[i+len(string(r)):]
+		}
+	}
+	return true
+}
+
+// keepHighlightShown moves the highlight to the first shown ask when the
+// filter hides the highlighted one.
+func (m *Model) keepHighlightShown() {
+	shown := m.shown()
+	for _, e := range shown {
+		if e.ask.ID == m.highlight {
+			return
+		}
+	}
+	m.highlight = 0
+	if len(shown) > 0 {
+		m.highlight = shown[0].ask.ID
+	}
+}
