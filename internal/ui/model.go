@@ -509,7 +509,9 @@ type place struct {
 	row int
 }
 
-func (m *Model) highlightPlace() place { return place{m.highlight, lineOf(m.queueLines(), m.highlight)} }
+func (m *Model) highlightPlace() place {
+	return place{m.highlight, lineOf(m.queueLines(), m.highlight)}
+}
 
 // settleIfMoved starts the settle time when the highlighted ask or its row
 // changed since before: what the person was looking at is not what a
