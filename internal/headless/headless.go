@@ -111,6 +111,9 @@ func lineOf(ev serve.Event) map[string]any {
 		}
 		m["decidedBy"] = ev.Response.DecidedBy
 		m["auto"] = ev.Auto
+		if ev.Replayed {
+			m["replayed"] = true
+		}
 		m["latencyMicros"] = ev.Latency.Microseconds()
 		if ev.Approver != "" {
 			m["approver"] = ev.Approver

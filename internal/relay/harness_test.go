@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"os"
@@ -9,8 +8,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/pichild"
@@ -161,7 +158,8 @@ func (tr *testRelay) ask(req *wire.Request) <-chan pichild.Result {
 	return out
 }
 
-// audit reads the relay's audit records.
+// audit reads the relay's decision records (delivery lines are not
+// decisions).
 func (tr *testRelay) audit() []serve.AuditRecord {
 	tr.t.Helper()
 	f, err := os.Open(filepath.Join(tr.stateDir, "audit.jsonl"))
@@ -170,13 +168,9 @@ func (tr *testRelay) audit() []serve.AuditRecord {
 	}
 	defer f.Close()
 	var recs []serve.AuditRecord
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r serve.AuditRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			tr.t.Fatal(err)
-		}
-		recs = append(recs, r)
+	bad, err := serve.ReadAudit(f, func(r serve.AuditRecord) { recs = append(recs, r) })
+	if err != nil || bad != 0 {
+		tr.t.Fatalf("audit log: %d bad lines, %v", bad, err)
 	}
 	return recs
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,10 @@ type AuditRecord struct {
 	DecidedAt         int64                `json:"decidedAt"` // ms epoch
 	Auto              bool                 `json:"auto"`
 	Approver          string               `json:"approver,omitempty"` // the hub approver who decided (docs/hub.md)
+	// WireState is the state written on the wire when it differs from State
+	// (a 3.x child gets approved for a session approval; a blank reason
+	// turns denied_with_reason into denied), so a replay writes the same.
+	WireState wire.State `json:"wireState,omitempty"`
 	// Facts are the accessIntent as the child sent it, so the decision can
 	// be replayed against another policy (permtui simulate); absent when the
 	// request had none, and in records written before permtui kept them.
@@ -170,6 +175,11 @@ type auditLog struct {
 	report func(Event)  // repairs and the log's health, for the front end
 	syncs  atomic.Int64 // fsyncs done, for benchmarks
 	failed bool         // the last open or commit failed (reported as degraded)
+
+	idxMu     sync.Mutex
+	index     map[deliveryKey]linePos // the first decision recorded for each request
+	indexFile *os.File                // the file the index points into
+	indexed   int64                   // how far the index has read it
 }
 
 type auditEntry struct {
@@ -223,6 +233,24 @@ func (l *auditLog) open() error {
 	}
 	if n > 0 {
 		l.report(Repaired{Area: AreaAudit, What: fmt.Sprintf("audit.jsonl ended in a torn record (%d bytes, no newline): moved to %s", n, moved)})
+	}
+	l.idxMu.Lock()
+	defer l.idxMu.Unlock()
+	if l.indexFile == nil {
+		// A file of its own: the writer closes and reopens l.file.
+		rf, err := os.Open(l.path)
+		if err != nil {
+			_ = f.Close()
+			return fmt.Errorf("audit: %w", err)
+		}
+		idx := map[deliveryKey]linePos{}
+		off, err := indexFrom(rf, 0, idx)
+		if err != nil {
+			_ = rf.Close()
+			_ = f.Close()
+			return fmt.Errorf("audit: index: %w", err)
+		}
+		l.index, l.indexFile, l.indexed = idx, rf, off
 	}
 	l.file = f
 	return nil
@@ -326,6 +354,20 @@ func (l *auditLog) append(rec AuditRecord) error {
 	}
 }
 
+// appendAsync queues v for the next batch without waiting for it; a record
+// that cannot be queued or written is lost (only for lines whose loss is
+// harmless, see Server.delivered).
+func (l *auditLog) appendAsync(v any) {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	select {
+	case l.queue <- auditEntry{line: append(line, '\n'), errc: make(chan error, 1)}:
+	case <-l.stop:
+	}
+}
+
 // close stops the writer after the batch in progress; later appends fail.
 func (l *auditLog) close() {
 	close(l.stop)
@@ -333,18 +375,29 @@ func (l *auditLog) close() {
 	if l.file != nil {
 		_ = l.file.Close()
 	}
+	l.idxMu.Lock()
+	defer l.idxMu.Unlock()
+	if l.indexFile != nil {
+		_ = l.indexFile.Close()
+	}
 }
 
 func (l *auditLog) writer() {
 	defer close(l.done)
 	for {
-		var first auditEntry
+		var batch []auditEntry
 		select {
-		case first = <-l.queue:
+		case first := <-l.queue:
+			batch = append(batch, first)
 		case <-l.stop:
-			return
+			// Lines queued before close (delivery records) are still written.
+			select {
+			case first := <-l.queue:
+				batch = append(batch, first)
+			default:
+				return
+			}
 		}
-		batch := []auditEntry{first}
 	drain:
 		for {
 			select {

@@ -149,6 +149,7 @@ type harness struct {
 type options struct {
 	before func(h *harness) // runs before Run: files present at the first scan
 	config func(c *Config)
+	reuse  *harness // serve the inbox and state dir of an earlier server (a restart)
 }
 
 func startServer(t *testing.T, o options) *harness {
@@ -168,6 +169,10 @@ func startServer(t *testing.T, o options) *harness {
 	}
 	cfg.Inbox.Rescan = 50 * time.Millisecond
 	cfg.Inbox.HeartbeatInterval = 50 * time.Millisecond
+	if o.reuse != nil {
+		h.layout, h.state = o.reuse.layout, o.reuse.state
+		cfg.Layout, cfg.StateDir = h.layout, h.state
+	}
 	if o.config != nil {
 		o.config(&cfg)
 	}
@@ -302,10 +307,23 @@ func (h *harness) auditLines() []map[string]any {
 	return recs
 }
 
+// auditFor returns the decision records of a request (delivery lines
+// carry a kind and are not decisions).
 func (h *harness) auditFor(id string) []map[string]any {
 	var out []map[string]any
 	for _, r := range h.auditLines() {
-		if r["requestId"] == id {
+		if r["requestId"] == id && r["kind"] == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// deliveriesFor returns the delivery records of a request.
+func (h *harness) deliveriesFor(id string) []map[string]any {
+	var out []map[string]any
+	for _, r := range h.auditLines() {
+		if r["requestId"] == id && r["kind"] == "delivered" {
 			out = append(out, r)
 		}
 	}

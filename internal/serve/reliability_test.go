@@ -9,6 +9,8 @@ import (
 
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/safefs"
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // Scenario 6 of issue 8: a log that ends without a newline (a crash
@@ -113,4 +115,57 @@ func TestDiscoverySaturationIsReportedAsDegraded(t *testing.T) {
 	}
 	h.s.onInbox(inbox.Saturated{Max: 1024})
 	h.rec.WaitFor(t, "recovered", func(ev Event) bool { d, ok := ev.(Degraded); return ok && d.Area == AreaDiscovery && d.Problem == "" })
+}
+
+// Scenario 5: permtui dies between the audit record and the response, and
+// restarts after the policy changed. The request is answered with the
+// recorded decision, not judged again: one decision per request in the
+// log, and a delivery line saying what the child was told.
+func TestARecordedDecisionIsDeliveredAfterARestartNotJudgedAgain(t *testing.T) {
+	const id = "1791279012345-crash-1"
+	first := startServer(t, options{})
+	first.judge.set("rm x", ruleVerdict(resolve.Deny, "", "rm *", "global", "no rm"))
+	// A regular file where responses/ belongs makes the write fail, even as
+	// root.
+	responses := first.layout.ResponsesDir(rootID)
+	if err := os.MkdirAll(filepath.Dir(responses), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(responses, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := first.layout.RequestPath(rootID, id)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, err := wire.MarshalRequest(intent(id, "impl", "bash", "rm x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := safefs.WriteFileAtomic(path, data); err != nil {
+		t.Fatal(err)
+	}
+	first.rec.WaitFor(t, "write failed", func(ev Event) bool { _, ok := ev.(WriteFailed); return ok })
+	first.shutdown() // as good as a crash for this answer: nothing more is written
+
+	if err := os.Remove(responses); err != nil {
+		t.Fatal(err)
+	}
+	second := startServer(t, options{reuse: first})
+	second.judge.set("rm x", ruleVerdict(resolve.Allow, "", "rm *", "global", "")) // the policy changed
+	resp := second.await(id)
+	if resp.Approved || resp.DenialReason != "no rm" {
+		t.Fatalf("the restarted server judged again: %+v", resp)
+	}
+	if d := second.decided(id); !d.Replayed {
+		t.Errorf("decided event %+v does not say it was replayed", d)
+	}
+	if recs := second.auditFor(id); len(recs) != 1 || recs[0]["approved"] != false {
+		t.Fatalf("decisions for one request: %+v", recs)
+	}
+	second.shutdown() // delivery lines are written without waiting
+	dels := second.deliveriesFor(id)
+	if len(dels) != 1 || dels[0]["approved"] != false || dels[0]["state"] != "denied_with_reason" || dels[0]["replayed"] != true {
+		t.Fatalf("delivery records %+v", dels)
+	}
 }

@@ -121,6 +121,7 @@ type answer struct {
 	approver string
 	audited  bool
 	granted  bool
+	replayed bool // the decision was recorded by an earlier run (decision 0054)
 }
 
 // New prepares a server; nothing touches the filesystem until Run.
@@ -253,6 +254,10 @@ func sortByID(ps []*pending) {
 }
 
 func (s *Server) arrive(ev inbox.Arrived) {
+	if rec, ok := s.audit.recorded(keyOfRequest(ev.Session, ev.Request)); ok {
+		s.replay(ev, rec)
+		return
+	}
 	a := Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request), Scopes: OfferedScopes(ev.Request)}
 	s.mu.Lock()
 	if s.closing {
@@ -276,6 +281,29 @@ func (s *Server) arrive(ev inbox.Arrived) {
 	go func() {
 		defer s.workers.Done()
 		s.settle(p, s.ruleAnswer(p))
+	}()
+}
+
+// replay answers a request that already has a decision in the audit log
+// with that decision: it is not judged, and no person is asked.
+func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
+	a := Ask{Arrived: ev, Verdict: resolve.Verdict{Action: resolve.Deny, Explanation: "Decided before permtui restarted; answered as recorded."}}
+	if rec.Approved {
+		a.Verdict.Action = resolve.Allow
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	p := &pending{Ask: a, deciding: true}
+	s.asks[a.ID] = p
+	s.workers.Add(1)
+	s.mu.Unlock()
+	s.emit(Arrived{Ask: a})
+	go func() {
+		defer s.workers.Done()
+		s.settle(p, replayAnswer(rec))
 	}()
 }
 
@@ -505,6 +533,9 @@ func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 	if req.AccessIntent != nil {
 		rec.MatchValues = req.AccessIntent.MatchValues
 	}
+	if ans.resp.State != state {
+		rec.WireState = ans.resp.State
+	}
 	return rec
 }
 
@@ -540,6 +571,13 @@ func (s *Server) settleOnce(p *pending, ans *answer) {
 // neither audits nor grants twice. Failures are reported as WriteFailed.
 func (s *Server) attempt(p *pending, ans *answer) error {
 	if !ans.audited {
+		// The log may have opened only now (it was unusable at arrival):
+		// a decision recorded by an earlier run still wins.
+		if rec, ok := s.audit.recorded(keyOfRequest(p.Session, p.Request)); ok {
+			*ans = *replayAnswer(rec)
+		}
+	}
+	if !ans.audited {
 		if err := s.audit.append(ans.record); err != nil {
 			s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
 			return err
@@ -562,7 +600,8 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 	switch {
 	case err == nil:
 		s.forget(p.ID)
-		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.At), Approver: ans.approver})
+		s.delivered(p, resp, ans.replayed)
+		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.At), Approver: ans.approver, Replayed: ans.replayed})
 		if len(ans.grants) > 0 {
 			s.rejudge()
 		}

@@ -59,6 +59,9 @@ type Decided struct {
 	Auto     bool          // decided by recorded authority, not a person
 	Latency  time.Duration // arrival to response written
 	Approver string        // the hub approver who decided, if any
+	// Replayed: answered with the decision an earlier run recorded for this
+	// request (decision 0054), not judged again.
+	Replayed bool
 }
 
 // Withdrawn: the request file vanished before it was answered (the child gave

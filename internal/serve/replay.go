@@ -1,0 +1,158 @@
+package serve
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"io"
+	"os"
+	"strconv"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// One request delivery gets one decision, across crashes (decision 0054).
+// The audit log is the source of truth: when it is opened, every decision
+// in it is indexed by the request it answered (served session, request id,
+// requester session, createdAt). A request that arrives again after a
+// restart, with a recorded decision, is answered with that decision and not
+// judged again. Each written response is recorded as a "delivered" line, so
+// the log says what the child was told.
+
+// deliveryKey names a request across permtui processes (an AskID names one
+// delivery within a process only). A 16-byte hash keeps the index small.
+type deliveryKey [16]byte
+
+func keyOf(session, requestID, requester string, createdAt float64) deliveryKey {
+	h := sha256.New()
+	for _, part := range []string{session, requestID, requester, strconv.FormatFloat(createdAt, 'g', -1, 64)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	var k deliveryKey
+	copy(k[:], h.Sum(nil))
+	return k
+}
+
+func keyOfRequest(session string, req *wire.Request) deliveryKey {
+	return keyOf(session, req.ID, req.RequesterSessionID, req.CreatedAt)
+}
+
+// linePos locates a decision line in audit.jsonl.
+type linePos struct {
+	off int64
+	n   int32
+}
+
+// AuditDelivery is a `"kind":"delivered"` line of audit.jsonl: the response
+// to a recorded decision was written (ReadAudit passes such lines over).
+type AuditDelivery struct {
+	Kind             string     `json:"kind"` // "delivered"
+	AskID            AskID      `json:"askId"`
+	RequestID        string     `json:"requestId"`
+	ServedSession    string     `json:"servedSession"`
+	RequesterSession string     `json:"requesterSession"`
+	CreatedAt        float64    `json:"createdAt"`
+	State            wire.State `json:"state"` // as written on the wire
+	Approved         bool       `json:"approved"`
+	DeliveredAt      int64      `json:"deliveredAt"`
+	Replayed         bool       `json:"replayed,omitempty"` // answered from a decision recorded by an earlier run
+}
+
+// deliveryKind marks delivery lines.
+const deliveryKind = "delivered"
+
+// indexFrom indexes the complete lines of the log from off on, keeping the
+// first decision recorded for each request, and returns where it stopped
+// (before a line still being written). Lines that do not parse are skipped.
+func indexFrom(f *os.File, off int64, idx map[deliveryKey]linePos) (int64, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			return off, nil // an unterminated tail is not indexed yet
+		}
+		if err != nil {
+			return off, err
+		}
+		var head struct {
+			Kind             string  `json:"kind"`
+			RequestID        string  `json:"requestId"`
+			ServedSession    string  `json:"servedSession"`
+			RequesterSession string  `json:"requesterSession"`
+			CreatedAt        float64 `json:"createdAt"`
+		}
+		if json.Unmarshal(line, &head) == nil && head.Kind == "" && head.RequestID != "" {
+			k := keyOf(head.ServedSession, head.RequestID, head.RequesterSession, head.CreatedAt)
+			if _, seen := idx[k]; !seen {
+				idx[k] = linePos{off: off, n: int32(len(line))}
+			}
+		}
+		off += int64(len(line))
+	}
+}
+
+// recorded returns the decision the log holds for the request, if any. It
+// first indexes what was appended since the last look, by this process or
+// by another permtui that served the session before it.
+func (l *auditLog) recorded(k deliveryKey) (AuditRecord, bool) {
+	l.idxMu.Lock()
+	if l.indexFile == nil {
+		l.idxMu.Unlock()
+		return AuditRecord{}, false
+	}
+	if st, err := l.indexFile.Stat(); err == nil && st.Size() > l.indexed {
+		if off, err := indexFrom(l.indexFile, l.indexed, l.index); err == nil {
+			l.indexed = off
+		}
+	}
+	pos, ok := l.index[k]
+	f := l.indexFile
+	l.idxMu.Unlock()
+	if !ok {
+		return AuditRecord{}, false
+	}
+	line := make([]byte, pos.n)
+	if _, err := f.ReadAt(line, pos.off); err != nil {
+		return AuditRecord{}, false
+	}
+	var rec AuditRecord
+	if json.Unmarshal(line, &rec) != nil {
+		return AuditRecord{}, false
+	}
+	return rec, true
+}
+
+// replayAnswer is the answer a recorded decision gave: audited already, its
+// grants recorded again if the crash came before they were (Add skips
+// grants already there).
+func replayAnswer(rec AuditRecord) *answer {
+	state := rec.WireState
+	if state == "" {
+		state = rec.State
+	}
+	if state == wire.StateApprovedForServingSession {
+		state = wire.StateApproved // the wire never says it (ADR 0006)
+	}
+	return &answer{
+		resp: wire.Response{
+			Approved: rec.Approved, State: state, DenialReason: rec.Reason,
+			DecidedBy: rec.DecidedBy, SessionGrantWidth: rec.SessionGrantWidth,
+		},
+		record: rec, grants: rec.Grants, auto: rec.Auto, approver: rec.Approver,
+		audited: true, replayed: true,
+	}
+}
+
+// delivered records that the response to p was written. It does not wait
+// for the fsync: the decision is already durable, and a delivery line lost
+// in a crash only means the request, if still there, is answered again with
+// the same decision.
+func (s *Server) delivered(p *pending, resp wire.Response, replayed bool) {
+	s.audit.appendAsync(AuditDelivery{
+		Kind: deliveryKind, AskID: p.ID, RequestID: p.Request.ID, ServedSession: p.Session,
+		RequesterSession: p.Request.RequesterSessionID, CreatedAt: p.Request.CreatedAt,
+		State: resp.State, Approved: resp.Approved, DeliveredAt: resp.RespondedAt, Replayed: replayed,
+	})
+}
