@@ -73,45 +73,31 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := c.resolveDefaults(); err != nil {
 		return err
 	}
-	opts := c.loadOptions()
-	target, err := policyedit.Locate(opts, scope, agent)
-	if err != nil {
-		return err
-	}
 	if len(values) == 0 {
 		values = listFlag{r.Pattern}
 	}
-	ch, err := policyedit.Plan(opts, target, r, resolve.Query{Agent: agent, Surface: r.Surface, Values: values})
-	if err != nil {
-		return fmt.Errorf("nothing written: %w", err)
-	}
-	fmt.Fprintf(stdout, "rule   %s\nfile   %s (%s scope)\n\n%s\n", r, target.File, target.Origin, ch.Diff())
-	log, err := simulate.ReadLog(filepath.Join(c.stateDir, "audit.jsonl"), time.Time{})
+	svc := ruleService{opts: c.loadOptions(), stateDir: c.stateDir}
+	p, err := svc.plan(scope, agent, r, resolve.Query{Agent: agent, Surface: r.Surface, Values: values}, nil)
 	if err != nil {
 		return err
 	}
-	rep := simulate.Replay(log, resolve.Load(opts), resolve.Load(ch.Candidate(opts)))
-	cov := rep.CoverageOf(func(ref *resolve.RuleRef) bool {
-		return ref.File == target.File && ref.Pattern == r.Pattern && ref.Action == r.Action
-	})
-	fmt.Fprintf(stdout, "coverage: %s\n", cov.Summary())
-	for _, o := range cov.Denied {
-		fmt.Fprintf(stdout, "  denied by a person: %s\n", describeAsk(o))
+	t := p.ch.Target
+	fmt.Fprintf(stdout, "rule   %s\nfile   %s (%s scope)\n\n%s\n", r, t.File, t.Origin, p.ch.Diff())
+	fmt.Fprintf(stdout, "coverage: %s\n", p.cov.Summary())
+	for _, line := range p.denied() {
+		fmt.Fprintf(stdout, "  denied by a person: %s\n", line)
 	}
-	risk := policyedit.Safety(ch, len(cov.Decided), len(cov.Denied))
-	if risk != nil {
-		for _, reason := range risk.Reasons {
-			fmt.Fprintf(stdout, "warning: %s\n", reason)
-		}
+	for _, reason := range p.warnings() {
+		fmt.Fprintf(stdout, "warning: %s\n", reason)
 	}
 	if dryRun {
 		fmt.Fprintln(stdout, "dry run: nothing written")
 		return nil
 	}
-	if err := confirm(stdin, stdout, yes, risk, confirmBroad, target.File); err != nil {
+	if err := confirm(stdin, stdout, yes, p.risk, confirmBroad, t.File); err != nil {
 		return err
 	}
-	w, err := policyedit.Apply(ch, opts, c.stateDir, time.Now())
+	w, err := svc.write(p, "rule add")
 	if err != nil {
 		return err
 	}
@@ -119,10 +105,79 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if w.Backup != "" {
 		fmt.Fprintf(stdout, "backup:  %s\n", w.Backup)
 	}
-	return serve.AppendRuleRecord(c.stateDir, serve.RuleRecord{
+	return nil
+}
+
+// ruleService plans and writes rules, for 'rule add' and the console's R.
+type ruleService struct {
+	opts     resolve.LoadOptions
+	stateDir string
+}
+
+// rulePlan is a checked change with what it would have decided.
+type rulePlan struct {
+	ch      *policyedit.Change
+	cov     simulate.Coverage
+	risk    *policyedit.Risk
+	waiting int // of the waiting asks given, how many it would decide
+}
+
+// plan locates the file, plans the edit (refusing what pi's ordering would
+// not let the rule decide), and replays the audit log and the waiting asks
+// against the edited policy.
+func (s ruleService) plan(scope policyedit.Scope, agent string, r policyedit.Rule, facts resolve.Query, waiting []resolve.Query) (rulePlan, error) {
+	target, err := policyedit.Locate(s.opts, scope, agent)
+	if err != nil {
+		return rulePlan{}, err
+	}
+	ch, err := policyedit.Plan(s.opts, target, r, facts)
+	if err != nil {
+		return rulePlan{}, fmt.Errorf("nothing written: %w", err)
+	}
+	log, err := simulate.ReadLog(filepath.Join(s.stateDir, "audit.jsonl"), time.Time{})
+	if err != nil {
+		return rulePlan{}, err
+	}
+	cand := resolve.Load(ch.Candidate(s.opts))
+	isNew := func(ref *resolve.RuleRef) bool {
+		return ref != nil && ref.File == target.File && ref.Pattern == r.Pattern && ref.Action == r.Action
+	}
+	p := rulePlan{ch: ch, cov: simulate.Replay(log, resolve.Load(s.opts), cand).CoverageOf(isNew)}
+	for _, q := range waiting {
+		if isNew(cand.Evaluate(q, nil).Rule) {
+			p.waiting++
+		}
+	}
+	p.risk = policyedit.Safety(ch, len(p.cov.Decided), len(p.cov.Denied))
+	return p, nil
+}
+
+func (p rulePlan) denied() []string {
+	var out []string
+	for _, o := range p.cov.Denied {
+		out = append(out, describeAsk(o))
+	}
+	return out
+}
+
+func (p rulePlan) warnings() []string {
+	if p.risk == nil {
+		return nil
+	}
+	return p.risk.Reasons
+}
+
+// write applies the plan and records who wrote which rule to which file.
+func (s ruleService) write(p rulePlan, via string) (policyedit.Written, error) {
+	w, err := policyedit.Apply(p.ch, s.opts, s.stateDir, time.Now())
+	if err != nil {
+		return w, err
+	}
+	r, t := p.ch.Rule, p.ch.Target
+	return w, serve.AppendRuleRecord(s.stateDir, serve.RuleRecord{
 		Surface: r.Surface, Pattern: r.Pattern, Action: string(r.Action), Reason: r.Reason,
-		Scope: string(scope), Agent: target.Agent, File: w.File, Backup: w.Backup,
-		By: whoami(), Via: "rule add", WrittenAt: time.Now().UnixMilli(),
+		Scope: string(t.Scope), Agent: t.Agent, File: w.File, Backup: w.Backup,
+		By: whoami(), Via: via, WrittenAt: time.Now().UnixMilli(),
 	})
 }
 

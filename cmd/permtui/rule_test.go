@@ -11,6 +11,7 @@ import (
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/ui"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -232,5 +233,34 @@ func TestSimulateJSONEscapesTerminalControls(t *testing.T) {
 	}
 	if !strings.Contains(out, `\u009b2J\u202ex`) {
 		t.Fatalf("agent not kept, escaped: %s", out)
+	}
+}
+
+// TestConsoleRulesWriteAsRuleAddDoes: the console's R backend previews and
+// writes through the same plan, with the audit line saying "console".
+func TestConsoleRulesWriteAsRuleAddDoes(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	testkit.WriteFile(t, filepath.Join(e.agentDir, "agents", "builder.md"), []byte("---\nname: builder\n---\n"))
+	e.record(t, asked("builder", "npm install a", false, wire.UserDecision()))
+	c := consoleRules{ruleService{opts: resolve.LoadOptions{AgentDir: e.agentDir, ProjectDir: e.project, TrustProject: true}, stateDir: e.state}}
+	facts := resolve.Query{Agent: "builder", Surface: "bash", Values: []string{"npm install b"}}
+	d := ui.RuleDraft{Scope: "agent", Agent: "builder", Surface: "bash", Pattern: "npm install *", Action: resolve.Allow,
+		Facts: facts, Waiting: []resolve.Query{facts, {Agent: "other", Surface: "bash", Values: []string{"npm install b"}}}}
+	p := c.PreviewRule(d)
+	if p.Refused != "" || p.Waiting != 1 || p.Confirm != 1 || !strings.Contains(p.Diff, `+    "npm install *": allow`) ||
+		!strings.Contains(p.Coverage, "1 of them a person denied") {
+		t.Fatalf("preview %+v", p)
+	}
+	if _, err := c.WriteRule(d, 0); err == nil {
+		t.Fatal("a broad rule was written without its count")
+	}
+	if _, err := c.WriteRule(d, 1); err != nil {
+		t.Fatal(err)
+	}
+	if log := readFile(t, filepath.Join(e.state, "audit.jsonl")); !strings.Contains(log, `"via":"console"`) {
+		t.Errorf("audit:\n%s", log)
+	}
+	if p := c.PreviewRule(ui.RuleDraft{Scope: "agent", Agent: "nobody", Surface: "bash", Pattern: "x", Action: resolve.Allow, Facts: facts}); p.Refused == "" {
+		t.Error("an agent without a file was not refused")
 	}
 }

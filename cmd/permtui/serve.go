@@ -159,6 +159,7 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 func runConsole(ctx context.Context, srv *serve.Server, f serveFlags) error {
 	model := ui.New(ui.Options{
 		Backend:       srv,
+		Rules:         consoleRules{ruleService{opts: f.loadOptions(), stateDir: f.stateDir}},
 		Bell:          f.bell,
 		Notify:        f.notify,
 		ConfirmDouble: f.confirmDouble,

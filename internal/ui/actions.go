@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -109,6 +110,8 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		if e := m.current(); e != nil {
 			return m.copyCmd(copyText(e))
 		}
+	case key.Matches(msg, m.keys.Rule):
+		return m.openRule()
 	case key.Matches(msg, m.keys.ClearExpired):
 		m.clearExpired()
 	case key.Matches(msg, m.keys.Help):
@@ -349,6 +352,30 @@ func (m *Model) openScope() {
 		m.scope.open(e)
 		m.mode = modeScope
 	}
+}
+
+// openRule opens the rule dialog on the highlighted ask. A rule is checked
+// against the ask's facts, so an ask without them gets none.
+func (m *Model) openRule() tea.Cmd {
+	e := m.current()
+	switch {
+	case m.opts.Rules == nil:
+		m.setStatus("rules cannot be written from this console")
+	case e == nil:
+		m.setStatus("no ask to make a rule from")
+	case e.ask.Request == nil || e.ask.Request.AccessIntent == nil:
+		m.setStatus("this ask carries no facts (no accessIntent), so no rule can be checked against it")
+	default:
+		var waiting []resolve.Query
+		for _, w := range m.queue {
+			if w.state == statePending && w.ask.Request != nil && w.ask.Request.AccessIntent != nil {
+				waiting = append(waiting, factsOf(w.ask.Request.AccessIntent))
+			}
+		}
+		m.mode = modeRule
+		return m.apply(m.ruleDialog.open(e, waiting))
+	}
+	return nil
 }
 
 func (m *Model) openReason() tea.Cmd {

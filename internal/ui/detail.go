@@ -38,7 +38,7 @@ type field struct {
 // exact cell so their spacing is shown as it is.
 func (f field) prose() bool {
 	return f.kind == kindHeading || f.kind == kindMuted || f.kind == kindAnnotation || f.kind == kindWarning ||
-		f.label == "why"
+		f.label == "why" || f.label == "covers"
 }
 
 // detailFields lists everything known about an ask, most decision-relevant

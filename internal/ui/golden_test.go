@@ -219,3 +219,23 @@ func TestGoldenApproveIdenticalShowsWhich(t *testing.T) {
 		press(tm, "a")
 	})
 }
+
+// The rule dialog over a bash ask: the pattern edited from the child's
+// suggestion, the coverage with a person's denial, and the config's diff.
+func TestGoldenRuleDialog(t *testing.T) {
+	rules := &fakeRules{preview: RulePreview{
+		File:     "/home/u/.pi/agent/extensions/pi-permission-system/config.json",
+		Coverage: "would have decided 37 of the last 412 recorded asks; 2 of them a person denied",
+		Denied:   []string{`"deployer" "bash" ["git push --force origin main"]`, `"builder" "bash" ["git push origin wip"]`},
+		Waiting:  1,
+		Warnings: []string{"it would allow 2 recorded asks a person denied"},
+		Confirm:  2,
+		Diff: "--- config.json\n+++ config.json\n@@ -4,7 +4,8 @@\n     \"bash\": {\n       \"*\": \"ask\",\n" +
+			"-      \"git status\": \"allow\" // read-only\n+      \"git status\": \"allow\", // read-only\n+      \"git push *\": \"allow\"\n     }\n   }\n }\n",
+	}}
+	screen(t, 80, 24, "read-only", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, bashChain())
+		press(tm, "R", "tab")
+	}, withRules(rules))
+}

@@ -16,6 +16,7 @@ type KeyMap struct {
 	View             key.Binding
 	Grants           key.Binding
 	Log              key.Binding
+	Rule             key.Binding
 	ClearExpired     key.Binding
 	Help             key.Binding
 	Copy             key.Binding
@@ -30,6 +31,9 @@ type KeyMap struct {
 	Revoke  key.Binding
 	Top     key.Binding
 	Bottom  key.Binding
+	// In the rule dialog (R).
+	RuleScope  key.Binding
+	RuleAction key.Binding
 }
 
 // DefaultKeyMap returns the console's keys.
@@ -46,6 +50,7 @@ func DefaultKeyMap() KeyMap {
 		View:             key.NewBinding(key.WithKeys("v", "enter"), key.WithHelp("v/enter", "full view")),
 		Grants:           key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "grants")),
 		Log:              key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "decision log")),
+		Rule:             key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "make a rule…")),
 		ClearExpired:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "clear expired")),
 		Help:             key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Copy:             key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy value")),
@@ -58,6 +63,8 @@ func DefaultKeyMap() KeyMap {
 		Revoke:           key.NewBinding(key.WithKeys("d", "delete"), key.WithHelp("d", "revoke")),
 		Top:              key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g/home", "top")),
 		Bottom:           key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G/end", "bottom")),
+		RuleScope:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "scope")),
+		RuleAction:       key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "action")),
 	}
 }
 
@@ -79,12 +86,12 @@ func (k KeyMap) queueHelp(width int) helpKeys {
 	full := [][]key.Binding{
 		{k.Up, k.Down, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp},
 		{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.ClearExpired},
-		{k.Grants, revokeInGrants, k.Log, k.Help, k.Quit, k.ForceQuit},
+		{k.Grants, revokeInGrants, k.Log, k.Rule, k.Help, k.Quit, k.ForceQuit},
 	}
 	if width < 80 {
 		full = [][]key.Binding{
 			{k.Up, k.Down, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp, k.Grants, revokeInGrants, k.Log, k.Help},
-			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.ClearExpired, k.Quit, k.ForceQuit},
+			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.ClearExpired, k.Rule, k.Quit, k.ForceQuit},
 		}
 	}
 	return helpKeys{

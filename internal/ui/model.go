@@ -32,6 +32,8 @@ type Backend interface {
 // Options configures the console.
 type Options struct {
 	Backend Backend
+	// Rules previews and writes the R dialog's rules; nil leaves R off.
+	Rules RuleBackend
 	// Bell rings the terminal bell on each new ask.
 	Bell bool
 	// Notify sends an OSC 9 and an OSC 777 desktop notification on each new
@@ -117,6 +119,7 @@ const (
 	modeGrants
 	modeLog
 	modeQuit
+	modeRule
 )
 
 type sessionState struct {
@@ -175,6 +178,7 @@ type Model struct {
 	pager      pager
 	grantList  grantList
 	quitDialog quitDialog
+	ruleDialog ruleDialog
 
 	status   string
 	statusAt time.Time
@@ -227,6 +231,7 @@ func New(opts Options) *Model {
 	m.reason = newReasonDialog(c, m)
 	m.pager = newPager(c, m)
 	m.quitDialog = quitDialog{common: c, q: m}
+	m.ruleDialog = newRuleDialog(c)
 	return m
 }
 
@@ -242,6 +247,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 		m.help.Width = msg.Width
 		m.reason.resize()
+		m.ruleDialog.resize()
 		m.refreshPager()
 		return m, nil
 	case EventMsg:
@@ -272,7 +278,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseMsg:
 		return m, m.mouse(msg)
 	case tea.KeyMsg:
-		if msg.Type == tea.KeyRunes && m.mode != modeReason && !m.filtering {
+		if msg.Type == tea.KeyRunes && m.mode != modeReason && m.mode != modeRule && !m.filtering {
 			if msg.Paste {
 				return m, nil // pasted text never decides anything
 			}

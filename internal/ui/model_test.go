@@ -69,7 +69,7 @@ func (h *harness) run(cmd tea.Cmd) {
 		}
 	case tea.QuitMsg:
 		h.quit = true
-	case decidedMsg, revokedMsg, previewMsg:
+	case decidedMsg, revokedMsg, previewMsg, rulePreviewMsg, ruleWrittenMsg:
 		h.send(msg)
 	}
 }
@@ -117,6 +117,10 @@ func keyMsg(name string) tea.KeyMsg {
 		return tea.KeyMsg{Type: tea.KeyUp}
 	case "ctrl+c":
 		return tea.KeyMsg{Type: tea.KeyCtrlC}
+	case "tab":
+		return tea.KeyMsg{Type: tea.KeyTab}
+	case "backspace":
+		return tea.KeyMsg{Type: tea.KeyBackspace}
 	}
 	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(name)}
 }
@@ -256,9 +260,9 @@ func TestScopeWithoutSuggestionExplains(t *testing.T) {
 }
 
 func TestEscNeverDecides(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, withRules(&fakeRules{}))
 	h.queue(pathWrite(), bashChain())
-	for _, opener := range [][]string{{"s"}, {"s", "j", "j"}, {"r", "x"}, {"v"}, {"g"}, {"l"}, {"q"}, {"?"}} {
+	for _, opener := range [][]string{{"s"}, {"s", "j", "j"}, {"r", "x"}, {"v"}, {"g"}, {"l"}, {"q"}, {"?"}, {"R"}} {
 		h.keys(opener...)
 		h.keys("esc")
 		if h.m.mode != modeQueue {

@@ -83,6 +83,8 @@ func (m *Model) active() overlay {
 		return &m.grantList
 	case modeQuit:
 		return &m.quitDialog
+	case modeRule:
+		return &m.ruleDialog
 	}
 	return nil
 }
@@ -130,6 +132,16 @@ func (m *Model) apply(act action) tea.Cmd {
 		}
 	case copyAction:
 		return m.copyCmd(a.text)
+	case previewRuleAction:
+		rules := m.opts.Rules
+		return func() tea.Msg { return rulePreviewMsg{seq: a.seq, preview: rules.PreviewRule(a.draft)} }
+	case writeRuleAction:
+		rules := m.opts.Rules
+		m.setStatus("writing the rule…")
+		return func() tea.Msg {
+			status, err := rules.WriteRule(a.draft, a.confirm)
+			return ruleWrittenMsg{status: status, err: err}
+		}
 	}
 	return nil
 }

@@ -1,0 +1,311 @@
+package ui
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// RuleBackend previews and writes the rules of the R dialog in pi's policy
+// files. Both calls do IO; the console makes them only inside tea.Cmds.
+type RuleBackend interface {
+	// PreviewRule plans the rule and measures what it would decide.
+	PreviewRule(RuleDraft) RulePreview
+	// WriteRule writes it as 'permtui rule add' does; confirm is the count
+	// a broad rule's second confirmation named (0 when none was asked). It
+	// returns what to tell the person.
+	WriteRule(d RuleDraft, confirm int) (string, error)
+}
+
+// RuleDraft is a rule as the dialog has it, with the facts it is for.
+type RuleDraft struct {
+	Scope   string // agent (this agent), global (all agents), project
+	Agent   string // principal.agentName of the ask
+	Surface string
+	Pattern string
+	Action  resolve.Action
+	Facts   resolve.Query   // the ask's facts: the rule must decide them
+	Waiting []resolve.Query // the facts of every ask waiting in the queue
+}
+
+// RulePreview is what the dialog shows for a draft.
+type RulePreview struct {
+	File     string
+	Diff     string   // unified diff of the policy file
+	Coverage string   // e.g. "would have decided 37 of the last 412 recorded asks; 2 of them a person denied"
+	Denied   []string // the recorded asks a person denied that it would decide, one line each
+	Waiting  int      // waiting asks it would decide
+	Warnings []string
+	Confirm  int    // > 0: a second confirmation must name this count
+	Refused  string // why it cannot be written; "" when it can
+}
+
+type (
+	// previewRuleAction asks the root for a preview of draft, numbered seq.
+	previewRuleAction struct {
+		seq   int
+		draft RuleDraft
+	}
+	// writeRuleAction asks the root to write draft.
+	writeRuleAction struct {
+		draft   RuleDraft
+		confirm int
+	}
+	rulePreviewMsg struct {
+		seq     int
+		preview RulePreview
+	}
+	ruleWrittenMsg struct {
+		status string
+		err    error
+	}
+)
+
+func (previewRuleAction) isAction() {}
+func (writeRuleAction) isAction()   {}
+
+// ruleScopes are the dialog's scopes, in the order tab visits them.
+var ruleScopes = []struct{ scope, title string }{
+	{"agent", "this agent"},
+	{"global", "all agents"},
+	{"project", "project"},
+}
+
+var ruleActions = []resolve.Action{resolve.Allow, resolve.Ask, resolve.Deny}
+
+// ruleDialog is R: a rule for pi's policy, prefilled from one ask, with an
+// editable pattern, a live preview (coverage and diff) and, for a broad
+// rule, a second confirmation that names the count.
+type ruleDialog struct {
+	*common
+	pattern  textinput.Model
+	count    textinput.Model
+	counting bool // the second confirmation is open
+	title    string
+	base     RuleDraft // surface, agent, facts
+	scope    int
+	action   int
+	seq      int // of the latest preview asked for
+	preview  *RulePreview
+	shown    int // seq of preview
+	writing  bool
+}
+
+func newRuleDialog(c *common) ruleDialog {
+	in := func(prompt string) textinput.Model {
+		ti := textinput.New()
+		ti.Prompt = prompt
+		ti.CharLimit = 1000
+		ti.Cursor.SetMode(cursor.CursorStatic)
+		return ti
+	}
+	d := ruleDialog{common: c, pattern: in("pattern: "), count: in("count: ")}
+	d.resize()
+	return d
+}
+
+func (d *ruleDialog) resize() { d.pattern.Width = max(d.width-len(d.pattern.Prompt)-2, 10) }
+
+// open prefills the dialog from an ask: its surface, the child's suggested
+// pattern for that surface or else the exact value, allow, this agent.
+func (d *ruleDialog) open(e *entry, waiting []resolve.Query) action {
+	in := e.ask.Request.AccessIntent
+	d.title = label(e)
+	d.base = RuleDraft{Agent: in.Principal.AgentName, Surface: in.Surface, Facts: factsOf(in), Waiting: waiting}
+	d.scope, d.action, d.counting, d.writing, d.preview = 0, 0, false, false, nil
+	if d.base.Agent == "" {
+		d.scope = 1 // no agent scope to write to
+	}
+	d.pattern.SetValue(suggestedPattern(e.ask.Request))
+	d.pattern.CursorEnd()
+	d.pattern.Focus()
+	d.count.Blur()
+	return d.refresh()
+}
+
+// factsOf is an accessIntent as the resolver takes it.
+func factsOf(in *wire.AccessIntent) resolve.Query {
+	return resolve.Query{Agent: in.Principal.AgentName, Surface: in.Surface, Values: in.MatchValues,
+		Floor: in.Floor, AskingUnits: in.AskingUnits}
+}
+
+// suggestedPattern is the child's suggested pattern for the ask's surface,
+// else its first match value.
+func suggestedPattern(r *wire.Request) string {
+	in := r.AccessIntent
+	if r.SessionApproval != nil {
+		for _, g := range r.SessionApproval.Grants {
+			if g.Surface == in.Surface {
+				return g.Pattern
+			}
+		}
+	}
+	if len(in.MatchValues) > 0 {
+		return in.MatchValues[0]
+	}
+	return "*"
+}
+
+func (d *ruleDialog) draft() RuleDraft {
+	dr := d.base
+	dr.Scope = ruleScopes[d.scope].scope
+	dr.Pattern = d.pattern.Value()
+	dr.Action = ruleActions[d.action]
+	return dr
+}
+
+// refresh asks for a preview of the draft as it is now; older previews are
+// dropped when they arrive.
+func (d *ruleDialog) refresh() action {
+	d.seq++
+	d.counting = false
+	return previewRuleAction{seq: d.seq, draft: d.draft()}
+}
+
+func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
+	switch msg := msg.(type) {
+	case rulePreviewMsg:
+		if msg.seq == d.seq {
+			p := msg.preview
+			d.preview, d.shown = &p, msg.seq
+		}
+		return nil, nil
+	case ruleWrittenMsg:
+		d.writing = false
+		if msg.err != nil {
+			return statusAction{"rule not written: " + Sanitize(msg.err.Error())}, nil
+		}
+		return closeAction{msg.status}, nil
+	case tea.KeyMsg:
+		switch {
+		case key.Matches(msg, d.keys.Close):
+			if d.counting {
+				d.counting = false
+				d.count.Blur()
+				return nil, d.pattern.Focus()
+			}
+			return closeAction{"no rule written"}, nil
+		case key.Matches(msg, d.keys.Confirm):
+			return d.confirm(), nil
+		case d.counting:
+		case key.Matches(msg, d.keys.RuleScope):
+			d.scope = (d.scope + 1) % len(ruleScopes)
+			if d.base.Agent == "" && d.scope == 0 {
+				d.scope = 1
+			}
+			return d.refresh(), nil
+		case key.Matches(msg, d.keys.RuleAction):
+			step := 1
+			if msg.String() == "up" {
+				step = len(ruleActions) - 1
+			}
+			d.action = (d.action + step) % len(ruleActions)
+			return d.refresh(), nil
+		}
+	}
+	if d.counting {
+		var cmd tea.Cmd
+		d.count, cmd = d.count.Update(msg)
+		return nil, cmd
+	}
+	before := d.pattern.Value()
+	var cmd tea.Cmd
+	d.pattern, cmd = d.pattern.Update(msg)
+	if d.pattern.Value() != before {
+		return d.refresh(), cmd
+	}
+	return nil, cmd
+}
+
+// confirm is enter: write, or open the second confirmation of a broad rule.
+func (d *ruleDialog) confirm() action {
+	p := d.preview
+	switch {
+	case d.writing:
+		return statusAction{"writing the rule…"}
+	case p == nil || d.shown != d.seq:
+		return statusAction{"the preview is not ready yet; look at it, then press enter"}
+	case p.Refused != "":
+		return statusAction{"cannot write this rule: " + Sanitize(p.Refused)}
+	case p.Confirm > 0 && !d.counting:
+		d.counting = true
+		d.count.Reset()
+		d.pattern.Blur()
+		d.count.Focus()
+		return statusAction{"this rule is broad: type " + strconv.Itoa(p.Confirm) + " and enter to write it; esc goes back"}
+	case d.counting && strings.TrimSpace(d.count.Value()) != strconv.Itoa(p.Confirm):
+		return statusAction{"type " + strconv.Itoa(p.Confirm) + " to write it; esc goes back"}
+	}
+	d.writing = true
+	return writeRuleAction{draft: d.draft(), confirm: p.Confirm}
+}
+
+// gone is never: the dialog holds the ask's facts, and the ask being
+// answered (often by the rule just written) does not end it.
+func (d *ruleDialog) gone() string { return "" }
+
+func (d *ruleDialog) help() help.KeyMap {
+	if d.counting {
+		return d.keys.overlayHelp(relabel(d.keys.Confirm, "write"))
+	}
+	return d.keys.overlayHelp(relabel(d.keys.Confirm, "write"), d.keys.RuleScope, d.keys.RuleAction)
+}
+
+func (d *ruleDialog) view(height int) []string {
+	s := d.styles
+	dr := d.draft()
+	scope := ruleScopes[d.scope].title
+	if dr.Scope == "agent" {
+		scope += " (" + Sanitize(dr.Agent) + ")"
+	}
+	lines := []string{
+		d.rule("rule from " + d.title),
+		d.pattern.View(),
+	}
+	fields := []field{
+		{label: "surface", text: Sanitize(dr.Surface)},
+		{label: "action", text: string(dr.Action)},
+		{label: "scope", text: scope},
+	}
+	p := d.preview
+	switch {
+	case p == nil || d.shown != d.seq:
+		fields = append(fields, field{label: "preview", text: "…", kind: kindMuted})
+	case p.Refused != "":
+		fields = append(fields, field{label: "file", text: Sanitize(p.File)},
+			field{label: "refused", text: Sanitize(p.Refused), kind: kindWarning})
+	default:
+		fields = append(fields, field{label: "file", text: Sanitize(p.File)},
+			field{label: "covers", text: Sanitize(p.Coverage)},
+			field{label: "waiting", text: plural(p.Waiting, "waiting ask") + " it would decide now"})
+		for _, den := range p.Denied {
+			fields = append(fields, field{label: "denied", text: Sanitize(den), kind: kindWarning})
+		}
+		for _, w := range p.Warnings {
+			fields = append(fields, field{label: "warning", text: Sanitize(w), kind: kindWarning})
+		}
+	}
+	lines = append(lines, d.renderFields(fields, true, 2)...)
+	if d.counting {
+		lines = append(lines, d.count.View())
+	}
+	lines = append(lines, s.Muted.Render("enter writes it to pi's policy; esc closes and writes nothing"))
+	if p != nil && d.shown == d.seq && p.Diff != "" {
+		lines = append(lines, d.rule("diff"))
+		for _, l := range strings.Split(strings.TrimSuffix(p.Diff, "\n"), "\n") {
+			if strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "+++ ") {
+				continue
+			}
+			lines = append(lines, truncate(Sanitize(l), d.width))
+		}
+	}
+	return fitLines(lines, height)
+}

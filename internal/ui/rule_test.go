@@ -1,0 +1,186 @@
+package ui
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/permtui/permtui/internal/resolve"
+)
+
+// fakeRules answers previews with preview (its Coverage names the pattern)
+// and records every draft it was asked about.
+type fakeRules struct {
+	mu       sync.Mutex
+	preview  RulePreview
+	previews []RuleDraft
+	writes   []RuleDraft
+	confirms []int
+	writeErr error
+}
+
+func (f *fakeRules) PreviewRule(d RuleDraft) RulePreview {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.previews = append(f.previews, d)
+	p := f.preview
+	if p.Coverage == "" {
+		p.Coverage = "would have decided 3 of the last 9 recorded asks"
+	}
+	if p.File == "" {
+		p.File = "/home/u/.pi/agent/agents/" + d.Agent + ".md"
+	}
+	return p
+}
+
+func (f *fakeRules) WriteRule(d RuleDraft, confirm int) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, d)
+	f.confirms = append(f.confirms, confirm)
+	return "rule written", f.writeErr
+}
+
+func (f *fakeRules) last() RuleDraft {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.previews[len(f.previews)-1]
+}
+
+func withRules(r RuleBackend) func(*Options) { return func(o *Options) { o.Rules = r } }
+
+func TestRuleDialogPrefillsFromTheAsk(t *testing.T) {
+	rules := &fakeRules{}
+	h := newHarness(t, withRules(rules))
+	a, b := pathWrite(), bashChain()
+	h.queue(a, b)
+	h.keys("R")
+	if h.m.mode != modeRule {
+		t.Fatalf("mode %d", h.m.mode)
+	}
+	d := rules.last()
+	want := RuleDraft{Scope: "agent", Agent: "reviewer", Surface: "path_write", Pattern: "/w/p/src/*", Action: resolve.Allow,
+		Facts:   factsOf(a.Request.AccessIntent),
+		Waiting: []resolve.Query{factsOf(a.Request.AccessIntent), factsOf(b.Request.AccessIntent)}}
+	if !reflect.DeepEqual(d, want) {
+		t.Fatalf("draft\n%+v\nwant\n%+v", d, want)
+	}
+	view := h.m.View()
+	for _, s := range []string{"pattern: /w/p/src/*", "this agent (reviewer)", "would have decided 3 of the last 9"} {
+		if !strings.Contains(view, s) {
+			t.Errorf("view lacks %q:\n%s", s, view)
+		}
+	}
+}
+
+func TestRuleDialogEditsScopeActionAndPattern(t *testing.T) {
+	rules := &fakeRules{}
+	h := newHarness(t, withRules(rules))
+	h.queue(bashChain()) // suggests "git push *" for bash
+	h.keys("R", "backspace", "-", "-", "f", "o", "r", "c", "e", " ", "*")
+	if got := rules.last().Pattern; got != "git push --force *" {
+		t.Fatalf("pattern %q", got)
+	}
+	h.keys("tab")
+	if got := rules.last().Scope; got != "global" {
+		t.Errorf("scope after tab: %q", got)
+	}
+	h.keys("tab", "tab")
+	if got := rules.last().Scope; got != "agent" {
+		t.Errorf("scope after three tabs: %q", got)
+	}
+	h.keys("down")
+	if got := rules.last().Action; got != resolve.Ask {
+		t.Errorf("action after down: %q", got)
+	}
+	h.keys("up", "up")
+	if got := rules.last().Action; got != resolve.Deny {
+		t.Errorf("action after up up: %q", got)
+	}
+	// j, k and y are text here: they neither move nor decide.
+	h.keys("j", "k", "y")
+	if got := rules.last().Pattern; got != "git push --force *jky" {
+		t.Errorf("pattern %q", got)
+	}
+	h.wantDecisions()
+}
+
+func TestRuleDialogWritesAndCloses(t *testing.T) {
+	rules := &fakeRules{}
+	h := newHarness(t, withRules(rules))
+	a := pathWrite()
+	h.queue(a)
+	h.keys("R", "enter")
+	if len(rules.writes) != 1 || rules.writes[0].Pattern != "/w/p/src/*" || rules.confirms[0] != 0 {
+		t.Fatalf("writes %+v %v", rules.writes, rules.confirms)
+	}
+	if h.m.mode != modeQueue || !strings.Contains(h.m.status, "rule written") {
+		t.Errorf("mode %d, status %q", h.m.mode, h.m.status)
+	}
+	h.wantDecisions() // the rule answers the ask through serve's reload, not the console
+}
+
+func TestRuleDialogStalePreviewIsDropped(t *testing.T) {
+	rules := &fakeRules{}
+	h := newHarness(t, withRules(rules))
+	h.queue(pathWrite())
+	h.keys("R")
+	// A preview for an older draft arrives after the person typed on.
+	h.m.ruleDialog.seq++
+	h.keys("enter")
+	if len(rules.writes) != 0 || !strings.Contains(h.m.status, "not ready") {
+		t.Fatalf("wrote on a stale preview: %+v, status %q", rules.writes, h.m.status)
+	}
+}
+
+func TestRuleDialogBroadRuleNeedsTheCount(t *testing.T) {
+	rules := &fakeRules{preview: RulePreview{Confirm: 2, Warnings: []string{"it would allow 2 recorded asks a person denied"}}}
+	h := newHarness(t, withRules(rules))
+	h.queue(pathWrite())
+	h.keys("R", "enter")
+	if len(rules.writes) != 0 || !h.m.ruleDialog.counting || !strings.Contains(h.m.status, "type 2") {
+		t.Fatalf("first enter: writes %d, counting %v, status %q", len(rules.writes), h.m.ruleDialog.counting, h.m.status)
+	}
+	h.keys("3", "enter")
+	if len(rules.writes) != 0 {
+		t.Fatal("the wrong count wrote the rule")
+	}
+	h.keys("backspace", "2", "enter")
+	if len(rules.writes) != 1 || rules.confirms[0] != 2 {
+		t.Fatalf("writes %+v confirms %v", rules.writes, rules.confirms)
+	}
+}
+
+func TestRuleDialogRefusalAndErrorsWriteNothing(t *testing.T) {
+	rules := &fakeRules{preview: RulePreview{Refused: "under pi's ordering the new rule would not decide"}}
+	h := newHarness(t, withRules(rules))
+	h.queue(pathWrite())
+	h.keys("R", "enter")
+	if len(rules.writes) != 0 || !strings.Contains(h.m.status, "cannot write") || h.m.mode != modeRule {
+		t.Fatalf("refused: writes %d, status %q", len(rules.writes), h.m.status)
+	}
+	rules.preview.Refused = ""
+	rules.writeErr = errors.New("disk full")
+	h.keys("tab", "enter")
+	if h.m.mode != modeRule || !strings.Contains(h.m.status, "rule not written: disk full") {
+		t.Errorf("write error: mode %d, status %q", h.m.mode, h.m.status)
+	}
+}
+
+func TestRuleKeyNeedsFactsAndABackend(t *testing.T) {
+	h := newHarness(t)
+	h.queue(pathWrite())
+	h.keys("R")
+	if h.m.mode != modeQueue || !strings.Contains(h.m.status, "cannot be written") {
+		t.Errorf("no backend: mode %d, status %q", h.m.mode, h.m.status)
+	}
+	rules := &fakeRules{}
+	h = newHarness(t, withRules(rules))
+	h.queue(legacyBash())
+	h.keys("R")
+	if h.m.mode != modeQueue || !strings.Contains(h.m.status, "no facts") || len(rules.previews) != 0 {
+		t.Errorf("no facts: mode %d, status %q", h.m.mode, h.m.status)
+	}
+}
