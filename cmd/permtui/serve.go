@@ -129,13 +129,7 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		if err := store.Watch(ctx, func(p *resolve.Policy) {
-			srv.PolicyLoaded(problemTexts(p), noPolicyNotice(p))
-		}); err != nil {
-			logger.Error("policy watch stopped", "err", err)
-		}
-	}()
+	go store.Watch(ctx, func(p *resolve.Policy) { srv.PolicyLoaded(problemTexts(p), noPolicyNotice(p)) })
 	srv.PolicyLoaded(problemTexts(store.Policy()), noPolicyNotice(store.Policy()))
 
 	served := make(chan error, 1)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/permtui/permtui/internal/watch"
 )
 
 // Store holds the current policy snapshot and reloads it when its files
@@ -26,7 +29,7 @@ type Store struct {
 }
 
 // Timings of Watch: events are debounced; the rescan is a safety net for
-// missed events (e.g. a directory created above a watched one).
+// missed events.
 const (
 	reloadDebounce = 100 * time.Millisecond
 	rescanInterval = 3 * time.Second
@@ -54,55 +57,25 @@ func (s *Store) Reload() *Policy {
 }
 
 // Watch reloads on changes to the policy files until ctx is done, calling
-// onReload (if non-nil) with each new snapshot. It watches the directories
-// of WatchPaths (or their nearest existing ancestor) with fsnotify and also
-// rescans file metadata periodically. An invalid file only becomes a
-// Problem of the new snapshot.
-func (s *Store) Watch(ctx context.Context, onReload func(*Policy)) error {
-	watcher, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("policy watcher: %w", err)
-	}
-	defer watcher.Close()
-	watched := map[string]bool{}
+// onReload (if non-nil) with each new snapshot. It runs the shared watch
+// loop over WatchPaths (decision 0003): events name a policy file or a
+// directory on the way to one, and the periodic rescan compares file
+// metadata for what events miss. An invalid file only becomes a Problem of
+// the new snapshot: a broken policy is never replaced by the last good one
+// (decision 0052).
+func (s *Store) Watch(ctx context.Context, onReload func(*Policy)) {
 	paths := watchPaths(s.opts)
-	syncWatches(watcher, watched, paths)
-
-	var debounce <-chan time.Time
-	force := false
-	// A change made after the last load but before the watches were in
-	// place raised no event: look for one now.
-	if s.changed() {
-		debounce = time.After(0)
-	}
-	ticker := time.NewTicker(s.rescan)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-watcher.Events:
-			if !ok {
-				return nil
-			}
-			force = force || relevant(ev.Name, paths)
-			debounce = time.After(reloadDebounce)
-			continue
-		case _, ok := <-watcher.Errors:
-			if !ok {
-				return nil
-			}
-			continue // the rescan catches whatever was missed
-		case <-debounce:
-		case <-ticker.C:
-		}
-		debounce = nil
+	w := watch.New(ctx, watch.Config{Rescan: s.rescan, Settle: reloadDebounce}, paths...)
+	// The first change comes once the watches are in place: a change made
+	// after the last load but before then raised no event, so it is looked
+	// for by metadata, as on every rescan.
+	for c := range w.Changes() {
+		force := slices.ContainsFunc(c.Events, func(ev fsnotify.Event) bool { return relevant(ev.Name, paths) })
 		if !force && !s.changed() {
 			continue
 		}
-		force = false
 		p := s.Reload()
-		syncWatches(watcher, watched, paths) // directories may have appeared
+		w.Set(paths...) // directories may have appeared or been recreated
 		if onReload != nil {
 			onReload(p)
 		}
@@ -126,43 +99,6 @@ func relevant(name string, paths []string) bool {
 		}
 	}
 	return false
-}
-
-// syncWatches watches each path's directory (and the path itself when it is
-// a directory), falling back to the nearest existing ancestor. Every wanted
-// directory is added again each time: one deleted and recreated between two
-// syncs is a new directory whose old watch died with it (adding an existing
-// watch is a no-op).
-func syncWatches(w *fsnotify.Watcher, watched map[string]bool, paths []string) {
-	want := map[string]bool{}
-	for _, p := range paths {
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			want[p] = true
-		}
-		dir := filepath.Dir(p)
-		for {
-			if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-				want[dir] = true
-				break
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	for dir := range watched {
-		if !want[dir] {
-			_ = w.Remove(dir)
-			delete(watched, dir)
-		}
-	}
-	for dir := range want {
-		if w.Add(dir) == nil {
-			watched[dir] = true
-		}
-	}
 }
 
 // fingerprint summarises the metadata of the watched files and of the

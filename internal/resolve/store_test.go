@@ -43,9 +43,7 @@ func TestStoreHotReload(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := s.Watch(ctx, func(p *Policy) { reloads <- p }); err != nil {
-			t.Error(err)
-		}
+		s.Watch(ctx, func(p *Policy) { reloads <- p })
 	}()
 	defer func() { cancel(); wg.Wait() }()
 
@@ -87,10 +85,10 @@ func TestStoreReload(t *testing.T) {
 	}
 }
 
-// watch starts s.Watch with the periodic rescan out of the way, so only
+// startWatch starts s.Watch with the periodic rescan out of the way, so only
 // fsnotify events can trigger a reload, and returns once the watches are in
 // place: after the reload that a rewrite of the global config causes.
-func watch(t *testing.T, f *fixture, s *Store) <-chan *Policy {
+func startWatch(t *testing.T, f *fixture, s *Store) <-chan *Policy {
 	t.Helper()
 	s.rescan = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,14 +97,12 @@ func watch(t *testing.T, f *fixture, s *Store) <-chan *Policy {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := s.Watch(ctx, func(p *Policy) {
+		s.Watch(ctx, func(p *Policy) {
 			select {
 			case reloads <- p:
 			default: // the test reads only the latest state it waits for
 			}
-		}); err != nil {
-			t.Error(err)
-		}
+		})
 	}()
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	f.global(`{"$schema":"ready","permission":{"bash":"ask"}}`)
@@ -121,7 +117,7 @@ func TestStoreWatchesARecreatedAgentsDirectory(t *testing.T) {
 	f.global(`{"permission":{"bash":"ask"}}`)
 	f.agent("rev", "---\npermission:\n  bash: deny\n---\n")
 	s := NewStore(f.opts)
-	reloads := watch(t, f, s)
+	reloads := startWatch(t, f, s)
 	dir := filepath.Join(f.opts.AgentDir, "agents")
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
@@ -143,7 +139,7 @@ func TestStoreSurvivesADeletedAgentsDirectory(t *testing.T) {
 	f.global(`{"permission":{"bash":"ask"}}`)
 	f.agent("rev", "---\npermission:\n  bash: deny\n---\n")
 	s := NewStore(f.opts)
-	reloads := watch(t, f, s)
+	reloads := startWatch(t, f, s)
 	if err := os.RemoveAll(filepath.Join(f.opts.AgentDir, "agents")); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +159,7 @@ func TestStoreSettlesOnTheLastOfRapidFlips(t *testing.T) {
 	f := newFixture(t)
 	f.global(`{"permission":{"bash":"ask"}}`)
 	s := NewStore(f.opts)
-	reloads := watch(t, f, s)
+	reloads := startWatch(t, f, s)
 	for i := range 40 {
 		if i%2 == 0 {
 			f.project(`{"permission":{"bash":"sometimes"}}`)
@@ -192,7 +188,7 @@ func TestStoreWatchSeesAChangeMadeBeforeItStarted(t *testing.T) {
 	reloads := make(chan *Policy, 64)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = s.Watch(ctx, func(p *Policy) { reloads <- p }) }()
+	go func() { defer wg.Done(); s.Watch(ctx, func(p *Policy) { reloads <- p }) }()
 	defer func() { cancel(); wg.Wait() }()
 	waitFor(t, reloads, func(p *Policy) bool {
 		return p.Evaluate(Query{Surface: "bash", Values: []string{"ls"}}, nil).Action == Deny
