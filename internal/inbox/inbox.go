@@ -161,7 +161,8 @@ type sessionState struct {
 	idle         bool        // the last scan found no request file on disk
 	dirs         *dirs       // open directories while valid
 	inflight     int         // entries of the session in Inbox.inflight
-	waiting      bool        // a request waits on disk for a free slot or id
+	waiting      bool        // requests wait on disk for a free slot
+	waitingID    bool        // a request waits for its id's earlier request
 }
 
 type entry struct {

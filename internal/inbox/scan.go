@@ -491,7 +491,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 	if in.byReq[reqKey(session, req.ID)] != nil {
 		// Both would be answered through the same response file; the
 		// second waits until the first is done.
-		s.waiting = true
+		s.waitingID = true
 		in.mu.Unlock()
 		return
 	}
@@ -509,20 +509,26 @@ func reqKey(session, reqID string) string { return session + "\x00" + reqID }
 func (in *Inbox) drop(e *entry) {
 	delete(in.inflight, e.path)
 	delete(in.byID, e.ask)
-	in.answered(e)
 	if s := in.sessions[e.session]; s != nil {
 		s.inflight--
 	}
+	in.answered(e)
 }
 
-// answered frees the entry's request id for a later request, and rescans a
-// session where a request waits for that or for a slot. in.mu is held.
+// answered frees the entry's request id for a later request. A session
+// whose requests wait on disk is rescanned: at once for a request id, once
+// half its slots are free for a backlog, so a burst costs one listing per
+// half batch rather than one per answer. in.mu is held.
 func (in *Inbox) answered(e *entry) {
 	if k := reqKey(e.session, e.reqID); in.byReq[k] == e {
 		delete(in.byReq, k)
 	}
-	if s := in.sessions[e.session]; s != nil && s.waiting {
-		s.waiting = false
+	s := in.sessions[e.session]
+	if s == nil {
+		return
+	}
+	if s.waitingID || s.waiting && s.inflight <= maxInFlight/2 {
+		s.waiting, s.waitingID = false, false
 		in.scanQ[e.session] = true
 		in.wake()
 	}

@@ -105,6 +105,7 @@ type Server struct {
 	stopped bool
 	ctx     context.Context // Run's context: retries stop when it is done
 	workers sync.WaitGroup  // answers and retries in progress
+	work    chan job        // decided answers for the worker pool
 }
 
 type pending struct {
@@ -138,7 +139,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, asks: map[AskID]*pending{}}
+	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, work: make(chan job, answerQueue)}
 	icfg := cfg.Inbox
 	icfg.Layout, icfg.Sessions, icfg.Poll = cfg.Layout, cfg.Sessions, cfg.Poll
 	icfg.Now, icfg.Logger = cfg.Now, cfg.Logger
@@ -174,6 +175,13 @@ func (s *Server) Run(ctx context.Context) error {
 
 	// The inbox outlives ctx briefly: exit denials are written through it
 	// while the heartbeat still says we serve.
+	pool := make(chan struct{})
+	for range answerWorkers {
+		go func() {
+			defer func() { pool <- struct{}{} }()
+			s.answerLoop()
+		}()
+	}
 	inCtx, stopInbox := context.WithCancel(context.Background())
 	inDone := make(chan error, 1)
 	consumed := make(chan struct{})
@@ -207,6 +215,10 @@ func (s *Server) Run(ctx context.Context) error {
 		s.settleOnce(p, s.exitAnswer(p))
 	}
 	s.workers.Wait()
+	close(s.work) // nothing queues an answer once closing and drained
+	for range answerWorkers {
+		<-pool
+	}
 
 	stopInbox()
 	if ierr := <-inDone; err == nil {
@@ -278,10 +290,7 @@ func (s *Server) arrive(ev inbox.Arrived) {
 		s.emit(AskQueued{Ask: a})
 		return
 	}
-	go func() {
-		defer s.workers.Done()
-		s.settle(p, s.ruleAnswer(p))
-	}()
+	s.work <- job{p, s.ruleAnswer(p)}
 }
 
 // replay answers a request that already has a decision in the audit log
@@ -301,10 +310,7 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 	s.workers.Add(1)
 	s.mu.Unlock()
 	s.emit(Arrived{Ask: a})
-	go func() {
-		defer s.workers.Done()
-		s.settle(p, replayAnswer(rec))
-	}()
+	s.work <- job{p, replayAnswer(rec)}
 }
 
 // judge applies the recorded authority. A request without facts always goes
@@ -554,10 +560,34 @@ func SurfaceOf(req *wire.Request) string {
 // errGone: the request vanished; the ask was reported withdrawn.
 var errGone = errors.New("request gone")
 
-// settle writes an answer, retrying failures in the background loop.
-func (s *Server) settle(p *pending, ans *answer) {
-	if err := s.attempt(p, ans); err != nil && !errors.Is(err, errGone) {
-		s.retry(p, ans)
+// answerWorkers answer automatic decisions: a fixed pool, so a burst
+// creates no goroutine (and grows no stack) per request, and enough of them
+// that the audit log's group commit shares each fsync (issue 9).
+const answerWorkers = 32
+
+// answerQueue holds decided asks waiting for a worker; when it is full the
+// inbox's consumer waits, and requests wait on disk.
+const answerQueue = 1024
+
+// job is a decided ask and its answer, for a worker to write.
+type job struct {
+	p   *pending
+	ans *answer
+}
+
+// answerLoop is one worker: it writes each queued answer; a
+// failed write is retried on its own goroutine, never holding a worker.
+func (s *Server) answerLoop() {
+	for j := range s.work {
+		p, ans := j.p, j.ans
+		if err := s.attempt(p, ans); err != nil && !errors.Is(err, errGone) {
+			go func() {
+				defer s.workers.Done()
+				s.retry(p, ans)
+			}()
+			continue
+		}
+		s.workers.Done()
 	}
 }
 
@@ -678,10 +708,7 @@ func (s *Server) rejudge() {
 		p.deciding, p.Verdict = true, v
 		s.workers.Add(1)
 		s.mu.Unlock()
-		go func() {
-			defer s.workers.Done()
-			s.settle(p, s.ruleAnswer(p))
-		}()
+		s.work <- job{p, s.ruleAnswer(p)}
 	}
 }
 
