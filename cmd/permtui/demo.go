@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/permtui/permtui/internal/demo"
+	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/safefs"
 )
 
 const demoSynopsis = `demo [flags]
@@ -24,9 +27,10 @@ const childGrace = time.Second
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f serveFlags
-	var keep bool
+	var keep, overHub bool
 	fs := newFlagSet("demo", demoSynopsis, stdout, stderr)
 	f.frontEnd.register(fs)
+	fs.BoolVar(&overHub, "hub", false, "across machines: an embedded hub, two relays (two hosts' agent dirs) and the console attached to the hub")
 	fs.BoolVar(&keep, "keep", false, "keep the demo's temporary directory (its audit log, grants and children's log)")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -48,15 +52,31 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else {
 		defer os.RemoveAll(root)
 	}
-	env, err := demo.Setup(root)
-	if err != nil {
-		return err
+	hosts := map[string]string{"": root}
+	if overHub {
+		hosts = map[string]string{"alpha": filepath.Join(root, "alpha"), "beta": filepath.Join(root, "beta")}
 	}
-	f.agentDir, f.project, f.stateDir = env.AgentDir, env.Project, env.StateDir
-	f.sessions = env.Sessions
+	envs := map[string]demo.Env{}
+	for host, dir := range hosts {
+		if err := safefs.MkdirPrivate(dir); err != nil {
+			return err
+		}
+		if envs[host], err = demo.Setup(dir); err != nil {
+			return err
+		}
+	}
+	f.agentDir, f.project, f.stateDir = envs[""].AgentDir, envs[""].Project, envs[""].StateDir
+	f.sessions = envs[""].Sessions
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if overHub {
+		relaysDone, err := startDemoHub(ctx, root, envs, &f)
+		if err != nil {
+			return err
+		}
+		defer relaysDone()
+	}
 
 	// Children report as they are answered: on stderr when headless (stdout is
 	// the event stream), otherwise collected and printed after the console.
@@ -71,17 +91,29 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	asks, stopAsking := context.WithCancel(context.Background())
 	defer stopAsking()
 	childrenDone := make(chan struct{})
+	var children sync.WaitGroup
+	for host, env := range envs {
+		prefix := ""
+		if host != "" {
+			prefix = host + " "
+		}
+		children.Add(1)
+		go func() {
+			defer children.Done()
+			demo.Run(ctx, asks, env, demo.Script(), pace, func(r demo.Report) {
+				if f.headless {
+					fmt.Fprintf(stderr, "%s%s   [%s]\n", prefix, r, r.Step.Shows)
+					return
+				}
+				mu.Lock()
+				answers = append(answers, prefix+r.String())
+				mu.Unlock()
+			})
+		}()
+	}
 	go func() {
 		defer close(childrenDone)
-		demo.Run(ctx, asks, env, demo.Script(), pace, func(r demo.Report) {
-			if f.headless {
-				fmt.Fprintf(stderr, "%s   [%s]\n", r, r.Step.Shows)
-				return
-			}
-			mu.Lock()
-			answers = append(answers, r.String())
-			mu.Unlock()
-		})
+		children.Wait()
 		if f.headless {
 			cancel() // every child has its answer: the headless demo is over
 		}
@@ -102,4 +134,42 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	return err
+}
+
+// startDemoHub starts an embedded hub on a free loopback port, one relay per
+// demo host, and points the front end at the hub. The returned function
+// waits for the relays and stops the hub once ctx is done.
+func startDemoHub(ctx context.Context, root string, envs map[string]demo.Env, f *serveFlags) (func(), error) {
+	var hosts []string
+	for host := range envs {
+		if host != "" {
+			hosts = append(hosts, host)
+		}
+	}
+	h, err := hub.Start(hub.Config{
+		Listen: "127.0.0.1:0", StoreDir: filepath.Join(root, "hub", "store"), CredsDir: filepath.Join(root, "hub", "creds"),
+		Relays: hosts, Approvers: []string{"console"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var relays sync.WaitGroup
+	for _, host := range hosts {
+		env := envs[host]
+		rf := relayFlags{
+			common: common{agentDir: env.AgentDir, project: env.Project, stateDir: env.StateDir, sessions: env.Sessions},
+			hub:    hubFlags{url: h.URL(), creds: h.CredsFile(hub.RoleRelay, host)},
+		}
+		relays.Add(1)
+		go func() {
+			defer relays.Done()
+			_ = relayUntilDone(ctx, rf, io.Discard) // its problems are in its permtui.log
+		}()
+	}
+	f.hub = hubFlags{url: h.URL(), creds: h.CredsFile(hub.RoleApprover, "console")}
+	f.stateDir = filepath.Join(root, "console")
+	return func() {
+		relays.Wait()
+		h.Shutdown()
+	}, nil
 }

@@ -24,9 +24,15 @@ Usage:
   permtui [serve] [flags]     serve the inbox with the console (the default)
   permtui serve --headless    serve without a console, one JSON line per event
   permtui demo [--headless]   run the embedded demo: a sample policy and simulated children
+  permtui demo --hub          the demo across machines: an embedded hub, two relays, the console
   permtui resolve [flags]     judge a request or facts from the policy and print the verdict
   permtui rule add [flags]    write a rule into pi's policy, after a diff and a coverage preview
   permtui simulate [flags]    replay the audit log's asks against a candidate policy
+  permtui hub [flags]         run the hub relays and consoles meet at (docs/hub.md)
+  permtui relay --hub URL --creds FILE
+                              serve this host's inbox; asks that need a person go to the hub
+  permtui --hub URL --creds FILE
+                              the console (or serve --headless) for the asks of every relay
   permtui version             print the version
 
 Run 'permtui <command> --help' for a command's flags.
@@ -47,7 +53,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cmd, rest := "serve", args
 	if len(args) > 0 {
 		switch args[0] {
-		case "serve", "demo", "resolve", "rule", "simulate", "version":
+		case "serve", "demo", "resolve", "rule", "simulate", "hub", "relay", "version":
 			cmd, rest = args[0], args[1:]
 		case "-h", "--help", "help":
 			fmt.Fprint(stdout, usage)
@@ -68,6 +74,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runServe(ctx, rest, stdout, stderr)
 	case "demo":
 		err = runDemo(ctx, rest, stdout, stderr)
+	case "hub":
+		err = runHub(ctx, rest, stdout, stderr)
+	case "relay":
+		err = runRelay(ctx, rest, stdout, stderr)
 	case "resolve":
 		err = runResolve(rest, stdin, stdout, stderr)
 	case "rule":

@@ -33,6 +33,7 @@ from the root's pi-permission-system policy and queues the rest in the console.`
 type serveFlags struct {
 	common
 	frontEnd
+	hub hubFlags
 }
 
 // frontEnd holds the flags that choose and tune how asks are served.
@@ -50,6 +51,7 @@ type frontEnd struct {
 func (f *serveFlags) register(fs flagSet) {
 	f.common.register(fs)
 	f.frontEnd.register(fs)
+	f.hub.register(fs, "as", "approver name at the hub, with a standard NATS .creds file (default: the name in --creds)")
 }
 
 func (f *frontEnd) register(fs flagSet) {
@@ -81,10 +83,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := f.check(fs); err != nil {
 		return err
 	}
+	if err := f.hub.check(fs); err != nil {
+		return err
+	}
 	if err := f.resolveDefaults(); err != nil {
 		return err
 	}
-	if err := f.checkAgentDir(); err != nil {
+	if err := f.checkAgentDir(); err != nil && f.hub.url == "" {
 		return err
 	}
 	if !f.headless && !isTerminal() {
@@ -98,48 +103,30 @@ func isTerminal() bool {
 }
 
 // serveUntilDone runs the serving loop with the chosen front end until ctx is
-// cancelled (or the person quits the console).
+// cancelled (or the person quits the console). With --hub the front end
+// attaches to the hub instead of this machine's inbox.
 func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
-	if err := safefs.MkdirPrivate(f.stateDir); err != nil {
-		return fmt.Errorf("state dir: %w", err)
+	if f.hub.url != "" {
+		return attachHub(ctx, f, stdout)
 	}
-	logger, closeLog, err := openLog(filepath.Join(f.stateDir, "permtui.log"))
+	logger, closeLog, err := stateLog(f.stateDir)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
-
-	store := resolve.NewStore(f.loadOptions())
 	grantStore, err := grants.Open(filepath.Join(f.stateDir, "grants"))
 	if err != nil {
 		return err
 	}
-	srv, err := serve.New(serve.Config{
-		Layout:   wire.NewLayout(f.agentDir),
-		Sessions: f.sessions,
-		Poll:     f.poll,
-		StateDir: f.stateDir,
-		Judge:    func() serve.Judge { return store.Policy() },
-		Grants:   grantStore,
-		Logger:   logger,
-	})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv, err := startLocal(ctx, f.common, f.poll, logger, grantStore, false)
 	if err != nil {
 		return err
 	}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go store.Watch(ctx, func(p *resolve.Policy) { srv.PolicyLoaded(problemTexts(p), noPolicyNotice(p)) })
-	srv.PolicyLoaded(problemTexts(store.Policy()), noPolicyNotice(store.Policy()))
-
 	served := make(chan error, 1)
 	go func() { served <- srv.Run(ctx) }()
-
-	if f.headless {
-		err = headless.Run(ctx, srv, stdout, f.ask)
-	} else {
-		err = runConsole(ctx, srv, f)
-	}
+	err = runFrontEnd(ctx, srv, f.frontEnd, stdout)
 	cancel()
 	if runErr := <-served; runErr != nil && !errors.Is(runErr, context.Canceled) && err == nil {
 		err = runErr
@@ -150,10 +137,56 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	return err
 }
 
-func runConsole(ctx context.Context, srv *serve.Server, f serveFlags) error {
+// stateLog makes the state dir and opens permtui's log in it.
+func stateLog(stateDir string) (*slog.Logger, func(), error) {
+	if err := safefs.MkdirPrivate(stateDir); err != nil {
+		return nil, nil, fmt.Errorf("state dir: %w", err)
+	}
+	return openLog(filepath.Join(stateDir, "permtui.log"))
+}
+
+// startLocal builds the serving loop for this machine's inbox, with the
+// policy watched until ctx ends; the caller runs it. A relay passes its hub
+// grants and leaves open asks on disk at exit.
+func startLocal(ctx context.Context, c common, poll bool, logger *slog.Logger, grantStore serve.GrantStore, leaveOnExit bool) (*serve.Server, error) {
+	store := resolve.NewStore(c.loadOptions())
+	srv, err := serve.New(serve.Config{
+		Layout:      wire.NewLayout(c.agentDir),
+		Sessions:    c.sessions,
+		Poll:        poll,
+		StateDir:    c.stateDir,
+		Judge:       func() serve.Judge { return store.Policy() },
+		Grants:      grantStore,
+		Logger:      logger,
+		LeaveOnExit: leaveOnExit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	go store.Watch(ctx, func(p *resolve.Policy) { srv.PolicyLoaded(problemTexts(p), noPolicyNotice(p)) })
+	srv.PolicyLoaded(problemTexts(store.Policy()), noPolicyNotice(store.Policy()))
+	return srv, nil
+}
+
+// source is what a front end serves: the local *serve.Server, or a hub
+// approver standing for every relay's server.
+type source interface {
+	headless.Server
+	ui.Backend
+}
+
+// runFrontEnd runs the headless printer or the console until the events end
+// or the person quits.
+func runFrontEnd(ctx context.Context, src source, f frontEnd, stdout io.Writer) error {
+	if f.headless {
+		return headless.Run(ctx, src, stdout, f.ask)
+	}
+	return runConsole(ctx, src, f)
+}
+
+func runConsole(ctx context.Context, src source, f frontEnd) error {
 	model := ui.New(ui.Options{
-		Backend:       srv,
-		Rules:         consoleRules{ruleService{opts: f.loadOptions(), stateDir: f.stateDir}},
+		Backend:       src,
 		Bell:          f.bell,
 		Notify:        f.notify,
 		ConfirmDouble: f.confirmDouble,
@@ -165,7 +198,7 @@ func runConsole(ctx context.Context, srv *serve.Server, f serveFlags) error {
 	}
 	p := tea.NewProgram(model, opts...)
 	go func() {
-		for ev := range srv.Events() {
+		for ev := range src.Events() {
 			p.Send(ui.EventMsg{Event: ev})
 		}
 	}()

@@ -22,12 +22,12 @@ const rootID = "0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b"
 // testHub is an embedded hub on a random loopback port with its storage in
 // the test's temporary directory; restart keeps the port and the storage.
 type testHub struct {
-	t   *testing.T
+	t   testing.TB
 	cfg hub.Config
 	h   *hub.Hub
 }
 
-func startHub(t *testing.T) *testHub {
+func startHub(t testing.TB) *testHub {
 	t.Helper()
 	dir := t.TempDir()
 	th := &testHub{t: t, cfg: hub.Config{

@@ -76,6 +76,9 @@ func detailFields(e *entry) []field {
 		add("hint", "⚠ unverified: from the child's legacy surface and value, not facts; it decides nothing. "+
 			"On that text the root's policy would say: "+Sanitize(h.Explanation), kindWarning)
 	}
+	if a.Host != "" {
+		add("host", Sanitize(a.Host), kindPlain)
+	}
 	add("session", Sanitize(r.RequesterSessionID), kindPlain)
 	add("served", Sanitize(a.Session), kindPlain)
 	if r.Source != "" && r.Source != wire.SourceToolCall {
@@ -295,6 +298,15 @@ func ruleText(rule *resolve.RuleRef) string {
 }
 
 // agentOf names who is asking: the principal when the child fixed one.
+// askAgent is the agent a queue row names, with the relay host beside it
+// when the ask came through a hub.
+func askAgent(a serve.Ask) string {
+	if a.Host != "" {
+		return agentOf(a.Request) + "@" + a.Host
+	}
+	return agentOf(a.Request)
+}
+
 func agentOf(r *wire.Request) string {
 	if r.AccessIntent != nil {
 		return r.AccessIntent.Principal.AgentName

@@ -670,3 +670,17 @@ func TestHeaderShowsDegradedStateUntilRecovered(t *testing.T) {
 		t.Fatalf("recovered audit log still shown:\n%s", v)
 	}
 }
+
+// An ask that came through a hub names its relay host beside the agent in
+// the queue and on its own line in the detail.
+func TestHubAskShowsItsHost(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := pathWrite()
+	a.Host = "alpha"
+	h.queue(a)
+	v := h.m.View()
+	if !strings.Contains(v, "reviewer@alpha") || !regexp.MustCompile(`host +alpha`).MatchString(v) {
+		t.Fatalf("host not shown:\n%s", v)
+	}
+}

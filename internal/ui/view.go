@@ -263,7 +263,7 @@ func (m *Model) columns() queueColumns {
 		c.age = 0
 	}
 	for _, e := range m.queue {
-		c.agent = max(c.agent, ansi.StringWidth(Sanitize(agentOf(e.ask.Request))))
+		c.agent = max(c.agent, ansi.StringWidth(Sanitize(askAgent(e.ask))))
 		c.surface = max(c.surface, ansi.StringWidth(Sanitize(serve.SurfaceOf(e.ask.Request))))
 	}
 	c.agent, c.surface = min(c.agent, 16), min(c.surface, 24)
@@ -320,7 +320,7 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	if w := cols.value - ansi.StringWidth(mark); keepEnd && ansi.StringWidth(value) > w {
 		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-w+1, "…")
 	}
-	line := cols.row(cursor, sel, Sanitize(agentOf(r)), Sanitize(serve.SurfaceOf(r)), mark+value,
+	line := cols.row(cursor, sel, Sanitize(askAgent(e.ask)), Sanitize(serve.SurfaceOf(r)), mark+value,
 		age(now.Sub(created)), left)
 	switch {
 	case e.ask.ID == m.highlight:

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/permtui/permtui/internal/headless"
+	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/relay"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+const hubSynopsis = `hub [flags]
+
+Runs the hub relays and consoles meet at: an embedded NATS server with
+JetStream, its data under the state dir. On first start it writes the
+credentials of each relay host and approver (0600) and prints where they are.
+See docs/hub.md.`
+
+const relaySynopsis = `relay --hub URL --creds FILE [--host NAME] [flags]
+
+Serves this host's inboxes as serve does (heartbeat, local policy, local
+audit, automatic answers at once) and sends each ask that needs a person to
+the hub; the decision that comes back is audited here, then written.`
+
+func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var (
+		stateDir, listen, store, tlsCert, tlsKey string
+		relays, approvers                        listFlag
+		retention                                time.Duration
+	)
+	fs := newFlagSet("hub", hubSynopsis, stdout, stderr)
+	fs.StringVar(&stateDir, "state-dir", "", "permtui state (default $PERMTUI_STATE_DIR, else $XDG_STATE_HOME/permtui, else ~/.local/state/permtui); credentials go to <state-dir>/hub/creds")
+	fs.StringVar(&listen, "listen", "127.0.0.1:4222", "address to listen on; beyond loopback only with --tls-cert and --tls-key")
+	fs.StringVar(&store, "store", "", "JetStream file storage (default <state-dir>/hub/store)")
+	fs.Var(&relays, "relay-host", "a relay host to issue credentials for (repeatable; default this machine's host name)")
+	fs.Var(&approvers, "approver", "an approver to issue credentials for (repeatable; default \"console\")")
+	fs.StringVar(&tlsCert, "tls-cert", "", "TLS certificate (PEM)")
+	fs.StringVar(&tlsKey, "tls-key", "", "TLS private key (PEM)")
+	fs.DurationVar(&retention, "retention", hub.DefaultRetention, "how long asks and decisions stay on the hub")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if (tlsCert == "") != (tlsKey == "") {
+		fmt.Fprintln(fs.Output(), "--tls-cert and --tls-key go together")
+		return errUsage
+	}
+	if stateDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return err
+		}
+		stateDir = defaultStateDir(os.Getenv, home)
+	}
+	if store == "" {
+		store = filepath.Join(stateDir, "hub", "store")
+	}
+	if len(relays) == 0 {
+		relays = listFlag{thisHost()}
+	}
+	if len(approvers) == 0 {
+		approvers = listFlag{"console"}
+	}
+	h, err := hub.Start(hub.Config{
+		Listen: listen, StoreDir: store, CredsDir: filepath.Join(stateDir, "hub", "creds"),
+		Relays: relays, Approvers: approvers, TLSCert: tlsCert, TLSKey: tlsKey, Retention: retention,
+	})
+	if err != nil {
+		return err
+	}
+	defer h.Shutdown()
+	fmt.Fprintf(stdout, "permtui hub at %s (JetStream storage %s)\n", h.URL(), store)
+	for _, r := range relays {
+		fmt.Fprintf(stdout, "  relay %-12s permtui relay --hub %s --creds %s\n", r, h.URL(), h.CredsFile(hub.RoleRelay, r))
+	}
+	for _, a := range approvers {
+		fmt.Fprintf(stdout, "  approver %-9s permtui --hub %s --creds %s\n", a, h.URL(), h.CredsFile(hub.RoleApprover, a))
+	}
+	<-ctx.Done()
+	return nil
+}
+
+var notHostChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// thisHost is the machine's host name as a relay name: what a subject
+// token may hold.
+func thisHost() string {
+	name, err := os.Hostname()
+	if name = notHostChars.ReplaceAllString(name, "-"); err != nil || !hub.ValidHost(name) {
+		return "localhost"
+	}
+	return name
+}
+
+// hubFlags attach serve (the console or --headless) or a relay to a hub.
+type hubFlags struct {
+	url   string
+	creds string
+	name  string
+}
+
+func (h *hubFlags) register(fs flagSet, nameFlag, nameHelp string) {
+	fs.StringVar(&h.url, "hub", "", "the hub's URL (permtui hub prints it); see docs/hub.md")
+	fs.StringVar(&h.creds, "creds", "", "credentials file for the hub")
+	fs.StringVar(&h.name, nameFlag, "", nameHelp)
+}
+
+// connect reads the credentials and connects with role; the name comes from
+// the credentials, or from the flag with a standard NATS .creds file.
+func (h *hubFlags) connect(role string, log *slog.Logger) (*nats.Conn, string, error) {
+	c, err := hub.ReadCreds(h.creds)
+	if err != nil {
+		return nil, "", err
+	}
+	name := h.name
+	if !c.Standard() {
+		if name != "" && name != c.Name {
+			return nil, "", fmt.Errorf("the credentials are %s's, not %s's", c.Name, wire.QuoteShort(name))
+		}
+		name = c.Name
+	}
+	if !hub.ValidHost(name) {
+		return nil, "", fmt.Errorf("a name is needed with a standard .creds file: letters, digits, '-' and '_' (got %s)", wire.QuoteShort(name))
+	}
+	nc, err := hub.Connect(h.url, c, role, name, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		log.Warn("hub", "err", err)
+	}))
+	if err != nil {
+		return nil, "", fmt.Errorf("hub %s: %w", h.url, err)
+	}
+	return nc, name, nil
+}
+
+func (h *hubFlags) check(fs flagSet) error {
+	if (h.url == "") != (h.creds == "") {
+		fmt.Fprintln(fs.Output(), "--hub and --creds go together")
+		return errUsage
+	}
+	return nil
+}
+
+// attachHub runs the console or the headless approver against a hub: it sees
+// the asks of every relay, and its decisions go to the hub.
+func attachHub(ctx context.Context, f serveFlags, stdout io.Writer) error {
+	logger, closeLog, err := stateLog(f.stateDir)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	nc, name, err := f.hub.connect(hub.RoleApprover, logger)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	a, err := relay.NewApprover(nc, name, logger)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx) }()
+	err = runFrontEnd(ctx, a, f.frontEnd, stdout)
+	cancel()
+	<-done
+	return err
+}
+
+type relayFlags struct {
+	common
+	hub  hubFlags
+	poll bool
+}
+
+func runRelay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f relayFlags
+	fs := newFlagSet("relay", relaySynopsis, stdout, stderr)
+	f.common.register(fs)
+	f.hub.register(fs, "host", "this host's name at the hub (default: the name in --creds)")
+	fs.BoolVar(&f.poll, "poll", false, "rescan the inbox instead of using inotify (network filesystems)")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if f.hub.url == "" {
+		fmt.Fprintln(fs.Output(), "--hub and --creds are required")
+		return errUsage
+	}
+	if err := f.hub.check(fs); err != nil {
+		return err
+	}
+	if err := f.resolveDefaults(); err != nil {
+		return err
+	}
+	if err := f.checkAgentDir(); err != nil {
+		return err
+	}
+	return relayUntilDone(ctx, f, stdout)
+}
+
+// relayUntilDone serves the local inbox with the relay as its front end,
+// printing one JSON line per event as serve --headless does.
+func relayUntilDone(ctx context.Context, f relayFlags, stdout io.Writer) error {
+	logger, closeLog, err := stateLog(f.stateDir)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	nc, host, err := f.hub.connect(hub.RoleRelay, logger)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	grants := relay.NewGrants()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv, err := startLocal(ctx, f.common, f.poll, logger, grants, true)
+	if err != nil {
+		return err
+	}
+	r, err := relay.New(srv, nc, host, grants, logger)
+	if err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx) }()
+	go r.Run(ctx)
+	err = headless.Run(ctx, r, stdout, headless.Leave)
+	cancel()
+	if runErr := <-served; runErr != nil && !errors.Is(runErr, context.Canceled) && err == nil {
+		err = runErr
+	}
+	return err
+}
