@@ -149,6 +149,9 @@ func (a *Approver) onAsk(msg jetstream.Msg) {
 		a.byKey[hk], a.byID[h.ask.ID] = h, h
 		a.events.Push(serve.AskQueued{Ask: h.ask})
 	case "gone":
+		if len(a.closed) >= 1<<16 {
+			clear(a.closed) // old asks are not delivered again: the consumer only moves on
+		}
 		a.closed[hk] = true
 		h := a.byKey[hk]
 		if h == nil {

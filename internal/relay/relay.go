@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ const TooLargeReason = "the ask is too large to send to the hub"
 // offered again after unknownDelay, at most maxUnknownDeliveries times.
 const (
 	publishTimeout       = 5 * time.Second
+	publishBatch         = 64
 	retryFirst           = 250 * time.Millisecond
 	retryMax             = 2 * time.Second
 	unknownDelay         = time.Second
@@ -191,19 +193,20 @@ func (r *Relay) signal() {
 	}
 }
 
-// publish sends queued messages in order. While the hub is unreachable the
-// head of the queue is retried with backoff; the asks wait (their children
-// keep polling) and nothing is answered without a decision.
+// publish sends queued messages, up to publishBatch at a time without
+// waiting for each acknowledgement. While the hub is unreachable the batch is
+// retried with backoff; the asks wait (their children keep polling) and
+// nothing is answered without a decision. A withdrawal may reach the hub
+// before a retried ask: approvers then never show it.
 func (r *Relay) publish(ctx context.Context) {
+	wait := retryFirst
 	for {
 		r.mu.Lock()
-		var m outMsg
-		have := len(r.queue) > 0
-		if have {
-			m = r.queue[0]
-		}
+		n := min(len(r.queue), publishBatch)
+		batch := slices.Clone(r.queue[:n])
+		r.queue = r.queue[n:]
 		r.mu.Unlock()
-		if !have {
+		if n == 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -211,40 +214,64 @@ func (r *Relay) publish(ctx context.Context) {
 				continue
 			}
 		}
-		if m.ask && !r.isOpen(m.key) {
-			r.pop() // answered or withdrawn before it was sent
+		failed := r.send(ctx, batch)
+		if len(failed) == 0 {
+			wait = retryFirst
 			continue
 		}
-		wait := retryFirst
-		for {
-			pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-			_, err := r.js.Publish(pctx, m.subject, m.data, jetstream.WithMsgID(m.msgID))
-			cancel()
-			if err == nil {
-				break
-			}
-			r.log.Warn("hub publish failed; retrying", "subject", m.subject, "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-			wait = min(wait*2, retryMax)
+		r.mu.Lock()
+		r.queue = append(failed, r.queue...)
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
 		}
-		r.pop()
+		wait = min(wait*2, retryMax)
 	}
+}
+
+// send publishes a batch and returns the messages the hub did not
+// acknowledge, in order.
+func (r *Relay) send(ctx context.Context, batch []outMsg) []outMsg {
+	type sent struct {
+		m   outMsg
+		ack jetstream.PubAckFuture
+	}
+	var inFlight []sent
+	var failed []outMsg
+	for _, m := range batch {
+		if m.ask && !r.isOpen(m.key) {
+			continue // answered or withdrawn before it was sent
+		}
+		ack, err := r.js.PublishAsync(m.subject, m.data, jetstream.WithMsgID(m.msgID))
+		if err != nil {
+			r.log.Warn("hub publish failed; retrying", "subject", m.subject, "err", err)
+			failed = append(failed, m)
+			continue
+		}
+		inFlight = append(inFlight, sent{m, ack})
+	}
+	timeout := time.After(publishTimeout)
+	for _, s := range inFlight {
+		select {
+		case <-s.ack.Ok():
+			continue
+		case err := <-s.ack.Err():
+			r.log.Warn("hub publish failed; retrying", "subject", s.m.subject, "err", err)
+		case <-timeout:
+			r.log.Warn("hub publish unacknowledged; retrying", "subject", s.m.subject)
+		case <-ctx.Done():
+		}
+		failed = append(failed, s.m)
+	}
+	return failed
 }
 
 func (r *Relay) isOpen(key string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.open[key] != nil
-}
-
-func (r *Relay) pop() {
-	r.mu.Lock()
-	r.queue = r.queue[1:]
-	r.mu.Unlock()
 }
 
 // consumeDecisions reads this host's decisions through its durable consumer:
@@ -299,15 +326,19 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 	r.mu.Unlock()
 	switch {
 	case oa != nil:
-		err := r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Unattended: d.Unattended, Approver: d.Approver})
-		if errors.Is(err, serve.ErrStopped) {
-			_ = msg.Nak() // the next relay delivers it
-			return
-		}
-		if err != nil && !errors.Is(err, serve.ErrAlreadyDecided) && !serve.IsExpired(err) {
-			r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
-		}
-		_ = msg.Ack()
+		// Delivered outside the consumer's callback, so that decisions
+		// arriving together share the audit log's fsync.
+		go func() {
+			err := r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Unattended: d.Unattended, Approver: d.Approver})
+			if errors.Is(err, serve.ErrStopped) {
+				_ = msg.Nak() // the next relay delivers it
+				return
+			}
+			if err != nil && !errors.Is(err, serve.ErrAlreadyDecided) && !serve.IsExpired(err) {
+				r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
+			}
+			_ = msg.Ack()
+		}()
 	case done:
 		_ = msg.Ack()
 	default:
