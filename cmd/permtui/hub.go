@@ -114,30 +114,47 @@ func (h *hubFlags) register(fs flagSet, nameFlag, nameHelp string) {
 	fs.StringVar(&h.name, nameFlag, "", nameHelp)
 }
 
-// connect reads the credentials and connects with role; the name comes from
-// the credentials, or from the flag with a standard NATS .creds file.
-func (h *hubFlags) connect(role string, log *slog.Logger) (*nats.Conn, string, error) {
+// hubConn is a connection to the hub with permtui's log beside it.
+type hubConn struct {
+	nc     *nats.Conn
+	name   string // the relay host or approver name
+	logger *slog.Logger
+	close  func()
+}
+
+// connect opens the log in stateDir, reads the credentials and connects
+// with role; the name comes from the credentials, or from the flag with a
+// standard NATS .creds file.
+func (h *hubFlags) connect(role, stateDir string) (hubConn, error) {
+	logger, closeLog, err := stateLog(stateDir)
+	if err != nil {
+		return hubConn{}, err
+	}
 	c, err := hub.ReadCreds(h.creds)
-	if err != nil {
-		return nil, "", err
-	}
 	name := h.name
-	if !c.Standard() {
-		if name != "" && name != c.Name {
-			return nil, "", fmt.Errorf("the credentials are %s's, not %s's", c.Name, wire.QuoteShort(name))
-		}
+	switch {
+	case err != nil:
+	case !c.Standard() && name != "" && name != c.Name:
+		err = fmt.Errorf("the credentials are %s's, not %s's", c.Name, wire.QuoteShort(name))
+	case !c.Standard():
 		name = c.Name
+	case !hub.ValidHost(name):
+		err = fmt.Errorf("a name is needed with a standard .creds file: letters, digits, '-' and '_' (got %s)", wire.QuoteShort(name))
 	}
-	if !hub.ValidHost(name) {
-		return nil, "", fmt.Errorf("a name is needed with a standard .creds file: letters, digits, '-' and '_' (got %s)", wire.QuoteShort(name))
+	var nc *nats.Conn
+	if err == nil {
+		nc, err = hub.Connect(h.url, c, role, name, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			logger.Warn("hub", "err", err)
+		}))
+		if err != nil {
+			err = fmt.Errorf("hub %s: %w", h.url, err)
+		}
 	}
-	nc, err := hub.Connect(h.url, c, role, name, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		log.Warn("hub", "err", err)
-	}))
 	if err != nil {
-		return nil, "", fmt.Errorf("hub %s: %w", h.url, err)
+		closeLog()
+		return hubConn{}, err
 	}
-	return nc, name, nil
+	return hubConn{nc: nc, name: name, logger: logger, close: func() { nc.Close(); closeLog() }}, nil
 }
 
 func (h *hubFlags) check(fs flagSet) error {
@@ -151,17 +168,12 @@ func (h *hubFlags) check(fs flagSet) error {
 // attachHub runs the console or the headless approver against a hub: it sees
 // the asks of every relay, and its decisions go to the hub.
 func attachHub(ctx context.Context, f serveFlags, stdout io.Writer) error {
-	logger, closeLog, err := stateLog(f.stateDir)
+	hc, err := f.hub.connect(hub.RoleApprover, f.stateDir)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	nc, name, err := f.hub.connect(hub.RoleApprover, logger)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	a, err := relay.NewApprover(nc, name, logger)
+	defer hc.close()
+	a, err := relay.NewApprover(hc.nc, hc.name, hc.logger)
 	if err != nil {
 		return err
 	}
@@ -209,24 +221,19 @@ func runRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // relayUntilDone serves the local inbox with the relay as its front end,
 // printing one JSON line per event as serve --headless does.
 func relayUntilDone(ctx context.Context, f relayFlags, stdout io.Writer) error {
-	logger, closeLog, err := stateLog(f.stateDir)
+	hc, err := f.hub.connect(hub.RoleRelay, f.stateDir)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	nc, host, err := f.hub.connect(hub.RoleRelay, logger)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
+	defer hc.close()
 	grants := relay.NewGrants()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv, err := startLocal(ctx, f.common, f.poll, logger, grants, true)
+	srv, err := startLocal(ctx, f.common, f.poll, hc.logger, grants, true)
 	if err != nil {
 		return err
 	}
-	r, err := relay.New(srv, nc, host, grants, logger)
+	r, err := relay.New(srv, hc.nc, hc.name, grants, hc.logger)
 	if err != nil {
 		return err
 	}

@@ -125,7 +125,8 @@ func Start(cfg Config) (*Hub, error) {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
 	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
+	// Generous: JetStream recovers its storage before the listener opens.
+	if !srv.ReadyForConnections(30 * time.Second) {
 		srv.Shutdown()
 		return nil, errors.New("hub: the server did not start")
 	}

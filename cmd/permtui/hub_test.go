@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+func TestHubFlagMistakes(t *testing.T) {
+	for _, args := range [][]string{
+		{"relay"},
+		{"relay", "--hub", "nats://127.0.0.1:1"},
+		{"serve", "--headless", "--hub", "nats://127.0.0.1:1"},
+		{"hub", "--tls-cert", "c.pem"},
+	} {
+		if code, _, errOut := runCmd(t, "", args...); code != 2 {
+			t.Errorf("%v: exit %d %q", args, code, errOut)
+		}
+	}
+	code, _, errOut := runCmd(t, "", "hub", "--listen", "0.0.0.0:0", "--state-dir", t.TempDir())
+	if code != 1 || !strings.Contains(errOut, "without TLS") {
+		t.Errorf("hub beyond loopback: exit %d %q", code, errOut)
+	}
+}
+
+// TestRelayAndHeadlessApproverOverAHub runs 'permtui relay' and 'permtui
+// serve --headless --hub' against an embedded hub: the child's ask crosses
+// the hub, is denied by the headless approver, and the relay's audit record
+// names that approver.
+func TestRelayAndHeadlessApproverOverAHub(t *testing.T) {
+	root := t.TempDir()
+	h, err := hub.Start(hub.Config{
+		Listen: "127.0.0.1:0", StoreDir: filepath.Join(root, "hub", "store"), CredsDir: filepath.Join(root, "hub", "creds"),
+		Relays: []string{"alpha"}, Approvers: []string{"ann"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Shutdown()
+	agentDir := filepath.Join(root, "agent")
+	if err := os.MkdirAll(agentDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	relayState := filepath.Join(root, "relay-state")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	relayOut, approverOut := &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
+	done := make(chan int, 2)
+	go func() {
+		done <- run(ctx, []string{"relay", "--hub", h.URL(), "--creds", h.CredsFile(hub.RoleRelay, "alpha"),
+			"--agent-dir", agentDir, "--project", root, "--state-dir", relayState, "--session", rootID},
+			strings.NewReader(""), relayOut, &testkit.SyncBuffer{})
+	}()
+	go func() {
+		done <- run(ctx, []string{"serve", "--headless", "--hub", h.URL(), "--creds", h.CredsFile(hub.RoleApprover, "ann"),
+			"--state-dir", filepath.Join(root, "ann-state")},
+			strings.NewReader(""), approverOut, &testkit.SyncBuffer{})
+	}()
+
+	child := pichild.Child{Layout: wire.NewLayout(agentDir), Target: rootID, Poll: 20 * time.Millisecond, Timeout: time.Minute}
+	res, err := child.Ask(ctx, pichild.NewestBash(rootID, "builder", "c1", root, "make deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Response; res.Outcome != pichild.Answered || r.Approved || r.DenialReason != serve.NoApproverReason {
+		t.Fatalf("%s %+v", res.Outcome, r)
+	}
+	cancel()
+	for range 2 {
+		if code := <-done; code != 0 {
+			t.Fatalf("exit %d\nrelay: %s\napprover: %s", code, relayOut, approverOut)
+		}
+	}
+	audit, err := os.ReadFile(filepath.Join(relayState, "audit.jsonl"))
+	if err != nil || !strings.Contains(string(audit), `"approver":"ann"`) {
+		t.Fatalf("relay audit %q %v", audit, err)
+	}
+	if !strings.Contains(approverOut.String(), `"host":"alpha"`) {
+		t.Fatalf("approver lines lack the host: %s", approverOut)
+	}
+}
