@@ -70,15 +70,21 @@ func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(approvers) == 0 {
 		approvers = listFlag{"console"}
 	}
+	logger, closeLog, err := stateLog(filepath.Join(stateDir, "hub"))
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 	h, err := hub.Start(hub.Config{
 		Listen: listen, StoreDir: store, CredsDir: filepath.Join(stateDir, "hub", "creds"),
 		Relays: relays, Approvers: approvers, TLSCert: tlsCert, TLSKey: tlsKey, Retention: retention,
+		Logger: logger,
 	})
 	if err != nil {
 		return err
 	}
 	defer h.Shutdown()
-	fmt.Fprintf(stdout, "permtui hub at %s (JetStream storage %s)\n", h.URL(), store)
+	fmt.Fprintf(stdout, "permtui hub at %s (JetStream storage %s, log %s)\n", h.URL(), store, filepath.Join(stateDir, "hub", "permtui.log"))
 	for _, r := range relays {
 		fmt.Fprintf(stdout, "  relay %-12s permtui relay --hub %s --creds %s\n", r, h.URL(), h.CredsFile(hub.RoleRelay, r))
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -27,6 +29,7 @@ type Config struct {
 	TLSCert   string
 	TLSKey    string
 	Retention time.Duration // 0 means DefaultRetention
+	Logger    *slog.Logger  // the server's notices, warnings and errors; nil discards them
 }
 
 // Hub is a running embedded NATS server with JetStream.
@@ -49,6 +52,9 @@ func Start(cfg Config) (*Hub, error) {
 	port, err := strconv.Atoi(portText)
 	if err != nil {
 		return nil, fmt.Errorf("hub: listen port %q", portText)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT // to nats-server, 0 means its default 4222
 	}
 	tlsOn := cfg.TLSCert != "" || cfg.TLSKey != ""
 	if !tlsOn && !isLoopback(host) {
@@ -111,7 +117,6 @@ func Start(cfg Config) (*Hub, error) {
 		Nkeys:      users,
 		MaxPayload: MaxAskBytes + 64<<10,
 		NoSigs:     true,
-		NoLog:      true,
 	}
 	if tlsOn {
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey})
@@ -124,11 +129,13 @@ func Start(cfg Config) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
+	logs := &serverLog{log: cfg.Logger}
+	srv.SetLoggerV2(logs, false, false, false)
 	srv.Start()
 	// Generous: JetStream recovers its storage before the listener opens.
 	if !srv.ReadyForConnections(30 * time.Second) {
 		srv.Shutdown()
-		return nil, errors.New("hub: the server did not start")
+		return nil, fmt.Errorf("hub: the server did not start: %s", logs.lastError())
 	}
 	h.srv = srv
 	h.url = srv.ClientURL()
@@ -248,3 +255,39 @@ func isAuthError(err error) bool {
 	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
 		errors.Is(err, nats.ErrAuthRevoked)
 }
+
+// serverLog passes the embedded server's log to slog and keeps its last
+// error for the start failure message.
+type serverLog struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	last string
+}
+
+func (l *serverLog) emit(level slog.Level, format string, v []any) {
+	msg := fmt.Sprintf(format, v...)
+	if level >= slog.LevelWarn {
+		l.mu.Lock()
+		l.last = msg
+		l.mu.Unlock()
+	}
+	if l.log != nil {
+		l.log.Log(context.Background(), level, "nats-server: "+msg)
+	}
+}
+
+func (l *serverLog) lastError() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == "" {
+		return "no error reported"
+	}
+	return l.last
+}
+
+func (l *serverLog) Noticef(format string, v ...any) { l.emit(slog.LevelInfo, format, v) }
+func (l *serverLog) Warnf(format string, v ...any)   { l.emit(slog.LevelWarn, format, v) }
+func (l *serverLog) Fatalf(format string, v ...any)  { l.emit(slog.LevelError, format, v) }
+func (l *serverLog) Errorf(format string, v ...any)  { l.emit(slog.LevelError, format, v) }
+func (l *serverLog) Debugf(string, ...any)           {}
+func (l *serverLog) Tracef(string, ...any)           {}
