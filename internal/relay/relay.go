@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -316,7 +317,11 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 		return
 	}
 	var d decisionMsg
-	if err := json.Unmarshal(msg.Data(), &d); err != nil {
+	err := json.Unmarshal(msg.Data(), &d)
+	if err == nil && !hub.ValidHost(d.Approver) {
+		err = fmt.Errorf("approver name %s", wire.QuoteShort(d.Approver))
+	}
+	if err != nil {
 		r.log.Error("malformed decision; dropped", "key", key, "err", err)
 		_ = msg.Term()
 		return
