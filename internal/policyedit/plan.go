@@ -132,6 +132,10 @@ func decides(v resolve.Verdict, t Target, r Rule, facts resolve.Query) error {
 	if got.FailClosed {
 		return fmt.Errorf("the new rule would decide, but the fail-closed floor holds every allow at ask: %s", v.Explanation)
 	}
+	// A child's floor (or another asking unit) keeps an allow at ask.
+	if v.Action != r.Action && v.Origin != resolve.OriginYolo {
+		return fmt.Errorf("the new rule matches %s, but the answer would still be %s: %s", describeFacts(facts), v.Action, v.Explanation)
+	}
 	return nil
 }
 

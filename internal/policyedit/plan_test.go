@@ -242,3 +242,22 @@ func TestApplyRestoresWhenTheRuleDoesNotDecide(t *testing.T) {
 		}
 	}
 }
+
+// TestFlooredFactsCannotBeDecidedByAnAllow: a child's floor keeps an allow
+// at ask, so a rule written for those facts would not answer them.
+func TestFlooredFactsCannotBeDecidedByAnAllow(t *testing.T) {
+	e := newEnv(t, nil)
+	target, err := Locate(e.opts, ScopeGlobal, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := "<indirection-bash-wrapper>"
+	facts := resolve.Query{Surface: "bash", Values: []string{"eval x"}, Floor: &floor}
+	_, err = Plan(e.opts, target, Rule{Surface: "bash", Pattern: "eval *", Action: resolve.Allow}, facts)
+	if err == nil || !strings.Contains(err.Error(), "would still be ask") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Plan(e.opts, target, Rule{Surface: "bash", Pattern: "eval *", Action: resolve.Deny}, facts); err != nil {
+		t.Errorf("a deny decides floored facts: %v", err)
+	}
+}
