@@ -685,3 +685,52 @@ func TestRunReturnsAndClosesEventsWhenNobodyReads(t *testing.T) {
 		t.Fatalf("%d events buffered, want %d", n, eventBuffer)
 	}
 }
+
+// replace rewrites a delivered request file under the same name with other
+// content, as a child retrying a request id does (temp + rename, a new file).
+func (h *harness) replace(path, id, value string) {
+	h.t.Helper()
+	body := strings.Replace(requestJSON(id, servedID), `"value":"ls"`, `"value":`+fmt.Sprintf("%q", value), 1)
+	if err := safefs.WriteFileAtomic(path, []byte(body)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// A decision belongs to the delivery a person saw. When the file under the
+// same name is another request by the time the answer is written (the child
+// withdrew and retried faster than the inbox noticed), nothing is written:
+// the answer to `ls` must not become the answer to `rm -rf /` (issue 7).
+func TestRespondToAReplacedRequestWritesNothing(t *testing.T) {
+	var path string
+	h := start(t, func(c *Config) {
+		c.Poll, c.PollRescan = true, time.Hour // only Respond can notice
+		early := &harness{t: t, layout: c.Layout}
+		path = early.send(servedID, "1791279012345-re-1")
+	})
+	id := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-re-1")).(Arrived).ID
+	h.replace(path, "1791279012345-re-1", "rm -rf /")
+	if err := h.in.Respond(id, approve()); !errors.Is(err, ErrWithdrawn) {
+		t.Fatalf("Respond = %v, want ErrWithdrawn", err)
+	}
+	gone(t, h.layout.ResponsePath(servedID, "1791279012345-re-1"))
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the new request was deleted: %v", err)
+	}
+}
+
+// The inbox notices a replaced request file: the old delivery is withdrawn
+// and the new content arrives as a new ask.
+func TestAReplacedRequestIsWithdrawnAndDeliveredAnew(t *testing.T) {
+	h := start(t, nil)
+	path := h.send(servedID, "1791279012345-re-2")
+	first := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-re-2")).(Arrived).ID
+	h.replace(path, "1791279012345-re-2", "rm -rf /")
+	h.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.ID == first })
+	second := h.rec.WaitFor(t, "second delivery", func(ev Event) bool {
+		a, ok := ev.(Arrived)
+		return ok && a.ID != first && a.Request.Value != nil && *a.Request.Value == "rm -rf /"
+	}).(Arrived)
+	if err := h.in.Respond(second.ID, approve()); err != nil {
+		t.Fatal(err)
+	}
+}
