@@ -165,7 +165,7 @@ func (d *Dir) Mode(name string) (fs.FileMode, error) {
 	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return 0, &os.PathError{Op: "lstat", Path: d.join(name), Err: err}
 	}
-	return modeType(st.Mode), nil
+	return modeType(uint32(st.Mode)), nil
 }
 
 func modeType(m uint32) fs.FileMode {
