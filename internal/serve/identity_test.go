@@ -57,3 +57,30 @@ func TestARequestReusingAWithdrawnFileNameIsANewAsk(t *testing.T) {
 		}
 	}
 }
+
+// The same, when the child rewrites the file under the same name without
+// deleting it first (or faster than the inbox notices): the person's y on
+// `make` never answers the `rm -rf /` that took its place.
+func TestADecisionNeverAnswersTheFileThatReplacedItsAsk(t *testing.T) {
+	h := startServer(t, options{})
+	h.send(intent("r-2", "impl", "bash", "make"))
+	first := h.queued("r-2")
+	h.send(intent("r-2", "impl", "bash", "rm -rf /"))
+	if err := h.s.Decide(Decision{Ask: first.ID, State: wire.StateApproved}); !errors.Is(err, ErrUnknownAsk) && !errors.Is(err, ErrExpired) {
+		t.Fatalf("deciding the replaced ask = %v, want it expired or unknown", err)
+	}
+	second := h.rec.WaitFor(t, "second r-2", func(ev Event) bool {
+		q, ok := ev.(AskQueued)
+		return ok && q.Ask.Request.AccessIntent.MatchValues[0] == "rm -rf /"
+	}).(AskQueued).Ask
+	if err := h.s.Decide(Decision{Ask: second.ID, State: wire.StateDenied}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := h.await("r-2"); resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	recs := h.auditFor("r-2")
+	if len(recs) != 1 || recs[0]["state"] != "denied" || recs[0]["askId"] != float64(second.ID) {
+		t.Fatalf("audit %+v", recs)
+	}
+}
