@@ -158,3 +158,47 @@ func TestOpenDirPrivateCreatesOwnerOnlyDirectories(t *testing.T) {
 
 // testMax bounds file reads in these tests.
 const testMax = 1 << 20
+
+// The identity of a file read stays the same while it is untouched and
+// changes when another file takes its name, also after a delete and rewrite
+// of the same size, which may reuse the inode number.
+func TestFileIDTellsAReplacementFromTheFileRead(t *testing.T) {
+	root := t.TempDir()
+	d, err := OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.WriteFileAtomic("r.json", []byte(`{"v":"make"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, read, err := d.ReadFileID("r.json", testMax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now, err := d.FileID("r.json"); err != nil || now != read {
+		t.Fatalf("FileID of the untouched file = %v, %v; read %v", now, err, read)
+	}
+	if err := d.WriteFileAtomic("r.json", []byte(`{"v":"rm -r"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if now, err := d.FileID("r.json"); err != nil || now == read {
+		t.Fatalf("FileID after a rename over = %v, %v; read %v", now, err, read)
+	}
+	_, read, _ = d.ReadFileID("r.json", testMax)
+	if err := d.Remove("r.json"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "r.json"), []byte(`{"v":"rm -x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if now, err := d.FileID("r.json"); err != nil || now == read {
+		t.Fatalf("FileID after delete and rewrite = %v, %v; read %v", now, err, read)
+	}
+	if err := os.Mkdir(filepath.Join(root, "dir.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.FileID("dir.json"); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("FileID of a directory = %v, want ErrNotRegular", err)
+	}
+}

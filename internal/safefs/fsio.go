@@ -86,45 +86,48 @@ func MkdirPrivate(path string) error {
 // ErrNotRegular without blocking on it or reading it. Inbox files are read
 // this way: a child must not point permtui at anything outside the inbox.
 func ReadRegularFile(path string, max int64) ([]byte, error) {
-	return readRegular(unix.AT_FDCWD, path, path, max, unix.O_NOFOLLOW)
+	data, _, err := readRegular(unix.AT_FDCWD, path, path, max, unix.O_NOFOLLOW)
+	return data, err
 }
 
 // ReadRegularFileFollow is ReadRegularFile for the user's own files (policy,
 // agent files): a symlink is followed — dotfile managers keep config as links —
 // but what it names must still be a regular file of at most max bytes.
 func ReadRegularFileFollow(path string, max int64) ([]byte, error) {
-	return readRegular(unix.AT_FDCWD, path, path, max, 0)
+	data, _, err := readRegular(unix.AT_FDCWD, path, path, max, 0)
+	return data, err
 }
 
 // readRegular opens name relative to dirfd (unix.AT_FDCWD for a plain path)
 // with O_NONBLOCK, so a FIFO never blocks, and checks it is a regular file
-// within max bytes before reading.
-func readRegular(dirfd int, path, name string, max int64, extraFlags int) ([]byte, error) {
+// within max bytes before reading. It also returns the identity of the file
+// it read.
+func readRegular(dirfd int, path, name string, max int64, extraFlags int) ([]byte, FileID, error) {
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|extraFlags, 0)
 	if errors.Is(err, unix.ELOOP) && extraFlags&unix.O_NOFOLLOW != 0 {
-		return nil, fmt.Errorf("%s: %w (symlink)", path, ErrNotRegular)
+		return nil, FileID{}, fmt.Errorf("%s: %w (symlink)", path, ErrNotRegular)
 	}
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, FileID{}, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, FileID{}, &os.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+	if t := modeType(uint32(st.Mode)); !t.IsRegular() {
+		return nil, FileID{}, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, t.Type())
 	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s: %w (%d > %d bytes)", path, ErrTooLarge, fi.Size(), max)
+	if st.Size > max {
+		return nil, FileID{}, fmt.Errorf("%s: %w (%d > %d bytes)", path, ErrTooLarge, st.Size, max)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, err
+		return nil, FileID{}, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrTooLarge, max)
+		return nil, FileID{}, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrTooLarge, max)
 	}
-	return data, nil
+	return data, fileIDOf(&st), nil
 }
