@@ -168,11 +168,12 @@ type sessionState struct {
 type entry struct {
 	ask       AskID
 	session   string
-	path      string // the request file
-	name      string // its file name in requests/
-	reqID     string // the request's id, which names the response file
-	answering bool   // a response write is in progress: vanishing is not withdrawal
-	answered  bool   // response written; forget the entry once the file is gone
+	path      string        // the request file
+	name      string        // its file name in requests/
+	file      safefs.FileID // the file delivered; another under name is another ask
+	reqID     string        // the request's id, which names the response file
+	answering bool          // a response write is in progress: vanishing is not withdrawal
+	answered  bool          // response written; forget the entry once the file is gone
 }
 
 // New checks the configuration and prepares an inbox.

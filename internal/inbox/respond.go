@@ -21,7 +21,7 @@ var (
 )
 
 // Present reports whether the delivery id is still in flight and its file
-// is still a regular file in the session's requests/.
+// is still in the session's requests/ (the same file, not a replacement).
 func (in *Inbox) Present(id AskID) bool {
 	in.mu.Lock()
 	e := in.byID[id]
@@ -34,7 +34,7 @@ func (in *Inbox) Present(id AskID) bool {
 		return false
 	}
 	defer in.releaseDirs(d)
-	return isRegular(d.reqs, e.name)
+	return e.stillThere(d.reqs)
 }
 
 // Respond answers the delivery id: it checks the request
@@ -43,8 +43,8 @@ func (in *Inbox) Present(id AskID) bool {
 // symlinks, so nothing outside the inbox is written or deleted. On a write
 // error the request is kept in flight (never delivered again) so the caller
 // can retry without asking a person twice. ErrWithdrawn means the request
-// vanished (or is no longer a real file in a real requests/) and nothing was
-// written; the entry is then forgotten.
+// vanished or was replaced by another file (or is no longer a real file in a
+// real requests/) and nothing was written; the entry is then forgotten.
 func (in *Inbox) Respond(id AskID, resp wire.Response) error {
 	in.mu.Lock()
 	e := in.byID[id]
@@ -114,7 +114,7 @@ func (in *Inbox) respondIn(e *entry, data []byte) (removed bool, err error) {
 		return false, fmt.Errorf("open requests/: %w", err)
 	}
 	defer in.releaseDirs(d)
-	if !isRegular(d.reqs, e.name) {
+	if !e.stillThere(d.reqs) {
 		return false, ErrWithdrawn
 	}
 	respDir, err := in.responses(d)

@@ -410,8 +410,8 @@ func (in *Inbox) fileGone(id, name string) {
 	d, _, err := in.acquireDirs(id)
 	if err == nil {
 		defer in.releaseDirs(d)
-		if isRegular(d.reqs, name) {
-			return // replaced by a new file under the same name
+		if e.stillThere(d.reqs) {
+			return // a stale event: the delivered file is still there
 		}
 	}
 	in.settleVanished(id, []*entry{e})
@@ -443,6 +443,16 @@ func (in *Inbox) openFailed(id, path string, err error) {
 func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.FileMode) {
 	path := filepath.Join(dir.Path(), name)
 	in.mu.Lock()
+	if e := in.inflight[path]; e != nil {
+		in.mu.Unlock()
+		if e.stillThere(dir) {
+			return
+		}
+		// Another file took the delivered one's name (a retry renamed over
+		// it): that delivery is withdrawn and this file is a new ask.
+		in.settleVanished(session, []*entry{e})
+		in.mu.Lock()
+	}
 	_, busy := in.inflight[path]
 	_, refused := in.reported[path]
 	s := in.sessions[session]
@@ -463,7 +473,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 		in.refuse(session, dir, name, "not a regular file ("+typ.String()+")", true)
 		return
 	}
-	data, err := dir.ReadFile(name, wire.MaxFileSize)
+	data, file, err := dir.ReadFileID(name, wire.MaxFileSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return // the child withdrew it already
@@ -496,7 +506,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 		return
 	}
 	in.lastID++
-	d := &entry{ask: in.lastID, session: session, path: path, name: name, reqID: req.ID}
+	d := &entry{ask: in.lastID, session: session, path: path, name: name, file: file, reqID: req.ID}
 	in.inflight[path], in.byID[d.ask], in.byReq[reqKey(session, req.ID)] = d, d, d
 	s.inflight++
 	in.mu.Unlock()
@@ -569,7 +579,7 @@ func (in *Inbox) forgetVanished(session string, reqDir *safefs.Dir, listed map[s
 	in.mu.Unlock()
 	var vanished []*entry
 	for _, e := range candidates {
-		if reqDir == nil || !isRegular(reqDir, e.name) {
+		if reqDir == nil || !e.stillThere(reqDir) {
 			vanished = append(vanished, e)
 		}
 	}
@@ -609,11 +619,12 @@ func (in *Inbox) settleVanished(session string, vanished []*entry) {
 	}
 }
 
-// isRegular reports whether name is a regular file in dir (a request that is
-// still there).
-func isRegular(dir *safefs.Dir, name string) bool {
-	m, err := dir.Mode(name)
-	return err == nil && m.IsRegular()
+// stillThere reports whether the file the entry delivered is still in dir:
+// the same file, not a later one that took its name (a retried request is
+// another ask, and the answer to this one must not reach it).
+func (e *entry) stillThere(dir *safefs.Dir) bool {
+	id, err := dir.FileID(e.name)
+	return err == nil && id == e.file
 }
 
 func isDir(path string) bool {
