@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/permtui/permtui/internal/safefs"
 )
 
 // Rescans are an hour apart in these tests: fsnotify events alone must
@@ -14,6 +16,12 @@ func TestFreedSlotsDeliverTheWaitingRequestWithoutARescan(t *testing.T) {
 	ids := make([]string, maxInFlight+1)
 	h := start(t, func(c *Config) {
 		early := &harness{t: t, layout: c.Layout}
+		// responses/ exists already: its creation by the first answer
+		// would rescan the session's shape, which may deliver the waiting
+		// request within the bound, before half the slots are free.
+		if err := safefs.MkdirPrivate(c.Layout.ResponsesDir(servedID)); err != nil {
+			t.Fatal(err)
+		}
 		for i := range ids {
 			ids[i] = fmt.Sprintf("1791279012345-sl%04d-1", i)
 			early.send(servedID, ids[i])
