@@ -203,6 +203,9 @@ func runConsole(ctx context.Context, src source, f frontEnd) error {
 		}
 	}()
 	_, err := p.Run()
+	if model.LeaveWaiting() {
+		srv.LeaveWaitingOnExit()
+	}
 	if errors.Is(err, tea.ErrProgramKilled) {
 		return nil
 	}

@@ -102,6 +102,9 @@ type Server struct {
 	asks    map[AskID]*pending
 	running bool
 	closing bool
+	// leaveOnExit: the person chose, on quitting, to leave the waiting asks
+	// for the next server (LeaveWaitingOnExit).
+	leaveOnExit bool
 	stopped bool
 	ctx     context.Context // Run's context: retries stop when it is done
 	workers sync.WaitGroup  // answers and retries in progress
@@ -204,7 +207,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.closing = true
 	var open []*pending
 	for _, p := range s.asks {
-		if !p.deciding && !s.cfg.LeaveOnExit {
+		if !p.deciding && !s.cfg.LeaveOnExit && !s.leaveOnExit {
 			p.deciding = true
 			open = append(open, p)
 		}
@@ -502,6 +505,15 @@ func (s *Server) ruleAnswer(p *pending) *answer {
 	}
 	ans.record = s.record(p, state, ans)
 	return ans
+}
+
+// LeaveWaitingOnExit makes Run, when it stops, leave the asks still waiting
+// for a person on disk for the next server instead of denying them
+// (decision 0041's default): the console's quit choice.
+func (s *Server) LeaveWaitingOnExit() {
+	s.mu.Lock()
+	s.leaveOnExit = true
+	s.mu.Unlock()
 }
 
 // exitAnswer denies an ask still open when permtui stops.

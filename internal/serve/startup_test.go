@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"errors"
+	"os"
 	"reflect"
 	"testing"
 
@@ -38,5 +40,24 @@ func TestPolicyStatusSaysNoFileWasFound(t *testing.T) {
 	}).(PolicyStatus)
 	if ev.NoFile != notice || ev.NoAutoAllow {
 		t.Fatalf("policy status = %+v", ev)
+	}
+}
+
+// The console's quit choice "leave them for the next server": nothing is
+// answered or audited at shutdown; the request stays for the next server.
+func TestLeaveWaitingOnExitLeavesTheRequest(t *testing.T) {
+	h := startServer(t, options{})
+	h.send(intent("1791279012345-lv-1", "impl", "bash", "make"))
+	h.queued("1791279012345-lv-1")
+	h.s.LeaveWaitingOnExit()
+	h.shutdown()
+	if _, err := os.Stat(h.layout.ResponsePath(rootID, "1791279012345-lv-1")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an answer was written: %v", err)
+	}
+	if _, err := os.Stat(h.layout.RequestPath(rootID, "1791279012345-lv-1")); err != nil {
+		t.Fatalf("the request is gone: %v", err)
+	}
+	if recs := h.auditFor("1791279012345-lv-1"); len(recs) != 0 {
+		t.Fatalf("audited: %+v", recs)
 	}
 }

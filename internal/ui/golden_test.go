@@ -239,3 +239,11 @@ func TestGoldenRuleDialog(t *testing.T) {
 		press(tm, "R", "tab")
 	}, withRules(rules))
 }
+
+func TestGoldenQuitChoice(t *testing.T) {
+	screen(t, 80, 24, "leave them", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, pathWrite(), bashChain())
+		press(tm, "q")
+	})
+}

@@ -34,6 +34,7 @@ type KeyMap struct {
 	// In the rule dialog (R).
 	RuleScope  key.Binding
 	RuleAction key.Binding
+	Leave      key.Binding // quit, leaving the waiting asks for the next server
 }
 
 // DefaultKeyMap returns the console's keys.
@@ -65,6 +66,7 @@ func DefaultKeyMap() KeyMap {
 		Bottom:           key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G/end", "bottom")),
 		RuleScope:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "scope")),
 		RuleAction:       key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "action")),
+		Leave:            key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "leave them, quit")),
 	}
 }
 

@@ -180,6 +180,10 @@ type Model struct {
 	quitDialog quitDialog
 	ruleDialog ruleDialog
 
+	// leaveWaiting: the person quit choosing to leave the waiting asks for
+	// the next server (LeaveWaiting).
+	leaveWaiting bool
+
 	status   string
 	statusAt time.Time
 	// sent remembers each decision on its way, so the log can say which
@@ -234,6 +238,11 @@ func New(opts Options) *Model {
 	m.ruleDialog = newRuleDialog(c)
 	return m
 }
+
+// LeaveWaiting reports whether the person quit choosing to leave the asks
+// still waiting for the next server instead of denying them; the caller
+// tells the server (serve.Server.LeaveWaitingOnExit) before stopping it.
+func (m *Model) LeaveWaiting() bool { return m.leaveWaiting }
 
 // Init sets the window title and starts the redraw ticker.
 func (m *Model) Init() tea.Cmd {

@@ -458,10 +458,18 @@ func TestQuitConfirmation(t *testing.T) {
 		t.Fatal("n did not stay")
 	}
 	h.keys("q", "q")
-	if !h.quit {
-		t.Fatal("second q did not quit")
+	if !h.quit || h.m.LeaveWaiting() {
+		t.Fatalf("second q: quit=%v leave=%v, want quit denying", h.quit, h.m.LeaveWaiting())
 	}
 	h.wantDecisions()
+
+	leave := newHarness(t)
+	leave.queue(pathWrite())
+	leave.keys("q", "L")
+	if !leave.quit || !leave.m.LeaveWaiting() {
+		t.Fatalf("L: quit=%v leave=%v", leave.quit, leave.m.LeaveWaiting())
+	}
+	leave.wantDecisions()
 
 	empty := newHarness(t)
 	empty.keys("q")

@@ -49,8 +49,9 @@ type (
 	}
 	// revokeAction withdraws one whole-session grant.
 	revokeAction struct{ row grantRow }
-	// quitAction leaves the console.
-	quitAction struct{}
+	// quitAction leaves the console; leave says the waiting asks stay for
+	// the next server rather than being denied.
+	quitAction struct{ leave bool }
 	// openScopeAction opens "approve for session" on ask (from the full view).
 	openScopeAction struct{ ask serve.AskID }
 	// openReasonAction opens "deny with reason" on targets (from the full view).
@@ -119,6 +120,7 @@ func (m *Model) apply(act action) tea.Cmd {
 			return revokedMsg{Session: session, Grant: g, Err: b.RevokeGrant(session, g)}
 		}
 	case quitAction:
+		m.leaveWaiting = a.leave
 		return tea.Quit
 	case openScopeAction:
 		if e := m.find(a.ask); e != nil && e.state == statePending {

@@ -22,6 +22,8 @@ func (d *quitDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	switch {
 	case key.Matches(k, d.keys.Quit, d.keys.ApproveOnce):
 		return quitAction{}, nil
+	case key.Matches(k, d.keys.Leave):
+		return quitAction{leave: true}, nil
 	case key.Matches(k, d.keys.Close, d.keys.Deny):
 		return closeAction{}, nil
 	}
@@ -30,16 +32,22 @@ func (d *quitDialog) update(msg tea.Msg) (action, tea.Cmd) {
 
 func (d *quitDialog) gone() string { return "" }
 
-func (d *quitDialog) help() help.KeyMap { return d.keys.overlayHelp(d.keys.Quit) }
+func (d *quitDialog) help() help.KeyMap {
+	return d.keys.overlayHelp(relabel(d.keys.Quit, "deny them, quit"), d.keys.Leave)
+}
 
 func (d *quitDialog) view(int) []string {
 	n := d.q.pendingCount()
+	them := map[bool]string{true: "it", false: "them"}[n == 1]
 	return []string{
 		d.rule("quit?"),
 		"",
-		fmt.Sprintf("  %s still waiting for a person.", plural(n, "ask is", "asks are")),
-		fmt.Sprintf("  Quit anyway? permtui then denies %s as \"permtui exited\".", map[bool]string{true: "it", false: "them"}[n == 1]),
+		fmt.Sprintf("  %s still waiting for a person. Quit and", plural(n, "ask is", "asks are")),
 		"",
-		d.styles.Muted.Render("  q or y quits; esc or n stays"),
+		fmt.Sprintf("  q or y: deny %s as \"permtui exited\" (the children go on at once), or", them),
+		fmt.Sprintf("  L:      leave %s for the next server (the children keep waiting until", them),
+		"          their timeout; one that watches the heartbeat may give up sooner)?",
+		"",
+		d.styles.Muted.Render("  esc or n stays"),
 	}
 }

@@ -183,7 +183,7 @@ func TestQuitWordingFollowsCount(t *testing.T) {
 	h := newHarness(t)
 	h.queue(pathWrite())
 	h.keys("q")
-	if v := h.m.View(); !strings.Contains(v, "denies it as") {
+	if v := h.m.View(); !strings.Contains(v, "deny it as") {
 		t.Fatalf("singular quit text wrong:\n%s", v)
 	}
 }
