@@ -105,10 +105,10 @@ type Server struct {
 	// leaveOnExit: the person chose, on quitting, to leave the waiting asks
 	// for the next server (LeaveWaitingOnExit).
 	leaveOnExit bool
-	stopped bool
-	ctx     context.Context // Run's context: retries stop when it is done
-	workers sync.WaitGroup  // answers and retries in progress
-	work    chan job        // decided answers for the worker pool
+	stopped     bool
+	ctx         context.Context // Run's context: retries stop when it is done
+	workers     sync.WaitGroup  // answers and retries in progress
+	work        chan job        // decided answers for the worker pool
 }
 
 type pending struct {
