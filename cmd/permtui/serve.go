@@ -185,7 +185,10 @@ func runFrontEnd(ctx context.Context, src source, f frontEnd, stdout io.Writer) 
 }
 
 func runConsole(ctx context.Context, src source, f frontEnd) error {
+	// Only a local server can leave its waiting asks on disk.
+	leaver, canLeave := src.(interface{ LeaveWaitingOnExit() })
 	model := ui.New(ui.Options{
+		CanLeave:      canLeave,
 		Backend:       src,
 		Bell:          f.bell,
 		Notify:        f.notify,
@@ -203,8 +206,8 @@ func runConsole(ctx context.Context, src source, f frontEnd) error {
 		}
 	}()
 	_, err := p.Run()
-	if model.LeaveWaiting() {
-		srv.LeaveWaitingOnExit()
+	if canLeave && model.LeaveWaiting() {
+		leaver.LeaveWaitingOnExit()
 	}
 	if errors.Is(err, tea.ErrProgramKilled) {
 		return nil

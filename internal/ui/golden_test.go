@@ -245,5 +245,5 @@ func TestGoldenQuitChoice(t *testing.T) {
 		serving(tm)
 		queued(tm, pathWrite(), bashChain())
 		press(tm, "q")
-	})
+	}, func(o *Options) { o.CanLeave = true })
 }

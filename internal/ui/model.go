@@ -49,6 +49,9 @@ type Options struct {
 	// Refresh is how often ages and countdowns redraw; 0 means every second
 	// and a negative value turns the ticker off (tests).
 	Refresh time.Duration
+	// CanLeave offers, when quitting with asks pending, to leave them for
+	// the next server (LeaveWaiting) besides denying them.
+	CanLeave bool
 	// Settle is how long decision keys do nothing after the highlighted ask
 	// changed or moved without the person moving it (a decision, an
 	// arrival, an expiry, a grant); 0 means DefaultSettle, negative turns it
@@ -234,7 +237,7 @@ func New(opts Options) *Model {
 	m.scope = scopeDialog{common: c, q: m}
 	m.reason = newReasonDialog(c, m)
 	m.pager = newPager(c, m)
-	m.quitDialog = quitDialog{common: c, q: m}
+	m.quitDialog = quitDialog{common: c, q: m, canLeave: opts.CanLeave}
 	m.ruleDialog = newRuleDialog(c)
 	return m
 }

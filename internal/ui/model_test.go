@@ -463,13 +463,20 @@ func TestQuitConfirmation(t *testing.T) {
 	}
 	h.wantDecisions()
 
-	leave := newHarness(t)
+	leave := newHarness(t, func(o *Options) { o.CanLeave = true })
 	leave.queue(pathWrite())
 	leave.keys("q", "L")
 	if !leave.quit || !leave.m.LeaveWaiting() {
 		t.Fatalf("L: quit=%v leave=%v", leave.quit, leave.m.LeaveWaiting())
 	}
 	leave.wantDecisions()
+
+	hub := newHarness(t) // a front end that cannot leave asks behind
+	hub.queue(pathWrite())
+	hub.keys("q", "L")
+	if hub.quit || hub.m.LeaveWaiting() {
+		t.Fatal("L quit where leaving is not possible")
+	}
 
 	empty := newHarness(t)
 	empty.keys("q")
