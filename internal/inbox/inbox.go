@@ -10,13 +10,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/permtui/permtui/internal/safefs"
+	"github.com/permtui/permtui/internal/watch"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -59,7 +57,7 @@ type Config struct {
 }
 
 // eventBuffer lets a scan run ahead of a busy consumer; watchBuffer holds
-// fsnotify events while a scan runs.
+// fsnotify events while a scan runs, and bounds the events of one change.
 const (
 	eventBuffer = 256
 	watchBuffer = 4096
@@ -238,27 +236,23 @@ func (in *Inbox) Run(ctx context.Context) error {
 	in.stopping = ctx.Done()
 	defer close(in.events) // after every goroutine that emits has ended
 
-	// The watch exists before the first scan, so nothing created in between
-	// is missed.
-	var w *watcher
-	if !in.cfg.Poll {
-		var err error
-		if w, err = newWatcher(in.cfg.Layout); err != nil {
-			in.cfg.Logger.Warn("fsnotify unavailable; polling", "err", err)
-		}
-	}
+	// The watches are in place before the first scan (the first change of
+	// the loop says so), so nothing created in between is missed.
+	w := newWatcher(ctx, in.cfg)
 	defer func() {
-		if w != nil {
-			w.close()
-		}
+		<-w.Done() // the loop ends with ctx and releases its watches
 		in.withdrawHeartbeats()
 		in.closeDirs()
 	}()
+	if w.Polling() && !in.cfg.Poll {
+		in.cfg.Logger.Warn("fsnotify unavailable; polling")
+	}
 
 	in.mu.Lock()
-	in.cache = w != nil // without events nothing would tell a cached directory is stale
+	in.cache = !w.Polling() // without events nothing would tell a cached directory is stale
 	in.mu.Unlock()
 	in.claimKnown()
+	<-w.Changes() // Lost: the first full look
 	in.scan(w)
 
 	hbDone := make(chan struct{})
@@ -268,32 +262,25 @@ func (in *Inbox) Run(ctx context.Context) error {
 	}()
 	defer func() { <-hbDone }()
 
-	interval := in.cfg.Rescan
-	var events <-chan fsnotify.Event
-	var errs <-chan error
-	if w == nil {
-		interval = in.cfg.PollRescan
-	} else {
-		events, errs = w.fs.Events, w.fs.Errors
-	}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
 	for round := 0; ; {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev := <-events:
-			in.handle(w, ev)
-		case err := <-errs:
-			// An overflow loses events; a full rescan recovers them.
-			in.cfg.Logger.Warn("fsnotify", "err", err)
-			in.scan(w)
-		case <-tick.C:
-			if w == nil {
-				in.scan(nil)
-			} else {
-				in.safetyNet(w, round)
-				round++
+		case c, ok := <-w.Changes():
+			switch {
+			case !ok:
+				return nil
+			case c.Lost, c.Tick && w.Polling():
+				// An overflow lost events; a full scan recovers them.
+				in.scan(w)
+			default:
+				for _, ev := range c.Events {
+					in.handle(w, ev)
+				}
+				if c.Tick {
+					in.safetyNet(w, round)
+					round++
+				}
 			}
 		case <-in.kick:
 			in.scanQueued(w)
@@ -357,47 +344,36 @@ func (in *Inbox) wake() {
 	}
 }
 
-// watcher is the fsnotify watch of sessions/, each served session root and
-// its requests/. The Run goroutine alone reads its events and its maps.
+// watcher is the shared watch loop (decision 0003) over sessions/, each
+// served session root and its requests/, with the inbox's map from a watched
+// directory to its session. The Run goroutine alone uses the maps.
 type watcher struct {
-	fs      *fsnotify.Watcher
+	*watch.Watcher
 	reqDirs map[string]string // watched requests/ path → session id
 	roots   map[string]string // watched session root → session id
 	failed  map[string]bool   // sessions whose requests/ could not be watched
 }
 
-func newWatcher(layout wire.Layout) (*watcher, error) {
-	fw, err := fsnotify.NewBufferedWatcher(watchBuffer)
-	if err != nil {
-		return nil, err
-	}
-	w := &watcher{fs: fw, reqDirs: map[string]string{}, roots: map[string]string{}, failed: map[string]bool{}}
-	w.watchAncestor(layout.SessionsDir())
-	return w, nil
-}
-
-// watchAncestor watches dir, or its nearest existing ancestor while it does
-// not exist yet, so its creation triggers a rescan.
-func (w *watcher) watchAncestor(dir string) {
-	for d := dir; ; {
-		if err := w.fs.Add(d); err == nil {
-			return
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return
-		}
-		d = parent
+func newWatcher(ctx context.Context, cfg Config) *watcher {
+	return &watcher{
+		Watcher: watch.New(ctx, watch.Config{
+			Rescan: cfg.Rescan, PollRescan: cfg.PollRescan, Poll: cfg.Poll,
+			MaxEvents: watchBuffer, Logger: cfg.Logger,
+		}, cfg.Layout.SessionsDir()),
+		reqDirs: map[string]string{}, roots: map[string]string{}, failed: map[string]bool{},
 	}
 }
 
 // watch adds a directory watch unless the map says it is there; force adds
 // it anyway (a safety-net rescan: the directory may have been replaced).
 func (w *watcher) watch(m map[string]string, dir, id string, force bool) error {
+	if w.Polling() {
+		return nil
+	}
 	if _, ok := m[dir]; ok && !force {
 		return nil
 	}
-	if err := w.fs.Add(dir); err != nil {
+	if err := w.AddDir(dir); err != nil {
 		return err // a directory that vanished meanwhile is rescanned later
 	}
 	m[dir] = id
@@ -409,12 +385,10 @@ func (w *watcher) watch(m map[string]string, dir, id string, force bool) error {
 func (w *watcher) forget(dir string) {
 	if _, ok := w.reqDirs[dir]; ok {
 		delete(w.reqDirs, dir)
-		_ = w.fs.Remove(dir)
+		w.Remove(dir)
 	}
 	if _, ok := w.roots[dir]; ok {
 		delete(w.roots, dir)
-		_ = w.fs.Remove(dir)
+		w.Remove(dir)
 	}
 }
-
-func (w *watcher) close() { _ = w.fs.Close() }

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"math"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -35,16 +34,9 @@ func (in *Inbox) scan(w *watcher) {
 	}
 }
 
-func (in *Inbox) watchSessions(w *watcher) {
-	if w == nil {
-		return
-	}
-	if sessionsDir := in.cfg.Layout.SessionsDir(); isDir(sessionsDir) {
-		_ = w.fs.Add(sessionsDir)
-	} else {
-		w.watchAncestor(sessionsDir)
-	}
-}
+// watchSessions watches sessions/, or its nearest existing ancestor while
+// it does not exist, so its creation is an event.
+func (in *Inbox) watchSessions(w *watcher) { w.Set(in.cfg.Layout.SessionsDir()) }
 
 // scanQueued runs the scans asked for since the last ones: a full scan, or
 // the queued sessions (a slot freed, a claim succeeded).
@@ -92,9 +84,6 @@ func (in *Inbox) safetyNet(w *watcher, round int) {
 // read (or found gone) without listing its directory; anything else changes
 // the inbox's shape and rescans what it touches.
 func (in *Inbox) handle(w *watcher, ev fsnotify.Event) {
-	if ev.Op == fsnotify.Chmod {
-		return
-	}
 	dir, name := filepath.Split(ev.Name)
 	dir = filepath.Clean(dir)
 	if id, ok := w.reqDirs[dir]; ok {
@@ -323,9 +312,7 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 	}
 	// The session root is watched first, so requests/ appearing after the
 	// open below is noticed.
-	if w != nil {
-		_ = w.watch(w.roots, in.cfg.Layout.SessionDir(id), id, fresh)
-	}
+	_ = w.watch(w.roots, in.cfg.Layout.SessionDir(id), id, fresh)
 	d, failed, err := in.acquireDirs(id)
 	if err != nil {
 		in.openFailed(id, failed, err)
@@ -335,15 +322,12 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 	}
 	defer in.releaseDirs(d)
 	reqDirPath := in.cfg.Layout.RequestsDir(id)
-	if w != nil {
-		err := w.watch(w.reqDirs, reqDirPath, id, fresh)
-		switch {
-		case err == nil:
-			delete(w.failed, id)
-		case !errors.Is(err, fs.ErrNotExist):
-			// Out of inotify watches: this session is rescanned every tick.
-			w.failed[id] = true
-		}
+	switch err := w.watch(w.reqDirs, reqDirPath, id, fresh); {
+	case err == nil:
+		delete(w.failed, id)
+	case !errors.Is(err, fs.ErrNotExist):
+		// Out of inotify watches: this session is rescanned every tick.
+		w.failed[id] = true
 	}
 	// Entries delivered by this scan were just seen; only older ones can
 	// have vanished.
@@ -625,9 +609,4 @@ func (in *Inbox) settleVanished(session string, vanished []*entry) {
 func (e *entry) stillThere(dir *safefs.Dir) bool {
 	id, err := dir.FileID(e.name)
 	return err == nil && id == e.file
-}
-
-func isDir(path string) bool {
-	st, err := os.Lstat(path)
-	return err == nil && st.IsDir()
 }

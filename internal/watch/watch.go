@@ -40,9 +40,11 @@ func (c Change) Rescan() bool { return c.Lost || c.Tick }
 
 // Config tunes a Watcher. Zero values take the defaults.
 type Config struct {
-	// Rescan is the period of the safety rescan (default 3 s); with Poll it
-	// is the only signal.
+	// Rescan is the period of the safety rescan (default 3 s).
 	Rescan time.Duration
+	// PollRescan is the period when polling, the only signal then (default
+	// Rescan).
+	PollRescan time.Duration
 	// Settle delays a Change until no event arrived for this long, so a
 	// burst of writes is one Change. Zero delivers at once; events that
 	// arrive while the consumer is busy are still coalesced.
@@ -100,6 +102,9 @@ func newWatcher(cfg Config) *Watcher {
 	if cfg.Rescan <= 0 {
 		cfg.Rescan = defaultRescan
 	}
+	if cfg.PollRescan <= 0 {
+		cfg.PollRescan = cfg.Rescan
+	}
 	if cfg.MaxEvents <= 0 {
 		cfg.MaxEvents = defaultMaxEvents
 	}
@@ -142,9 +147,28 @@ func (w *Watcher) Add(path string) string {
 	}
 }
 
-// Set makes the watched directories exactly those Add picks for paths:
-// ancestors watched only while a path was missing are dropped once it
-// exists.
+// AddDir watches exactly dir, with no ancestor in its place, and reports
+// why it could not (the directory is gone, or no inotify watch is left):
+// for directories a consumer finds itself and keeps track of. Set leaves
+// these watches alone.
+func (w *Watcher) AddDir(dir string) error {
+	if w.fs == nil {
+		return nil
+	}
+	return w.fs.Add(dir)
+}
+
+// Remove drops a watch AddDir placed; one whose directory was removed is
+// gone already, which is no error worth reporting.
+func (w *Watcher) Remove(dir string) {
+	if w.fs != nil {
+		_ = w.fs.Remove(dir)
+	}
+}
+
+// Set makes the directories watched through Add and Set exactly those Add
+// picks for paths: ancestors watched only while a path was missing are
+// dropped once it exists.
 func (w *Watcher) Set(paths ...string) {
 	if w.fs == nil {
 		return
@@ -178,7 +202,11 @@ func (w *Watcher) run(ctx context.Context, events <-chan fsnotify.Event, errs <-
 	if w.fs != nil {
 		defer w.fs.Close()
 	}
-	tick := time.NewTicker(w.cfg.Rescan)
+	period := w.cfg.Rescan
+	if w.fs == nil {
+		period = w.cfg.PollRescan
+	}
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	pending := Change{Lost: true}
 	have := true
