@@ -241,3 +241,37 @@ func TestCancelClosesChanges(t *testing.T) {
 	for range w.Changes() {
 	}
 }
+
+// AddDir watches exactly the directory, says why it cannot, and Set leaves
+// its watches alone.
+func TestAddDirIsExactAndOutsideSet(t *testing.T) {
+	root := t.TempDir()
+	missing := filepath.Join(root, "missing")
+	w := start(t, root)
+	if err := w.AddDir(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("AddDir(missing) = %v, want not-exist (no ancestor in its place)", err)
+	}
+	d := filepath.Join(root, "d")
+	mkdir(t, d)
+	waitName(t, w, d)
+	if err := w.AddDir(d); err != nil {
+		t.Fatal(err)
+	}
+	w.Set(filepath.Join(root, "other")) // root stays watched as its ancestor
+	f := filepath.Join(d, "f")
+	write(t, f)
+	waitName(t, w, f)
+	w.Remove(d)
+	g := filepath.Join(root, "g")
+	write(t, filepath.Join(d, "after-remove"))
+	write(t, g)
+	for {
+		c := next(t, w)
+		if slices.ContainsFunc(c.Events, func(ev fsnotify.Event) bool { return ev.Name == filepath.Join(d, "after-remove") }) {
+			t.Fatal("an event from a removed watch")
+		}
+		if slices.ContainsFunc(c.Events, func(ev fsnotify.Event) bool { return ev.Name == g }) {
+			return
+		}
+	}
+}
