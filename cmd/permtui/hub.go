@@ -187,7 +187,7 @@ func attachHub(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	defer cancel()
 	done := make(chan struct{})
 	go func() { defer close(done); a.Run(ctx) }()
-	err = runFrontEnd(ctx, a, f.frontEnd, stdout)
+	err = runFrontEnd(ctx, a, f.frontEnd, stdout, true)
 	cancel()
 	<-done
 	return err

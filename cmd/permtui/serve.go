@@ -126,7 +126,7 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Run(ctx) }()
-	err = runFrontEnd(ctx, srv, f.frontEnd, stdout)
+	err = runFrontEnd(ctx, srv, f.frontEnd, stdout, false)
 	cancel()
 	if runErr := <-served; runErr != nil && !errors.Is(runErr, context.Canceled) && err == nil {
 		err = runErr
@@ -177,14 +177,14 @@ type source interface {
 
 // runFrontEnd runs the headless printer or the console until the events end
 // or the person quits.
-func runFrontEnd(ctx context.Context, src source, f frontEnd, stdout io.Writer) error {
+func runFrontEnd(ctx context.Context, src source, f frontEnd, stdout io.Writer, overHub bool) error {
 	if f.headless {
 		return headless.Run(ctx, src, stdout, f.ask)
 	}
-	return runConsole(ctx, src, f)
+	return runConsole(ctx, src, f, overHub)
 }
 
-func runConsole(ctx context.Context, src source, f frontEnd) error {
+func runConsole(ctx context.Context, src source, f frontEnd, overHub bool) error {
 	// Only a local server can leave its waiting asks on disk.
 	leaver, canLeave := src.(interface{ LeaveWaitingOnExit() })
 	model := ui.New(ui.Options{
@@ -194,6 +194,7 @@ func runConsole(ctx context.Context, src source, f frontEnd) error {
 		Notify:        f.notify,
 		ConfirmDouble: f.confirmDouble,
 		Settle:        settleOption(f.settle),
+		OverHub:       overHub,
 	})
 	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithContext(ctx)}
 	if f.mouse {

@@ -41,6 +41,9 @@ type Options struct {
 	Notify bool
 	// ConfirmDouble makes every decision need two presses of the same key.
 	ConfirmDouble bool
+	// OverHub: the asks are the hub's (docs/hub.md); quitting leaves them
+	// there for another console instead of denying them.
+	OverHub bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Timeout is the child's forwarding timeout, for the countdown; 0 means
@@ -237,7 +240,7 @@ func New(opts Options) *Model {
 	m.scope = scopeDialog{common: c, q: m}
 	m.reason = newReasonDialog(c, m)
 	m.pager = newPager(c, m)
-	m.quitDialog = quitDialog{common: c, q: m, canLeave: opts.CanLeave}
+	m.quitDialog = quitDialog{common: c, q: m, canLeave: opts.CanLeave, overHub: opts.OverHub}
 	m.ruleDialog = newRuleDialog(c)
 	return m
 }

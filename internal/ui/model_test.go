@@ -699,3 +699,16 @@ func TestHubAskShowsItsHost(t *testing.T) {
 		t.Fatalf("host not shown:\n%s", v)
 	}
 }
+
+// Quitting a console attached to a hub denies nothing: the asks stay there.
+func TestQuitOverHubSaysTheAsksStay(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.OverHub = true })
+	h.queue(pathWrite())
+	if v := h.m.View(); !strings.Contains(v, "attached to the hub") || strings.Contains(v, "serving: none yet") {
+		t.Fatalf("header over a hub:\n%s", v)
+	}
+	h.keys("q")
+	if v := h.m.View(); !strings.Contains(v, "the hub keeps it for another console") || strings.Contains(v, "permtui exited") {
+		t.Fatalf("quit dialog over a hub:\n%s", v)
+	}
+}

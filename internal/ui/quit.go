@@ -14,6 +14,7 @@ type quitDialog struct {
 	*common
 	q        asks
 	canLeave bool // L leaves the waiting asks for the next server
+	overHub  bool // the asks stay at the hub: quitting denies nothing
 }
 
 func (d *quitDialog) update(msg tea.Msg) (action, tea.Cmd) {
@@ -35,6 +36,9 @@ func (d *quitDialog) update(msg tea.Msg) (action, tea.Cmd) {
 func (d *quitDialog) gone() string { return "" }
 
 func (d *quitDialog) help() help.KeyMap {
+	if d.overHub {
+		return d.keys.overlayHelp(d.keys.Quit)
+	}
 	if !d.canLeave {
 		return d.keys.overlayHelp(relabel(d.keys.Quit, "deny them, quit"))
 	}
@@ -44,6 +48,16 @@ func (d *quitDialog) help() help.KeyMap {
 func (d *quitDialog) view(int) []string {
 	n := d.q.pendingCount()
 	them := map[bool]string{true: "it", false: "them"}[n == 1]
+	if d.overHub {
+		return []string{
+			d.rule("quit?"),
+			"",
+			fmt.Sprintf("  %s still waiting for a person.", plural(n, "ask is", "asks are")),
+			fmt.Sprintf("  q or y quits; the hub keeps %s for another console.", them),
+			"",
+			d.styles.Muted.Render("  esc or n stays"),
+		}
+	}
 	lines := []string{
 		d.rule("quit?"),
 		"",

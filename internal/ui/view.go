@@ -79,7 +79,10 @@ func (m *Model) headerLines() []string {
 
 	serving, elsewhere := m.servedIDs()
 	var sessions []string
-	if len(serving) == 0 {
+	switch {
+	case m.opts.OverHub:
+		sessions = append(sessions, "attached to the hub: the asks of every relay")
+	case len(serving) == 0:
 		sessions = append(sessions, s.Warning.Render("serving: none yet"))
 	}
 	for _, id := range serving {
