@@ -165,9 +165,13 @@ type Model struct {
 	degraded       map[string]string // area → problem, from serve.Degraded
 	autoApproved   int
 	autoDenied     int
-	expired        int
-	invalid        int
-	log            []logEntry
+	// lastAuto and autoByAgent feed the activity line: the latest answer
+	// by policy or grant, and how many each agent got.
+	lastAuto    *logEntry
+	autoByAgent map[string]*autoCount
+	expired     int
+	invalid     int
+	log         []logEntry
 
 	// filter narrows the queue to asks it fuzzily matches (/); grouped
 	// orders it by root session and agent (t). See shown.go.
@@ -224,13 +228,14 @@ func New(opts Options) *Model {
 	hm := help.New()
 	hm.Width = c.width
 	m := &Model{
-		common:     c,
-		opts:       opts,
-		help:       hm,
-		sessions:   map[string]sessionState{},
-		sent:       map[serve.AskID]serve.Decision{},
-		grantList:  grantList{common: c},
-		titleCount: -1,
+		common:      c,
+		opts:        opts,
+		help:        hm,
+		sessions:    map[string]sessionState{},
+		sent:        map[serve.AskID]serve.Decision{},
+		autoByAgent: map[string]*autoCount{},
+		grantList:   grantList{common: c},
+		titleCount:  -1,
 	}
 	m.filterInput = textinput.New()
 	m.filterInput.Prompt = "/"
@@ -439,14 +444,25 @@ func (m *Model) applyResponse(ev serve.Decided) {
 	if wasQueued {
 		m.remove(ev.Ask.ID, !ev.Auto)
 	}
+	l := logEntry{ask: ev.Ask, response: ev.Response, auto: ev.Auto, latency: ev.Latency}
 	if ev.Auto {
+		agent := agentOf(ev.Ask.Request)
+		c := m.autoByAgent[agent]
+		if c == nil {
+			c = &autoCount{}
+			m.autoByAgent[agent] = c
+		}
 		if ev.Response.Approved {
 			m.autoApproved++
+			c.approved++
 		} else {
 			m.autoDenied++
+			c.denied++
 		}
+		last := l
+		last.at = m.opts.Now()
+		m.lastAuto = &last
 	}
-	l := logEntry{ask: ev.Ask, response: ev.Response, auto: ev.Auto, latency: ev.Latency}
 	if d, ok := m.sent[ev.Ask.ID]; ok && !ev.Auto {
 		l.choice = choiceWords(d, ev.Ask)
 	}
@@ -609,6 +625,9 @@ func (m *Model) servedIDs() (serving, elsewhere []string) {
 	sort.Strings(elsewhere)
 	return serving, elsewhere
 }
+
+// autoCount is how many asks of one agent were answered automatically.
+type autoCount struct{ approved, denied int }
 
 // autoStreak counts queued asks answered automatically since the last other
 // status message, so a burst reads as one line.

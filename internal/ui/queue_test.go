@@ -155,3 +155,28 @@ func TestHeaderSaysNoPolicyFileWasFound(t *testing.T) {
 		t.Fatalf("header hides the missing policy:\n%s", v)
 	}
 }
+
+// The activity line shows the latest automatic answer (what, for whom, by
+// which rule) and counts per agent.
+func TestActivityLineShowsAutomaticAnswers(t *testing.T) {
+	h := newHarness(t)
+	if strings.Contains(h.m.View(), "last auto") {
+		t.Fatal("activity line before any automatic answer")
+	}
+	rule := &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: "bash", Pattern: sp("git push *"), Origin: sp("global")}
+	grant := &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: "path_write", Pattern: sp("/w/p/src/*"), Origin: sp("session")}
+	h.events(
+		serve.Decided{Ask: bashChain(), Response: wire.Response{State: wire.StateDenied, DecidedBy: rule}, Auto: true},
+		serve.Decided{Ask: pathWrite(), Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: grant}, Auto: true},
+		serve.Decided{Ask: pathWrite(), Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: grant}, Auto: true},
+	)
+	v := h.m.View()
+	for _, want := range []string{
+		"last auto, 0s ago: ✓ approved reviewer by session grant path_write /w/p/src/* ·",
+		"auto by agent: deployer ✗1 · reviewer ✓2",
+	} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("activity lacks %q:\n%s", want, v)
+		}
+	}
+}

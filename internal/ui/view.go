@@ -76,6 +76,7 @@ func (m *Model) headerLines() []string {
 		counts = append(counts, s.Warning.Render("⚠ "+itoa(m.invalid)+" invalid"))
 	}
 	lines := flow(counts, m.width)
+	lines = append(lines, m.activityLines()...)
 
 	serving, elsewhere := m.servedIDs()
 	var sessions []string
@@ -130,6 +131,35 @@ func servedBy(st sessionState) string {
 		who += fmt.Sprintf(" (pid %d)", st.pid)
 	}
 	return who
+}
+
+// activityLines make automatic answers visible: the latest (what, for
+// whom, by which rule or grant, how long ago) and the counts per agent.
+// Nothing shows until policy has answered something.
+func (m *Model) activityLines() []string {
+	l := m.lastAuto
+	if l == nil {
+		return nil
+	}
+	s := m.styles
+	// Who and by which rule first: the value is the part that may be cut.
+	value, _ := rowValue(l.ask.Request)
+	latest := "last auto, " + age(m.opts.Now().Sub(l.at)) + " ago: " + m.stateWords(l.response) + " " +
+		Sanitize(agentOf(l.ask.Request)) + " by " + decidedBy(l.response.DecidedBy, true) + " · " +
+		Sanitize(serve.SurfaceOf(l.ask.Request)) + " " + value
+	var per []string
+	for _, agent := range sortedKeys(m.autoByAgent) {
+		c := m.autoByAgent[agent]
+		text := Sanitize(agent)
+		if c.approved > 0 {
+			text += " " + s.Approved.Render("✓"+itoa(c.approved))
+		}
+		if c.denied > 0 {
+			text += " " + s.Denied.Render("✗"+itoa(c.denied))
+		}
+		per = append(per, text)
+	}
+	return []string{latest, s.Muted.Render("auto by agent: ") + strings.Join(per, " · ")}
 }
 
 func (m *Model) statusLine() string {
