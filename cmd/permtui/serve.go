@@ -120,7 +120,9 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv, err := startLocal(ctx, f.common, f.poll, logger, grantStore, false)
+	// Headless --ask=leave leaves waiting asks on SIGTERM too, for the next
+	// server (decision 0055).
+	srv, err := startLocal(ctx, f.common, f.poll, logger, grantStore, f.headless && f.ask == headless.Leave)
 	if err != nil {
 		return err
 	}
