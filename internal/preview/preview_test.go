@@ -160,3 +160,24 @@ func TestReadCurrentRefusesLinksAndSpecialFiles(t *testing.T) {
 		t.Fatalf("absent file: %v", err)
 	}
 }
+
+// Each edit rescans and copies the whole text, so a request of 1 MiB with
+// 30,000 one-letter edits kept a core busy for half a minute per ask (it
+// runs for every arriving write or edit ask). Work beyond a budget is not
+// previewed, and the note says why.
+func TestComputeBoundsTheWorkOfManyEdits(t *testing.T) {
+	edits := make([]Edit, 5000)
+	for i := range edits {
+		edits[i] = Edit{Old: "a", New: "b"}
+	}
+	current := []byte(strings.Repeat("a", 64<<10))
+	d := Compute(Change{Tool: "edit", Path: "/w/a.txt", Edits: edits}, current, nil)
+	if len(d.Lines) != 0 || !strings.Contains(d.Note, "5000 edits") {
+		t.Fatalf("note %q, %d lines", d.Note, len(d.Lines))
+	}
+	// A few edits of a large file are still shown.
+	d = Compute(Change{Tool: "edit", Path: "/w/a.txt", Edits: edits[:3]}, []byte(strings.Repeat("a\n", 512<<10)), nil)
+	if len(d.Lines) == 0 {
+		t.Fatalf("no diff for 3 edits of 1 MiB: %q", d.Note)
+	}
+}
