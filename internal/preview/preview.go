@@ -26,6 +26,12 @@ const MaxFileSize = 1 << 20
 // MaxLines caps the lines of a diff kept for display.
 const MaxLines = 2000
 
+// maxEditWork bounds the bytes that applying edits may scan and copy: each
+// edit goes over the whole text, so a request of many tiny edits would
+// otherwise cost edits × file size (the preview runs for every arriving
+// ask). 64 MiB is about 64 edits of a 1 MiB file, 6,500 of a 10 KiB one.
+const maxEditWork = 64 << 20
+
 // Change is what a write or edit ask would do, taken from the child's
 // payload: whole new content (write) or text replacements (edit).
 type Change struct {
@@ -170,6 +176,9 @@ func Compute(c Change, current []byte, readErr error) Diff {
 	switch {
 	case c.Content != nil:
 		after = *c.Content
+	case len(c.Edits)*(len(before)+1) > maxEditWork:
+		d.Note = "no diff: " + strconv.Itoa(len(c.Edits)) + " edits of a file this size are too many to preview"
+		return d
 	default:
 		after = before
 		for _, e := range c.Edits {
