@@ -15,6 +15,7 @@ import (
 
 	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
@@ -406,5 +407,27 @@ func TestResolveOutputEscapesTerminalControls(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &v); err != nil || v.Surface != surface {
 			t.Errorf("%s: %v, surface %q", name, err, v.Surface)
 		}
+	}
+}
+
+// A syntax error in the global config drops its deny, and a project allow
+// then allows rm -rf / by pi's rules, which resolve prints. The serving node
+// asks a person instead (decision 0052), so a script gating on --exit-code
+// must not see 0 (allow): it gets 3 (ask), and stderr says why.
+func TestResolveExitCodeFollowsServeWhileAPolicyFileIsBroken(t *testing.T) {
+	root := t.TempDir()
+	agentDir, project := filepath.Join(root, "agent"), filepath.Join(root, "proj")
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"rm *":"deny"}},}`))
+	testkit.WriteFile(t, filepath.Join(project, ".pi", "extensions", "pi-permission-system", "config.json"), []byte(`{"permission":{"bash":"allow"}}`))
+	args := []string{"resolve", "--agent-dir", agentDir, "--project", project, "--state-dir", filepath.Join(root, "s"), "--surface", "bash", "--value", "rm -rf /"}
+	code, out, errOut := runCmd(t, "", append(args, "--exit-code")...)
+	if !strings.Contains(out, `"state":"allow"`) {
+		t.Fatalf("stdout is pi's verdict, want allow: %q", out)
+	}
+	if code != exitAsk || !strings.Contains(errOut, "serve would ask a person") {
+		t.Fatalf("exit %d, stderr %q; want %d and the reason", code, errOut, exitAsk)
+	}
+	if code, _, errOut := runCmd(t, "", args...); code != 0 || !strings.Contains(errOut, "serve would ask a person") {
+		t.Fatalf("without --exit-code: exit %d, stderr %q", code, errOut)
 	}
 }
