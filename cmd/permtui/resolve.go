@@ -29,7 +29,8 @@ verdict as JSON: state, pattern, origin, reason, surface, explanation.
 from stdin and prints one verdict line per input line, in order.
 
 Exit status: 0 when judged (with --exit-code: 0 allow, 3 ask, 4 deny; for
---batch the strictest verdict of all lines), 1 on an error, 2 on a usage
+--batch the strictest verdict of all lines; 3 for an allow while a policy file
+is unusable, because serve then asks a person), 1 on an error, 2 on a usage
 mistake.`
 
 // Exit statuses of 'resolve --exit-code', apart from errors (1) and usage
@@ -187,8 +188,14 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	if exitCode && verdictStatus(verdict) != exitAllow {
-		return exitStatus(verdictStatus(verdict))
+	status := verdictStatus(verdict)
+	if status == exitAllow && len(policy.Problems()) > 0 {
+		// stdout stays pi's verdict; the exit status is what serve does.
+		fmt.Fprintln(stderr, "permtui: serve would ask a person instead: it auto-allows nothing while a policy file is unreadable or invalid (decision 0052)")
+		status = exitAsk
+	}
+	if exitCode && status != exitAllow {
+		return exitStatus(status)
 	}
 	return nil
 }
