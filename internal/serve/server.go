@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -471,6 +472,17 @@ func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, erro
 	if d.State != "" || !ok {
 		return nil, fmt.Errorf("%w: scope %q is not offered for this ask", ErrInvalidDecision, d.Scope)
 	}
+	session := d.Scope == ScopeSession || d.Scope == ScopeSessionBoth
+	if d.Grants != nil && !session {
+		return nil, fmt.Errorf("%w: only a whole-session grant can be edited (the child records its own)", ErrInvalidDecision)
+	}
+	grants := scope.Grants
+	if d.Grants != nil {
+		if err := s.checkEdited(p, scope.Grants, d.Grants); err != nil {
+			return nil, err
+		}
+		grants = d.Grants
+	}
 	ans.resp.Approved, ans.resp.State = true, wire.StateApproved
 	audited := wire.StateApprovedForSession
 	switch d.Scope {
@@ -482,10 +494,29 @@ func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, erro
 			ans.resp.SessionGrantWidth = wire.GrantWidthFamily
 		}
 	case ScopeSession, ScopeSessionBoth:
-		audited, ans.grants = wire.StateApprovedForServingSession, scope.Grants
+		audited, ans.grants = wire.StateApprovedForServingSession, grants
 	}
 	ans.record = s.record(p, audited, ans)
 	return ans, nil
+}
+
+// checkEdited accepts a person's edit of a scope's grants only when it keeps
+// their surfaces and the policy, judging the ask with exactly those grants,
+// allows it: an edited pattern that no longer covers the ask would record a
+// grant nobody looked at working.
+func (s *Server) checkEdited(p *pending, offered, edited []wire.Grant) error {
+	if len(edited) != len(offered) {
+		return fmt.Errorf("%w: %d edited grants for %d offered", ErrInvalidDecision, len(edited), len(offered))
+	}
+	for i, g := range edited {
+		if g.Surface != offered[i].Surface || strings.TrimSpace(g.Pattern) == "" {
+			return fmt.Errorf("%w: an edited grant must keep its surface %q and have a pattern", ErrInvalidDecision, offered[i].Surface)
+		}
+	}
+	if v := s.cfg.Judge().Resolve(p.Request, edited); v.Action != resolve.Allow {
+		return fmt.Errorf("%w: the edited pattern does not cover this ask (the policy says %s with it)", ErrInvalidDecision, v.Action)
+	}
+	return nil
 }
 
 // ruleAnswer answers from the verdict of the recorded authority.

@@ -35,6 +35,11 @@ type Decision struct {
 	Reason string // denied_with_reason only; blank turns into denied
 	// Scope approves for longer than once: one of the ask's Scopes.
 	Scope ScopeKind
+	// Grants, for a whole-session scope, are the person's edit of the
+	// scope's grants (same surfaces, in order); nil records them as
+	// offered. Each edited set must still cover the ask, or the decision is
+	// refused.
+	Grants []wire.Grant
 	// Unattended: no person decided; the ask is refused for want of an
 	// approver (headless). Only a denial may be unattended, and it goes on
 	// the wire as decidedBy {kind:"unavailable"}, never as a user's choice.

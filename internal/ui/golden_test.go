@@ -256,3 +256,12 @@ func TestGoldenActivity(t *testing.T) {
 		queued(tm, pathWrite())
 	})
 }
+
+func TestGoldenScopeEdit(t *testing.T) {
+	screen(t, 80, 24, "pattern: /w/other/README.md", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, externalRead())
+		press(tm, "s", "j", "j", "e", "ctrl+u")
+		tm.Type("/w/other/README.md")
+	})
+}

@@ -35,6 +35,7 @@ type KeyMap struct {
 	RuleScope  key.Binding
 	RuleAction key.Binding
 	Leave      key.Binding // quit, leaving the waiting asks for the next server
+	Edit       key.Binding // the scope dialog's whole-session pattern
 }
 
 // DefaultKeyMap returns the console's keys.
@@ -67,6 +68,7 @@ func DefaultKeyMap() KeyMap {
 		RuleScope:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "scope")),
 		RuleAction:       key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "action")),
 		Leave:            key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "leave them, quit")),
+		Edit:             key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit pattern")),
 	}
 }
 

@@ -242,7 +242,7 @@ func New(opts Options) *Model {
 	m.filterInput.Placeholder = "agent, surface, value or cwd; enter keeps, esc clears"
 	m.filterInput.CharLimit = 200
 	m.filterInput.Cursor.SetMode(cursor.CursorStatic)
-	m.scope = scopeDialog{common: c, q: m}
+	m.scope = newScopeDialog(c, m)
 	m.reason = newReasonDialog(c, m)
 	m.pager = newPager(c, m)
 	m.quitDialog = quitDialog{common: c, q: m, canLeave: opts.CanLeave, overHub: opts.OverHub}
@@ -579,6 +579,17 @@ func (m *Model) find(id serve.AskID) *entry {
 func (m *Model) index(id serve.AskID) int { return indexOf(m.queue, id) }
 
 func (m *Model) current() *entry { return m.find(m.highlight) }
+
+// pending lists the asks still waiting for an answer.
+func (m *Model) pending() []*entry {
+	var out []*entry
+	for _, e := range m.queue {
+		if e.state == statePending {
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 func (m *Model) pendingCount() int {
 	n := 0

@@ -28,6 +28,7 @@ type overlay interface {
 type asks interface {
 	find(serve.AskID) *entry
 	pendingCount() int
+	pending() []*entry
 }
 
 // An action is what an overlay asks the root to do; nil is nothing.

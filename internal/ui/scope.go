@@ -1,14 +1,19 @@
 package ui
 
 import (
+	"slices"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // choiceWords says what a person chose, for the log: the scope of a session
@@ -29,10 +34,45 @@ type scopeDialog struct {
 	ask    serve.AskID
 	scopes serve.Scopes
 	chosen int
+	// edited is the person's pattern for the chosen whole-session scope's
+	// grant (e), or "" for the suggestion; input edits it.
+	edited  string
+	editing bool
+	input   textinput.Model
+}
+
+func newScopeDialog(c *common, q asks) scopeDialog {
+	ti := textinput.New()
+	ti.Prompt = "pattern: "
+	ti.CharLimit = 1000
+	ti.Cursor.SetMode(cursor.CursorStatic)
+	return scopeDialog{common: c, q: q, input: ti}
 }
 
 func (d *scopeDialog) open(e *entry) {
 	d.ask, d.chosen, d.scopes = e.ask.ID, 0, e.ask.Scopes
+	d.edited, d.editing = "", false
+}
+
+// editable: a whole-session scope with one grant, which permtui records
+// and so can record as the person narrows it. The child records its own
+// grants for "this subagent".
+func (d *scopeDialog) editable() bool {
+	o := d.scopes.Options[d.chosen]
+	return (o.Kind == serve.ScopeSession || o.Kind == serve.ScopeSessionBoth) && len(o.Grants) == 1
+}
+
+// grants are what the chosen scope records: the offer, or the edit.
+func (d *scopeDialog) grants() []wire.Grant {
+	o := d.scopes.Options[d.chosen]
+	pattern := d.edited
+	if d.editing { // what it covers shows as it is typed
+		pattern = strings.TrimSpace(d.input.Value())
+	}
+	if pattern == "" || !d.editable() {
+		return o.Grants
+	}
+	return []wire.Grant{{Surface: o.Grants[0].Surface, Pattern: pattern}}
 }
 
 func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
@@ -40,20 +80,88 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	if !ok {
 		return nil, nil
 	}
+	if d.editing {
+		switch {
+		case key.Matches(k, d.keys.Close): // back to the suggestion
+			d.editing, d.edited = false, ""
+		case key.Matches(k, d.keys.Confirm):
+			d.editing = false
+			if d.edited = strings.TrimSpace(d.input.Value()); d.edited == d.scopes.Options[d.chosen].Grants[0].Pattern {
+				d.edited = ""
+			}
+		default:
+			var cmd tea.Cmd
+			d.input, cmd = d.input.Update(k)
+			return nil, cmd
+		}
+		d.input.Blur()
+		return nil, nil
+	}
 	switch {
 	case key.Matches(k, d.keys.Close):
 		return closeAction{"nothing decided"}, nil
 	case key.Matches(k, d.keys.Up):
-		d.chosen = max(d.chosen-1, 0)
+		d.chosen, d.edited = max(d.chosen-1, 0), ""
 	case key.Matches(k, d.keys.Down):
-		d.chosen = min(d.chosen+1, len(d.scopes.Options)-1)
+		d.chosen, d.edited = min(d.chosen+1, len(d.scopes.Options)-1), ""
+	case key.Matches(k, d.keys.Edit) && d.editable():
+		d.editing = true
+		d.input.SetValue(d.grants()[0].Pattern)
+		d.input.CursorEnd()
+		return nil, d.input.Focus()
 	case key.Matches(k, d.keys.Confirm):
 		o := d.scopes.Options[d.chosen]
 		dec := serve.Decision{Ask: d.ask, Scope: o.Kind}
-		return decideAction{pressed: k.String(), what: "approve for " + o.Title, targets: []serve.AskID{d.ask},
+		what := "approve for " + o.Title
+		if d.edited != "" {
+			if cov := d.coverage(); !cov.ask {
+				return statusAction{"the edited pattern does not cover this ask; e edits it, esc restores the suggestion"}, nil
+			}
+			dec.Grants = d.grants()
+			what += " with " + Sanitize(d.edited)
+		}
+		return decideAction{pressed: k.String(), what: what, targets: []serve.AskID{d.ask},
 			d: func(serve.AskID) serve.Decision { return dec }}, nil
 	}
 	return nil, nil
+}
+
+// coverage is what the chosen grant covers: this ask, and how many other
+// waiting asks. The matcher is resolve's, without home expansion; serve
+// checks the edit again with the policy before recording it.
+type coverage struct {
+	ask    bool
+	others int
+}
+
+func (d *scopeDialog) coverage() coverage {
+	var c coverage
+	gs := d.grants()
+	e := d.q.find(d.ask)
+	if e == nil || len(gs) != 1 {
+		return c
+	}
+	pat := resolve.CompilePattern(gs[0].Pattern, "")
+	covers := func(a serve.Ask) bool {
+		ai := a.Request.AccessIntent
+		if ai == nil || !grantSurfaceCovers(gs[0].Surface, ai.Surface) {
+			return false
+		}
+		return slices.ContainsFunc(ai.MatchValues, pat.Match)
+	}
+	c.ask = covers(e.ask)
+	for _, o := range d.q.pending() {
+		if o.ask.ID != d.ask && covers(o.ask) {
+			c.others++
+		}
+	}
+	return c
+}
+
+// grantSurfaceCovers: a grant on a family ("path") covers both directions.
+func grantSurfaceCovers(grant, surface string) bool {
+	fam, ok := resolve.Family(surface)
+	return grant == surface || ok && grant == fam
 }
 
 func (d *scopeDialog) gone() string {
@@ -64,6 +172,13 @@ func (d *scopeDialog) gone() string {
 }
 
 func (d *scopeDialog) help() help.KeyMap {
+	if d.editing {
+		keys := []key.Binding{relabel(d.keys.Confirm, "keep"), relabel(d.keys.Close, "restore the suggestion")}
+		return helpKeys{short: keys, full: [][]key.Binding{keys}}
+	}
+	if d.editable() {
+		return d.keys.overlayHelp(d.keys.Up, d.keys.Down, d.keys.Edit, d.keys.Confirm)
+	}
 	return d.keys.overlayHelp(d.keys.Up, d.keys.Down, d.keys.Confirm)
 }
 
@@ -93,8 +208,15 @@ func (d *scopeDialog) view(int) []string {
 			lines = append(lines, style.Render(mark+o.Title))
 			lines = append(lines, d.mutedWrapped(effect, 8)...)
 		}
-		for _, g := range o.Grants {
+		grants := o.Grants
+		if i == d.chosen {
+			grants = d.grants()
+		}
+		for _, g := range grants {
 			lines = append(lines, d.indented(pad(Sanitize(g.Surface), 24)+" "+Sanitize(g.Pattern), 8, 0)...)
+		}
+		if i == d.chosen && d.editable() {
+			lines = append(lines, d.coverageLines()...)
 		}
 		if o.Caveat != "" {
 			lines = append(lines, d.mutedWrapped(o.Caveat, 8)...)
@@ -104,6 +226,30 @@ func (d *scopeDialog) view(int) []string {
 		lines = append(append(lines, ""), d.mutedWrapped(d.scopes.Note, 0)...)
 	}
 	return append(lines, "", s.Muted.Render("enter approves with the marked scope; esc cancels and decides nothing"))
+}
+
+// coverageLines show the pattern being edited and what the grant covers.
+func (d *scopeDialog) coverageLines() []string {
+	s := d.styles
+	var lines []string
+	if d.editing {
+		lines = append(lines, "        "+d.input.View())
+	}
+	cov := d.coverage()
+	text := "covers this ask"
+	style := s.Muted
+	if !cov.ask {
+		text, style = "⚠ does not cover this ask: enter is refused", s.Warning
+	}
+	if cov.others > 0 {
+		text += "; also " + plural(cov.others, "other waiting ask")
+	}
+	if d.edited != "" {
+		text += " (edited; e then esc restores the suggestion)"
+	} else if !d.editing {
+		text += " · e narrows the pattern"
+	}
+	return append(lines, "        "+style.Render(text))
 }
 
 // mutedWrapped word-wraps an explanation under an indent.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/permtui/permtui/internal/serve"
@@ -81,4 +82,49 @@ func titles(opts []serve.Scope) []string {
 		out = append(out, o.Title)
 	}
 	return out
+}
+
+// chooseScope opens s and marks the scope of that kind.
+func chooseScope(h *harness, kind serve.ScopeKind) {
+	h.t.Helper()
+	h.keys("s")
+	for range 4 {
+		if h.m.scope.scopes.Options[h.m.scope.chosen].Kind == kind {
+			return
+		}
+		h.keys("j")
+	}
+	h.t.Fatalf("no %s scope offered", kind)
+}
+
+// e narrows the whole-session pattern; the dialog says what it covers and
+// refuses an edit that no longer covers the ask; enter sends the edit.
+func TestScopeEditNarrowsTheGrant(t *testing.T) {
+	h := newHarness(t)
+	a, other := pathWrite(), pathWrite()
+	other.ID += 3
+	other.Request.AccessIntent.MatchValues = []string{"/w/p/src/lib.ts"}
+	h.queue(a, other)
+	chooseScope(h, serve.ScopeSession)
+	if v := h.m.View(); !strings.Contains(v, "covers this ask; also 1 other waiting ask · e narrows the pattern") {
+		t.Fatalf("coverage of the suggestion not shown:\n%s", v)
+	}
+	h.keys("e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/w/other/*")})
+	h.keys("enter")
+	if v := h.m.View(); !strings.Contains(v, "⚠ does not cover this ask") {
+		t.Fatalf("a pattern that misses the ask is not flagged:\n%s", v)
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("does not cover this ask")
+	h.keys("e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/w/p/src/app.*")})
+	h.keys("enter")
+	if v := h.m.View(); !strings.Contains(v, "  /w/p/src/app.*") || !strings.Contains(v, "covers this ask (edited") {
+		t.Fatalf("the edit is not shown with its coverage:\n%s", v)
+	}
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession,
+		Grants: []wire.Grant{{Surface: "path_write", Pattern: "/w/p/src/app.*"}}})
 }

@@ -1,0 +1,56 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/permtui/permtui/internal/grants"
+	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// A person's edit of a whole-session grant is recorded only when the real
+// resolver, judging the ask with the edited grant, allows it.
+func TestEditedSessionGrantMustCoverTheAsk(t *testing.T) {
+	policy := resolve.Load(resolve.LoadOptions{AgentDir: t.TempDir()})
+	store, err := grants.Open(filepath.Join(t.TempDir(), "grants"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startServer(t, options{config: func(c *Config) {
+		c.Judge = func() Judge { return policy }
+		c.Grants = store
+	}})
+	child := h.ask(context.Background(), h.child(true), pichild.NewestBash(rootID, "impl", "c1", "/w", "npm test --watch"))
+	ask := h.rec.WaitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
+	offered, _ := ask.Scopes.Find(ScopeSession)
+
+	for _, bad := range [][]wire.Grant{
+		{{Surface: offered.Grants[0].Surface, Pattern: "npm run *"}},        // no longer covers the ask
+		{{Surface: "path_read", Pattern: "*"}},                              // another surface
+		{{Surface: offered.Grants[0].Surface, Pattern: "  "}},               // no pattern
+		{offered.Grants[0], {Surface: "bash", Pattern: "npm test --watch"}}, // one more
+	} {
+		err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession, Grants: bad})
+		if !errors.Is(err, ErrInvalidDecision) {
+			t.Fatalf("edit %v: err = %v", bad, err)
+		}
+	}
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent, Grants: offered.Grants}); !errors.Is(err, ErrInvalidDecision) {
+		t.Fatalf("edited subagent grant: %v", err)
+	}
+	narrow := []wire.Grant{{Surface: offered.Grants[0].Surface, Pattern: "npm test --watch"}}
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession, Grants: narrow}); err != nil {
+		t.Fatal(err)
+	}
+	if r := answered(t, child); !r.Approved {
+		t.Fatalf("%+v", r)
+	}
+	if got := store.For(rootID); !reflect.DeepEqual(got, narrow) {
+		t.Fatalf("recorded %v, want the edit %v", got, narrow)
+	}
+}
