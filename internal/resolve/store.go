@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/permtui/permtui/internal/watch"
 )
 
@@ -70,7 +68,7 @@ func (s *Store) Watch(ctx context.Context, onReload func(*Policy)) {
 	// after the last load but before then raised no event, so it is looked
 	// for by metadata, as on every rescan.
 	for c := range w.Changes() {
-		force := slices.ContainsFunc(c.Events, func(ev fsnotify.Event) bool { return relevant(ev.Name, paths) })
+		force := slices.ContainsFunc(c.Names(), func(name string) bool { return relevant(name, paths) })
 		if !force && !s.changed() {
 			continue
 		}

@@ -35,6 +35,16 @@ type Change struct {
 	Tick bool
 }
 
+// Names lists the paths the events name, in arrival order (repeats kept),
+// for a consumer that needs no ops.
+func (c Change) Names() []string {
+	names := make([]string, len(c.Events))
+	for i, ev := range c.Events {
+		names[i] = ev.Name
+	}
+	return names
+}
+
 // Rescan reports whether the consumer should look at everything.
 func (c Change) Rescan() bool { return c.Lost || c.Tick }
 

@@ -158,11 +158,7 @@ func TestBurstsAreCoalesced(t *testing.T) {
 	if c.Rescan() {
 		t.Errorf("a burst within bounds asks for a rescan: %+v", c)
 	}
-	var got []string
-	for _, ev := range c.Events {
-		got = append(got, ev.Name)
-	}
-	if !slices.Equal(got, want) {
+	if got := c.Names(); !slices.Equal(got, want) {
 		t.Errorf("one change carried %d events, want the 100 creates in order", len(got))
 	}
 }
