@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -171,6 +173,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.running, s.ctx = true, ctx
 	s.audit = newAuditLog(s.cfg.StateDir, s.emit)
 	s.mu.Unlock()
+	s.emitHistory()
 	// Grants loaded from disk are in force from the first ask; front ends
 	// hear of them now, not at the next change.
 	if grants := s.cfg.Grants.All(); len(grants) > 0 {
@@ -536,6 +539,38 @@ func (s *Server) ruleAnswer(p *pending) *answer {
 	}
 	ans.record = s.record(p, state, ans)
 	return ans
+}
+
+// HistoryCap is how many decisions from earlier runs History carries.
+const HistoryCap = 500
+
+// emitHistory reports the last decisions of earlier runs from the audit
+// log, so a restarted console's log is not empty. Unreadable history is
+// only logged: it decides nothing.
+func (s *Server) emitHistory() {
+	f, err := os.Open(filepath.Join(s.cfg.StateDir, "audit.jsonl"))
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.cfg.Logger.Warn("audit history unreadable", "err", err)
+		}
+		return
+	}
+	defer f.Close()
+	var recs []AuditRecord
+	if _, err := ReadAudit(f, func(r AuditRecord) {
+		recs = append(recs, r)
+		if len(recs) > 2*HistoryCap {
+			recs = append(recs[:0], recs[len(recs)-HistoryCap:]...)
+		}
+	}); err != nil {
+		s.cfg.Logger.Warn("audit history unreadable", "err", err)
+	}
+	if len(recs) > HistoryCap {
+		recs = recs[len(recs)-HistoryCap:]
+	}
+	if len(recs) > 0 {
+		s.emit(History{Records: recs})
+	}
 }
 
 // LeaveWaitingOnExit makes Run, when it stops, leave the asks still waiting

@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -59,5 +60,26 @@ func TestLeaveWaitingOnExitLeavesTheRequest(t *testing.T) {
 	}
 	if recs := h.auditFor("1791279012345-lv-1"); len(recs) != 0 {
 		t.Fatalf("audited: %+v", recs)
+	}
+}
+
+// A restarted server reports the decisions of earlier runs from the audit
+// log, so the console's log shows them.
+func TestHistoryFromTheAuditLogAtStart(t *testing.T) {
+	h := startServer(t, options{before: func(h *harness) {
+		if err := os.MkdirAll(h.state, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		lines := `{"askId":1,"requestId":"r-1","servedSession":"s","requesterSession":"c","agent":"impl","surface":"bash","matchValues":["make"],"state":"approved","approved":true,"createdAt":1,"decidedAt":2,"auto":false}
+{"kind":"rule","file":"x"}
+{"askId":2,"requestId":"r-2","servedSession":"s","requesterSession":"c","agent":"impl","surface":"bash","matchValues":["rm -rf /"],"state":"denied","approved":false,"createdAt":3,"decidedAt":4,"auto":true}
+`
+		if err := os.WriteFile(filepath.Join(h.state, "audit.jsonl"), []byte(lines), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	ev := h.rec.WaitFor(t, "history", func(ev Event) bool { _, ok := ev.(History); return ok }).(History)
+	if len(ev.Records) != 2 || ev.Records[0].RequestID != "r-1" || ev.Records[1].MatchValues[0] != "rm -rf /" || !ev.Records[1].Auto {
+		t.Fatalf("history = %+v", ev.Records)
 	}
 }

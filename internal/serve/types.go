@@ -111,6 +111,10 @@ type WriteFailed struct {
 	Err string
 }
 
+// History: the last decisions recorded by earlier runs (at most
+// HistoryCap, oldest first), sent once at start from the audit log.
+type History struct{ Records []AuditRecord }
+
 // GrantsChanged: the whole-session grants now in force, per served session.
 type GrantsChanged struct{ Grants map[string][]wire.Grant }
 
@@ -140,6 +144,7 @@ func (Serving) event()         {}
 func (PolicyStatus) event()    {}
 func (WriteFailed) event()     {}
 func (GrantsChanged) event()   {}
+func (History) event()         {}
 
 // Arrived: a request reached the serving loop and was judged; it is followed
 // by Decided (auto), AskQueued (a person decides) or Withdrawn.

@@ -378,6 +378,8 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		note := "answer not written yet for " + what + ": " + Sanitize(ev.Err) + " (retrying)"
 		m.addLog(logEntry{note: "⚠ " + note})
 		m.setStatus(note)
+	case serve.History:
+		m.addHistory(ev.Records)
 	case serve.GrantsChanged:
 		m.grantList.set(ev.Grants)
 	case serve.Degraded:
@@ -613,7 +615,9 @@ const statusTTL = 10 * time.Second
 
 func (m *Model) addLog(l logEntry) {
 	const logCap = 2000
-	l.at = m.opts.Now()
+	if l.at.IsZero() {
+		l.at = m.opts.Now()
+	}
 	m.log = append(m.log, l)
 	if len(m.log) > logCap {
 		m.log = slices.Delete(m.log, 0, len(m.log)-logCap)
@@ -635,6 +639,29 @@ func (m *Model) servedIDs() (serving, elsewhere []string) {
 	sort.Strings(serving)
 	sort.Strings(elsewhere)
 	return serving, elsewhere
+}
+
+// addHistory puts decisions of earlier runs, from the audit log, at the
+// head of the log: a restarted console still shows what happened. They are
+// named from the recorded facts (agent, surface, first match value).
+func (m *Model) addHistory(recs []serve.AuditRecord) {
+	for _, r := range recs {
+		label := Sanitize(r.Agent) + " · " + Sanitize(r.Surface)
+		if len(r.MatchValues) > 0 {
+			label += " · " + Sanitize(r.MatchValues[0])
+		}
+		state := r.State
+		if state == wire.StateApprovedForServingSession {
+			state = wire.StateApproved // the wire never sees it; grants say the rest
+		}
+		l := logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()), label: label, auto: r.Auto,
+			response: wire.Response{Approved: r.Approved, State: state, DenialReason: r.Reason, DecidedBy: r.DecidedBy}}
+		if len(r.Grants) > 0 {
+			l.choice = "recorded for the whole session " + grantsText(r.Grants)
+		}
+		m.addLog(l)
+	}
+	m.addLog(logEntry{note: "↑ " + plural(len(recs), "decision") + " of earlier runs, from the audit log"})
 }
 
 // autoCount is how many asks of one agent were answered automatically.

@@ -180,3 +180,22 @@ func TestActivityLineShowsAutomaticAnswers(t *testing.T) {
 		}
 	}
 }
+
+// After a restart the log shows earlier runs' decisions from the audit log.
+func TestLogShowsHistoryFromTheAuditLog(t *testing.T) {
+	h := newHarness(t)
+	h.events(serve.History{Records: []serve.AuditRecord{
+		{Agent: "impl", Surface: "bash", MatchValues: []string{"make test"}, State: wire.StateApprovedForServingSession, Approved: true,
+			Grants: []wire.Grant{{Surface: "bash", Pattern: "make test *"}}, DecidedAt: testNow.Add(-time.Hour).UnixMilli()},
+		{Agent: "impl\x1b[2J", Surface: "bash", MatchValues: []string{"rm -rf /"}, State: wire.StateDenied, Auto: true,
+			DecidedBy: &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: "bash", Pattern: sp("rm *"), Origin: sp("global")}},
+	}})
+	h.keys("l")
+	v := h.m.View()
+	for _, want := range []string{"17:00:00 ✓ approved  impl · bash · make test", "recorded for the whole session bash make test *",
+		"✗ denied  impl␛[2J · bash · rm -rf /", "by rule (global) bash: rm *", "↑ 2 decisions of earlier runs, from the audit log"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("log lacks %q:\n%s", want, v)
+		}
+	}
+}

@@ -420,6 +420,7 @@ type logEntry struct {
 	latency  time.Duration
 	choice   string // the session scope a person chose, with its grants
 	note     string
+	label    string // names the ask when there is no request (history)
 }
 
 // logIndent lines continuation lines up under the text after the time.
@@ -438,7 +439,11 @@ func (m *Model) logLines() []string {
 			out = append(out, m.logWrap(stamp, l.note)...)
 			continue
 		}
-		out = append(out, m.logWrap(stamp, m.stateWords(l.response)+"  "+askLabel(l.ask))...)
+		what := l.label
+		if what == "" {
+			what = askLabel(l.ask)
+		}
+		out = append(out, m.logWrap(stamp, m.stateWords(l.response)+"  "+what)...)
 		by := "by " + decidedBy(l.response.DecidedBy, l.auto)
 		if l.choice != "" {
 			by += " · " + l.choice
