@@ -244,9 +244,6 @@ func (in *Inbox) Run(ctx context.Context) error {
 		in.withdrawHeartbeats()
 		in.closeDirs()
 	}()
-	if w.Polling() && !in.cfg.Poll {
-		in.cfg.Logger.Warn("fsnotify unavailable; polling")
-	}
 
 	in.mu.Lock()
 	in.cache = !w.Polling() // without events nothing would tell a cached directory is stale
