@@ -263,7 +263,7 @@ func TestCrashAndTakeoverKeepOneDecisionPerRequest(t *testing.T) {
 		if kindOf[id] == "ask" {
 			continue
 		}
-		waitUntil(t, 10*time.Second, "an answer for "+id, func() bool { return len(child.answered(id)) > 0 })
+		r.waitAnswer(child, id)
 	}
 	r.mu.Lock()
 	var running []*exec.Cmd
@@ -289,7 +289,7 @@ func TestCrashAndTakeoverKeepOneDecisionPerRequest(t *testing.T) {
 	// The next server, with nobody attached, denies them once each.
 	last := r.start("deny")
 	for _, id := range ids {
-		waitUntil(t, 10*time.Second, "an answer for "+id, func() bool { return len(child.answered(id)) > 0 })
+		r.waitAnswer(child, id)
 	}
 	r.stop(last, syscall.SIGTERM)
 
@@ -300,6 +300,32 @@ func TestCrashAndTakeoverKeepOneDecisionPerRequest(t *testing.T) {
 		t.Fatalf("grants file changed: %q, %v (was %q)", after, err, grantBytes)
 	}
 	t.Logf("%d requests, %d SIGKILLs, slowest takeover %v", requests, kills, worst)
+}
+
+// waitAnswer waits for the child to read an answer to id; on a timeout it
+// shows what every permtui process said about it. The limit is above the
+// inbox's 10 s safety-net rescan: a request written while a standby takes
+// over can wait for it (see docs/reliability.md).
+func (r *crashRig) waitAnswer(child *crashChild, id string) {
+	r.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(child.answered(id)) == 0 {
+		if time.Now().After(deadline) {
+			var said []string
+			logs, _ := filepath.Glob(filepath.Join(r.logs, "*.jsonl"))
+			for _, l := range logs {
+				data, _ := os.ReadFile(l)
+				for _, line := range strings.Split(string(data), "\n") {
+					if strings.Contains(line, id) || strings.Contains(line, `"serving"`) || strings.Contains(line, "elsewhere") {
+						said = append(said, filepath.Base(l)+": "+line)
+					}
+				}
+			}
+			_, reqErr := os.Stat(r.layout.RequestPath(crashRoot, id))
+			r.t.Fatalf("no answer for %s (request file: %v); permtui said:\n%s", id, reqErr, strings.Join(said, "\n"))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func checkCrashAnswers(t *testing.T, ids []string, kindOf map[string]string, child *crashChild) {

@@ -7,12 +7,14 @@ package grants
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	json "github.com/goccy/go-json"
 
@@ -22,26 +24,37 @@ import (
 
 // Store holds the whole-session grants (ADR 0006 "the whole session") of
 // every served session, persisted as <dir>/<enc(session)>.json so they
-// outlive a permtui restart. Safe for concurrent use.
+// outlive a permtui restart. Several permtui processes may share the
+// directory (decision 0056): a session's file is read again whenever it
+// changed, and every change is a read-modify-write under an flock on the
+// directory, written durably with a backup beside it. Safe for concurrent
+// use.
 type Store struct {
-	dir string
-	mu  sync.Mutex
-	by  map[string][]wire.Grant
+	dir     string
+	mu      sync.Mutex
+	by      map[string][]wire.Grant
+	seen    map[string]os.FileInfo // the file each session's list was read from (nil: none)
+	repairs []string               // damaged files found and recovered, not yet reported
 }
 
 const (
 	fileSuffix = ".json"
+	// backupSuffix names the copy of the last good content kept beside each
+	// file, for recovering one torn by a power loss.
+	backupSuffix = ".bak"
 	// maxFileSize caps one session's grants file, as policy files are capped.
 	maxFileSize = 1 << 20
 )
 
-// Open loads every grants file of dir, creating dir (0700) if needed.
-// A corrupt file is an error naming it, never silently dropped.
+// Open loads every grants file of dir, creating dir (0700) if needed. A
+// damaged file (empty or torn after a power loss) does not stop it: it is
+// moved aside and its session's grants come from the backup, or are empty
+// (narrower, never wider); Repairs reports each such recovery.
 func Open(dir string) (*Store, error) {
 	if err := safefs.MkdirPrivate(dir); err != nil {
 		return nil, fmt.Errorf("grants directory %s: %w", dir, err)
 	}
-	g := &Store{dir: dir, by: map[string][]wire.Grant{}}
+	g := &Store{dir: dir, by: map[string][]wire.Grant{}, seen: map[string]os.FileInfo{}}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("grants directory %s: %w", dir, err)
@@ -49,22 +62,104 @@ func Open(dir string) (*Store, error) {
 	for _, e := range entries {
 		session, ok := sessionOf(e.Name())
 		if !ok {
-			continue // temp files of atomic writes, or not ours
+			continue // temp files of atomic writes, backups, or not ours
 		}
-		file := filepath.Join(dir, e.Name())
-		data, err := safefs.ReadRegularFile(file, maxFileSize)
-		if err != nil {
-			return nil, fmt.Errorf("grants file %s: %w", file, err)
-		}
-		var list []wire.Grant
-		if err := json.Unmarshal(data, &list); err != nil {
-			return nil, fmt.Errorf("grants file %s is corrupt: %w", file, err)
-		}
-		if len(list) > 0 {
-			g.by[session] = list
+		if err := g.load(session); err != nil {
+			return nil, err
 		}
 	}
 	return g, nil
+}
+
+// Repairs returns (and forgets) what was recovered since the last call.
+func (g *Store) Repairs() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.repairs
+	g.repairs = nil
+	return r
+}
+
+// refresh reads the session's file again if it changed since it was read
+// (another permtui added or revoked a grant). Called with mu held; an error
+// keeps nothing wider than what the file on disk says.
+func (g *Store) refresh(session string) error {
+	fi, err := os.Stat(g.file(session))
+	if errors.Is(err, fs.ErrNotExist) {
+		fi, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	if old := g.seen[session]; fi == nil && old == nil ||
+		fi != nil && old != nil && os.SameFile(fi, old) && fi.Size() == old.Size() && fi.ModTime().Equal(old.ModTime()) {
+		return nil
+	}
+	return g.load(session)
+}
+
+// load reads the session's file (mu held, or during Open). A file that does
+// not parse is moved aside and replaced by its backup, or by no grants.
+func (g *Store) load(session string) error {
+	file := g.file(session)
+	fi, err := os.Stat(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		delete(g.by, session)
+		g.seen[session] = nil
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("grants file %s: %w", file, err)
+	}
+	list, err := readList(file)
+	if err != nil {
+		if list, err = g.recover(session, file, err); err != nil {
+			return err
+		}
+		if fi, err = os.Stat(file); err != nil {
+			return fmt.Errorf("grants file %s: %w", file, err)
+		}
+	}
+	if len(list) > 0 {
+		g.by[session] = list
+	} else {
+		delete(g.by, session)
+	}
+	g.seen[session] = fi
+	return nil
+}
+
+func readList(file string) ([]wire.Grant, error) {
+	data, err := safefs.ReadRegularFile(file, maxFileSize)
+	if err != nil {
+		return nil, err
+	}
+	var list []wire.Grant
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, fmt.Errorf("corrupt: %w", err)
+	}
+	return list, nil
+}
+
+// recover handles a damaged grants file: it is kept as <file>.damaged-<ms>,
+// and the backup (the last content written) takes its place, or an empty
+// list when there is none. The audit log is not used: revocations are not
+// in it, so it could bring back a revoked grant.
+func (g *Store) recover(session, file string, cause error) ([]wire.Grant, error) {
+	aside := fmt.Sprintf("%s.damaged-%d", file, time.Now().UnixMilli())
+	if err := os.Rename(file, aside); err != nil {
+		return nil, fmt.Errorf("grants file %s is damaged (%v) and cannot be moved aside: %w", file, cause, err)
+	}
+	list, berr := readList(file + backupSuffix)
+	what := "restored from its backup"
+	if berr != nil {
+		list, what = nil, "no usable backup, so the session starts with no grants"
+	}
+	if err := g.write(session, list); err != nil {
+		return nil, err
+	}
+	g.repairs = append(g.repairs, fmt.Sprintf("grants file %s was damaged (%v): kept as %s; %s", file, cause, aside, what))
+	return list, nil
 }
 
 // sessionOf decodes a grants file name back to its session id; names
@@ -85,14 +180,18 @@ func (g *Store) file(session string) string {
 	return filepath.Join(g.dir, wire.EncodeSegment(session)+fileSuffix)
 }
 
-// For returns a copy of the session's grants in recorded order.
+// For returns a copy of the session's grants in recorded order, as the file
+// says now. If the file cannot be read, no grants are in force.
 func (g *Store) For(session string) []wire.Grant {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if err := g.refresh(session); err != nil {
+		return nil
+	}
 	return slices.Clone(g.by[session])
 }
 
-// All returns a copy of every session's grants.
+// All returns a copy of every session's grants, as last read.
 func (g *Store) All() map[string][]wire.Grant {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -109,34 +208,64 @@ func (g *Store) Add(session string, grants []wire.Grant) error {
 	if session == "" {
 		return errors.New("grants: empty session id")
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	list := slices.Clone(g.by[session])
-	for _, gr := range grants {
-		if !slices.Contains(list, gr) {
-			list = append(list, gr)
+	return g.change(session, func(list []wire.Grant) []wire.Grant {
+		for _, gr := range grants {
+			if !slices.Contains(list, gr) {
+				list = append(list, gr)
+			}
 		}
-	}
-	if len(list) == len(g.by[session]) {
-		return nil
-	}
-	return g.save(session, list)
+		return list
+	})
 }
 
 // Revoke removes one grant of the session and persists the change.
 func (g *Store) Revoke(session string, grant wire.Grant) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	list := slices.Clone(g.by[session])
-	i := slices.Index(list, grant)
-	if i < 0 {
-		return nil
-	}
-	return g.save(session, slices.Delete(list, i, i+1))
+	return g.change(session, func(list []wire.Grant) []wire.Grant {
+		if i := slices.Index(list, grant); i >= 0 {
+			return slices.Delete(list, i, i+1)
+		}
+		return list
+	})
 }
 
-// save writes the list atomically, then makes it current. Called with mu held.
-func (g *Store) save(session string, list []wire.Grant) error {
+// change is a read-modify-write of the session's file under an flock on the
+// directory, so a change by another permtui in between is never lost.
+func (g *Store) change(session string, edit func([]wire.Grant) []wire.Grant) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	lock, err := safefs.OpenDir(g.dir)
+	if err != nil {
+		return fmt.Errorf("grants: %w", err)
+	}
+	defer lock.Close()
+	if err := lock.Lock(); err != nil {
+		return fmt.Errorf("grants: %w", err)
+	}
+	if err := g.load(session); err != nil {
+		return err
+	}
+	old := g.by[session]
+	list := edit(slices.Clone(old))
+	if slices.Equal(list, old) {
+		return nil
+	}
+	if err := g.write(session, list); err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		delete(g.by, session)
+	} else {
+		g.by[session] = list
+	}
+	if fi, err := os.Stat(g.file(session)); err == nil {
+		g.seen[session] = fi
+	}
+	return nil
+}
+
+// write makes list the session's file durably (temp, fsync, rename, fsync
+// of the directory), then the same content its backup.
+func (g *Store) write(session string, list []wire.Grant) error {
 	if list == nil {
 		list = []wire.Grant{}
 	}
@@ -147,13 +276,14 @@ func (g *Store) save(session string, list []wire.Grant) error {
 	if len(data) > maxFileSize {
 		return fmt.Errorf("grants: session %q would exceed %d bytes of grants", session, maxFileSize)
 	}
-	if err := safefs.WriteFileAtomic(g.file(session), data); err != nil {
+	file := g.file(session)
+	if err := safefs.WriteFileSynced(file, data, 0o600); err != nil {
 		return err
 	}
-	if len(list) == 0 {
-		delete(g.by, session)
-	} else {
-		g.by[session] = list
+	// The change is durable now. A backup that cannot be brought up to date
+	// is removed: a stale one could restore a revoked grant.
+	if err := safefs.WriteFileSynced(file+backupSuffix, data, 0o600); err != nil {
+		_ = os.Remove(file + backupSuffix)
 	}
 	return nil
 }

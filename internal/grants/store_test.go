@@ -77,14 +77,90 @@ func TestGrantsPersistAndReload(t *testing.T) {
 	}
 }
 
-func TestCorruptGrantsFileIsAnError(t *testing.T) {
+// Issue 8 scenario 4: a torn or empty grants file (a power loss) does not
+// stop permtui; the backup takes its place, or no grants at all, and the
+// damaged bytes are kept and reported.
+func TestADamagedGrantsFileIsRecoveredAndReported(t *testing.T) {
 	dir := t.TempDir()
-	bad := filepath.Join(dir, "s1.json")
-	testkit.WriteFile(t, bad, []byte(`[{"surface":"bash"`))
+	g, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	npm := wire.Grant{Surface: "bash", Pattern: "npm *"}
+	if err := g.Add("s1", []wire.Grant{npm}); err != nil {
+		t.Fatal(err)
+	}
+	torn := `[{"surface":"bash"`
+	testkit.WriteFile(t, filepath.Join(dir, "s1.json"), []byte(torn))
+	testkit.WriteFile(t, filepath.Join(dir, "s2.json"), nil) // empty, no backup
 	testkit.WriteFile(t, filepath.Join(dir, "s1.json.123.456.tmp"), []byte(`garbage`))
-	_, err := Open(dir)
-	if err == nil || !strings.Contains(err.Error(), bad) {
-		t.Fatalf("Open = %v, want an error naming %s", err, bad)
+
+	g, err = Open(dir)
+	if err != nil {
+		t.Fatalf("Open = %v: a damaged grants file must not stop permtui", err)
+	}
+	if got := g.For("s1"); !reflect.DeepEqual(got, []wire.Grant{npm}) {
+		t.Errorf("s1 from its backup: %v", got)
+	}
+	if got := g.For("s2"); len(got) != 0 {
+		t.Errorf("s2 without a backup: %v", got)
+	}
+	repairs := strings.Join(g.Repairs(), "\n")
+	if !strings.Contains(repairs, "s1.json was damaged") || !strings.Contains(repairs, "restored from its backup") ||
+		!strings.Contains(repairs, "s2.json was damaged") || !strings.Contains(repairs, "no usable backup") {
+		t.Errorf("repairs:\n%s", repairs)
+	}
+	kept, _ := filepath.Glob(filepath.Join(dir, "s1.json.damaged-*"))
+	if len(kept) != 1 {
+		t.Fatalf("damaged s1 kept as %v", kept)
+	}
+	if data, _ := os.ReadFile(kept[0]); string(data) != torn {
+		t.Errorf("damaged bytes %q", data)
+	}
+}
+
+// Scenario 4: two permtui processes on one state dir. A revocation by one
+// is in force for the other at once, and neither overwrites the other's
+// grants.
+func TestGrantsAreSharedBetweenStoresOnOneDirectory(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	npm := wire.Grant{Surface: "bash", Pattern: "npm *"}
+	if err := a.Add("s", []wire.Grant{npm}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.For("s"); !reflect.DeepEqual(got, []wire.Grant{npm}) {
+		t.Fatalf("c sees %v", got)
+	}
+	if err := a.Revoke("s", npm); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.For("s"); len(got) != 0 {
+		t.Fatalf("c still allows with a revoked grant: %v", got)
+	}
+
+	// Each adds a grant with a stale view: both survive.
+	git := wire.Grant{Surface: "bash", Pattern: "git *"}
+	make := wire.Grant{Surface: "bash", Pattern: "make *"}
+	if err := a.Add("s", []wire.Grant{git}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Add("s", []wire.Grant{make}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fresh.For("s"); !reflect.DeepEqual(got, []wire.Grant{git, make}) {
+		t.Fatalf("on disk: %v, want both grants", got)
 	}
 }
 

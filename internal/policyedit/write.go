@@ -2,7 +2,6 @@ package policyedit
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -47,7 +46,7 @@ func Apply(ch *Change, opts resolve.LoadOptions, stateDir string, now time.Time)
 		}
 	}
 	mode := fileMode(file)
-	if err := writeSynced(file, ch.New, mode); err != nil {
+	if err := safefs.WriteFileSynced(file, ch.New, mode); err != nil {
 		return Written{}, err
 	}
 	v := resolve.Load(opts).Evaluate(ch.Facts, nil)
@@ -95,50 +94,6 @@ func restore(file string, old []byte, existed bool, mode fs.FileMode) error {
 	if !existed {
 		return os.Remove(file)
 	}
-	return writeSynced(file, old, mode)
+	return safefs.WriteFileSynced(file, old, mode)
 }
 
-// writeSynced replaces file with data: a temp file in the same directory,
-// written, given mode, fsync'd, renamed over file; then the directory is
-// fsync'd so the rename survives a crash. A new file's directories are made
-// 0700.
-func writeSynced(file string, data []byte, mode fs.FileMode) error {
-	dir := filepath.Dir(file)
-	if err := safefs.MkdirPrivate(dir); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, file)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", file, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
-}

@@ -21,3 +21,17 @@ func (d *Dir) TryLock() (bool, error) {
 	}
 	return false, &os.PathError{Op: "flock", Path: d.path, Err: err}
 }
+
+// Lock takes an exclusive flock on the open directory, waiting for another
+// holder to release it; Close releases it.
+func (d *Dir) Lock() error {
+	for {
+		err := unix.Flock(d.fd, unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			if err != nil {
+				return &os.PathError{Op: "flock", Path: d.path, Err: err}
+			}
+			return nil
+		}
+	}
+}

@@ -291,42 +291,13 @@ func repairTail(f *os.File, path string) (string, int, error) {
 		return "", 0, err
 	}
 	moved := fmt.Sprintf("%s.torn-%d", path, time.Now().UnixMilli())
-	if err := writeDurable(moved, frag); err != nil {
+	if err := safefs.WriteFileSynced(moved, frag, 0o600); err != nil {
 		return "", 0, err
 	}
 	if err := f.Truncate(start); err != nil {
 		return "", 0, err
 	}
 	return moved, len(frag), f.Sync()
-}
-
-// writeDurable creates path (never replacing a file) with data and syncs the
-// file and its directory.
-func writeDurable(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // append returns once rec is on stable storage, or with the reason it is not.

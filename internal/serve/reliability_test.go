@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
@@ -167,5 +168,22 @@ func TestARecordedDecisionIsDeliveredAfterARestartNotJudgedAgain(t *testing.T) {
 	dels := second.deliveriesFor(id)
 	if len(dels) != 1 || dels[0]["approved"] != false || dels[0]["state"] != "denied_with_reason" || dels[0]["replayed"] != true {
 		t.Fatalf("delivery records %+v", dels)
+	}
+}
+
+// A grants file recovered at open is reported once the session is served.
+func TestARecoveredGrantsFileIsReported(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, rootID+".json"), []byte(`[{"surf`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := grants.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startServer(t, options{config: func(c *Config) { c.Grants = gs }})
+	r := h.rec.WaitFor(t, "repaired", func(ev Event) bool { r, ok := ev.(Repaired); return ok && r.Area == AreaGrants }).(Repaired)
+	if !strings.Contains(r.What, "no usable backup") {
+		t.Fatalf("%+v", r)
 	}
 }

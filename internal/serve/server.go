@@ -256,6 +256,7 @@ func (s *Server) onInbox(ev inbox.Event) {
 		s.emit(ServedElsewhere{ev})
 	case inbox.Serving:
 		s.emit(Serving{ev})
+		s.reportGrantRepairs()
 	case inbox.Forgotten:
 		s.emit(Forgotten{ev})
 	case inbox.Saturated:
@@ -264,6 +265,20 @@ func (s *Server) onInbox(ev inbox.Event) {
 			problem = fmt.Sprintf("%d session directories are not served: discovery serves at most %d sessions, and one with a request waiting takes the place of an idle one", ev.Waiting, ev.Max)
 		}
 		s.emit(Degraded{Area: AreaDiscovery, Problem: problem})
+	}
+}
+
+// grantRepairer is a GrantStore (*grants.Store) that recovers damaged
+// files and says so.
+type grantRepairer interface{ Repairs() []string }
+
+// reportGrantRepairs reports grants files the store found damaged and
+// recovered (decision 0056).
+func (s *Server) reportGrantRepairs() {
+	if r, ok := s.cfg.Grants.(grantRepairer); ok {
+		for _, what := range r.Repairs() {
+			s.emit(Repaired{Area: AreaGrants, What: what})
+		}
 	}
 }
 
