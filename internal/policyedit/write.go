@@ -96,4 +96,3 @@ func restore(file string, old []byte, existed bool, mode fs.FileMode) error {
 	}
 	return safefs.WriteFileSynced(file, old, mode)
 }
-
