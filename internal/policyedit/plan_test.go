@@ -3,6 +3,7 @@ package policyedit
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,8 +149,51 @@ func TestLoosensHigherDeny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ch.Loosens == nil || ch.Loosens.Origin != resolve.OriginProject {
+	if len(ch.Loosens) != 1 || ch.Loosens[0].Origin != resolve.OriginProject {
 		t.Fatalf("Loosens = %+v, want the project deny", ch.Loosens)
+	}
+}
+
+// TestLoosensDenyBesideTheFacts: the facts the person saw ("rm foo") were
+// not denied, but the new global "rm *" lands after the slot that a global
+// key keeps for a project (or agent) deny of "rm -rf /", so it overrides
+// that deny too; the change must name it, so the counted confirmation asks.
+func TestLoosensDenyBesideTheFacts(t *testing.T) {
+	e := newEnv(t, map[string]string{
+		"global":        `{"permission":{"bash":{"*":"ask","rm -rf /":"ask","rm -rf ~":"ask"}}}`,
+		"project":       `{"permission":{"bash":{"rm -rf /":"deny"}}}`,
+		"agents/ops.md": "---\nname: ops\npermission:\n  bash:\n    \"rm -rf ~\": deny\n---\n",
+	})
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "rm *", Action: resolve.Allow}, "rm foo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range ch.Loosens {
+		got = append(got, l.Origin+" "+l.Pattern)
+	}
+	if want := []string{"project rm -rf /", "agent rm -rf ~"}; !slices.Equal(got, want) {
+		t.Fatalf("Loosens = %q, want %q", got, want)
+	}
+	if r := Safety(ch, 0, 0); r == nil || r.Count != 2 {
+		t.Fatalf("Safety = %+v, want a counted confirmation of 2", r)
+	}
+}
+
+// TestLoosensDenyInTheSameFile: last match wins, so an allow placed last
+// takes the say from a deny written earlier in the same map, which the
+// person did not ask about: that also needs the counted confirmation.
+func TestLoosensDenyInTheSameFile(t *testing.T) {
+	e := newEnv(t, map[string]string{"global": `{"permission":{"bash":{"*":"ask","rm -rf /":"deny","rmdir x":"deny"}}}`})
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "rm *", Action: resolve.Allow}, "rm foo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Loosens) != 1 || ch.Loosens[0].Pattern != "rm -rf /" {
+		t.Fatalf("Loosens = %+v, want the global deny of rm -rf /", ch.Loosens)
+	}
+	if r := Safety(ch, 0, 0); r == nil || !strings.Contains(r.Reasons[0], `"rm -rf /"`) || strings.Contains(r.Reasons[0], "ranks above") {
+		t.Fatalf("Safety = %+v", r)
 	}
 }
 

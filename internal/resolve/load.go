@@ -92,6 +92,19 @@ func (p *Policy) Agents() []string {
 	return names
 }
 
+// Rules lists the rules that judge agent's asks ("" = no agent scope) as
+// written, lowest priority first: for a policy editor that must know which
+// denies a new rule would pass.
+func (p *Policy) Rules(agent string) []RuleRef {
+	rs := p.rulesetFor(agent)
+	out := make([]RuleRef, len(rs.rules))
+	for i, r := range rs.rules {
+		out[i] = r.ref
+		out[i].Index = i
+	}
+	return out
+}
+
 func (p *Policy) rulesetFor(agent string) *ruleset {
 	if agent == "" {
 		return p.base
