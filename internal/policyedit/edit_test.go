@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailscale/hujson"
+
 	"github.com/permtui/permtui/internal/resolve"
 )
 
@@ -26,6 +28,8 @@ func TestEditGolden(t *testing.T) {
 		{"string-surface.jsonc", npm},
 		{"compact.jsonc", Rule{Surface: "skill", Pattern: "deploy", Action: resolve.Deny, Reason: "ask the release manager"}},
 		{"no-permission.jsonc", Rule{Surface: "path_write", Pattern: "/w/p/src/*", Action: resolve.Allow}},
+		{"moved-comments.jsonc", npm}, // comments go with the line they sit on
+		{"readd-last.jsonc", npm},     // the same rule again: nothing changes
 		{"agent.md", npm},
 		{"agent-none.md", npm},
 		{"agent-string.md", Rule{Surface: "bash", Pattern: "git push *", Action: resolve.Deny, Reason: "CI pushes"}},
@@ -84,6 +88,7 @@ func TestEditRefusals(t *testing.T) {
 		want       string
 	}{
 		{"duplicate surface", `{"permission":{"bash":{},"bash":{}}}`, allow("bash", "ls"), "written twice"},
+		{"duplicate pattern", `{"permission":{"bash":{"ls":"deny","ls":"ask"}}}`, allow("bash", "ls"), "written twice"},
 		{"surface not a map", `{"permission":{"bash":["ls"]}}`, allow("bash", "ls"), "not a state or a pattern map"},
 		{"surface bad state", `{"permission":{"bash":"maybe"}}`, allow("bash", "ls"), "not a state"},
 		{"not an object", `[]`, allow("bash", "ls"), "not a JSON object"},
@@ -119,6 +124,30 @@ func TestRuleValidate(t *testing.T) {
 	} {
 		if r.Validate() == nil {
 			t.Errorf("%+v validated", r)
+		}
+	}
+}
+
+// TestEditMixedLayout: a map whose first member shares the brace's line and
+// whose later ones have their own lines keeps every comment and parses.
+func TestEditMixedLayout(t *testing.T) {
+	for _, text := range []string{
+		"{\"permission\": {\"bash\": {\"*\": \"ask\",\n  // c\n  \"ls\": \"deny\" }}}",
+		"{\"permission\": {\"bash\": {\n\"ls\": \"deny\", \"*\": \"ask\" /* c */ }}}",
+		"{\"permission\": {\"bash\": {\n  \"ls\": \"deny\" // c\n}}}",
+	} {
+		out, err := editConfig([]byte(text), Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow})
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		if !strings.Contains(string(out), `"ls": "allow"`) {
+			t.Errorf("%q → %q", text, out)
+		}
+		if _, err := hujson.Parse(out); err != nil {
+			t.Errorf("%q → %q: %v", text, out, err)
+		}
+		if strings.Count(string(out), "/") != strings.Count(text, "/") {
+			t.Errorf("%q → %q: a comment was lost", text, out)
 		}
 	}
 }

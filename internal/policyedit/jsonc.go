@@ -76,14 +76,24 @@ func editConfig(text []byte, r Rule) ([]byte, error) {
 		*sv = nv
 		return pack(&root, nil)
 	case *hujson.Object:
-		for {
-			i, err := findMember(v, r.Pattern)
-			if err != nil || i < 0 {
-				break
-			}
-			removeMember(v, i)
+		i, err := findMember(v, r.Pattern)
+		if err != nil {
+			return nil, err
 		}
-		return pack(&root, appendMember(v, r.Pattern, value, surfIndent, childIndent(v, surfIndent, unit)))
+		var above, trailing []byte
+		indent := childIndent(v, surfIndent, unit) // as it was, should the pattern be the only member
+		if i >= 0 {
+			above, trailing = removeMember(v, i)
+		}
+		if err := appendMember(v, r.Pattern, value, surfIndent, indent); err != nil {
+			return nil, err
+		}
+		m := &v.Members[len(v.Members)-1].Name
+		if len(above) > 0 {
+			m.BeforeExtra = append(m.BeforeExtra[:max(0, bytes.LastIndexByte(m.BeforeExtra, '\n'))], above...)
+		}
+		v.AfterExtra = append(trailing, v.AfterExtra...)
+		return pack(&root, nil)
 	}
 	return nil, fmt.Errorf("permission[%q] is not a state or a pattern map", r.Surface)
 }
@@ -179,12 +189,33 @@ func appendMember(obj *hujson.Object, key, valueText, ownIndent, indent string) 
 }
 
 // removeMember drops member i; a trailing comma moves to the new last member.
-func removeMember(obj *hujson.Object, i int) {
-	trailing := obj.Members[len(obj.Members)-1].Value.AfterExtra != nil
+// Each comment stays with the line it is on: one after the previous member
+// stays there, and the comment lines above member i (above, from the
+// newline that ends the previous line) and the comment after it on its line
+// (trailing) are returned, to go with it.
+func removeMember(obj *hujson.Object, i int) (above, trailing []byte) {
+	comma := obj.Members[len(obj.Members)-1].Value.AfterExtra != nil
+	own := obj.Members[i].Name.BeforeExtra
+	prev, lines := own, []byte(nil)
+	if nl := bytes.IndexByte(own, '\n'); nl >= 0 {
+		prev, lines = own[:nl], own[nl:]
+	}
+	next := &obj.AfterExtra
+	if i+1 < len(obj.Members) {
+		next = &obj.Members[i+1].Name.BeforeExtra
+	}
+	if nl := bytes.IndexByte(*next, '\n'); nl >= 0 {
+		trailing = bytes.Clone((*next)[:nl])
+		*next = append(bytes.Clone(prev), (*next)[nl:]...)
+	}
+	if len(bytes.TrimSpace(lines)) > 0 {
+		above = bytes.Clone(lines)
+	}
 	obj.Members = append(obj.Members[:i], obj.Members[i+1:]...)
-	if n := len(obj.Members); n > 0 && trailing && obj.Members[n-1].Value.AfterExtra == nil {
+	if n := len(obj.Members); n > 0 && comma && obj.Members[n-1].Value.AfterExtra == nil {
 		obj.Members[n-1].Value.AfterExtra = hujson.Extra{}
 	}
+	return above, trailing
 }
 
 // multiline reports whether obj's members sit on lines of their own.
