@@ -67,8 +67,11 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		case m.settling():
 			m.setStatus("the highlight just changed: " + msg.String() + " is ignored for " +
 				m.opts.Settle.String() + ", look, then press it again")
+			m.statusSettle = true
 			return nil
 		}
+	} else if m.statusSettle {
+		m.status = "" // the key that was ignored is no longer the point
 	}
 	switch {
 	case key.Matches(msg, m.keys.Close) && m.help.ShowAll:

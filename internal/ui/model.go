@@ -196,6 +196,9 @@ type Model struct {
 
 	status   string
 	statusAt time.Time
+	// statusSettle: the status says a decision key was ignored while the
+	// highlight settled; any other key makes it stale.
+	statusSettle bool
 	// sent remembers each decision on its way, so the log can say which
 	// scope the person chose (the response alone cannot).
 	sent       map[serve.AskID]serve.Decision
@@ -605,7 +608,7 @@ func (m *Model) pendingCount() int {
 
 // setStatus replaces the status line and ends any run of automatic answers.
 func (m *Model) setStatus(s string) {
-	m.status, m.statusAt = s, m.opts.Now()
+	m.status, m.statusAt, m.statusSettle = s, m.opts.Now(), false
 	m.streak = autoStreak{}
 }
 

@@ -27,6 +27,10 @@ func TestSettleAfterTheHighlightMoves(t *testing.T) {
 	}
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 	h.wantStatus("ignored for 400ms")
+	h.press("v", "esc") // another key: the ignored key is no longer the point
+	if h.m.status != "" {
+		t.Fatalf("settle status outlived the next key: %q", h.m.status)
+	}
 	h.now = h.now.Add(DefaultSettle)
 	h.press("y")
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved}, serve.Decision{Ask: b.ID, State: wire.StateApproved})

@@ -23,6 +23,9 @@ func choiceWords(d serve.Decision, a serve.Ask) string {
 	if !ok {
 		return ""
 	}
+	if d.Grants != nil { // the person's edit is what was recorded
+		o.Grants = d.Grants
+	}
 	return "for " + o.Title + "; " + scopeEffect(o)
 }
 

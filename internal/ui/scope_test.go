@@ -127,4 +127,9 @@ func TestScopeEditNarrowsTheGrant(t *testing.T) {
 	h.keys("enter")
 	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession,
 		Grants: []wire.Grant{{Surface: "path_write", Pattern: "/w/p/src/app.*"}}})
+	h.events(serve.Decided{Ask: a, Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: wire.UserDecision()}})
+	h.keys("l")
+	if v := h.m.View(); !strings.Contains(v, "permtui records path_write") || !strings.Contains(v, "         /w/p/src/app.*") {
+		t.Fatalf("the log does not name the edited grant:\n%s", v)
+	}
 }

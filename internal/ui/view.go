@@ -187,6 +187,9 @@ func (m *Model) queueBody(height int) []string {
 	title := "queue"
 	if visible < len(all) {
 		title = fmt.Sprintf("queue %d–%d of %d", first+1, first+visible, len(all))
+		if m.grouped { // the count includes the group headings
+			title = fmt.Sprintf("queue lines %d–%d of %d", first+1, first+visible, len(all))
+		}
 	}
 	shown := m.shown()
 	if m.filter != "" {
