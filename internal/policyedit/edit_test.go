@@ -120,6 +120,10 @@ func TestRuleValidate(t *testing.T) {
 		{Surface: "bash", Pattern: "x", Action: "maybe"},
 		{Surface: "bash", Pattern: "x", Action: resolve.Allow, Reason: "no"},
 		{Surface: "bash", Pattern: "x\x1b[31m", Action: resolve.Allow},
+		{Surface: "bash", Pattern: "* \u202esutats tig", Action: resolve.Allow}, // shows as "* git status"
+		{Surface: "bash", Pattern: "git\u200b *", Action: resolve.Allow},
+		{Surface: "bash\u2028", Pattern: "x", Action: resolve.Allow},
+		{Surface: "bash", Pattern: "x", Action: resolve.Deny, Reason: "see\u0085"},
 		{Surface: "bash", Pattern: "x", Action: resolve.Deny, Reason: strings.Repeat("r", 501)},
 	} {
 		if r.Validate() == nil {

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/termsafe"
 )
 
 // Scope says which of pi's policy files a rule goes to.
@@ -62,6 +63,11 @@ func (r Rule) Validate() error {
 	for _, s := range []string{r.Surface, r.Pattern, r.Reason} {
 		if strings.ContainsFunc(s, unicode.IsControl) {
 			return fmt.Errorf("%q holds a control character", s)
+		}
+		// A bidi override or zero-width rune makes a terminal or editor
+		// show another rule than the one pi would match.
+		if strings.ContainsFunc(s, termsafe.Hidden) {
+			return fmt.Errorf("%q holds an invisible or reordering character (bidi, zero-width, line separator)", s)
 		}
 	}
 	return nil

@@ -138,18 +138,31 @@ func factsOf(in *wire.AccessIntent) resolve.Query {
 }
 
 // suggestedPattern is the child's suggested pattern for the ask's surface,
-// else its first match value.
+// else its first match value. Text a terminal cannot show as it is (a bidi
+// override, a zero-width rune: the field would show another pattern than
+// the one written) is passed over, and shown as stand-ins when nothing else
+// is left, for the preview to refuse.
 func suggestedPattern(r *wire.Request) string {
 	in := r.AccessIntent
+	var options []string
 	if r.SessionApproval != nil {
 		for _, g := range r.SessionApproval.Grants {
 			if g.Surface == in.Surface {
-				return g.Pattern
+				options = append(options, g.Pattern)
+				break
 			}
 		}
 	}
 	if len(in.MatchValues) > 0 {
-		return in.MatchValues[0]
+		options = append(options, in.MatchValues[0])
+	}
+	for _, o := range options {
+		if Sanitize(o) == o {
+			return o
+		}
+	}
+	if len(options) > 0 {
+		return Sanitize(options[len(options)-1])
 	}
 	return "*"
 }
@@ -219,6 +232,9 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	before := d.pattern.Value()
 	var cmd tea.Cmd
 	d.pattern, cmd = d.pattern.Update(msg)
+	if v := d.pattern.Value(); Sanitize(v) != v {
+		d.pattern.SetValue(Sanitize(v)) // a pasted bidi override is shown, not obeyed
+	}
 	if d.pattern.Value() != before {
 		return d.refresh(), cmd
 	}

@@ -7,7 +7,10 @@ import (
 	"sync"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/termsafe"
 )
 
 // fakeRules answers previews with preview (its Coverage names the pattern)
@@ -182,5 +185,30 @@ func TestRuleKeyNeedsFactsAndABackend(t *testing.T) {
 	h.keys("R")
 	if h.m.mode != modeQueue || !strings.Contains(h.m.status, "no facts") || len(rules.previews) != 0 {
 		t.Errorf("no facts: mode %d, status %q", h.m.mode, h.m.status)
+	}
+}
+
+// TestRuleDialogShowsNoHiddenRunes: the pattern field is prefilled from the
+// child's suggestion, which may hold bidi overrides or zero-width runes that
+// make a terminal show another pattern than the one written. The dialog
+// falls back to the exact value, shows no such rune, and one pasted in is
+// shown as a stand-in.
+func TestRuleDialogShowsNoHiddenRunes(t *testing.T) {
+	rules := &fakeRules{}
+	h := newHarness(t, withRules(rules))
+	a := pathWrite()
+	a.Request.SessionApproval.Grants[0].Pattern = "/w/p/src/\u202e*"
+	h.queue(a)
+	h.keys("R")
+	if got := rules.last().Pattern; got != "/w/p/src/app.ts" {
+		t.Errorf("prefilled %q, want the exact value", got)
+	}
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("\u202e*"), Paste: true})
+	view := h.m.View()
+	if strings.ContainsFunc(view, termsafe.Hidden) {
+		t.Errorf("view holds a hidden rune: %q", view)
+	}
+	if got := rules.last().Pattern; strings.ContainsFunc(got, termsafe.Hidden) {
+		t.Errorf("draft pattern %q holds a hidden rune", got)
 	}
 }
