@@ -18,6 +18,7 @@ import (
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/simulate"
+	"github.com/permtui/permtui/internal/ui"
 )
 
 const ruleAddSynopsis = `rule add --surface S --pattern P --action allow|ask|deny [flags]
@@ -82,7 +83,9 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	t := p.ch.Target
-	fmt.Fprintf(stdout, "rule   %s\nfile   %s (%s scope)\n\n%s\n", r, t.File, t.Origin, p.ch.Diff())
+	// The diff's context lines are the file as it is: a project config comes
+	// with the repository, so its comments may hold terminal controls.
+	fmt.Fprintf(stdout, "rule   %s\nfile   %s (%s scope)\n\n%s\n", r, ui.Sanitize(t.File), t.Origin, strings.Join(ui.SanitizeLines(p.ch.Diff()), "\n"))
 	fmt.Fprintf(stdout, "coverage: %s\n", p.cov.Summary())
 	for _, line := range p.denied() {
 		fmt.Fprintf(stdout, "  denied by a person: %s\n", line)

@@ -264,3 +264,22 @@ func TestConsoleRulesWriteAsRuleAddDoes(t *testing.T) {
 		t.Error("an agent without a file was not refused")
 	}
 }
+
+// TestRuleAddDiffShowsNoTerminalControls: a project config comes with the
+// repository, so a comment in it may hold escape sequences or a bidi
+// override; the diff's context lines print them as stand-ins.
+func TestRuleAddDiffShowsNoTerminalControls(t *testing.T) {
+	e := newRuleEnv(t, "")
+	hostile := "{\n  // \x1b]0;pwned\x07\x1b[2J \u202eevil\n  \"permission\": {\"bash\": {\"*\": \"ask\"}}\n}\n"
+	testkit.WriteFile(t, resolve.ProjectConfigPaths(e.project)[0], []byte(hostile))
+	code, out, errOut := runCmd(t, "", e.args("rule", "add", "--scope", "project", "--surface", "bash", "--pattern", "ls", "--action", "allow", "--dry-run")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.ContainsAny(out, "\x1b\x07\u202e") {
+		t.Errorf("output holds terminal controls: %q", out)
+	}
+	if !strings.Contains(out, `+  "permission": {"bash": {"*": "ask", "ls": "allow"}}`) {
+		t.Errorf("output lacks the change:\n%s", out)
+	}
+}
