@@ -32,7 +32,7 @@ func (c consoleRules) PreviewRule(d ui.RuleDraft) ui.RulePreview {
 	pv := ui.RulePreview{File: p.ch.Target.File, Diff: p.ch.Diff(), Coverage: p.cov.Summary(),
 		Denied: p.denied(), Waiting: p.waiting, Warnings: p.warnings()}
 	if p.risk != nil {
-		pv.Confirm = p.risk.Count
+		pv.Broad, pv.Confirm = true, p.risk.Count
 	}
 	return pv
 }

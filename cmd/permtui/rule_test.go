@@ -283,3 +283,15 @@ func TestRuleAddDiffShowsNoTerminalControls(t *testing.T) {
 		t.Errorf("output lacks the change:\n%s", out)
 	}
 }
+
+// TestConsoleRulesStarOnAnEmptyLogIsBroad: the count is 0, and the
+// preview still says that a second confirmation is needed.
+func TestConsoleRulesStarOnAnEmptyLogIsBroad(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	c := consoleRules{ruleService{opts: resolve.LoadOptions{AgentDir: e.agentDir, ProjectDir: e.project, TrustProject: true}, stateDir: e.state}}
+	facts := resolve.Query{Surface: "bash", Values: []string{"rm -rf /"}}
+	p := c.PreviewRule(ui.RuleDraft{Scope: "global", Surface: "bash", Pattern: "*", Action: resolve.Allow, Facts: facts})
+	if p.Refused != "" || !p.Broad || p.Confirm != 0 {
+		t.Fatalf("preview %+v", p)
+	}
+}

@@ -229,6 +229,7 @@ func TestGoldenRuleDialog(t *testing.T) {
 		Denied:   []string{`"deployer" "bash" ["git push --force origin main"]`, `"builder" "bash" ["git push origin wip"]`},
 		Waiting:  1,
 		Warnings: []string{"it would allow 2 recorded asks a person denied"},
+		Broad:    true,
 		Confirm:  2,
 		Diff: "--- config.json\n+++ config.json\n@@ -4,7 +4,8 @@\n     \"bash\": {\n       \"*\": \"ask\",\n" +
 			"-      \"git status\": \"allow\" // read-only\n+      \"git status\": \"allow\", // read-only\n+      \"git push *\": \"allow\"\n     }\n   }\n }\n",

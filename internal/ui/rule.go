@@ -44,7 +44,8 @@ type RulePreview struct {
 	Denied   []string // the recorded asks a person denied that it would decide, one line each
 	Waiting  int      // waiting asks it would decide
 	Warnings []string
-	Confirm  int    // > 0: a second confirmation must name this count
+	Broad    bool   // a second confirmation must name Confirm (which may be 0)
+	Confirm  int
 	Refused  string // why it cannot be written; "" when it can
 }
 
@@ -251,7 +252,7 @@ func (d *ruleDialog) confirm() action {
 		return statusAction{"the preview is not ready yet; look at it, then press enter"}
 	case p.Refused != "":
 		return statusAction{"cannot write this rule: " + Sanitize(p.Refused)}
-	case p.Confirm > 0 && !d.counting:
+	case p.Broad && !d.counting:
 		d.counting = true
 		d.count.Reset()
 		d.pattern.Blur()

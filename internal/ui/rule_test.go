@@ -139,7 +139,7 @@ func TestRuleDialogStalePreviewIsDropped(t *testing.T) {
 }
 
 func TestRuleDialogBroadRuleNeedsTheCount(t *testing.T) {
-	rules := &fakeRules{preview: RulePreview{Confirm: 2, Warnings: []string{"it would allow 2 recorded asks a person denied"}}}
+	rules := &fakeRules{preview: RulePreview{Broad: true, Confirm: 2, Warnings: []string{"it would allow 2 recorded asks a person denied"}}}
 	h := newHarness(t, withRules(rules))
 	h.queue(pathWrite())
 	h.keys("R", "enter")
@@ -210,5 +210,25 @@ func TestRuleDialogShowsNoHiddenRunes(t *testing.T) {
 	}
 	if got := rules.last().Pattern; strings.ContainsFunc(got, termsafe.Hidden) {
 		t.Errorf("draft pattern %q holds a hidden rune", got)
+	}
+}
+
+// TestRuleDialogBroadRuleWithCountZero: a "*" rule on a fresh audit log
+// names 0 asks; it still needs the second confirmation (typing 0).
+func TestRuleDialogBroadRuleWithCountZero(t *testing.T) {
+	rules := &fakeRules{preview: RulePreview{Broad: true, Warnings: []string{`the pattern "*" matches every value of path_write: it would have decided 0 recorded asks`}}}
+	h := newHarness(t, withRules(rules))
+	h.queue(pathWrite())
+	h.keys("R", "enter")
+	if len(rules.writes) != 0 || !h.m.ruleDialog.counting || !strings.Contains(h.m.status, "type 0") {
+		t.Fatalf("first enter: writes %d, counting %v, status %q", len(rules.writes), h.m.ruleDialog.counting, h.m.status)
+	}
+	h.keys("enter")
+	if len(rules.writes) != 0 {
+		t.Fatal("an empty count wrote the rule")
+	}
+	h.keys("0", "enter")
+	if len(rules.writes) != 1 || rules.confirms[0] != 0 {
+		t.Fatalf("writes %+v confirms %v", rules.writes, rules.confirms)
 	}
 }
