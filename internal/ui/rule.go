@@ -44,7 +44,7 @@ type RulePreview struct {
 	Denied   []string // the recorded asks a person denied that it would decide, one line each
 	Waiting  int      // waiting asks it would decide
 	Warnings []string
-	Broad    bool   // a second confirmation must name Confirm (which may be 0)
+	Broad    bool // a second confirmation must name Confirm (which may be 0)
 	Confirm  int
 	Refused  string // why it cannot be written; "" when it can
 }
