@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/permtui/permtui/internal/safefs"
+	"github.com/permtui/permtui/internal/testkit"
 )
 
 // Rescans are an hour apart in these tests: fsnotify events alone must
@@ -31,10 +35,10 @@ func TestFreedSlotsDeliverTheWaitingRequestWithoutARescan(t *testing.T) {
 	for _, id := range ids[:maxInFlight] {
 		delivered = append(delivered, h.rec.WaitFor(t, "in flight", arrivedID(id)).(Arrived))
 	}
+	if h.rec.Count(arrivedID(ids[maxInFlight])) != 0 {
+		t.Fatal("delivered beyond the in-flight bound")
+	}
 	for _, a := range delivered[:maxInFlight/2] {
-		if h.rec.Count(arrivedID(ids[maxInFlight])) != 0 {
-			t.Fatal("delivered beyond the in-flight bound")
-		}
 		if err := h.in.Respond(a.ID, approve()); err != nil {
 			t.Fatal(err)
 		}
@@ -75,5 +79,43 @@ func TestInboxDirectoriesRemovedAndRecreatedByChildren(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// Refreshing a heartbeat allocates no inode: the record and one spare trade
+// names (issue 9, decision 0091); on exit neither is left behind.
+func TestHeartbeatRefreshUsesTwoInodes(t *testing.T) {
+	h := start(t, nil)
+	h.rec.WaitFor(t, "serving", func(ev Event) bool { s, ok := ev.(Serving); return ok && s.Session == servedID })
+	path := h.layout.HeartbeatPath(servedID)
+	inodes := map[uint64]bool{}
+	last := int64(0)
+	deadline := time.After(testkit.WaitLimit)
+	for refreshes := 0; refreshes < 10; {
+		hb := readHB(t, path)
+		if hb.PID != os.Getpid() {
+			t.Fatalf("heartbeat %+v", hb)
+		}
+		if hb.UpdatedAt != last {
+			last = hb.UpdatedAt
+			refreshes++
+			var st unix.Stat_t
+			if err := unix.Stat(path, &st); err != nil {
+				t.Fatal(err)
+			}
+			inodes[st.Ino] = true
+		}
+		select {
+		case <-deadline:
+			t.Fatal("heartbeat not refreshed ten times")
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	if len(inodes) > 2 {
+		t.Fatalf("%d inodes for ten refreshes, want at most 2", len(inodes))
+	}
+	h.shutdown()
+	if entries, _ := os.ReadDir(h.layout.ServingDir()); len(entries) != 0 {
+		t.Fatalf("serving/ after exit: %v", entries)
 	}
 }

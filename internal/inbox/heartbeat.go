@@ -189,15 +189,25 @@ func (in *Inbox) refresh(id string, now time.Time) {
 func (in *Inbox) refreshLocked(id string, now time.Time) Event {
 	in.hbMu.Lock()
 	defer in.hbMu.Unlock()
-	if pid, taken := in.foreignServer(id, now); taken {
-		in.mu.Lock()
-		s := in.sessions[id]
-		s.serving, s.published = false, false
-		lock := s.lock
-		s.lock = nil
-		in.mu.Unlock()
-		closeLock(lock)
-		return in.yield(s, id, pid, false, now.Add(in.cfg.ContentionRecheck))
+	in.mu.Lock()
+	st := in.sessions[id]
+	serving := st != nil && st.serving
+	in.mu.Unlock()
+	if !serving {
+		return nil // released (or forgotten) since the tick listed it
+	}
+	// While the name is still our own file it names our pid: nothing to
+	// read (one fstatat instead of an open and a read per session).
+	if st.beat == nil || !st.beat.Owned() {
+		if pid, taken := in.foreignServer(id, now); taken {
+			in.mu.Lock()
+			st.serving, st.published = false, false
+			lock := st.lock
+			st.lock = nil
+			in.mu.Unlock()
+			closeLock(lock)
+			return in.yield(st, id, pid, false, now.Add(in.cfg.ContentionRecheck))
+		}
 	}
 	if err := in.publish(id, now); err != nil {
 		in.cfg.Logger.Warn("heartbeat", "session", id, "err", err)
@@ -207,20 +217,65 @@ func (in *Inbox) refreshLocked(id string, now time.Time) Event {
 
 // publish writes our record into serving/, which is opened (and created)
 // without following a symlink: a child must not redirect our heartbeat.
+// After the first write the record is republished by exchanging it with a
+// spare file kept open, which allocates no inode (decision 0091); a file
+// system that cannot exchange names gets temp + rename each time. hbMu is
+// held.
 func (in *Inbox) publish(id string, now time.Time) error {
 	data, err := wire.MarshalHeartbeat(wire.Heartbeat{SessionID: id, PID: in.cfg.PID, UpdatedAt: now.UnixMilli()})
 	if err != nil {
 		return err
 	}
-	if err := safefs.MkdirPrivate(in.cfg.Layout.Root); err != nil {
-		return err
+	in.mu.Lock()
+	s := in.sessions[id]
+	in.mu.Unlock()
+	if s.beat != nil {
+		err := s.beat.Publish(data)
+		if err == nil {
+			return nil
+		}
+		s.beat.Close()
+		s.beat = nil
+		if errors.Is(err, safefs.ErrSwapUnsupported) {
+			in.noSwap = true
+		} else {
+			in.closeServingDir() // serving/ may have been replaced
+		}
 	}
-	dir, err := safefs.OpenDirPrivate(in.cfg.Layout.Root, "serving")
+	dir, err := in.servingDir()
 	if err != nil {
 		return err
 	}
-	defer dir.Close()
-	return dir.WriteFileAtomic(heartbeatName(id), data)
+	if in.noSwap {
+		return dir.WriteFileAtomic(heartbeatName(id), data)
+	}
+	if s.beat, err = dir.NewSwap(heartbeatName(id), data); err != nil {
+		in.closeServingDir()
+	}
+	return err
+}
+
+// servingDir is serving/, opened once and kept. hbMu is held.
+func (in *Inbox) servingDir() (*safefs.Dir, error) {
+	if in.hbDir != nil {
+		return in.hbDir, nil
+	}
+	if err := safefs.MkdirPrivate(in.cfg.Layout.Root); err != nil {
+		return nil, err
+	}
+	dir, err := safefs.OpenDirPrivate(in.cfg.Layout.Root, "serving")
+	if err != nil {
+		return nil, err
+	}
+	in.hbDir = dir
+	return dir, nil
+}
+
+func (in *Inbox) closeServingDir() {
+	if in.hbDir != nil {
+		in.hbDir.Close()
+		in.hbDir = nil
+	}
 }
 
 func heartbeatName(id string) string { return wire.EncodeSegment(id) + ".json" }
@@ -255,6 +310,9 @@ func (in *Inbox) withdrawHeartbeats() {
 	}
 	in.mu.Unlock()
 	in.release(ids, false)
+	in.hbMu.Lock()
+	in.closeServingDir()
+	in.hbMu.Unlock()
 }
 
 // release stops serving ids: it removes our records of them, then drops
@@ -290,6 +348,10 @@ func (in *Inbox) releaseLocked(ids []string, forget bool) {
 		}
 		if s.dirs != nil {
 			cached = append(cached, s.dirs)
+		}
+		if s.beat != nil {
+			s.beat.Close() // removes the spare; the record is removed below
+			s.beat = nil
 		}
 		s.serving, s.published, s.lock, s.dirs = false, false, nil, nil
 		if forget {

@@ -144,23 +144,26 @@ type Inbox struct {
 	running  bool
 	waiting  int // session directories waiting for a discovery slot (reported)
 
-	hbMu sync.Mutex // serializes heartbeat claims, refreshes and removal
+	hbMu   sync.Mutex  // serializes heartbeat claims, refreshes and removal
+	hbDir  *safefs.Dir // serving/, kept open; hbMu guards
+	noSwap bool        // serving/ cannot exchange names; hbMu guards
 }
 
 type sessionState struct {
 	serving      bool
-	lock         *safefs.Dir // the session directory, flocked while we serve it
-	elsewhere    bool        // another node serves it (reported)
-	otherPID     int         // the live pid serving it elsewhere (0: not known yet)
-	otherPermtui bool        // that node is another permtui (it holds the lock)
-	nextClaim    time.Time   // when to look at a foreign heartbeat again
-	published    bool        // we wrote a heartbeat for it
-	badDir       string      // a refused session root or requests/, reported once
-	idle         bool        // the last scan found no request file on disk
-	dirs         *dirs       // open directories while valid
-	inflight     int         // entries of the session in Inbox.inflight
-	waiting      bool        // requests wait on disk for a free slot
-	waitingID    bool        // a request waits for its id's earlier request
+	lock         *safefs.Dir  // the session directory, flocked while we serve it
+	elsewhere    bool         // another node serves it (reported)
+	otherPID     int          // the live pid serving it elsewhere (0: not known yet)
+	otherPermtui bool         // that node is another permtui (it holds the lock)
+	nextClaim    time.Time    // when to look at a foreign heartbeat again
+	published    bool         // we wrote a heartbeat for it
+	badDir       string       // a refused session root or requests/, reported once
+	idle         bool         // the last scan found no request file on disk
+	dirs         *dirs        // open directories while valid
+	beat         *safefs.Swap // the files behind our heartbeat; hbMu guards
+	inflight     int          // entries of the session in Inbox.inflight
+	waiting      bool         // requests wait on disk for a free slot
+	waitingID    bool         // a request waits for its id's earlier request
 }
 
 type entry struct {
