@@ -60,12 +60,23 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if err != nil {
 		return nil, err
 	}
+	// A read-only file is one its owner said not to change; a rename over it
+	// would change it anyway.
+	if fi, err := os.Stat(t.File); err == nil && fi.Mode().Perm()&0o200 == 0 {
+		return nil, fmt.Errorf("%s is read-only (mode %04o); make it writable to add rules to it", t.File, fi.Mode().Perm())
+	}
+	cur := resolve.Load(opts)
+	for _, pr := range cur.Problems() {
+		if pr.File == t.File {
+			return nil, fmt.Errorf("pi already rejects %s as it is: %s; fix it first", t.File, pr.Message)
+		}
+	}
 	next, err := Edit(t, r, old, existed)
 	if err != nil {
 		return nil, err
 	}
 	ch := &Change{Target: t, Rule: r, Facts: facts, Old: old, New: next, Existed: existed}
-	ch.Before = resolve.Load(opts).Evaluate(facts, nil)
+	ch.Before = cur.Evaluate(facts, nil)
 	after := resolve.Load(ch.Candidate(opts))
 	for _, pr := range after.Problems() {
 		if pr.File == t.File {
@@ -77,7 +88,7 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 		return nil, err
 	}
 	if r.Action != resolve.Deny {
-		ch.Loosens = loosened(resolve.Load(opts), after, t, r, ch.Before)
+		ch.Loosens = loosened(cur, after, t, r, ch.Before)
 	}
 	return ch, nil
 }

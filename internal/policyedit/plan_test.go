@@ -305,3 +305,28 @@ func TestFlooredFactsCannotBeDecidedByAnAllow(t *testing.T) {
 		t.Errorf("a deny decides floored facts: %v", err)
 	}
 }
+
+// TestReadOnlyPolicyIsNotEdited: a person who made a policy file read-only
+// said not to change it; renaming a new file over it would (and does, even
+// as its owner), so the plan is refused.
+func TestReadOnlyPolicyIsNotEdited(t *testing.T) {
+	orig := `{"permission":{"bash":{"*":"ask"}}}`
+	e := newEnv(t, map[string]string{"global": orig})
+	if err := os.Chmod(e.path("global"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}, "ls")
+	if err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestAlreadyRejectedPolicySaysSo: a file pi rejects as it is gets a
+// refusal that says the edit is not to blame.
+func TestAlreadyRejectedPolicySaysSo(t *testing.T) {
+	e := newEnv(t, map[string]string{"global": `{"permission":{"bash":{"*":"ask",},}}`})
+	_, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}, "ls")
+	if err == nil || !strings.Contains(err.Error(), "already rejects") || !strings.Contains(err.Error(), "fix it first") {
+		t.Fatalf("err = %v", err)
+	}
+}
