@@ -30,6 +30,7 @@ func TestEditGolden(t *testing.T) {
 		{"no-permission.jsonc", Rule{Surface: "path_write", Pattern: "/w/p/src/*", Action: resolve.Allow}},
 		{"moved-comments.jsonc", npm}, // comments go with the line they sit on
 		{"readd-last.jsonc", npm},     // the same rule again: nothing changes
+		{"crlf.jsonc", npm},           // new lines end as the file's do
 		{"agent.md", npm},
 		{"agent-none.md", npm},
 		{"agent-string.md", Rule{Surface: "bash", Pattern: "git push *", Action: resolve.Deny, Reason: "CI pushes"}},

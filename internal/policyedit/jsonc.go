@@ -20,6 +20,19 @@ const newConfig = "{\n  \"permission\": {}\n}\n"
 // pi's last-match-wins gives it the say over every earlier pattern
 // (decision 0070); a pattern already there moves to that place.
 func editConfig(text []byte, r Rule) ([]byte, error) {
+	out, err := editConfigLF(text, r)
+	if err != nil {
+		return nil, err
+	}
+	// The lines added end in \n; in a file whose every line ends in \r\n,
+	// they end as the others do.
+	if n := bytes.Count(text, []byte("\n")); n > 0 && bytes.Count(text, []byte("\r\n")) == n {
+		out = bytes.ReplaceAll(bytes.ReplaceAll(out, []byte("\r\n"), []byte("\n")), []byte("\n"), []byte("\r\n"))
+	}
+	return out, nil
+}
+
+func editConfigLF(text []byte, r Rule) ([]byte, error) {
 	root, err := hujson.Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("cannot be read as JSONC: %w", err)
