@@ -125,39 +125,62 @@ func AppendRuleRecord(stateDir string, rec RuleRecord) error {
 	return nil
 }
 
-// maxAuditLine caps one line read back from audit.jsonl (a request is at
-// most 1 MiB, and its values are recorded twice at most).
+// maxAuditLine caps one line read back from audit.jsonl. A request is at
+// most 1 MiB and its values are recorded twice, but escaping ('<' becomes
+// \u003c) can grow them past any cap: a longer line is counted bad.
 const maxAuditLine = 4 << 20
 
 // ReadAudit calls fn with every decision record of an audit log, in order.
 // Rule lines are not decisions and are passed over; a line that does not
 // parse (a log cut short by a crash) is counted in bad, never guessed at.
 func ReadAudit(r io.Reader, fn func(AuditRecord)) (bad int, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxAuditLine)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	for {
+		// A line above the cap is passed over whole and counted bad (a
+		// child's values can grow past it when escaped), not an error that
+		// would end the reading of every later line.
+		chunk, rerr := br.ReadSlice('\n')
+		over := len(line) > maxAuditLine
+		if !over {
+			line = append(line, chunk...)
+		}
+		if rerr == bufio.ErrBufferFull {
 			continue
 		}
-		var head struct {
-			Kind string `json:"kind"`
+		if rerr != nil && rerr != io.EOF {
+			return bad, rerr
 		}
-		if json.Unmarshal(line, &head) != nil {
+		if over || len(line) > maxAuditLine {
 			bad++
-			continue
+		} else if len(bytes.TrimSpace(line)) > 0 {
+			bad += readAuditLine(line, fn)
 		}
-		if head.Kind != "" {
-			continue
+		if rerr == io.EOF {
+			return bad, nil
 		}
-		var rec AuditRecord
-		if json.Unmarshal(line, &rec) != nil {
-			bad++
-			continue
-		}
-		fn(rec)
+		line = line[:0]
 	}
-	return bad, sc.Err()
+}
+
+// readAuditLine passes one line's decision record to fn; it returns 1 when
+// the line does not parse.
+func readAuditLine(line []byte, fn func(AuditRecord)) int {
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	if json.Unmarshal(line, &head) != nil {
+		return 1
+	}
+	if head.Kind != "" {
+		return 0
+	}
+	var rec AuditRecord
+	if json.Unmarshal(line, &rec) != nil {
+		return 1
+	}
+	fn(rec)
+	return 0
 }
 
 // errAuditClosed: the audit log was closed (the server stopped).

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	json "github.com/goccy/go-json"
+
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -69,5 +71,28 @@ func TestRuleRecordsSitBesideDecisions(t *testing.T) {
 	bad, err := ReadAudit(strings.NewReader(log), func(r AuditRecord) { n++ })
 	if n != 1 || bad != 1 || err != nil {
 		t.Errorf("decisions %d, bad %d, err %v", n, bad, err)
+	}
+}
+
+// TestReadAuditSkipsAnOverlongLine: a request under 1 MiB whose values are
+// '<' is recorded with each one escaped to six bytes, twice (the values and
+// the facts): a line above the read cap. It is counted as bad and the lines
+// after it are read, so one hostile child cannot stop simulate, rule add and
+// the console's history from reading the log.
+func TestReadAuditSkipsAnOverlongLine(t *testing.T) {
+	big := strings.Repeat("<", wire.MaxFileSize*7/10)
+	rec := AuditRecord{RequestID: "big", MatchValues: []string{big}, Facts: &AuditFacts{MatchValues: []string{big}}}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(line) <= maxAuditLine {
+		t.Fatalf("the hostile line is only %d bytes", len(line))
+	}
+	log := `{"requestId":"a"}` + "\n" + string(line) + "\n" + `{"requestId":"b"}` + "\n"
+	var ids []string
+	bad, err := ReadAudit(strings.NewReader(log), func(r AuditRecord) { ids = append(ids, r.RequestID) })
+	if err != nil || bad != 1 || strings.Join(ids, ",") != "a,b" {
+		t.Fatalf("ids %v, bad %d, err %v", ids, bad, err)
 	}
 }
