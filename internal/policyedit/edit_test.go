@@ -156,3 +156,14 @@ func TestEditMixedLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffShowsOnlyTheAddedLines: an insertion after a line shows as added
+// lines, not as that line taken out and put back.
+func TestDiffShowsOnlyTheAddedLines(t *testing.T) {
+	old := "---\nname: b\npermission:\n  bash:\n    git: allow\n---\n"
+	ch := Change{Target: Target{File: "b.md"}, Old: []byte(old), New: []byte(strings.Replace(old, "allow\n", "allow\n    \"ls\": allow\n", 1))}
+	d := ch.Diff()
+	if strings.Contains(d, "\n-") || !strings.Contains(d, "\n+    \"ls\": allow\n") {
+		t.Errorf("diff:\n%s", d)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/aymanbagabas/go-udiff"
+	"github.com/aymanbagabas/go-udiff/myers"
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
@@ -33,9 +34,14 @@ type Change struct {
 	Loosens []resolve.RuleRef
 }
 
-// Diff is the change as a unified diff of the file.
+// Diff is the change as a unified diff of the file, line by line: a
+// character diff shows the line an insertion follows as taken out and put
+// back.
 func (c *Change) Diff() string {
-	return udiff.Unified(c.Target.File, c.Target.File, string(c.Old), string(c.New))
+	old, next := string(c.Old), string(c.New)
+	// The edits are computed from old, so they cannot be inconsistent with it.
+	d, _ := udiff.ToUnified(c.Target.File, c.Target.File, old, myers.ComputeEdits(old, next), udiff.DefaultContextLines)
+	return d
 }
 
 // Candidate is the load options with the edit in place, for judging the
