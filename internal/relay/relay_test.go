@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -58,7 +59,6 @@ func TestTwoRelaysTwoApproversEachAskOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var racers sync.WaitGroup
-	outs := map[string]*testkit.SyncBuffer{}
 	for _, name := range []string{"ann", "bob"} {
 		nc, err := hub.Connect(th.url(), th.creds(hub.RoleApprover, name), hub.RoleApprover, name)
 		if err != nil {
@@ -69,12 +69,11 @@ func TestTwoRelaysTwoApproversEachAskOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		outs[name] = &testkit.SyncBuffer{}
 		racers.Add(2)
 		go func() { defer racers.Done(); a.Run(ctx) }()
 		go func() {
 			defer racers.Done()
-			if err := headless.Run(ctx, a, outs[name], headless.Deny); err != nil {
+			if err := headless.Run(ctx, a, io.Discard, headless.Deny); err != nil {
 				t.Error(err)
 			}
 		}()
