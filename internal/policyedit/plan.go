@@ -6,9 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
-	"github.com/aymanbagabas/go-udiff/myers"
+	"github.com/aymanbagabas/go-udiff/lcs"
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
@@ -40,8 +41,40 @@ type Change struct {
 func (c *Change) Diff() string {
 	old, next := string(c.Old), string(c.New)
 	// The edits are computed from old, so they cannot be inconsistent with it.
-	d, _ := udiff.ToUnified(c.Target.File, c.Target.File, old, myers.ComputeEdits(old, next), udiff.DefaultContextLines)
+	d, _ := udiff.ToUnified(c.Target.File, c.Target.File, old, lineEdits(old, next), udiff.DefaultContextLines)
 	return d
+}
+
+// lineEdits diffs a and b as sequences of whole lines: each distinct line
+// is one rune for the LCS, and each difference becomes an edit of a's bytes.
+func lineEdits(a, b string) []udiff.Edit {
+	ids := map[string]rune{}
+	split := func(s string) (lines []string, seq []rune) {
+		lines = strings.SplitAfter(s, "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		for _, l := range lines {
+			id, ok := ids[l]
+			if !ok {
+				id = rune(len(ids))
+				ids[l] = id
+			}
+			seq = append(seq, id)
+		}
+		return lines, seq
+	}
+	al, as := split(a)
+	bl, bs := split(b)
+	offset := make([]int, len(al)+1)
+	for i, l := range al {
+		offset[i+1] = offset[i] + len(l)
+	}
+	var edits []udiff.Edit
+	for _, d := range lcs.DiffRunes(as, bs) {
+		edits = append(edits, udiff.Edit{Start: offset[d.Start], End: offset[d.End], New: strings.Join(bl[d.ReplStart:d.ReplEnd], "")})
+	}
+	return edits
 }
 
 // Candidate is the load options with the edit in place, for judging the
