@@ -303,12 +303,10 @@ func TestCrashAndTakeoverKeepOneDecisionPerRequest(t *testing.T) {
 }
 
 // waitAnswer waits for the child to read an answer to id; on a timeout it
-// shows what every permtui process said about it. The limit is above the
-// inbox's 10 s safety-net rescan: a request written while a standby takes
-// over can wait for it (see docs/reliability.md).
+// shows what every permtui process said about it.
 func (r *crashRig) waitAnswer(child *crashChild, id string) {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for len(child.answered(id)) == 0 {
 		if time.Now().After(deadline) {
 			var said []string

@@ -138,6 +138,7 @@ type Inbox struct {
 	reported map[string]string        // paths refused but not removable: reason reported
 	byReq    map[string]*entry        // unanswered entries by session and request id
 	lastID   AskID                    // the last delivery minted
+	parked   int                      // entries parked for a person, over all sessions
 	scanAll  bool                     // a full scan is queued
 	scanQ    map[string]bool          // sessions queued for a scan
 	cache    bool                     // directories are cached: fsnotify runs, Run has not returned
@@ -175,6 +176,7 @@ type entry struct {
 	reqID     string        // the request's id, which names the response file
 	answering bool          // a response write is in progress: vanishing is not withdrawal
 	answered  bool          // response written; forget the entry once the file is gone
+	parked    bool          // waiting for a person: not counted in its session's in-flight bound
 }
 
 // New checks the configuration and prepares an inbox.

@@ -503,7 +503,9 @@ func reqKey(session, reqID string) string { return session + "\x00" + reqID }
 func (in *Inbox) drop(e *entry) {
 	delete(in.inflight, e.path)
 	delete(in.byID, e.ask)
-	if s := in.sessions[e.session]; s != nil {
+	if e.parked {
+		in.parked--
+	} else if s := in.sessions[e.session]; s != nil {
 		s.inflight--
 	}
 	in.answered(e)

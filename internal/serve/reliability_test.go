@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,6 +185,28 @@ func TestARecoveredGrantsFileIsReported(t *testing.T) {
 	h := startServer(t, options{config: func(c *Config) { c.Grants = gs }})
 	r := h.rec.WaitFor(t, "repaired", func(ev Event) bool { r, ok := ev.(Repaired); return ok && r.Area == AreaGrants }).(Repaired)
 	if !strings.Contains(r.What, "no usable backup") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// Scenario 1: 64 asks waiting for a person (the in-flight bound of a
+// session) must not keep an automatic allow or deny from being answered.
+func TestAsksWaitingForAPersonDoNotBlockAutomaticAnswers(t *testing.T) {
+	h := startServer(t, options{})
+	h.judge.set("git status", ruleVerdict(resolve.Allow, "", "git status", "global", ""))
+	h.judge.set("rm -rf /", ruleVerdict(resolve.Deny, "", "rm *", "global", "never"))
+	for i := range 64 {
+		h.send(intent(fmt.Sprintf("1791279012345-wait%02d-1", i), "impl", "bash", fmt.Sprintf("make %d", i)))
+	}
+	for i := range 64 {
+		h.queued(fmt.Sprintf("1791279012345-wait%02d-1", i))
+	}
+	h.send(intent("1791279012345-auto-1", "impl", "bash", "git status"))
+	h.send(intent("1791279012345-auto-2", "impl", "bash", "rm -rf /"))
+	if r := h.await("1791279012345-auto-1"); !r.Approved {
+		t.Fatalf("%+v", r)
+	}
+	if r := h.await("1791279012345-auto-2"); r.Approved {
 		t.Fatalf("%+v", r)
 	}
 }

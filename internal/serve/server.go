@@ -309,6 +309,8 @@ func (s *Server) arrive(ev inbox.Arrived) {
 
 	s.emit(Arrived{Ask: a})
 	if !p.deciding {
+		// Waiting for a person must not hold up automatic answers.
+		s.inbox.Park(a.ID)
 		s.emit(AskQueued{Ask: a})
 		return
 	}
