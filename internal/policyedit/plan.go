@@ -99,6 +99,11 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if err != nil {
 		return nil, err
 	}
+	// A link to a missing file reads as no file, but the rename would
+	// replace the link.
+	if fi, err := os.Lstat(t.File); !existed && err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s is a link to a missing file; create its target (or remove the link) first", t.File)
+	}
 	// A read-only file is one its owner said not to change; a rename over it
 	// would change it anyway.
 	if fi, err := os.Stat(t.File); err == nil && fi.Mode().Perm()&0o200 == 0 {

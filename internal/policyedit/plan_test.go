@@ -330,3 +330,24 @@ func TestAlreadyRejectedPolicySaysSo(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestDanglingLinkIsNotReplaced: a policy path that is a link to a missing
+// file (a dotfile manager's link before its target exists) is left alone:
+// the rename would replace the link with a plain file.
+func TestDanglingLinkIsNotReplaced(t *testing.T) {
+	e := newEnv(t, nil)
+	file := e.path("global")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(t.TempDir(), "missing.json"), file); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}, "ls")
+	if err == nil || !strings.Contains(err.Error(), "link") {
+		t.Fatalf("err = %v", err)
+	}
+	if fi, err := os.Lstat(file); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+}
