@@ -106,9 +106,7 @@ func (s *Swap) Publish(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("publish %s: %w", s.dir.join(s.name), err)
 	}
-	err = retryTransient(func() error {
-		return unix.Renameat2(s.dir.fd, s.spareN, s.dir.fd, s.name, unix.RENAME_EXCHANGE)
-	})
+	err = retryTransient(func() error { return exchange(s.dir.fd, s.spareN, s.name) })
 	switch {
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
 		return ErrSwapUnsupported
