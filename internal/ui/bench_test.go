@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,5 +38,30 @@ func BenchmarkKeyPress(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// BenchmarkKeyPressHugeFields: one key press with 64 asks (one session's
+// in-flight bound) whose agent names and values are hundreds of KiB, as a
+// hostile child can send within the 1 MiB request cap.
+func BenchmarkKeyPressHugeFields(b *testing.B) {
+	m := New(Options{Backend: &fakeBackend{}, Now: func() time.Time { return testNow }, Refresh: -1})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	for i := range 64 {
+		a := bashChain()
+		r := *a.Request
+		r.ID = fmt.Sprintf("1796233170000-h%d-48311", i)
+		r.RequesterAgentName = strings.Repeat("\u00e9", 200<<10)
+		ai := *r.AccessIntent
+		ai.MatchValues = []string{strings.Repeat("x\u00e9 ", 100<<10)}
+		r.AccessIntent = &ai
+		m.Update(EventMsg{Event: serve.AskQueued{Ask: ask(r.ID+".json", &r, a.Verdict)}})
+	}
+	keys := []tea.Msg{keyMsg("j"), keyMsg("k")}
+	i := 0
+	for b.Loop() {
+		m.Update(keys[i%len(keys)])
+		_ = m.View()
+		i++
 	}
 }
