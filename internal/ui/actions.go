@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"time"
@@ -262,10 +263,9 @@ func (m *Model) identicalTargets() []serve.AskID {
 	if cur == nil {
 		return nil
 	}
-	id := identity(cur.ask)
 	var keys []serve.AskID
 	for _, e := range m.shown() {
-		if e.state == statePending && identity(e.ask) == id {
+		if e.state == statePending && e.same == cur.same {
 			keys = append(keys, e.ask.ID)
 		}
 	}
@@ -275,7 +275,9 @@ func (m *Model) identicalTargets() []serve.AskID {
 // identity is what makes two asks the same question: the agent, the gate
 // surface and every value the child fixed (match values, floor, asking units
 // with their floors). Asks without facts compare by display surface and value.
-func identity(a serve.Ask) string {
+// It is a digest, computed once when the ask arrives: values may be hundreds
+// of KiB, and every frame compares the highlighted ask with the whole queue.
+func identity(a serve.Ask) [sha256.Size]byte {
 	r := a.Request
 	if ai := r.AccessIntent; ai != nil {
 		parts := []string{"intent", ai.Principal.AgentName, ai.Surface, deref(ai.Floor)}
@@ -283,9 +285,9 @@ func identity(a serve.Ask) string {
 		for _, u := range ai.AskingUnits {
 			parts = append(parts, u.Command, deref(u.Floor))
 		}
-		return fmt.Sprintf("%q", parts)
+		return sha256.Sum256(fmt.Appendf(nil, "%q", parts))
 	}
-	return fmt.Sprintf("%q", []string{"display", r.RequesterAgentName, deref(r.Surface), deref(r.Value)})
+	return sha256.Sum256(fmt.Appendf(nil, "%q", []string{"display", r.RequesterAgentName, deref(r.Surface), deref(r.Value)}))
 }
 
 type decisionFor func(id serve.AskID) serve.Decision

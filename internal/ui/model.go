@@ -7,6 +7,7 @@
 package ui
 
 import (
+	"crypto/sha256"
 	"io"
 	"os"
 	"slices"
@@ -108,6 +109,7 @@ const (
 
 type entry struct {
 	ask      serve.Ask
+	same     [sha256.Size]byte // identity(ask): equal for identical asks
 	state    askState
 	selected bool
 	// diff previews a write or edit ask against the file as it was read
@@ -414,7 +416,7 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 		m.setStatus(note)
 		return nil
 	}
-	m.queue = append(m.queue, &entry{ask: a})
+	m.queue = append(m.queue, &entry{ask: a, same: identity(a)})
 	if m.highlight == 0 {
 		m.keepHighlightShown()
 	}

@@ -240,7 +240,7 @@ func (m *Model) detailOf(e *entry) []field {
 	}
 	n := 0
 	for _, o := range m.queue {
-		if o != e && o.state == statePending && identity(o.ask) == identity(e.ask) {
+		if o != e && o.state == statePending && o.same == e.same {
 			n++
 		}
 	}
