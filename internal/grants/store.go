@@ -1,7 +1,8 @@
 // Package grants stores the whole-session grants of every served session
-// (decision 0023): one 0600 file per session under permtui's state
-// directory, loaded at start and saved before a change takes effect. Judging
-// with grants is resolve's job; this package only keeps them.
+// (decision 0023), and its session denies (decision 0104): 0600 files per
+// session under permtui's state directory, loaded at start and saved before
+// a change takes effect. Judging with them is resolve's job; this package
+// only keeps them.
 package grants
 
 import (
@@ -32,13 +33,34 @@ import (
 type Store struct {
 	dir     string
 	mu      sync.Mutex
-	by      map[string][]wire.Grant
-	seen    map[string]os.FileInfo // the file each session's list was read from (nil: none)
-	repairs []string               // damaged files found and recovered, not yet reported
+	grants  *lists[wire.Grant]
+	denies  *lists[Deny]
+	repairs []string // damaged files found and recovered, not yet reported
+}
+
+// Deny is a session deny (decision 0104): a person denied an ask for the
+// whole root session, and every later ask of it that Grant's surface and
+// pattern cover (as a grant would) is denied with Reason.
+type Deny struct {
+	wire.Grant
+	Reason string `json:"reason"`
+}
+
+// lists are one kind of per-session list (grants or denies), each session's
+// in its own <enc(session)><suffix> file.
+type lists[T comparable] struct {
+	store  *Store
+	suffix string
+	by     map[string][]T
+	seen   map[string]os.FileInfo // the file each session's list was read from (nil: none)
 }
 
 const (
-	fileSuffix = ".json"
+	// grantSuffix names a session's grants file; denySuffix its session
+	// denies, beside it, so grants files written before denies existed
+	// load unchanged.
+	grantSuffix = ".json"
+	denySuffix  = ".deny"
 	// backupSuffix names the copy of the last good content kept beside each
 	// file, for recovering one torn by a power loss.
 	backupSuffix = ".bak"
@@ -54,21 +76,35 @@ func Open(dir string) (*Store, error) {
 	if err := safefs.MkdirPrivate(dir); err != nil {
 		return nil, fmt.Errorf("grants directory %s: %w", dir, err)
 	}
-	g := &Store{dir: dir, by: map[string][]wire.Grant{}, seen: map[string]os.FileInfo{}}
+	g := &Store{dir: dir}
+	g.grants = newLists[wire.Grant](g, grantSuffix)
+	g.denies = newLists[Deny](g, denySuffix)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("grants directory %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		session, ok := sessionOf(e.Name())
-		if !ok {
-			continue // temp files of atomic writes, backups, or not ours
+		if err := g.grants.open(e.Name()); err != nil {
+			return nil, err
 		}
-		if err := g.load(session); err != nil {
+		if err := g.denies.open(e.Name()); err != nil {
 			return nil, err
 		}
 	}
 	return g, nil
+}
+
+func newLists[T comparable](g *Store, suffix string) *lists[T] {
+	return &lists[T]{store: g, suffix: suffix, by: map[string][]T{}, seen: map[string]os.FileInfo{}}
+}
+
+// open loads the file of that name if it is one of these lists'.
+func (l *lists[T]) open(name string) error {
+	session, ok := sessionOf(name, l.suffix)
+	if !ok {
+		return nil // temp files of atomic writes, backups, or not ours
+	}
+	return l.load(session)
 }
 
 // Repairs returns (and forgets) what was recovered since the last call.
@@ -83,7 +119,7 @@ func (g *Store) Repairs() []string {
 // refresh reads the session's file again if it changed since it was read
 // (another permtui added or revoked a grant). Called with mu held; an error
 // keeps nothing wider than what the file on disk says.
-func (g *Store) refresh(session string) error {
+func (g *lists[T]) refresh(session string) error {
 	fi, err := os.Stat(g.file(session))
 	if errors.Is(err, fs.ErrNotExist) {
 		fi, err = nil, nil
@@ -100,7 +136,7 @@ func (g *Store) refresh(session string) error {
 
 // load reads the session's file (mu held, or during Open). A file that does
 // not parse is moved aside and replaced by its backup, or by no grants.
-func (g *Store) load(session string) error {
+func (g *lists[T]) load(session string) error {
 	file := g.file(session)
 	fi, err := os.Stat(file)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -111,7 +147,7 @@ func (g *Store) load(session string) error {
 	if err != nil {
 		return fmt.Errorf("grants file %s: %w", file, err)
 	}
-	list, err := readList(file)
+	list, err := readList[T](file)
 	if err != nil {
 		if list, err = g.recover(session, file, err); err != nil {
 			return err
@@ -129,12 +165,12 @@ func (g *Store) load(session string) error {
 	return nil
 }
 
-func readList(file string) ([]wire.Grant, error) {
+func readList[T any](file string) ([]T, error) {
 	data, err := safefs.ReadRegularFile(file, maxFileSize)
 	if err != nil {
 		return nil, err
 	}
-	var list []wire.Grant
+	var list []T
 	if err := json.Unmarshal(data, &list); err != nil {
 		return nil, fmt.Errorf("corrupt: %w", err)
 	}
@@ -145,12 +181,12 @@ func readList(file string) ([]wire.Grant, error) {
 // and the backup (the last content written) takes its place, or an empty
 // list when there is none. The audit log is not used: revocations are not
 // in it, so it could bring back a revoked grant.
-func (g *Store) recover(session, file string, cause error) ([]wire.Grant, error) {
+func (g *lists[T]) recover(session, file string, cause error) ([]T, error) {
 	aside := fmt.Sprintf("%s.damaged-%d", file, time.Now().UnixMilli())
 	if err := os.Rename(file, aside); err != nil {
 		return nil, fmt.Errorf("grants file %s is damaged (%v) and cannot be moved aside: %w", file, cause, err)
 	}
-	list, berr := readList(file + backupSuffix)
+	list, berr := readList[T](file + backupSuffix)
 	what := "restored from its backup"
 	if berr != nil {
 		list, what = nil, "no usable backup, so the session starts with no grants"
@@ -158,14 +194,14 @@ func (g *Store) recover(session, file string, cause error) ([]wire.Grant, error)
 	if err := g.write(session, list); err != nil {
 		return nil, err
 	}
-	g.repairs = append(g.repairs, fmt.Sprintf("grants file %s was damaged (%v): kept as %s; %s", file, cause, aside, what))
+	g.store.repairs = append(g.store.repairs, fmt.Sprintf("grants file %s was damaged (%v): kept as %s; %s", file, cause, aside, what))
 	return list, nil
 }
 
 // sessionOf decodes a grants file name back to its session id; names
 // that are not the canonical encoding of an id are not grants files.
-func sessionOf(name string) (string, bool) {
-	stem, ok := strings.CutSuffix(name, fileSuffix)
+func sessionOf(name, suffix string) (string, bool) {
+	stem, ok := strings.CutSuffix(name, suffix)
 	if !ok {
 		return "", false
 	}
@@ -176,30 +212,49 @@ func sessionOf(name string) (string, bool) {
 	return session, true
 }
 
-func (g *Store) file(session string) string {
-	return filepath.Join(g.dir, wire.EncodeSegment(session)+fileSuffix)
+func (g *lists[T]) file(session string) string {
+	return filepath.Join(g.store.dir, wire.EncodeSegment(session)+g.suffix)
 }
 
 // For returns a copy of the session's grants in recorded order, as the file
 // says now. If the file cannot be read, no grants are in force.
-func (g *Store) For(session string) []wire.Grant {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.refresh(session); err != nil {
-		return nil
-	}
-	return slices.Clone(g.by[session])
-}
+func (g *Store) For(session string) []wire.Grant { return forSession(g, g.grants, session) }
 
 // All returns a copy of every session's grants, as last read.
-func (g *Store) All() map[string][]wire.Grant {
+func (g *Store) All() map[string][]wire.Grant { return all(g, g.grants) }
+
+// Denies returns a copy of the session's denies in recorded order, as the
+// file says now. An unreadable file is an error, so the caller can fail
+// closed rather than judge as if nothing were denied.
+func (g *Store) Denies(session string) ([]Deny, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	all := make(map[string][]wire.Grant, len(g.by))
-	for s, list := range g.by {
-		all[s] = slices.Clone(list)
+	if err := g.denies.refresh(session); err != nil {
+		return nil, err
 	}
-	return all
+	return slices.Clone(g.denies.by[session]), nil
+}
+
+// AllDenies returns a copy of every session's denies, as last read.
+func (g *Store) AllDenies() map[string][]Deny { return all(g, g.denies) }
+
+func forSession[T comparable](g *Store, l *lists[T], session string) []T {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := l.refresh(session); err != nil {
+		return nil
+	}
+	return slices.Clone(l.by[session])
+}
+
+func all[T comparable](g *Store, l *lists[T]) map[string][]T {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string][]T, len(l.by))
+	for s, list := range l.by {
+		out[s] = slices.Clone(list)
+	}
+	return out
 }
 
 // Add records grants for the session, skipping ones already recorded, and
@@ -208,29 +263,56 @@ func (g *Store) Add(session string, grants []wire.Grant) error {
 	if session == "" {
 		return errors.New("grants: empty session id")
 	}
-	return g.change(session, func(list []wire.Grant) []wire.Grant {
-		for _, gr := range grants {
-			if !slices.Contains(list, gr) {
-				list = append(list, gr)
-			}
-		}
-		return list
-	})
+	return change(g, g.grants, session, add(grants))
 }
 
 // Revoke removes one grant of the session and persists the change.
 func (g *Store) Revoke(session string, grant wire.Grant) error {
-	return g.change(session, func(list []wire.Grant) []wire.Grant {
-		if i := slices.Index(list, grant); i >= 0 {
+	return change(g, g.grants, session, remove(grant))
+}
+
+// AddDeny records a session deny and persists it before returning; a deny
+// already recorded with the same surface and pattern keeps its reason.
+func (g *Store) AddDeny(session string, d Deny) error {
+	if session == "" {
+		return errors.New("grants: empty session id")
+	}
+	return change(g, g.denies, session, func(list []Deny) []Deny {
+		if slices.ContainsFunc(list, func(o Deny) bool { return o.Grant == d.Grant }) {
+			return list
+		}
+		return append(list, d)
+	})
+}
+
+// RevokeDeny removes one session deny and persists the change.
+func (g *Store) RevokeDeny(session string, d Deny) error {
+	return change(g, g.denies, session, remove(d))
+}
+
+func add[T comparable](items []T) func([]T) []T {
+	return func(list []T) []T {
+		for _, it := range items {
+			if !slices.Contains(list, it) {
+				list = append(list, it)
+			}
+		}
+		return list
+	}
+}
+
+func remove[T comparable](item T) func([]T) []T {
+	return func(list []T) []T {
+		if i := slices.Index(list, item); i >= 0 {
 			return slices.Delete(list, i, i+1)
 		}
 		return list
-	})
+	}
 }
 
 // change is a read-modify-write of the session's file under an flock on the
 // directory, so a change by another permtui in between is never lost.
-func (g *Store) change(session string, edit func([]wire.Grant) []wire.Grant) error {
+func change[T comparable](g *Store, l *lists[T], session string, edit func([]T) []T) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	lock, err := safefs.OpenDir(g.dir)
@@ -241,40 +323,40 @@ func (g *Store) change(session string, edit func([]wire.Grant) []wire.Grant) err
 	if err := lock.Lock(); err != nil {
 		return fmt.Errorf("grants: %w", err)
 	}
-	if err := g.load(session); err != nil {
+	if err := l.load(session); err != nil {
 		return err
 	}
-	old := g.by[session]
+	old := l.by[session]
 	list := edit(slices.Clone(old))
 	if slices.Equal(list, old) {
 		return nil
 	}
-	if err := g.write(session, list); err != nil {
+	if err := l.write(session, list); err != nil {
 		return err
 	}
 	if len(list) == 0 {
-		delete(g.by, session)
+		delete(l.by, session)
 	} else {
-		g.by[session] = list
+		l.by[session] = list
 	}
-	if fi, err := os.Stat(g.file(session)); err == nil {
-		g.seen[session] = fi
+	if fi, err := os.Stat(l.file(session)); err == nil {
+		l.seen[session] = fi
 	}
 	return nil
 }
 
 // write makes list the session's file durably (temp, fsync, rename, fsync
 // of the directory), then the same content its backup.
-func (g *Store) write(session string, list []wire.Grant) error {
+func (g *lists[T]) write(session string, list []T) error {
 	if list == nil {
-		list = []wire.Grant{}
+		list = []T{}
 	}
 	data, err := json.Marshal(list)
 	if err != nil {
 		return err
 	}
 	if len(data) > maxFileSize {
-		return fmt.Errorf("grants: session %q would exceed %d bytes of grants", session, maxFileSize)
+		return fmt.Errorf("grants: session %q would exceed %d bytes in %s", session, maxFileSize, g.file(session))
 	}
 	file := g.file(session)
 	if err := safefs.WriteFileSynced(file, data, 0o600); err != nil {
