@@ -235,7 +235,7 @@ func relayUntilDone(ctx context.Context, f relayFlags, stdout io.Writer) error {
 	grants := relay.NewGrants()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv, err := startLocal(ctx, f.common, f.poll, hc.logger, grants, true)
+	srv, err := startLocal(ctx, f.common, f.poll, hc.logger, grants, nil, true)
 	if err != nil {
 		return err
 	}

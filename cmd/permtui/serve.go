@@ -122,7 +122,7 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	defer cancel()
 	// Headless --ask=leave leaves waiting asks on SIGTERM too, for the next
 	// server (decision 0055).
-	srv, err := startLocal(ctx, f.common, f.poll, logger, grantStore, f.headless && f.ask == headless.Leave)
+	srv, err := startLocal(ctx, f.common, f.poll, logger, grantStore, grantStore, f.headless && f.ask == headless.Leave)
 	if err != nil {
 		return err
 	}
@@ -149,8 +149,8 @@ func stateLog(stateDir string) (*slog.Logger, func(), error) {
 
 // startLocal builds the serving loop for this machine's inbox, with the
 // policy watched until ctx ends; the caller runs it. A relay passes its hub
-// grants and leaves open asks on disk at exit.
-func startLocal(ctx context.Context, c common, poll bool, logger *slog.Logger, grantStore serve.GrantStore, leaveOnExit bool) (*serve.Server, error) {
+// grants, no session denies, and leaves open asks on disk at exit.
+func startLocal(ctx context.Context, c common, poll bool, logger *slog.Logger, grantStore serve.GrantStore, denies serve.DenyStore, leaveOnExit bool) (*serve.Server, error) {
 	store := resolve.NewStore(c.loadOptions())
 	srv, err := serve.New(serve.Config{
 		Layout:      wire.NewLayout(c.agentDir),
@@ -159,6 +159,7 @@ func startLocal(ctx context.Context, c common, poll bool, logger *slog.Logger, g
 		StateDir:    c.stateDir,
 		Judge:       func() serve.Judge { return store.Policy() },
 		Grants:      grantStore,
+		Denies:      denies,
 		Logger:      logger,
 		LeaveOnExit: leaveOnExit,
 	})

@@ -232,6 +232,9 @@ func (a *Approver) Decide(d serve.Decision) error {
 // decision becomes final at the hub; it returns the whole-session grants the
 // decision records (the scope's, as serve offered it for this request).
 func checkDecision(a serve.Ask, d serve.Decision) ([]wire.Grant, error) {
+	if d.DenyFor != nil {
+		return nil, fmt.Errorf("%w: %w", serve.ErrInvalidDecision, errDenyAtHub)
+	}
 	if d.Scope != "" {
 		scope, ok := a.Scopes.Find(d.Scope)
 		if d.State != "" || d.Unattended || !ok {
@@ -253,6 +256,13 @@ func checkDecision(a serve.Ask, d serve.Decision) ([]wire.Grant, error) {
 	}
 	return nil, fmt.Errorf("%w: unknown state %q", serve.ErrInvalidDecision, d.State)
 }
+
+// errDenyAtHub: session denies (decision 0104) are kept by a local server
+// only; the hub's buckets carry grants, not denies.
+var errDenyAtHub = errors.New("a deny for the session is not kept over a hub")
+
+// RevokeDeny: the hub keeps no session denies.
+func (a *Approver) RevokeDeny(string, serve.SessionDeny) error { return errDenyAtHub }
 
 // RevokeGrant removes a whole-session grant from the grants bucket; every
 // relay judges later asks without it.

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -373,4 +374,31 @@ func floorCause(problems []Problem) string {
 		parts[i] = printable(pr.File) + " could not be used (" + pr.cause + ")"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Covers reports whether a session rule written as g (a grant's surface and
+// pattern; a session deny is one) applies to the request, with the grants'
+// matcher: to any of its match values, or any asking unit of a bash chain.
+// A query on a bare family is covered when either member is, so a deny
+// fails closed. A request without facts is never covered.
+func (p *Policy) Covers(req *wire.Request, g wire.Grant) bool {
+	if req == nil || req.AccessIntent == nil {
+		return false
+	}
+	ai := req.AccessIntent
+	surfaces := []string{ai.Surface}
+	if read, write, ok := familyMembers(ai.Surface); ok {
+		surfaces = append(surfaces, read, write)
+	}
+	if !slices.ContainsFunc(surfaces, func(s string) bool { return p.grantCovers(g.Surface, s) }) {
+		return false
+	}
+	pattern := p.grantPattern(g.Pattern)
+	if slices.ContainsFunc(ai.MatchValues, func(v string) bool {
+		// A bash value is also tried as pi judges it, without comment lines.
+		return pattern.Match(v) || jsTrim(ai.Surface) == "bash" && pattern.Match(bashValue(v))
+	}) {
+		return true
+	}
+	return slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return pattern.Match(u.Command) })
 }

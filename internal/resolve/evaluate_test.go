@@ -405,3 +405,36 @@ func TestPaddedToolSurfacesAreTrimmed(t *testing.T) {
 		t.Errorf("verdict surface = %q, want the forwarded surface", v.Surface)
 	}
 }
+
+func TestCoversFailsClosed(t *testing.T) {
+	p := &Policy{}
+	req := func(surface string, values []string, units ...string) *wire.Request {
+		ai := &wire.AccessIntent{Surface: surface, MatchValues: values}
+		for _, u := range units {
+			ai.AskingUnits = append(ai.AskingUnits, wire.AskingUnit{Command: u})
+		}
+		return &wire.Request{AccessIntent: ai}
+	}
+	rm := wire.Grant{Surface: "bash", Pattern: "rm *"}
+	cases := []struct {
+		name string
+		req  *wire.Request
+		g    wire.Grant
+		want bool
+	}{
+		{"value", req("bash", []string{"rm -rf /"}), rm, true},
+		{"other command", req("bash", []string{"ls"}), rm, false},
+		{"comment line", req("bash", []string{"# tidy\nrm -rf /"}), rm, true},
+		{"second value", req("path_write", []string{"/a/x", "/b/y"}), wire.Grant{Surface: "path_write", Pattern: "/b/*"}, true},
+		{"chain unit", req("bash", []string{"ls && rm x"}, "ls", "rm x"), rm, true},
+		{"other surface", req("path_read", []string{"rm x"}), rm, false},
+		{"family grant", req("path_read", []string{"/b/y"}), wire.Grant{Surface: "path", Pattern: "/b/*"}, true},
+		{"bare family query", req("path", []string{"/b/y"}), wire.Grant{Surface: "path_write", Pattern: "/b/*"}, true},
+		{"no facts", &wire.Request{}, rm, false},
+	}
+	for _, c := range cases {
+		if got := p.Covers(c.req, c.g); got != c.want {
+			t.Errorf("%s: Covers = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -23,6 +23,9 @@ import (
 // Judge is the recorded authority: *resolve.Policy satisfies it.
 type Judge interface {
 	Resolve(req *wire.Request, grants []wire.Grant) resolve.Verdict
+	// Covers: a session rule written as g (a session deny) applies to the
+	// request, by the grants' matcher (decision 0104).
+	Covers(req *wire.Request, g wire.Grant) bool
 }
 
 // legacyHinter is a Judge (*resolve.Policy) that can also say what its
@@ -44,6 +47,16 @@ type GrantStore interface {
 	All() map[string][]wire.Grant
 }
 
+// DenyStore holds session denies per served session (decision 0104):
+// *grants.Store satisfies it. Denies reports an unreadable store, so an ask
+// is never judged as if nothing were denied.
+type DenyStore interface {
+	Denies(session string) ([]SessionDeny, error)
+	AddDeny(session string, d SessionDeny) error
+	RevokeDeny(session string, d SessionDeny) error
+	AllDenies() map[string][]SessionDeny
+}
+
 // Config wires a Server.
 type Config struct {
 	Layout   wire.Layout
@@ -52,6 +65,9 @@ type Config struct {
 	StateDir string   // the audit log is <StateDir>/audit.jsonl
 	Judge    func() Judge
 	Grants   GrantStore
+	// Denies keeps session denies; nil offers none (a relay's grants come
+	// from the hub, which carries no denies).
+	Denies DenyStore
 	Now      func() time.Time
 	Logger   *slog.Logger // a file, never the terminal
 
@@ -124,6 +140,7 @@ type answer struct {
 	resp     wire.Response
 	record   AuditRecord
 	grants   []wire.Grant // whole-session grants to record
+	deny     *SessionDeny // a session deny to record
 	auto     bool
 	approver string
 	audited  bool
@@ -178,6 +195,11 @@ func (s *Server) Run(ctx context.Context) error {
 	// hear of them now, not at the next change.
 	if grants := s.cfg.Grants.All(); len(grants) > 0 {
 		s.emit(GrantsChanged{Grants: grants})
+	}
+	if s.cfg.Denies != nil {
+		if denies := s.cfg.Denies.AllDenies(); len(denies) > 0 {
+			s.emit(DeniesChanged{Denies: denies})
+		}
 	}
 
 	// The inbox outlives ctx briefly: exit denials are written through it
@@ -347,7 +369,11 @@ func (s *Server) judge(id AskID, session string, req *wire.Request) (v resolve.V
 			v = resolve.Verdict{Action: resolve.Ask, Explanation: "The policy could not judge this request, so a person decides."}
 		}
 	}()
-	judge, grants := s.cfg.Judge(), s.cfg.Grants.For(session)
+	judge := s.cfg.Judge()
+	if v, denied := s.sessionDenied(judge, session, req); denied {
+		return v
+	}
+	grants := s.cfg.Grants.For(session)
 	v = judge.Resolve(req, grants)
 	if req.AccessIntent == nil && v.Action != resolve.Ask {
 		s.cfg.Logger.Error("judge decided a request without accessIntent; asking a person", "ask", id, "request", req.ID, "action", v.Action)
@@ -362,6 +388,35 @@ func (s *Server) judge(id AskID, session string, req *wire.Request) (v resolve.V
 		v.Hint = h.LegacyHint(req, grants)
 	}
 	return v
+}
+
+// sessionDenied judges the session's denies before grants and the policy:
+// one that covers the request denies it, whatever would allow it (decision
+// 0104). Unreadable denies send the ask to a person.
+func (s *Server) sessionDenied(judge Judge, session string, req *wire.Request) (resolve.Verdict, bool) {
+	if s.cfg.Denies == nil || req.AccessIntent == nil {
+		return resolve.Verdict{}, false
+	}
+	denies, err := s.cfg.Denies.Denies(session)
+	if err != nil {
+		s.cfg.Logger.Error("session denies unreadable; asking a person", "session", session, "err", err)
+		return resolve.Verdict{Action: resolve.Ask, Surface: req.AccessIntent.Surface,
+			Explanation: "Ask. The session denies could not be read (" + err.Error() + "), so a person decides."}, true
+	}
+	for _, d := range denies {
+		if !judge.Covers(req, d.Grant) {
+			continue
+		}
+		pattern := d.Pattern
+		return resolve.Verdict{
+			Action: resolve.Deny, Surface: req.AccessIntent.Surface, Pattern: &pattern,
+			Origin: resolve.OriginSession, Reason: d.Reason,
+			Rule: &resolve.RuleRef{Surface: d.Surface, Pattern: d.Pattern, Action: resolve.Deny, Origin: resolve.OriginSession},
+			Explanation: "Deny. A person denied " + strconv.Quote(d.Surface) + " " + strconv.Quote(d.Pattern) +
+				" for the whole session; it covers this ask and wins over any allow: " + strconv.Quote(d.Reason),
+		}, true
+	}
+	return resolve.Verdict{}, false
 }
 
 // holdAllow turns an allow into ask while any policy file is unreadable or
@@ -466,6 +521,9 @@ func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
 	if d.Scope != "" {
 		return s.scopeAnswer(p, d, ans)
 	}
+	if d.DenyFor != nil {
+		return s.sessionDenyAnswer(p, d, ans)
+	}
 	switch d.State {
 	case wire.StateApproved:
 		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
@@ -517,6 +575,31 @@ func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, erro
 		audited, ans.grants = wire.StateApprovedForServingSession, grants
 	}
 	ans.record = s.record(p, audited, ans)
+	return ans, nil
+}
+
+// sessionDenyAnswer denies the ask with the person's reason and records the
+// deny for the root session, if it names the ask's surface (or its family)
+// and its pattern covers the ask: a deny nobody saw match is refused.
+func (s *Server) sessionDenyAnswer(p *pending, d Decision, ans *answer) (*answer, error) {
+	g, reason := *d.DenyFor, wire.TrimReason(d.Reason)
+	ai := p.Request.AccessIntent
+	switch {
+	case s.cfg.Denies == nil:
+		return nil, fmt.Errorf("%w: session denies are not kept here", ErrInvalidDecision)
+	case d.Unattended || d.State != wire.StateDeniedWithReason || reason == "":
+		return nil, fmt.Errorf("%w: a deny for the session is a person's denial with a reason", ErrInvalidDecision)
+	case ai == nil:
+		return nil, fmt.Errorf("%w: the request carries no facts, so no later ask could be matched", ErrInvalidDecision)
+	case strings.TrimSpace(g.Pattern) == "" || !s.cfg.Judge().Covers(p.Request, g):
+		return nil, fmt.Errorf("%w: the deny's surface and pattern do not cover this ask", ErrInvalidDecision)
+	}
+	if fam, _ := resolve.Family(ai.Surface); g.Surface != ai.Surface && g.Surface != fam {
+		return nil, fmt.Errorf("%w: a session deny names the ask's surface %q or its family", ErrInvalidDecision, ai.Surface)
+	}
+	ans.resp.State, ans.resp.DenialReason = wire.StateDeniedWithReason, reason
+	ans.deny = &SessionDeny{Grant: g, Reason: reason}
+	ans.record = s.record(p, wire.StateDeniedWithReason, ans)
 	return ans, nil
 }
 
@@ -624,6 +707,7 @@ func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 		DecidedBy:         ans.resp.DecidedBy,
 		Reason:            ans.resp.DenialReason,
 		Grants:            ans.grants,
+		SessionDeny:       ans.deny,
 		SessionGrantWidth: ans.resp.SessionGrantWidth,
 		CreatedAt:         req.CreatedAt,
 		DecidedAt:         s.cfg.Now().UnixMilli(),
@@ -716,6 +800,13 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 		}
 		s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
 	}
+	if !ans.granted && ans.deny != nil {
+		if err := s.cfg.Denies.AddDeny(p.Session, *ans.deny); err != nil {
+			s.emit(WriteFailed{Ask: p.ID, Err: "record session deny: " + err.Error()})
+			return err
+		}
+		s.emit(DeniesChanged{Denies: s.cfg.Denies.AllDenies()})
+	}
 	ans.granted = true
 
 	resp := ans.resp
@@ -727,7 +818,7 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 		s.forget(p.ID)
 		s.delivered(p, resp, ans.replayed)
 		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.At), Approver: ans.approver, Replayed: ans.replayed})
-		if len(ans.grants) > 0 {
+		if len(ans.grants) > 0 || ans.deny != nil {
 			s.rejudge()
 		}
 		return nil
@@ -829,5 +920,17 @@ func (s *Server) RevokeGrant(session string, g wire.Grant) error {
 		return err
 	}
 	s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
+	return nil
+}
+
+// RevokeDeny withdraws a session deny; later asks are judged without it.
+func (s *Server) RevokeDeny(session string, d SessionDeny) error {
+	if s.cfg.Denies == nil {
+		return errors.New("serve: session denies are not kept here")
+	}
+	if err := s.cfg.Denies.RevokeDeny(session, d); err != nil {
+		return err
+	}
+	s.emit(DeniesChanged{Denies: s.cfg.Denies.AllDenies()})
 	return nil
 }

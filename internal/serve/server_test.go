@@ -97,6 +97,7 @@ func TestRequestWithoutAccessIntentAlwaysGoesToAPerson(t *testing.T) {
 type panickingJudge struct{}
 
 func (panickingJudge) Resolve(*wire.Request, []wire.Grant) resolve.Verdict { panic("broken policy") }
+func (panickingJudge) Covers(*wire.Request, wire.Grant) bool               { return false }
 
 func TestAJudgeThatFailsSendsTheAskToAPerson(t *testing.T) {
 	h := startServer(t, options{config: func(c *Config) { c.Judge = func() Judge { return panickingJudge{} } }})

@@ -6,6 +6,7 @@ package serve
 import (
 	"time"
 
+	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/wire"
@@ -40,6 +41,11 @@ type Decision struct {
 	// offered. Each edited set must still cover the ask, or the decision is
 	// refused.
 	Grants []wire.Grant
+	// DenyFor denies for the whole root session (decision 0104): the ask is
+	// denied with Reason (required), and the surface and pattern are
+	// recorded so later asks of the session they cover are denied with it.
+	// It must cover this ask. State is denied_with_reason.
+	DenyFor *wire.Grant
 	// Unattended: no person decided; the ask is refused for want of an
 	// approver (headless). Only a denial may be unattended, and it goes on
 	// the wire as decidedBy {kind:"unavailable"}, never as a user's choice.
@@ -118,6 +124,12 @@ type History struct{ Records []AuditRecord }
 // GrantsChanged: the whole-session grants now in force, per served session.
 type GrantsChanged struct{ Grants map[string][]wire.Grant }
 
+// SessionDeny is a person's deny for a whole root session (decision 0104).
+type SessionDeny = grants.Deny
+
+// DeniesChanged: the session denies now in force, per served session.
+type DeniesChanged struct{ Denies map[string][]SessionDeny }
+
 // Areas of permtui's own state that Degraded and Repaired name.
 const (
 	AreaAudit     = "audit"
@@ -145,6 +157,7 @@ func (PolicyStatus) event()    {}
 func (WriteFailed) event()     {}
 func (GrantsChanged) event()   {}
 func (History) event()         {}
+func (DeniesChanged) event()   {}
 
 // Arrived: a request reached the serving loop and was judged; it is followed
 // by Decided (auto), AskQueued (a person decides) or Withdrawn.
