@@ -139,6 +139,8 @@ func lineOf(ev serve.Event) map[string]any {
 		return map[string]any{"event": "write_failed", "ask": ev.Ask, "error": ev.Err}
 	case serve.GrantsChanged:
 		return map[string]any{"event": "grants", "grants": ev.Grants}
+	case serve.DeniesChanged:
+		return map[string]any{"event": "session_denies", "denies": ev.Denies}
 	case serve.Degraded:
 		if ev.Problem == "" {
 			return map[string]any{"event": "recovered", "area": ev.Area}

@@ -299,3 +299,26 @@ func TestLinesEscapeTerminalControlsBeyondC0(t *testing.T) {
 		t.Fatalf("escaping changed the values: %v %v", queued, invalid)
 	}
 }
+
+// Session denies are printed when they change (and at start), with their
+// surface, pattern and the person's reason.
+func TestSessionDeniesLine(t *testing.T) {
+	events := eventSource(make(chan serve.Event, 1))
+	events <- serve.DeniesChanged{Denies: map[string][]serve.SessionDeny{
+		rootID: {{Grant: wire.Grant{Surface: "bash", Pattern: "rm *"}, Reason: "no deleting"}}}}
+	close(events)
+	var out bytes.Buffer
+	if err := Run(context.Background(), events, &out, Leave); err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Event  string
+		Denies map[string][]struct{ Surface, Pattern, Reason string }
+	}
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatalf("%q: %v", out.String(), err)
+	}
+	if d := line.Denies[rootID]; line.Event != "session_denies" || len(d) != 1 || d[0].Pattern != "rm *" || d[0].Reason != "no deleting" {
+		t.Fatalf("line %q", out.String())
+	}
+}
