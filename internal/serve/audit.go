@@ -32,7 +32,7 @@ type AuditRecord struct {
 	Approved          bool                 `json:"approved"`
 	DecidedBy         *wire.DecisionSource `json:"decidedBy,omitempty"`
 	Reason            string               `json:"reason,omitempty"`
-	Grants            []wire.Grant         `json:"grants,omitempty"` // whole-session grants recorded by this decision
+	Grants            []wire.Grant         `json:"grants,omitempty"`      // whole-session grants recorded by this decision
 	SessionDeny       *SessionDeny         `json:"sessionDeny,omitempty"` // the session deny this decision recorded (decision 0104)
 	SessionGrantWidth string               `json:"sessionGrantWidth,omitempty"`
 	CreatedAt         float64              `json:"createdAt"` // the request's, ms epoch

@@ -68,8 +68,8 @@ type Config struct {
 	// Denies keeps session denies; nil offers none (a relay's grants come
 	// from the hub, which carries no denies).
 	Denies DenyStore
-	Now      func() time.Time
-	Logger   *slog.Logger // a file, never the terminal
+	Now    func() time.Time
+	Logger *slog.Logger // a file, never the terminal
 
 	// Inbox tunes the filesystem side (timings, pid); its Layout, Sessions,
 	// Poll, Deliver, Now and Logger are set from the fields above.
