@@ -104,6 +104,8 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		m.openScope()
 	case key.Matches(msg, m.keys.DenyReason):
 		return m.openReason()
+	case key.Matches(msg, m.keys.DenySession):
+		return m.openDenySession()
 	case key.Matches(msg, m.keys.View):
 		m.openPager(modeView)
 	case key.Matches(msg, m.keys.Log):
@@ -158,7 +160,7 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 // decisionKey reports whether a key answers asks from the queue.
 func (m *Model) decisionKey(msg tea.KeyMsg) bool {
 	return key.Matches(msg, m.keys.ApproveOnce, m.keys.Deny, m.keys.ApproveIdentical,
-		m.keys.ApproveSession, m.keys.DenyReason)
+		m.keys.ApproveSession, m.keys.DenyReason, m.keys.DenySession)
 }
 
 // move is the person moving the highlight: what they see is what they
@@ -379,6 +381,25 @@ func (m *Model) openRule() tea.Cmd {
 		}
 		m.mode = modeRule
 		return m.apply(m.ruleDialog.open(e, waiting))
+	}
+	return nil
+}
+
+// openDenySession opens "deny for the session" on the highlighted ask. A
+// deny is matched against later asks' facts, so an ask without them gets
+// none, and over a hub none is kept (decision 0104).
+func (m *Model) openDenySession() tea.Cmd {
+	e := m.current()
+	switch {
+	case e == nil || e.state != statePending:
+		m.setStatus("no waiting ask to deny for the session")
+	case m.opts.OverHub:
+		m.setStatus("a deny for the session is not kept over a hub; r denies this ask with a reason")
+	case e.ask.Request == nil || e.ask.Request.AccessIntent == nil:
+		m.setStatus("this ask carries no facts (no accessIntent), so no later ask could be matched; r denies it with a reason")
+	default:
+		m.mode = modeDenySession
+		return m.denyDialog.open(e)
 	}
 	return nil
 }

@@ -221,7 +221,9 @@ type fakeBackend struct {
 	mu        sync.Mutex
 	decisions []serve.Decision
 	revoked   []revocation
-	decideErr error
+	// revokedDenies are the session denies revoked (surface and pattern).
+	revokedDenies []revocation
+	decideErr     error
 }
 
 type revocation struct {
@@ -240,6 +242,13 @@ func (b *fakeBackend) RevokeGrant(session string, g wire.Grant) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.revoked = append(b.revoked, revocation{session, g})
+	return nil
+}
+
+func (b *fakeBackend) RevokeDeny(session string, d serve.SessionDeny) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.revokedDenies = append(b.revokedDenies, revocation{session, d.Grant})
 	return nil
 }
 

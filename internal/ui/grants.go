@@ -7,28 +7,51 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
 
+// grantRow is a whole-session grant, or with deny set a session deny.
 type grantRow struct {
 	session string
 	grant   wire.Grant
+	deny    *serve.SessionDeny
 }
 
-// grantList lists the whole-session grants, one row each, and revokes the
-// highlighted one. It keeps its place while closed.
+// grantList lists the whole-session grants, then the session denies
+// (decision 0104), one row each, and revokes the highlighted one. It keeps
+// its place while closed.
 type grantList struct {
 	*common
+	grants map[string][]wire.Grant
+	denies map[string][]serve.SessionDeny
 	rows   []grantRow
 	cursor int
 }
 
-// set replaces the grants, sessions in id order.
+// set replaces the grants.
 func (g *grantList) set(grants map[string][]wire.Grant) {
+	g.grants = grants
+	g.rebuild()
+}
+
+// setDenies replaces the session denies.
+func (g *grantList) setDenies(denies map[string][]serve.SessionDeny) {
+	g.denies = denies
+	g.rebuild()
+}
+
+// rebuild lists the grants, sessions in id order, then the denies.
+func (g *grantList) rebuild() {
 	g.rows = g.rows[:0]
-	for _, s := range sortedKeys(grants) {
-		for _, gr := range grants[s] {
+	for _, s := range sortedKeys(g.grants) {
+		for _, gr := range g.grants[s] {
 			g.rows = append(g.rows, grantRow{session: s, grant: gr})
+		}
+	}
+	for _, s := range sortedKeys(g.denies) {
+		for _, d := range g.denies[s] {
+			g.rows = append(g.rows, grantRow{session: s, grant: d.Grant, deny: &d})
 		}
 	}
 	g.rows = slices.Clip(g.rows)
@@ -49,7 +72,7 @@ func (g *grantList) update(msg tea.Msg) (action, tea.Cmd) {
 		g.cursor = min(g.cursor+1, max(len(g.rows)-1, 0))
 	case key.Matches(k, g.keys.Revoke):
 		if g.cursor >= len(g.rows) {
-			return statusAction{"no grant to revoke"}, nil
+			return statusAction{"nothing to revoke"}, nil
 		}
 		return revokeAction{g.rows[g.cursor]}, nil
 	}
@@ -70,8 +93,14 @@ func (g *grantList) view(int) []string {
 	if len(g.rows) == 0 {
 		return append(lines, "", "  No whole-session grants.")
 	}
-	session := ""
+	session, denies := "", false
 	for i, r := range g.rows {
+		if r.deny != nil && !denies {
+			denies, session = true, ""
+			lines = append(lines, "", g.rule("session denies"),
+				s.Muted.Render("permtui denies every later ask of the session that one of these covers,"),
+				s.Muted.Render("with the reason shown, before grants and the policy."))
+		}
 		if r.session != session {
 			session = r.session
 			lines = append(lines, "", "session "+Sanitize(session))
@@ -81,6 +110,9 @@ func (g *grantList) view(int) []string {
 			mark = "▸ "
 		}
 		line := mark + pad(Sanitize(r.grant.Surface), 24) + " " + Sanitize(r.grant.Pattern)
+		if r.deny != nil {
+			line += " — " + Sanitize(r.deny.Reason)
+		}
 		if i == g.cursor {
 			line = s.Cursor.Render(line)
 		}

@@ -11,6 +11,7 @@ type KeyMap struct {
 	ApproveSession   key.Binding
 	Deny             key.Binding
 	DenyReason       key.Binding
+	DenySession      key.Binding
 	Select           key.Binding
 	ApproveIdentical key.Binding
 	View             key.Binding
@@ -36,6 +37,7 @@ type KeyMap struct {
 	RuleAction key.Binding
 	Leave      key.Binding // quit, leaving the waiting asks for the next server
 	Edit       key.Binding // the scope dialog's whole-session pattern
+	NextField  key.Binding // the session-deny dialog: reason or pattern
 }
 
 // DefaultKeyMap returns the console's keys.
@@ -47,6 +49,7 @@ func DefaultKeyMap() KeyMap {
 		ApproveSession:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "session approval…")),
 		Deny:             key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny")),
 		DenyReason:       key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "deny with reason…")),
+		DenySession:      key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "deny for the session…")),
 		Select:           key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "select")),
 		ApproveIdentical: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve identical")),
 		View:             key.NewBinding(key.WithKeys("v", "enter"), key.WithHelp("v/enter", "full view")),
@@ -69,6 +72,7 @@ func DefaultKeyMap() KeyMap {
 		RuleAction:       key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "action")),
 		Leave:            key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "leave them, quit")),
 		Edit:             key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit pattern")),
+		NextField:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "reason/pattern")),
 	}
 }
 
@@ -89,13 +93,13 @@ func (k KeyMap) queueHelp(width int) helpKeys {
 	revokeInGrants := relabel(k.Revoke, "revoke (in g)")
 	full := [][]key.Binding{
 		{k.Up, k.Down, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp},
-		{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.ClearExpired},
+		{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.DenySession, k.ClearExpired},
 		{k.Grants, revokeInGrants, k.Log, k.Rule, k.Help, k.Quit, k.ForceQuit},
 	}
 	if width < 80 {
 		full = [][]key.Binding{
 			{k.Up, k.Down, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp, k.Grants, revokeInGrants, k.Log, k.Help},
-			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.ClearExpired, k.Rule, k.Quit, k.ForceQuit},
+			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.DenySession, k.ClearExpired, k.Rule, k.Quit, k.ForceQuit},
 		}
 	}
 	return helpKeys{

@@ -28,6 +28,7 @@ import (
 type Backend interface {
 	Decide(serve.Decision) error
 	RevokeGrant(session string, g wire.Grant) error
+	RevokeDeny(session string, d serve.SessionDeny) error
 }
 
 // Options configures the console.
@@ -90,10 +91,11 @@ type decidedMsg struct {
 	Err      error
 }
 
-// revokedMsg is the Backend's answer to one RevokeGrant call.
+// revokedMsg is the Backend's answer to one RevokeGrant or RevokeDeny call.
 type revokedMsg struct {
 	Session string
 	Grant   wire.Grant
+	Deny    bool
 	Err     error
 }
 
@@ -128,6 +130,7 @@ const (
 	modeLog
 	modeQuit
 	modeRule
+	modeDenySession
 )
 
 type sessionState struct {
@@ -191,6 +194,7 @@ type Model struct {
 	grantList  grantList
 	quitDialog quitDialog
 	ruleDialog ruleDialog
+	denyDialog denyDialog
 
 	// leaveWaiting: the person quit choosing to leave the waiting asks for
 	// the next server (LeaveWaiting).
@@ -249,6 +253,7 @@ func New(opts Options) *Model {
 	m.filterInput.Cursor.SetMode(cursor.CursorStatic)
 	m.scope = newScopeDialog(c, m)
 	m.reason = newReasonDialog(c, m)
+	m.denyDialog = newDenyDialog(c, m)
 	m.pager = newPager(c, m)
 	m.quitDialog = quitDialog{common: c, q: m, canLeave: opts.CanLeave, overHub: opts.OverHub}
 	m.ruleDialog = newRuleDialog(c)
@@ -303,7 +308,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseMsg:
 		return m, m.mouse(msg)
 	case tea.KeyMsg:
-		if msg.Type == tea.KeyRunes && m.mode != modeReason && m.mode != modeRule && !m.filtering {
+		if msg.Type == tea.KeyRunes && m.mode != modeReason && m.mode != modeRule && m.mode != modeDenySession && !m.filtering {
 			if msg.Paste {
 				return m, nil // pasted text never decides anything
 			}
@@ -387,6 +392,8 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.addHistory(ev.Records)
 	case serve.GrantsChanged:
 		m.grantList.set(ev.Grants)
+	case serve.DeniesChanged:
+		m.grantList.setDenies(ev.Denies)
 	case serve.Degraded:
 		if ev.Problem == "" {
 			delete(m.degraded, ev.Area)
@@ -509,7 +516,11 @@ func (m *Model) applyDecided(msg decidedMsg) {
 
 func (m *Model) applyRevoked(msg revokedMsg) {
 	what := Sanitize(msg.Grant.Surface) + " " + Sanitize(msg.Grant.Pattern)
-	note := "revoked whole-session grant " + what + " of " + Sanitize(msg.Session)
+	kind := "whole-session grant "
+	if msg.Deny {
+		kind = "session deny "
+	}
+	note := "revoked " + kind + what + " of " + Sanitize(msg.Session)
 	if msg.Err != nil {
 		note = "⚠ could not revoke " + what + ": " + Sanitize(msg.Err.Error())
 	}

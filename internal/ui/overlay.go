@@ -48,7 +48,7 @@ type (
 		targets       []serve.AskID
 		d             decisionFor
 	}
-	// revokeAction withdraws one whole-session grant.
+	// revokeAction withdraws one whole-session grant or session deny.
 	revokeAction struct{ row grantRow }
 	// quitAction leaves the console; leave says the waiting asks stay for
 	// the next server rather than being denied.
@@ -87,6 +87,8 @@ func (m *Model) active() overlay {
 		return &m.quitDialog
 	case modeRule:
 		return &m.ruleDialog
+	case modeDenySession:
+		return &m.denyDialog
 	}
 	return nil
 }
@@ -117,6 +119,12 @@ func (m *Model) apply(act action) tea.Cmd {
 		g, session := a.row.grant, a.row.session
 		b := m.opts.Backend
 		m.setStatus("revoking " + Sanitize(g.Surface) + " " + Sanitize(g.Pattern) + "…")
+		if a.row.deny != nil {
+			d := *a.row.deny
+			return func() tea.Msg {
+				return revokedMsg{Session: session, Grant: g, Deny: true, Err: b.RevokeDeny(session, d)}
+			}
+		}
 		return func() tea.Msg {
 			return revokedMsg{Session: session, Grant: g, Err: b.RevokeGrant(session, g)}
 		}

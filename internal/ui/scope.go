@@ -138,23 +138,34 @@ type coverage struct {
 }
 
 func (d *scopeDialog) coverage() coverage {
-	var c coverage
 	gs := d.grants()
-	e := d.q.find(d.ask)
-	if e == nil || len(gs) != 1 {
+	if len(gs) != 1 {
+		return coverage{}
+	}
+	return coverageOf(d.q, d.ask, gs[0], false)
+}
+
+// coverageOf is what a session rule written as g covers: the ask, and how
+// many other waiting asks. With units (a session deny, decision 0104) any
+// asking unit of a chain counts too, as serve judges a deny.
+func coverageOf(q asks, ask serve.AskID, g wire.Grant, units bool) coverage {
+	var c coverage
+	e := q.find(ask)
+	if e == nil {
 		return c
 	}
-	pat := resolve.CompilePattern(gs[0].Pattern, "")
+	pat := resolve.CompilePattern(g.Pattern, "")
 	covers := func(a serve.Ask) bool {
 		ai := a.Request.AccessIntent
-		if ai == nil || !grantSurfaceCovers(gs[0].Surface, ai.Surface) {
+		if ai == nil || !grantSurfaceCovers(g.Surface, ai.Surface) {
 			return false
 		}
-		return slices.ContainsFunc(ai.MatchValues, pat.Match)
+		return slices.ContainsFunc(ai.MatchValues, pat.Match) ||
+			units && slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return pat.Match(u.Command) })
 	}
 	c.ask = covers(e.ask)
-	for _, o := range d.q.pending() {
-		if o.ask.ID != d.ask && covers(o.ask) {
+	for _, o := range q.pending() {
+		if o.ask.ID != ask && covers(o.ask) {
 			c.others++
 		}
 	}

@@ -1,0 +1,143 @@
+package ui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// denyDialog is "deny for the session" (decision 0104): the reason the
+// agents see and the surface and pattern that later asks of the root
+// session are denied by, the pattern prefilled from the child's
+// whole-session suggestion and editable as in the scope dialog.
+type denyDialog struct {
+	*common
+	q       asks
+	ask     serve.AskID
+	surface string
+	reason  textinput.Model
+	pattern textinput.Model
+	// onPattern: tab moved the cursor to the pattern.
+	onPattern bool
+}
+
+func newDenyDialog(c *common, q asks) denyDialog {
+	reason := textinput.New()
+	reason.Prompt, reason.Placeholder, reason.CharLimit = "reason:  ", "shown to the agents, now and for every later match", 500
+	pattern := textinput.New()
+	pattern.Prompt, pattern.CharLimit = "pattern: ", 1000
+	reason.Cursor.SetMode(cursor.CursorStatic)
+	pattern.Cursor.SetMode(cursor.CursorStatic)
+	return denyDialog{common: c, q: q, reason: reason, pattern: pattern}
+}
+
+// open prefills from the ask: the whole-session suggestion when the child
+// sent one grant, else the surface and the exact value.
+func (d *denyDialog) open(e *entry) tea.Cmd {
+	ai := e.ask.Request.AccessIntent
+	g := wire.Grant{Surface: ai.Surface}
+	if len(ai.MatchValues) > 0 {
+		g.Pattern = ai.MatchValues[0]
+	}
+	if o, ok := e.ask.Scopes.Find(serve.ScopeSession); ok && len(o.Grants) == 1 {
+		g = o.Grants[0]
+	}
+	d.ask, d.surface, d.onPattern = e.ask.ID, g.Surface, false
+	d.reason.Reset()
+	d.pattern.SetValue(g.Pattern)
+	d.pattern.CursorEnd()
+	d.pattern.Blur()
+	return d.reason.Focus()
+}
+
+func (d *denyDialog) deny() wire.Grant {
+	return wire.Grant{Surface: d.surface, Pattern: strings.TrimSpace(d.pattern.Value())}
+}
+
+func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
+	if k, ok := msg.(tea.KeyMsg); ok {
+		switch {
+		case key.Matches(k, d.keys.Close):
+			return closeAction{"nothing decided"}, nil
+		case key.Matches(k, d.keys.NextField):
+			d.onPattern = !d.onPattern
+			if d.onPattern {
+				d.reason.Blur()
+				return nil, d.pattern.Focus()
+			}
+			d.pattern.Blur()
+			return nil, d.reason.Focus()
+		case key.Matches(k, d.keys.Confirm):
+			reason, g := strings.TrimSpace(d.reason.Value()), d.deny()
+			switch {
+			case reason == "":
+				return statusAction{"type a reason first: the agents see it (esc cancels)"}, nil
+			case !d.coverage().ask:
+				return statusAction{"the pattern does not cover this ask; tab edits it"}, nil
+			}
+			return decideAction{pressed: k.String(), what: "deny for the session with " + Sanitize(g.Pattern),
+				targets: []serve.AskID{d.ask}, d: func(id serve.AskID) serve.Decision {
+					return serve.Decision{Ask: id, State: wire.StateDeniedWithReason, Reason: reason, DenyFor: &g}
+				}}, nil
+		}
+	}
+	var cmd tea.Cmd
+	if d.onPattern {
+		d.pattern, cmd = d.pattern.Update(msg)
+	} else {
+		d.reason, cmd = d.reason.Update(msg)
+	}
+	return nil, cmd
+}
+
+// coverage is what the deny covers: this ask, and how many other waiting
+// asks; a deny covers a chain by any of its units, as serve judges it.
+func (d *denyDialog) coverage() coverage { return coverageOf(d.q, d.ask, d.deny(), true) }
+
+func (d *denyDialog) gone() string {
+	if e := d.q.find(d.ask); e == nil || e.state != statePending {
+		return "that ask is no longer waiting; nothing decided"
+	}
+	return ""
+}
+
+func (d *denyDialog) help() help.KeyMap {
+	return d.keys.overlayHelp(d.keys.NextField, relabel(d.keys.Confirm, "deny"))
+}
+
+func (d *denyDialog) view(height int) []string {
+	s := d.styles
+	lines := []string{d.rule("deny for the session")}
+	e := d.q.find(d.ask)
+	if e == nil {
+		return lines
+	}
+	r := e.ask.Request
+	lines = append(lines, "  "+Sanitize(agentOf(r))+" asks for "+Sanitize(serve.SurfaceOf(r))+":")
+	lines = append(lines, d.indented(Sanitize(shortValue(r)), 4, maxFactLines)...)
+	lines = append(lines, s.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), "")
+	d.reason.Width = max(d.width-len(d.reason.Prompt)-4, 10)
+	d.pattern.Width = d.reason.Width
+	lines = append(lines, "  "+d.reason.View(), "  "+d.pattern.View())
+	cov := d.coverage()
+	text, style := "surface "+Sanitize(d.surface)+"; covers this ask", s.Muted
+	if !cov.ask {
+		text, style = "surface "+Sanitize(d.surface)+"; ⚠ does not cover this ask: enter is refused", s.Warning
+	}
+	if cov.others > 0 {
+		text += "; also " + plural(cov.others, "other waiting ask") + ", denied at once"
+	}
+	lines = append(lines, "  "+style.Render(text), "")
+	for _, l := range wrapWords("Every later ask of this root session that the pattern covers is denied with this reason, before grants and the policy; g lists and revokes it.", max(d.width-2, 10)) {
+		lines = append(lines, "  "+s.Muted.Render(l))
+	}
+	lines = append(lines, "", s.Muted.Render("tab moves between reason and pattern; enter denies; esc cancels, decides nothing"))
+	return fitLines(lines, height)
+}
