@@ -119,10 +119,7 @@ func (d *denyDialog) view(height int) []string {
 	if e == nil {
 		return lines
 	}
-	r := e.ask.Request
-	lines = append(lines, "  "+Sanitize(agentOf(r))+" asks for "+Sanitize(serve.SurfaceOf(r))+":")
-	lines = append(lines, d.indented(Sanitize(shortValue(r)), 4, maxFactLines)...)
-	lines = append(lines, s.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), "")
+	lines = append(lines, d.sessionAsk(e)...)
 	d.reason.Width = max(d.width-len(d.reason.Prompt)-4, 10)
 	d.pattern.Width = d.reason.Width
 	lines = append(lines, "  "+d.reason.View(), "  "+d.pattern.View())

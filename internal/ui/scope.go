@@ -203,10 +203,7 @@ func (d *scopeDialog) view(int) []string {
 	if e == nil {
 		return lines
 	}
-	r := e.ask.Request
-	lines = append(lines, "  "+Sanitize(agentOf(r))+" asks for "+Sanitize(serve.SurfaceOf(r))+":")
-	lines = append(lines, d.indented(Sanitize(shortValue(r)), 4, maxFactLines)...)
-	lines = append(lines, s.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), "")
+	lines = append(lines, d.sessionAsk(e)...)
 	for i, o := range d.scopes.Options {
 		mark, style := "  ( ) ", s.Value
 		if i == d.chosen {
@@ -240,6 +237,15 @@ func (d *scopeDialog) view(int) []string {
 		lines = append(append(lines, ""), d.mutedWrapped(d.scopes.Note, 0)...)
 	}
 	return append(lines, "", s.Muted.Render("enter approves with the marked scope; esc cancels and decides nothing"))
+}
+
+// sessionAsk is the ask a whole-session choice is made on, and what the
+// whole session is (the scope and session-deny dialogs).
+func (c *common) sessionAsk(e *entry) []string {
+	r := e.ask.Request
+	lines := []string{"  " + Sanitize(agentOf(r)) + " asks for " + Sanitize(serve.SurfaceOf(r)) + ":"}
+	lines = append(lines, c.indented(Sanitize(shortValue(r)), 4, maxFactLines)...)
+	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), "")
 }
 
 // coverageLines show the pattern being edited and what the grant covers.
