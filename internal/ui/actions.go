@@ -48,6 +48,7 @@ func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
 
 func (m *Model) setFilter(f string) {
 	m.filter = f
+	m.queueChanged()
 	m.keepHighlightShown()
 }
 
@@ -86,6 +87,7 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		return m.filterInput.Focus()
 	case key.Matches(msg, m.keys.Group):
 		m.grouped = !m.grouped
+		m.queueChanged()
 	case key.Matches(msg, m.keys.Up):
 		m.move(-1)
 	case key.Matches(msg, m.keys.Down):
@@ -210,6 +212,7 @@ func (m *Model) clearExpired() {
 	}
 	clear(m.queue[len(kept):])
 	m.queue = kept
+	m.queueChanged()
 	switch {
 	case m.current() != nil:
 	case next != 0:

@@ -171,3 +171,30 @@ func TestGoldenMouseAndCopy(t *testing.T) {
 		press(tm, "c")
 	})
 }
+
+// The shown queue is cached between changes; every change must show at
+// once: an arrival under a filter, a grouped arrival, an answer, a clear.
+func TestShownQueueFollowsEveryChange(t *testing.T) {
+	h := newHarness(t)
+	a, b := pathWrite(), bashChain()
+	h.queue(a)
+	h.keys("/")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("dep")})
+	h.keys("enter")
+	if got := len(h.m.shown()); got != 0 {
+		t.Fatalf("filter shows %d asks, want none", got)
+	}
+	h.queue(b) // the deployer's ask arrives under the filter
+	if shown := h.m.shown(); len(shown) != 1 || shown[0].ask.ID != b.ID {
+		t.Fatalf("an arrival matching the filter is not shown: %d", len(shown))
+	}
+	h.keys("esc", "t")
+	if lines := h.m.queueLines(); len(lines) != 4 {
+		t.Fatalf("grouped: %d lines, want two headings and two asks", len(lines))
+	}
+	h.events(withdrawn(a.ID, true))
+	h.keys("x")
+	if shown := h.m.shown(); len(shown) != 1 || shown[0].ask.ID != b.ID {
+		t.Fatalf("after x: %d shown", len(shown))
+	}
+}

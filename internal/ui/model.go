@@ -152,8 +152,9 @@ type Model struct {
 	opts Options
 	help help.Model
 
-	queue     []*entry
-	highlight serve.AskID
+	queue      []*entry
+	shownCache shownCache // the queue as filtered and grouped
+	highlight  serve.AskID
 	// cursorShifted is set when the highlighted ask changed under the
 	// person (it was answered or removed by an event); the next decision key
 	// is refused so nobody answers an ask they have not looked at.
@@ -424,6 +425,7 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 		return nil
 	}
 	m.queue = append(m.queue, &entry{ask: a, same: identity(a)})
+	m.queueChanged()
 	if m.highlight == 0 {
 		m.keepHighlightShown()
 	}
@@ -543,6 +545,7 @@ func (m *Model) remove(id serve.AskID, byPerson bool) {
 	}
 	at := indexOf(m.shown(), id)
 	m.queue = slices.Delete(m.queue, i, i+1)
+	m.queueChanged()
 	if m.highlight != id {
 		return
 	}
