@@ -103,3 +103,20 @@ func TestGoldenDenySession(t *testing.T) {
 		tm.Type("keep out of src")
 	})
 }
+
+// The log says that a person denied for the session, and by which pattern.
+func TestDenySessionInTheLog(t *testing.T) {
+	h := newHarness(t)
+	a := pathWrite()
+	h.queue(a)
+	h.keys("N", "keep out", "enter")
+	denied := wire.Response{State: wire.StateDeniedWithReason, DenialReason: "keep out", DecidedBy: wire.UserDecision()}
+	h.events(serve.Decided{Ask: a, Response: denied})
+	h.keys("l")
+	screen := ansi.Strip(h.m.View())
+	for _, w := range []string{"session deny path_write /w/p/src/* recorded", "reason: keep out"} {
+		if !strings.Contains(screen, w) {
+			t.Errorf("log lacks %q:\n%s", w, screen)
+		}
+	}
+}

@@ -17,8 +17,12 @@ import (
 )
 
 // choiceWords says what a person chose, for the log: the scope of a session
-// approval with what it records; the response tells the rest.
+// approval with what it records, or a session deny; the response tells the
+// rest.
 func choiceWords(d serve.Decision, a serve.Ask) string {
+	if d.DenyFor != nil {
+		return "session deny " + Sanitize(d.DenyFor.Surface) + " " + Sanitize(d.DenyFor.Pattern) + " recorded"
+	}
 	o, ok := a.Scopes.Find(d.Scope)
 	if !ok {
 		return ""
