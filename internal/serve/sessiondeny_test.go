@@ -131,3 +131,28 @@ func TestSessionDenyNeedsAStore(t *testing.T) {
 		t.Fatalf("Decide = %v", err)
 	}
 }
+
+// BenchmarkSessionDenyCheck is the cost a served session's denies add to
+// judging one ask: a stat of the deny file (re-read only when it changed)
+// and the grants' matcher over ten denies that do not cover the ask.
+func BenchmarkSessionDenyCheck(b *testing.B) {
+	store, err := grants.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 10 {
+		d := SessionDeny{Grant: wire.Grant{Surface: "bash", Pattern: "rm" + string(rune('a'+i)) + " *"}, Reason: "no"}
+		if err := store.AddDeny(rootID, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := &Server{cfg: Config{Denies: store}}
+	judge := &resolve.Policy{}
+	req := intent("1791279012345-b-1", "impl", "bash", "git status")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, denied := s.sessionDenied(judge, rootID, req); denied {
+			b.Fatal("denied")
+		}
+	}
+}
