@@ -62,8 +62,8 @@ func (in *Inbox) claimLocked(id string) (Event, bool) {
 		if hb, ok := in.readHeartbeat(id); ok && hb.PID != in.cfg.PID && safefs.PIDAlive(hb.PID) {
 			pid = hb.PID
 		}
-		// Rechecked every heartbeat tick: the kernel drops the lock the moment
-		// the holder dies, so the takeover follows within a tick.
+		// Rechecked every LockRecheck: the kernel drops the lock the moment
+		// the holder dies, so the takeover follows within one.
 		return in.yield(s, id, pid, true, now), false
 	}
 	if pid, taken := in.foreignServer(id, now); taken {
@@ -140,13 +140,39 @@ func closeLock(d *safefs.Dir) {
 func (in *Inbox) heartbeatLoop(ctx context.Context) {
 	tick := time.NewTicker(in.cfg.HeartbeatInterval)
 	defer tick.Stop()
+	lockTick := time.NewTicker(in.cfg.LockRecheck)
+	defer lockTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			in.refreshAll()
+		case <-lockTick.C:
+			in.recheckLocked()
 		}
-		in.refreshAll()
+	}
+}
+
+// recheckLocked tries again for the sessions another permtui holds the lock
+// on, more often than the heartbeat tick, so a standby takes over well within
+// the 2 s a child allows a dead server (one TryLock per such session; there
+// are none unless two instances run).
+func (in *Inbox) recheckLocked() {
+	now := in.cfg.Now()
+	var ids []string
+	in.mu.Lock()
+	for id, s := range in.sessions {
+		if !s.serving && s.elsewhere && s.otherPermtui && !now.Before(s.nextClaim) {
+			ids = append(ids, id)
+		}
+	}
+	in.mu.Unlock()
+	sort.Strings(ids)
+	for _, id := range ids {
+		if in.claim(id) {
+			in.scanSoon(id)
+		}
 	}
 }
 

@@ -26,6 +26,7 @@ const (
 	DefaultPollRescan        = 250 * time.Millisecond
 	DefaultHeartbeatInterval = time.Second
 	DefaultContentionRecheck = 2 * time.Second
+	DefaultLockRecheck       = 250 * time.Millisecond
 	DefaultMaxDiscovered     = 1024
 )
 
@@ -50,6 +51,9 @@ type Config struct {
 	PollRescan        time.Duration
 	HeartbeatInterval time.Duration
 	ContentionRecheck time.Duration
+	// LockRecheck is how often a session another permtui holds is tried
+	// again (default DefaultLockRecheck).
+	LockRecheck time.Duration
 
 	// onEmit, for tests, runs on the emitting goroutine before each event
 	// is sent.
@@ -200,6 +204,7 @@ func New(cfg Config) (*Inbox, error) {
 	setDefault(&cfg.PollRescan, DefaultPollRescan)
 	setDefault(&cfg.HeartbeatInterval, DefaultHeartbeatInterval)
 	setDefault(&cfg.ContentionRecheck, DefaultContentionRecheck)
+	setDefault(&cfg.LockRecheck, DefaultLockRecheck)
 
 	in := &Inbox{
 		cfg:      cfg,
