@@ -21,6 +21,10 @@ import (
 // AuditRecord is one line of <StateDir>/audit.jsonl: a decision, made
 // durable before its response is written.
 type AuditRecord struct {
+	// Kind is "" for a decision and AuditExpired for an ask the child
+	// stopped waiting for before a person decided (no decision: replay and
+	// simulate pass such lines over).
+	Kind              string               `json:"kind,omitempty"`
 	AskID             AskID                `json:"askId"` // the delivery decided; unique within one permtui process
 	RequestID         string               `json:"requestId"`
 	ServedSession     string               `json:"servedSession"`
@@ -131,10 +135,24 @@ func AppendRuleRecord(stateDir string, rec RuleRecord) error {
 // \u003c) can grow them past any cap: a longer line is counted bad.
 const maxAuditLine = 4 << 20
 
+// AuditExpired marks the audit line of an ask that expired waiting for a
+// person, so the log after a restart shows it too.
+const AuditExpired = "expired"
+
+// ReadAuditHistory calls fn with every decision record and every expiry of
+// an audit log, in order: what a restarted console's log shows.
+func ReadAuditHistory(r io.Reader, fn func(AuditRecord)) (bad int, err error) {
+	return readAudit(r, fn, true)
+}
+
 // ReadAudit calls fn with every decision record of an audit log, in order.
 // Rule lines are not decisions and are passed over; a line that does not
 // parse (a log cut short by a crash) is counted in bad, never guessed at.
 func ReadAudit(r io.Reader, fn func(AuditRecord)) (bad int, err error) {
+	return readAudit(r, fn, false)
+}
+
+func readAudit(r io.Reader, fn func(AuditRecord), expiries bool) (bad int, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var line []byte
 	for {
@@ -155,7 +173,7 @@ func ReadAudit(r io.Reader, fn func(AuditRecord)) (bad int, err error) {
 		if over || len(line) > maxAuditLine {
 			bad++
 		} else if len(bytes.TrimSpace(line)) > 0 {
-			bad += readAuditLine(line, fn)
+			bad += readAuditLine(line, fn, expiries)
 		}
 		if rerr == io.EOF {
 			return bad, nil
@@ -166,14 +184,14 @@ func ReadAudit(r io.Reader, fn func(AuditRecord)) (bad int, err error) {
 
 // readAuditLine passes one line's decision record to fn; it returns 1 when
 // the line does not parse.
-func readAuditLine(line []byte, fn func(AuditRecord)) int {
+func readAuditLine(line []byte, fn func(AuditRecord), expiries bool) int {
 	var head struct {
 		Kind string `json:"kind"`
 	}
 	if json.Unmarshal(line, &head) != nil {
 		return 1
 	}
-	if head.Kind != "" {
+	if head.Kind != "" && (!expiries || head.Kind != AuditExpired) {
 		return 0
 	}
 	var rec AuditRecord

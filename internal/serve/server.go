@@ -444,8 +444,20 @@ func (s *Server) withdrawn(w inbox.Withdrawn) {
 	delete(s.asks, w.ID)
 	s.mu.Unlock()
 	if p != nil {
+		if !p.deciding {
+			s.recordExpiry(p)
+		}
 		s.emit(Withdrawn{Withdrawn: w, Pending: !p.deciding})
 	}
+}
+
+// recordExpiry notes in the audit log that an ask expired waiting for a
+// person. It decides nothing and is not waited for: a line lost in a crash
+// only leaves the expiry out of the history.
+func (s *Server) recordExpiry(p *pending) {
+	rec := s.record(p, "", &answer{})
+	rec.Kind = AuditExpired
+	s.audit.appendAsync(rec)
 }
 
 // emit hands an event to the front end; what happened to an ask is also
@@ -657,7 +669,7 @@ func (s *Server) emitHistory() {
 	}
 	defer f.Close()
 	var recs []AuditRecord
-	if _, err := ReadAudit(f, func(r AuditRecord) {
+	if _, err := ReadAuditHistory(f, func(r AuditRecord) {
 		recs = append(recs, r)
 		if len(recs) > 2*HistoryCap {
 			recs = append(recs[:0], recs[len(recs)-HistoryCap:]...)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -81,5 +82,44 @@ func TestHistoryFromTheAuditLogAtStart(t *testing.T) {
 	ev := h.rec.WaitFor(t, "history", func(ev Event) bool { _, ok := ev.(History); return ok }).(History)
 	if len(ev.Records) != 2 || ev.Records[0].RequestID != "r-1" || ev.Records[1].MatchValues[0] != "rm -rf /" || !ev.Records[1].Auto {
 		t.Fatalf("history = %+v", ev.Records)
+	}
+}
+
+// An ask that expires waiting for a person leaves an expiry line in the
+// audit log: a restarted console's log shows it, and it is no decision (a
+// later request under the same id is judged, not answered from it).
+func TestExpiryIsInTheHistoryAndIsNoDecision(t *testing.T) {
+	first := startServer(t, options{})
+	const id = "1791279012345-exp-1"
+	path := first.send(intent(id, "impl", "bash", "make"))
+	first.queued(id)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	first.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.Pending })
+	first.shutdown() // the expiry line is written before the log closes
+
+	var expiries []map[string]any
+	for _, r := range first.auditLines() {
+		if r["kind"] == AuditExpired {
+			expiries = append(expiries, r)
+		}
+	}
+	if len(expiries) != 1 || expiries[0]["requestId"] != id || expiries[0]["agent"] != "impl" {
+		t.Fatalf("expiry lines %+v", expiries)
+	}
+	if recs := first.auditFor(id); len(recs) != 0 {
+		t.Fatalf("an expiry was recorded as a decision: %+v", recs)
+	}
+
+	second := startServer(t, options{reuse: first})
+	ev := second.rec.WaitFor(t, "history", func(ev Event) bool { _, ok := ev.(History); return ok }).(History)
+	if len(ev.Records) != 1 || ev.Records[0].Kind != AuditExpired || ev.Records[0].MatchValues[0] != "make" {
+		t.Fatalf("history %+v", ev.Records)
+	}
+	second.judge.set("make", ruleVerdict(resolve.Allow, "", "make", "global", ""))
+	second.send(intent(id, "impl", "bash", "make"))
+	if resp := second.await(id); !resp.Approved {
+		t.Fatalf("a request under an expired id was not judged: %+v", resp)
 	}
 }

@@ -355,6 +355,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
 			m.expire(e)
 			m.setStatus("expired: " + label(e) + " (the child stopped waiting)")
+			m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (the child stopped waiting)"})
 		}
 	case serve.Invalid:
 		m.invalid++
@@ -669,6 +670,11 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 		if len(r.MatchValues) > 0 {
 			label += " · " + Sanitize(r.MatchValues[0])
 		}
+		if r.Kind == serve.AuditExpired {
+			m.addLog(logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()),
+				note: "⌛ expired  " + label + " (the child stopped waiting)"})
+			continue
+		}
 		state := r.State
 		if state == wire.StateApprovedForServingSession {
 			state = wire.StateApproved // the wire never sees it; grants say the rest
@@ -680,7 +686,7 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 		}
 		m.addLog(l)
 	}
-	m.addLog(logEntry{note: "↑ " + plural(len(recs), "decision") + " of earlier runs, from the audit log"})
+	m.addLog(logEntry{note: "↑ " + plural(len(recs), "entry", "entries") + " of earlier runs, from the audit log"})
 }
 
 // autoCount is how many asks of one agent were answered automatically.

@@ -197,7 +197,27 @@ func TestLogShowsHistoryFromTheAuditLog(t *testing.T) {
 	h.keys("l")
 	v := h.m.View()
 	for _, want := range []string{"17:00:00 ✓ approved  impl · bash · make test", "recorded for the whole session bash make test *",
-		"✗ denied  impl␛[2J · bash · rm -rf /", "by rule (global) bash: rm *", "↑ 2 decisions of earlier runs, from the audit log"} {
+		"✗ denied  impl␛[2J · bash · rm -rf /", "by rule (global) bash: rm *", "↑ 2 entries of earlier runs, from the audit log"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("log lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+// Expiries are in the log: live ones as they happen, earlier runs' from the
+// audit log after a restart.
+func TestLogShowsExpiries(t *testing.T) {
+	h := newHarness(t)
+	h.events(serve.History{Records: []serve.AuditRecord{
+		{Kind: serve.AuditExpired, Agent: "impl", Surface: "bash", MatchValues: []string{"make lint"}, DecidedAt: testNow.Add(-time.Hour).UnixMilli()},
+	}})
+	a := legacyBash()
+	h.queue(a)
+	h.events(withdrawn(a.ID, true))
+	h.keys("l")
+	v := h.m.View()
+	for _, want := range []string{"17:00:00 ⌛ expired  impl · bash · make lint (the child stopped waiting)", "↑ 1 entry of earlier runs",
+		"⌛ expired  " + askLabel(a) + " (the child stopped waiting)"} {
 		if !strings.Contains(v, want) {
 			t.Fatalf("log lacks %q:\n%s", want, v)
 		}
