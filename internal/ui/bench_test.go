@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // BenchmarkKeyPress: one key press with many asks queued, as the runtime
@@ -63,5 +65,38 @@ func BenchmarkKeyPressHugeFields(b *testing.B) {
 		m.Update(keys[i%len(keys)])
 		_ = m.View()
 		i++
+	}
+}
+
+// BenchmarkLogRetention: the heap a full decision log (logCap automatic
+// answers) keeps, per entry, for everyday asks and for asks whose agent,
+// value, rule pattern and reason are each 1 MiB. Reported as B/entry.
+func BenchmarkLogRetention(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		ev   func(i int) serve.Decided
+	}{
+		{"everyday", func(i int) serve.Decided {
+			a := bashChain()
+			a.ID += serve.AskID(i)
+			return serve.Decided{Ask: a, Auto: true, Response: wire.Response{Approved: true, State: wire.StateApproved,
+				DecidedBy: &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: "bash", Pattern: sp("git *"), Origin: sp("global")}}}
+		}},
+		{"1MiB-strings", func(i int) serve.Decided { return hugeDecision(i, huge(i, mib)) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var perEntry float64
+			for b.Loop() {
+				m := New(Options{Backend: &fakeBackend{}, Now: func() time.Time { return testNow }, Refresh: -1})
+				got := retained(func() {
+					for i := range logCap {
+						m.Update(EventMsg{Event: tc.ev(i)})
+					}
+				})
+				runtime.KeepAlive(m)
+				perEntry = float64(got) / logCap
+			}
+			b.ReportMetric(perEntry, "B/entry")
+		})
 	}
 }

@@ -335,15 +335,21 @@ func shortValue(r *wire.Request) string {
 // a relative display value (pi shows paths relative to the child's cwd,
 // which hides the worktree) gives way to the absolute boundary path.
 func rowValue(r *wire.Request) (text string, keepEnd bool) {
+	v, keepEnd := rawRowValue(r)
+	return Sanitize(v), keepEnd
+}
+
+// rawRowValue is rowValue before sanitizing.
+func rawRowValue(r *wire.Request) (text string, keepEnd bool) {
 	v := shortValue(r)
 	ai := r.AccessIntent
 	if ai == nil || deref(ai.BoundaryValue) == "" {
-		return Sanitize(v), pathAsk(r)
+		return v, pathAsk(r)
 	}
 	if !strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "~") {
 		v = *ai.BoundaryValue
 	}
-	return Sanitize(v), true
+	return v, true
 }
 
 // pathAsk reports whether an ask names a file (a directional path surface,
@@ -367,10 +373,11 @@ func copyText(e *entry) string {
 // askNumber names a delivery where nothing better is known.
 func askNumber(id serve.AskID) string { return "#" + strconv.FormatUint(uint64(id), 10) }
 
+// askLabel names an ask in one clipped line: agent, surface and value.
 func askLabel(a serve.Ask) string {
+	agent, surface, value := askParts(a)
 	if a.Request == nil {
-		return "ask " + askNumber(a.ID)
+		return value
 	}
-	value, _ := rowValue(a.Request)
-	return Sanitize(agentOf(a.Request)) + " · " + Sanitize(serve.SurfaceOf(a.Request)) + " · " + value
+	return joinLabel(agent, surface, value)
 }

@@ -171,10 +171,12 @@ type Model struct {
 	degraded       map[string]string // area → problem, from serve.Degraded
 	autoApproved   int
 	autoDenied     int
-	// lastAuto and autoByAgent feed the activity line: the latest answer
-	// by policy or grant, and how many each agent got.
-	lastAuto    *logEntry
+	// lastAuto, autoByAgent and otherAgents feed the activity line: the
+	// latest answer by policy or grant, and how many each agent got (by
+	// clipped name, at most maxAgents; otherAgents counts the rest).
+	lastAuto    *autoAnswer
 	autoByAgent map[string]*autoCount
+	otherAgents autoCount
 	expired     int
 	invalid     int
 	log         []logEntry
@@ -461,27 +463,21 @@ func (m *Model) applyResponse(ev serve.Decided) {
 	if wasQueued {
 		m.remove(ev.Ask.ID, !ev.Auto)
 	}
-	l := logEntry{ask: ev.Ask, response: ev.Response, auto: ev.Auto, latency: ev.Latency}
+	l, last := decidedEntry(ev)
 	if ev.Auto {
-		agent := agentOf(ev.Ask.Request)
-		c := m.autoByAgent[agent]
-		if c == nil {
-			c = &autoCount{}
-			m.autoByAgent[agent] = c
-		}
 		if ev.Response.Approved {
 			m.autoApproved++
-			c.approved++
 		} else {
 			m.autoDenied++
-			c.denied++
 		}
-		last := l
+		if ev.Ask.Request != nil {
+			m.countAuto(agentOf(ev.Ask.Request), ev.Response.Approved)
+		}
 		last.at = m.opts.Now()
 		m.lastAuto = &last
 	}
 	if d, ok := m.sent[ev.Ask.ID]; ok && !ev.Auto {
-		l.choice = choiceWords(d, ev.Ask)
+		l.choice = Clip(choiceWords(d, ev.Ask), textBytes)
 	}
 	delete(m.sent, ev.Ask.ID)
 	m.addLog(l)
@@ -625,7 +621,7 @@ func (m *Model) pendingCount() int {
 
 // setStatus replaces the status line and ends any run of automatic answers.
 func (m *Model) setStatus(s string) {
-	m.status, m.statusAt, m.statusSettle = s, m.opts.Now(), false
+	m.status, m.statusAt, m.statusSettle = Clip(s, textBytes), m.opts.Now(), false
 	m.streak = autoStreak{}
 }
 
@@ -634,7 +630,7 @@ func (m *Model) setStatus(s string) {
 const statusTTL = 10 * time.Second
 
 func (m *Model) addLog(l logEntry) {
-	const logCap = 2000
+	l.note = Clip(l.note, textBytes)
 	if l.at.IsZero() {
 		l.at = m.opts.Now()
 	}
@@ -666,9 +662,9 @@ func (m *Model) servedIDs() (serving, elsewhere []string) {
 // named from the recorded facts (agent, surface, first match value).
 func (m *Model) addHistory(recs []serve.AuditRecord) {
 	for _, r := range recs {
-		label := Sanitize(r.Agent) + " · " + Sanitize(r.Surface)
+		label := Clip(r.Agent, nameBytes) + " · " + Clip(r.Surface, nameBytes)
 		if len(r.MatchValues) > 0 {
-			label += " · " + Sanitize(r.MatchValues[0])
+			label += " · " + Clip(r.MatchValues[0], textBytes)
 		}
 		if r.Kind == serve.AuditExpired {
 			m.addLog(logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()),
@@ -679,18 +675,16 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 		if state == wire.StateApprovedForServingSession {
 			state = wire.StateApproved // the wire never sees it; grants say the rest
 		}
-		l := logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()), label: label, auto: r.Auto,
-			response: wire.Response{Approved: r.Approved, State: state, DenialReason: r.Reason, DecidedBy: r.DecidedBy}}
+		l := logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()), label: label,
+			outcome: outcomeOf(wire.Response{Approved: r.Approved, State: state}),
+			by:      decidedBy(r.DecidedBy, r.Auto), reason: Clip(r.Reason, textBytes)}
 		if len(r.Grants) > 0 {
-			l.choice = "recorded for the whole session " + grantsText(r.Grants)
+			l.choice = Clip("recorded for the whole session "+grantsText(r.Grants), textBytes)
 		}
 		m.addLog(l)
 	}
 	m.addLog(logEntry{note: "↑ " + plural(len(recs), "entry", "entries") + " of earlier runs, from the audit log"})
 }
-
-// autoCount is how many asks of one agent were answered automatically.
-type autoCount struct{ approved, denied int }
 
 // autoStreak counts queued asks answered automatically since the last other
 // status message, so a burst reads as one line.

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -22,15 +23,56 @@ func Sanitize(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
 	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
+		shown, size := shownRune(s[i:])
 		i += size
-		if r == utf8.RuneError && size <= 1 {
-			b.WriteRune(unsafeMark) // invalid UTF-8, including raw 8-bit C1 bytes
-			continue
-		}
-		b.WriteString(standIn(r))
+		b.WriteString(shown)
 	}
 	return b.String()
+}
+
+// shownRune is what Sanitize shows for the first rune of s, and that rune's
+// size in s.
+func shownRune(s string) (string, int) {
+	r, size := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError && size <= 1 {
+		return string(unsafeMark), size // invalid UTF-8, including raw 8-bit C1 bytes
+	}
+	return standIn(r), size
+}
+
+// clipNote is about the length of Clip's note of what it left out.
+const clipNote = 32
+
+// Clip sanitizes an untrusted string and keeps at most about limit bytes of
+// what it shows: the head and the tail, with the number of the string's
+// bytes left out between them. The result is always a fresh string, so
+// keeping it never keeps the request alive (a substring would).
+func Clip(s string, limit int) string {
+	if len(s) <= limit/3 { // even all stand-ins (3 bytes each) fit
+		return strings.Clone(Sanitize(s))
+	}
+	// head ends at byte i of s, tail starts at byte j; each shows in half.
+	i, shown := 0, 0
+	for i < len(s) {
+		r, size := shownRune(s[i:])
+		if shown+len(r) > limit/2 {
+			break
+		}
+		shown, i = shown+len(r), i+size
+	}
+	j := len(s)
+	for j > i {
+		_, size := utf8.DecodeLastRuneInString(s[:j])
+		r, _ := shownRune(s[j-size:])
+		if shown+len(r) > limit {
+			break
+		}
+		shown, j = shown+len(r), j-size
+	}
+	if j-i <= clipNote { // the note would take more than it saves
+		return strings.Clone(Sanitize(s))
+	}
+	return Sanitize(s[:i]) + "…[" + strconv.Itoa(j-i) + " bytes left out]…" + Sanitize(s[j:])
 }
 
 // SanitizeLines splits an untrusted multi-line text at its newlines and

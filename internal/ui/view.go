@@ -143,21 +143,23 @@ func (m *Model) activityLines() []string {
 	}
 	s := m.styles
 	// Who and by which rule first: the value is the part that may be cut.
-	value, _ := rowValue(l.ask.Request)
-	latest := "last auto, " + age(m.opts.Now().Sub(l.at)) + " ago: " + m.stateWords(l.response) + " " +
-		Sanitize(agentOf(l.ask.Request)) + " by " + decidedBy(l.response.DecidedBy, true) + " · " +
-		Sanitize(serve.SurfaceOf(l.ask.Request)) + " " + value
+	latest := "last auto, " + age(m.opts.Now().Sub(l.at)) + " ago: " + m.stateWords(l.outcome) + " " +
+		l.agent + " by " + l.by + " · " + l.surface + " " + l.value
 	var per []string
-	for _, agent := range sortedKeys(m.autoByAgent) {
-		c := m.autoByAgent[agent]
-		text := Sanitize(agent)
+	counted := func(name string, c autoCount) {
 		if c.approved > 0 {
-			text += " " + s.Approved.Render("✓"+itoa(c.approved))
+			name += " " + s.Approved.Render("✓"+itoa(c.approved))
 		}
 		if c.denied > 0 {
-			text += " " + s.Denied.Render("✗"+itoa(c.denied))
+			name += " " + s.Denied.Render("✗"+itoa(c.denied))
 		}
-		per = append(per, text)
+		per = append(per, name)
+	}
+	for _, agent := range sortedKeys(m.autoByAgent) {
+		counted(agent, *m.autoByAgent[agent])
+	}
+	if m.otherAgents != (autoCount{}) {
+		counted("other agents", m.otherAgents)
 	}
 	return []string{latest, s.Muted.Render("auto by agent: ") + strings.Join(per, " · ")}
 }
@@ -412,20 +414,6 @@ func (m *Model) refreshPager() {
 	m.pager.refresh(m.width, max(m.height-len(m.headerLines())-3, 1), open)
 }
 
-// logEntry is one entry of the decision log: a written response, or a note
-// (starting with its glyph) about a rejected request, a failed write or a
-// revoked grant.
-type logEntry struct {
-	at       time.Time
-	ask      serve.Ask
-	response wire.Response
-	auto     bool
-	latency  time.Duration
-	choice   string // the session scope a person chose, with its grants
-	note     string
-	label    string // names the ask when there is no request (history)
-}
-
 // logIndent lines continuation lines up under the text after the time.
 const logIndent = "         "
 
@@ -442,17 +430,13 @@ func (m *Model) logLines() []string {
 			out = append(out, m.logWrap(stamp, l.note)...)
 			continue
 		}
-		what := l.label
-		if what == "" {
-			what = askLabel(l.ask)
-		}
-		out = append(out, m.logWrap(stamp, m.stateWords(l.response)+"  "+what)...)
-		by := "by " + decidedBy(l.response.DecidedBy, l.auto)
+		out = append(out, m.logWrap(stamp, m.stateWords(l.outcome)+"  "+l.label)...)
+		by := "by " + l.by
 		if l.choice != "" {
 			by += " · " + l.choice
 		}
-		if reason := l.response.DenialReason; reason != "" {
-			by += " · reason: " + Sanitize(reason)
+		if l.reason != "" {
+			by += " · reason: " + l.reason
 		}
 		out = append(out, m.logWrap(logIndent, by)...)
 	}
@@ -473,18 +457,17 @@ func (m *Model) logWrap(prefix, text string) []string {
 }
 
 // stateWords says the outcome in words and a glyph, never by colour alone.
-func (m *Model) stateWords(r wire.Response) string {
-	switch r.State {
-	case wire.StateApprovedForSession:
+func (m *Model) stateWords(o outcome) string {
+	if o.forSession {
 		return m.styles.Approved.Render("✓ approved for session")
 	}
-	if r.Approved {
+	if o.approved {
 		return m.styles.Approved.Render("✓ approved")
 	}
 	return m.styles.Denied.Render("✗ denied")
 }
 
-// decidedBy names the rule or person behind a response.
+// decidedBy names the rule or person behind a response, clipped.
 func decidedBy(ds *wire.DecisionSource, auto bool) string {
 	if ds == nil {
 		if auto {
@@ -497,14 +480,15 @@ func decidedBy(ds *wire.DecisionSource, auto bool) string {
 		return "you"
 	case wire.DecidedByRule:
 		origin := deref(ds.Origin)
+		pattern := Clip(deref(ds.Pattern), textBytes)
 		if origin == "session" {
-			return "session grant " + Sanitize(ds.Surface) + " " + Sanitize(deref(ds.Pattern))
+			return "session grant " + Clip(ds.Surface, nameBytes) + " " + pattern
 		}
-		return "rule (" + Sanitize(origin) + ") " + Sanitize(ds.Surface) + ": " + Sanitize(deref(ds.Pattern))
+		return "rule (" + Clip(origin, nameBytes) + ") " + Clip(ds.Surface, nameBytes) + ": " + pattern
 	}
-	s := Sanitize(ds.Kind)
+	s := Clip(ds.Kind, nameBytes)
 	if ds.Reason != nil {
-		s += ": " + Sanitize(*ds.Reason)
+		s += ": " + Clip(*ds.Reason, textBytes)
 	}
 	return s
 }

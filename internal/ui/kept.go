@@ -1,0 +1,115 @@
+package ui
+
+import (
+	"time"
+
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// What the console keeps after an ask is answered: text to display, clipped,
+// never the request (decision 0120). A request may be 1 MiB, so any one of
+// its strings may be; the log keeps up to logCap entries and the header a
+// count for up to maxAgents agents, so each is bounded in bytes.
+
+const (
+	// nameBytes bounds a name kept for display (agent, surface, origin).
+	nameBytes = 128
+	// textBytes bounds a value, pattern, reason, choice or note kept.
+	textBytes = 1024
+	// maxLogEntryBytes bounds the text one log entry keeps (label, by,
+	// choice, reason, note at their clipped sizes).
+	maxLogEntryBytes = 6 << 10
+	// logCap is how many entries the decision log keeps.
+	logCap = 2000
+	// maxAgents is how many agents the activity line counts by name; the
+	// answers to any other agent are counted together.
+	maxAgents = 64
+)
+
+// outcome is what a response said, as far as the log shows it.
+type outcome struct{ approved, forSession bool }
+
+func outcomeOf(r wire.Response) outcome {
+	return outcome{approved: r.Approved, forSession: r.State == wire.StateApprovedForSession}
+}
+
+// logEntry is one entry of the decision log: a written response, or a note
+// (starting with its glyph) about a rejected request, a failed write or a
+// revoked grant. Every string is sanitized and clipped.
+type logEntry struct {
+	at      time.Time
+	outcome outcome
+	label   string // names the ask: agent · surface · value
+	by      string // who or what decided
+	choice  string // the session scope a person chose, with its grants
+	reason  string
+	note    string
+}
+
+// size is the text the entry keeps, in bytes.
+func (l logEntry) size() int {
+	return len(l.label) + len(l.by) + len(l.choice) + len(l.reason) + len(l.note)
+}
+
+// autoAnswer is the latest answer by policy or grant, for the activity line.
+type autoAnswer struct {
+	at                        time.Time
+	outcome                   outcome
+	agent, by, surface, value string
+}
+
+// autoCount is how many asks of one agent were answered automatically.
+type autoCount struct{ approved, denied int }
+
+func (c *autoCount) add(approved bool) {
+	if approved {
+		c.approved++
+	} else {
+		c.denied++
+	}
+}
+
+// countAuto counts an automatic answer for an agent: by its clipped name
+// while fewer than maxAgents are named, else with the other agents. Two
+// agents whose names clip alike share a count; they would read alike anyway.
+func (m *Model) countAuto(agent string, approved bool) {
+	name := Clip(agent, nameBytes)
+	c := m.autoByAgent[name]
+	switch {
+	case c != nil:
+	case len(m.autoByAgent) < maxAgents:
+		c = &autoCount{}
+		m.autoByAgent[name] = c
+	default:
+		c = &m.otherAgents
+	}
+	c.add(approved)
+}
+
+// decidedEntry is the log entry of a written response and, when it was
+// automatic, the activity line's latest answer.
+func decidedEntry(ev serve.Decided) (logEntry, autoAnswer) {
+	agent, surface, value := askParts(ev.Ask)
+	label := value
+	if ev.Ask.Request != nil {
+		label = joinLabel(agent, surface, value)
+	}
+	l := logEntry{outcome: outcomeOf(ev.Response), label: label,
+		by: decidedBy(ev.Response.DecidedBy, ev.Auto), reason: Clip(ev.Response.DenialReason, textBytes)}
+	return l, autoAnswer{outcome: l.outcome, agent: agent, by: l.by, surface: surface, value: value}
+}
+
+// askParts names an ask by its agent, surface and the value a queue row
+// shows, each sanitized and clipped; without a request only its number.
+func askParts(a serve.Ask) (agent, surface, value string) {
+	if a.Request == nil {
+		return "", "", "ask " + askNumber(a.ID)
+	}
+	v, _ := rawRowValue(a.Request)
+	return Clip(agentOf(a.Request), nameBytes), Clip(serve.SurfaceOf(a.Request), nameBytes), Clip(v, textBytes)
+}
+
+func joinLabel(agent, surface, value string) string {
+	return agent + " · " + surface + " · " + value
+}
