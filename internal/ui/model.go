@@ -688,15 +688,7 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 
 // autoStreak counts queued asks answered automatically since the last other
 // status message, so a burst reads as one line.
-type autoStreak struct{ approved, denied int }
-
-func (s *autoStreak) add(approved bool) {
-	if approved {
-		s.approved++
-	} else {
-		s.denied++
-	}
-}
+type autoStreak struct{ autoCount }
 
 func (s autoStreak) String() string {
 	n := s.approved + s.denied
