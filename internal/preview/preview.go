@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/aymanbagabas/go-udiff"
 	json "github.com/goccy/go-json"
@@ -77,17 +78,10 @@ const inputLabel = "input"
 // ChangeOf finds the change a write or edit ask would make. It reports false
 // for any other ask, or when the payload carries no usable input.
 func ChangeOf(req *wire.Request) (Change, bool) {
-	if req == nil || req.Payload == nil || req.Payload.Request.ToolName == nil {
+	if !Applies(req) {
 		return Change{}, false
 	}
-	tool := *req.Payload.Request.ToolName
-	if tool != "write" && tool != "edit" {
-		return Change{}, false
-	}
-	path := targetPath(req)
-	if path == "" {
-		return Change{}, false
-	}
+	tool, path := *req.Payload.Request.ToolName, targetPath(req)
 	for _, ev := range req.Payload.Evidence {
 		if ev.Label != inputLabel {
 			continue
@@ -98,6 +92,16 @@ func ChangeOf(req *wire.Request) (Change, bool) {
 		}
 	}
 	return Change{}, false
+}
+
+// Applies reports whether an ask is a write or edit of an absolute path,
+// which ChangeOf may find a change in, without parsing the child's input.
+func Applies(req *wire.Request) bool {
+	if req == nil || req.Payload == nil || req.Payload.Request.ToolName == nil {
+		return false
+	}
+	tool := *req.Payload.Request.ToolName
+	return (tool == "write" || tool == "edit") && targetPath(req) != ""
 }
 
 // targetPath is the absolute path the ask names: the canonical boundary value,
@@ -200,9 +204,41 @@ func Compute(c Change, current []byte, readErr error) Diff {
 	d.Lines = parseUnified(udiff.Unified("current", "proposed", before, after))
 	if len(d.Lines) > MaxLines {
 		d.Note = "the diff is cut at " + strconv.Itoa(MaxLines) + " lines"
-		d.Lines = d.Lines[:MaxLines]
+		d.Lines = compact(d.Lines[:MaxLines])
 	}
 	return d
+}
+
+// compact copies lines into fresh memory: each line's text is a substring of
+// the whole diff text, which a cut-off diff would otherwise keep alive.
+func compact(lines []Line) []Line {
+	n := 0
+	for _, l := range lines {
+		n += len(l.Text)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, l := range lines {
+		b.WriteString(l.Text)
+	}
+	all := b.String()
+	out := make([]Line, len(lines))
+	for i, l := range lines {
+		out[i] = Line{Kind: l.Kind, Text: all[:len(l.Text)]}
+		all = all[len(l.Text):]
+	}
+	return out
+}
+
+// Size is about how many bytes the diff keeps alive: its lines (with the
+// prefix and newline of the diff text they come from), their slice, the
+// path and the note.
+func (d Diff) Size() int {
+	n := len(d.Path) + len(d.Note) + cap(d.Lines)*int(unsafe.Sizeof(Line{})) + len("--- current\n+++ proposed\n")
+	for _, l := range d.Lines {
+		n += len(l.Text) + 2
+	}
+	return n
 }
 
 // isBinary: a NUL byte or invalid UTF-8 in the first 8 KiB, as git guesses.

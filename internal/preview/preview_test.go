@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -180,4 +181,36 @@ func TestComputeBoundsTheWorkOfManyEdits(t *testing.T) {
 	if len(d.Lines) == 0 {
 		t.Fatalf("no diff for 3 edits of 1 MiB: %q", d.Note)
 	}
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var s runtime.MemStats
+	runtime.ReadMemStats(&s)
+	return s.HeapAlloc
+}
+
+// A diff cut at MaxLines keeps its lines, not the whole diff text they were
+// cut from, and Size counts at least what it keeps: the console budgets the
+// diffs it keeps by Size.
+func TestCutDiffKeepsOnlyItsLinesAndSizeCountsThem(t *testing.T) {
+	line := strings.Repeat("y", 500) + `\n`
+	c, _ := ChangeOf(ask("write", "/w/a.txt", `{"content":"`+strings.Repeat(line, 3*MaxLines)+`"}`))
+	before := liveHeap()
+	d := Compute(c, nil, fs.ErrNotExist)
+	kept := liveHeap() - before
+	texts := 0
+	for _, l := range d.Lines {
+		texts += len(l.Text)
+	}
+	if len(d.Lines) != MaxLines || d.Size() < texts {
+		t.Fatalf("%d lines, Size %d under the %d bytes of text", len(d.Lines), d.Size(), texts)
+	}
+	// The diff text was three times what is kept.
+	if kept > uint64(d.Size())*3/2 {
+		t.Fatalf("a cut diff keeps %d bytes live; its Size is %d", kept, d.Size())
+	}
+	runtime.KeepAlive(d)
+	runtime.KeepAlive(c)
 }

@@ -100,3 +100,47 @@ func BenchmarkLogRetention(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConsoleAtTheCaps: the heap the console keeps at its caps, with
+// hostile sizes: 1,024 write asks waiting whose diffs are about 1 MiB each,
+// then logCap automatic answers whose agent (each a new one), value, rule
+// pattern and reason are 1 MiB each. The waiting asks' requests are small
+// here, so what is measured is the console's own: diffs, log, counts.
+func BenchmarkConsoleAtTheCaps(b *testing.B) {
+	var total float64
+	for b.Loop() {
+		reads := 0
+		m := New(Options{Backend: &fakeBackend{}, Now: func() time.Time { return testNow }, Refresh: -1, ReadFile: bigFiles(&reads)})
+		got := retained(func() {
+			for i := range 1024 {
+				runCmd(m, EventMsg{Event: serve.AskQueued{Ask: bigFileWrite(i)}})
+			}
+			for i := range logCap {
+				m.Update(EventMsg{Event: hugeDecision(i, huge(i, mib))})
+			}
+		})
+		runtime.KeepAlive(m)
+		total = float64(got)
+	}
+	b.ReportMetric(total/mib, "MiB-kept")
+}
+
+// runCmd applies msg and runs what it returns to completion, feeding back
+// the previews, as the runtime would.
+func runCmd(m *Model, msg tea.Msg) {
+	_, cmd := m.Update(msg)
+	for cmds := []tea.Cmd{cmd}; len(cmds) > 0; {
+		c := cmds[0]
+		cmds = cmds[1:]
+		if c == nil {
+			continue
+		}
+		switch msg := c().(type) {
+		case tea.BatchMsg:
+			cmds = append(cmds, msg...)
+		case previewMsg:
+			_, next := m.Update(msg)
+			cmds = append(cmds, next)
+		}
+	}
+}

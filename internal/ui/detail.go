@@ -89,7 +89,15 @@ func detailFields(e *entry) []field {
 	}
 
 	if e.diff != nil {
-		f = append(f, diffFields(*e.diff)...)
+		diff := diffFields(*e.diff)
+		if e.diffLate { // under the heading: the diff may be long
+			diff = slices.Insert(diff, 1, field{text: "file read at " + e.diffRead.Format("15:04:05") +
+				" when this ask was shown, not when it arrived (" + e.ask.At.Format("15:04:05") +
+				"): the console keeps at most " + itoa(diffBudget>>20) + " MiB of diffs", kind: kindMuted})
+		}
+		f = append(f, diff...)
+	} else if e.diffLate {
+		f = append(f, field{text: "change: reading the file for the diff…", kind: kindMuted})
 	}
 	switch {
 	case r.Payload != nil:

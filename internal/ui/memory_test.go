@@ -115,3 +115,100 @@ func TestAutoCountsPerAgentAreBounded(t *testing.T) {
 	}
 	runtime.KeepAlive(h)
 }
+
+// bigFileWrite is a write of one short line to /w/big/<i>.txt, a file
+// whose current content is about 1 MiB: its diff removes 2,000 lines of
+// 512 bytes, about 1 MiB kept.
+func bigFileWrite(i int) serve.Ask {
+	a := pathWrite()
+	r := *a.Request
+	r.ID = fmt.Sprintf("1796233170000-d%d-48311", i)
+	path := fmt.Sprintf("/w/big/%d.txt", i)
+	ai := *r.AccessIntent
+	ai.MatchValues, ai.BoundaryValue = []string{path}, sp(path)
+	r.AccessIntent = &ai
+	return ask(r.ID+".json", &r, a.Verdict)
+}
+
+// bigFiles reads every /w/big file as 2,048 lines of 512 bytes, a fresh
+// copy each time, and counts the reads.
+func bigFiles(reads *int) func(string) ([]byte, error) {
+	return func(p string) ([]byte, error) {
+		*reads++
+		if !strings.HasPrefix(p, "/w/big/") {
+			return noFiles(p)
+		}
+		return []byte(strings.Repeat(p+strings.Repeat("z", 511-len(p))+"\n", 2048)), nil
+	}
+}
+
+// The diffs kept for waiting asks stay within diffBudget over the whole
+// queue; the asks beyond it keep none until shown.
+func TestKeptDiffsStayWithinTheBudget(t *testing.T) {
+	reads := 0
+	h := newHarness(t, func(o *Options) { o.ReadFile = bigFiles(&reads) })
+	const n = 40 // about 40 MiB of diffs
+	got := retained(func() {
+		for i := range n {
+			h.queue(bigFileWrite(i))
+		}
+	})
+	if got > diffBudget+4*mib {
+		t.Fatalf("%d write asks against 1 MiB files left %d MiB live, want under %d", n, got/mib, (diffBudget+4*mib)/mib)
+	}
+	kept := 0
+	for _, e := range h.m.queue {
+		if e.diff != nil {
+			kept += e.diff.Size()
+		}
+	}
+	if kept > diffBudget || kept != h.m.diffBytes || kept == 0 {
+		t.Fatalf("diffs kept: %d bytes (counted %d), budget %d", kept, h.m.diffBytes, diffBudget)
+	}
+	if last := h.m.queue[n-1]; last.diff != nil || last.diffState != diffDropped {
+		t.Fatalf("the last ask's diff is kept beyond the budget (state %d)", last.diffState)
+	}
+	runtime.KeepAlive(h)
+}
+
+// An ask whose diff was not kept has it read again when it is highlighted,
+// in a command, and the view says the file was read later than the ask
+// arrived. Answering asks frees their diffs' bytes.
+func TestADiffNotKeptIsReadWhenShown(t *testing.T) {
+	reads := 0
+	h := newHarness(t, func(o *Options) { o.ReadFile = bigFiles(&reads) })
+	const n = 40
+	for i := range n {
+		h.queue(bigFileWrite(i))
+	}
+	for range n - 2 {
+		h.keys("j")
+	}
+	before := reads
+	_, cmd := h.m.Update(keyMsg("j")) // onto the last ask
+	if reads != before {
+		t.Fatal("Update read a file")
+	}
+	h.run(cmd)
+	e := h.m.current()
+	if reads != before+1 || e.diff == nil || e.diffState != diffKept {
+		t.Fatalf("the highlighted ask's diff was not read when shown (%d reads, state %d)", reads-before, e.diffState)
+	}
+	if h.m.diffBytes > diffBudget+e.diff.Size() {
+		t.Fatalf("diffs kept: %d bytes, budget %d", h.m.diffBytes, diffBudget)
+	}
+	h.keys("v")
+	v := h.m.View()
+	for _, want := range []string{"change (diff against the file as it is now)", "read at 18:00:", "not when it arrived"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("the full view lacks %q:\n%s", want, v)
+		}
+	}
+	h.keys("esc")
+	for range n {
+		h.m.Update(EventMsg{Event: serve.Decided{Ask: h.m.queue[0].ask, Auto: true, Response: wire.Response{Approved: true, State: wire.StateApproved}}})
+	}
+	if len(h.m.queue) != 0 || h.m.diffBytes != 0 {
+		t.Fatalf("%d asks left, %d diff bytes still counted", len(h.m.queue), h.m.diffBytes)
+	}
+}

@@ -115,8 +115,13 @@ type entry struct {
 	state    askState
 	selected bool
 	// diff previews a write or edit ask against the file as it was read
-	// when the ask arrived; nil until read, or for other asks.
-	diff *preview.Diff
+	// when the ask arrived, or when it was shown if diffLate (diffs.go);
+	// nil unless diffState is diffKept.
+	diff      *preview.Diff
+	diffSize  int
+	diffState diffState
+	diffLate  bool      // the diff was not kept and is read when shown
+	diffRead  time.Time // when a late diff was read
 }
 
 type mode int
@@ -180,6 +185,12 @@ type Model struct {
 	expired     int
 	invalid     int
 	log         []logEntry
+
+	// The diffs kept and their reads (diffs.go): diffBytes of diffs kept,
+	// diffReads commands reading, diffQueue asks waiting for one.
+	diffBytes int
+	diffReads int
+	diffQueue []serve.AskID
 
 	// filter narrows the queue to asks it fuzzily matches (/); grouped
 	// orders it by root session and agent (t). See shown.go.
@@ -273,8 +284,17 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(m.titleCmd(), m.tickCmd())
 }
 
-// Update applies one message.
+// Update applies one message, then asks for the highlighted ask's diff if
+// it was not kept.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := m.update(msg)
+	if show := m.showDiff(); show != nil {
+		cmd = tea.Batch(cmd, show)
+	}
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -299,13 +319,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.applyRevoked(msg)
 		return m, nil
 	case previewMsg:
-		if e := m.find(msg.ask); e != nil {
-			e.diff = &msg.diff
-			if m.mode == modeView {
-				m.refreshPager()
-			}
-		}
-		return m, nil
+		return m, m.applyPreview(msg)
 	case tickMsg:
 		return m, m.tickCmd()
 	case tea.MouseMsg:
@@ -432,27 +446,7 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 	if m.highlight == 0 {
 		m.keepHighlightShown()
 	}
-	return tea.Batch(m.attentionCmd(m.pendingCount()), m.previewCmd(a))
-}
-
-// previewMsg carries the diff of a write or edit ask, read off the UI loop.
-type previewMsg struct {
-	ask  serve.AskID
-	diff preview.Diff
-}
-
-// previewCmd reads the file a write or edit ask would change and computes
-// the diff, in a command: Update never reads a file.
-func (m *Model) previewCmd(a serve.Ask) tea.Cmd {
-	c, ok := preview.ChangeOf(a.Request)
-	if !ok {
-		return nil
-	}
-	read := m.opts.ReadFile
-	return func() tea.Msg {
-		data, err := read(c.Path)
-		return previewMsg{ask: a.ID, diff: preview.Compute(c, data, err)}
-	}
+	return tea.Batch(m.attentionCmd(m.pendingCount()), m.wantDiff(m.queue[len(m.queue)-1]))
 }
 
 // applyResponse handles a written response: it leaves the queue (if it was
@@ -541,6 +535,7 @@ func (m *Model) remove(id serve.AskID, byPerson bool) {
 		return
 	}
 	at := indexOf(m.shown(), id)
+	m.dropDiff(m.queue[i])
 	m.queue = slices.Delete(m.queue, i, i+1)
 	m.queueChanged()
 	if m.highlight != id {
