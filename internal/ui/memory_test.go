@@ -212,3 +212,33 @@ func TestADiffNotKeptIsReadWhenShown(t *testing.T) {
 		t.Fatalf("%d asks left, %d diff bytes still counted", len(h.m.queue), h.m.diffBytes)
 	}
 }
+
+// Expired asks stay in the queue, greyed, until cleared, but serve has let
+// them go: the console keeps at most maxExpiredKept of them (the header
+// counts all, the log names each), and none keeps its diff.
+func TestExpiredAsksKeptAreBounded(t *testing.T) {
+	reads := 0
+	h := newHarness(t, func(o *Options) { o.ReadFile = bigFiles(&reads) })
+	const n = 100
+	got := retained(func() {
+		for i := range n {
+			a := bigFileWrite(i)
+			a.Request.Value = sp(huge(i, mib))
+			h.queue(a)
+			h.events(withdrawn(a.ID, true))
+		}
+	})
+	if len(h.m.queue) > maxExpiredKept || h.m.expired != n {
+		t.Fatalf("%d expired asks kept, %d counted; want at most %d kept, %d counted", len(h.m.queue), h.m.expired, maxExpiredKept, n)
+	}
+	if h.m.diffBytes != 0 {
+		t.Fatalf("expired asks keep %d bytes of diffs", h.m.diffBytes)
+	}
+	if bound := uint64(maxExpiredKept)*mib*3/2 + 4*mib; got > bound {
+		t.Fatalf("%d expired 1 MiB asks left %d MiB live, want under %d", n, got/mib, bound/mib)
+	}
+	if v := h.m.View(); !strings.Contains(v, "⌛ 100 expired") {
+		t.Fatalf("the header does not count every expired ask:\n%s", v)
+	}
+	runtime.KeepAlive(h)
+}

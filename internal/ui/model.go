@@ -521,10 +521,33 @@ func (m *Model) applyRevoked(msg revokedMsg) {
 	m.setStatus(note)
 }
 
+// maxExpiredKept bounds the expired asks the queue keeps: serve has let
+// them go, the header counts them and the log names each, so beyond it the
+// oldest (but the highlighted) leave the queue.
+const maxExpiredKept = 16
+
+// expire marks an ask expired. Its diff goes: nothing can act on it.
 func (m *Model) expire(e *entry) {
 	e.state = stateExpired
 	e.selected = false
 	m.expired++
+	m.dropDiff(e)
+	e.diffState, e.diffLate = diffNone, false
+	n := 0
+	for _, o := range m.queue {
+		if o.state == stateExpired {
+			n++
+		}
+	}
+	for _, o := range slices.Clone(m.queue) {
+		if n <= maxExpiredKept {
+			break
+		}
+		if o.state == stateExpired && o != e && o.ask.ID != m.highlight {
+			m.remove(o.ask.ID, false)
+			n--
+		}
+	}
 }
 
 // remove drops an ask from the queue. byPerson says the person's own answer
