@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -183,23 +184,15 @@ func TestComputeBoundsTheWorkOfManyEdits(t *testing.T) {
 	}
 }
 
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var s runtime.MemStats
-	runtime.ReadMemStats(&s)
-	return s.HeapAlloc
-}
-
 // A diff cut at MaxLines keeps its lines, not the whole diff text they were
 // cut from, and Size counts at least what it keeps: the console budgets the
 // diffs it keeps by Size.
 func TestCutDiffKeepsOnlyItsLinesAndSizeCountsThem(t *testing.T) {
 	line := strings.Repeat("y", 500) + `\n`
 	c, _ := ChangeOf(ask("write", "/w/a.txt", `{"content":"`+strings.Repeat(line, 3*MaxLines)+`"}`))
-	before := liveHeap()
+	before := testkit.LiveHeap()
 	d := Compute(c, nil, fs.ErrNotExist)
-	kept := liveHeap() - before
+	kept := testkit.LiveHeap() - before
 	texts := 0
 	for _, l := range d.Lines {
 		texts += len(l.Text)

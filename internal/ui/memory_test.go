@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -24,20 +25,11 @@ func huge(i, n int) string {
 	return p + strings.Repeat("x", n-len(p))
 }
 
-// liveHeap is the heap in use after collecting garbage: what is retained.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var s runtime.MemStats
-	runtime.ReadMemStats(&s)
-	return s.HeapAlloc
-}
-
 // retained runs f and reports how much more heap is live afterwards.
 func retained(f func()) uint64 {
-	before := liveHeap()
+	before := testkit.LiveHeap()
 	f()
-	after := liveHeap()
+	after := testkit.LiveHeap()
 	if after < before {
 		return 0
 	}
