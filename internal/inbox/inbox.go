@@ -55,6 +55,10 @@ type Config struct {
 	// again (default DefaultLockRecheck).
 	LockRecheck time.Duration
 
+	// Budget bounds the request data held in memory (zero fields: the
+	// defaults of DefaultBudget).
+	Budget Budget
+
 	// onEmit, for tests, runs on the emitting goroutine before each event
 	// is sent.
 	onEmit func(Event)
@@ -84,6 +88,7 @@ type Arrived struct {
 	Path    string // the request file
 	Request *wire.Request
 	At      time.Time
+	Size    int64 // bytes of the request file
 }
 
 // Withdrawn: a delivered request's file vanished before it was answered.
@@ -142,12 +147,19 @@ type Inbox struct {
 	reported map[string]string        // paths refused but not removable: reason reported
 	byReq    map[string]*entry        // unanswered entries by session and request id
 	lastID   AskID                    // the last delivery minted
-	parked   int                      // entries parked for a person, over all sessions
-	scanAll  bool                     // a full scan is queued
-	scanQ    map[string]bool          // sessions queued for a scan
-	cache    bool                     // directories are cached: fsnotify runs, Run has not returned
-	running  bool
-	waiting  int // session directories waiting for a discovery slot (reported)
+	// What the budget counts (budget.go): entries parked for a person
+	// and deferred, over all sessions, and the file bytes of the parked
+	// and the in-flight ones.
+	parked, deferred           int
+	parkedBytes, inflightBytes int64
+	deferredReported           int             // the Waiting of the last Deferring
+	deferredReportedAt         time.Time       // and when
+	waitingRoom                bool            // sessions wait for a global bound
+	scanAll                    bool            // a full scan is queued
+	scanQ                      map[string]bool // sessions queued for a scan
+	cache                      bool            // directories are cached: fsnotify runs, Run has not returned
+	running                    bool
+	waiting                    int // session directories waiting for a discovery slot (reported)
 
 	hbMu   sync.Mutex  // serializes heartbeat claims, refreshes and removal
 	hbDir  *safefs.Dir // serving/, kept open; hbMu guards
@@ -155,20 +167,21 @@ type Inbox struct {
 }
 
 type sessionState struct {
-	serving      bool
-	lock         *safefs.Dir  // the session directory, flocked while we serve it
-	elsewhere    bool         // another node serves it (reported)
-	otherPID     int          // the live pid serving it elsewhere (0: not known yet)
-	otherPermtui bool         // that node is another permtui (it holds the lock)
-	nextClaim    time.Time    // when to look at a foreign heartbeat again
-	published    bool         // we wrote a heartbeat for it
-	badDir       string       // a refused session root or requests/, reported once
-	idle         bool         // the last scan found no request file on disk
-	dirs         *dirs        // open directories while valid
-	beat         *safefs.Swap // the files behind our heartbeat; hbMu guards
-	inflight     int          // entries of the session in Inbox.inflight
-	waiting      bool         // requests wait on disk for a free slot
-	waitingID    bool         // a request waits for its id's earlier request
+	serving       bool
+	lock          *safefs.Dir  // the session directory, flocked while we serve it
+	elsewhere     bool         // another node serves it (reported)
+	otherPID      int          // the live pid serving it elsewhere (0: not known yet)
+	otherPermtui  bool         // that node is another permtui (it holds the lock)
+	nextClaim     time.Time    // when to look at a foreign heartbeat again
+	published     bool         // we wrote a heartbeat for it
+	badDir        string       // a refused session root or requests/, reported once
+	idle          bool         // the last scan found no request file on disk
+	dirs          *dirs        // open directories while valid
+	beat          *safefs.Swap // the files behind our heartbeat; hbMu guards
+	inflight      int          // in-flight entries of the session (not parked or deferred)
+	inflightBytes int64        // their file bytes
+	waiting       bool         // requests wait on disk for a free slot
+	waitingID     bool         // a request waits for its id's earlier request
 }
 
 type entry struct {
@@ -181,6 +194,8 @@ type entry struct {
 	answering bool          // a response write is in progress: vanishing is not withdrawal
 	answered  bool          // response written; forget the entry once the file is gone
 	parked    bool          // waiting for a person: not counted in its session's in-flight bound
+	deferred  bool          // waiting for a person on disk, beyond the parked budget
+	size      int64         // bytes of the file delivered
 }
 
 // New checks the configuration and prepares an inbox.
@@ -205,6 +220,7 @@ func New(cfg Config) (*Inbox, error) {
 	setDefault(&cfg.HeartbeatInterval, DefaultHeartbeatInterval)
 	setDefault(&cfg.ContentionRecheck, DefaultContentionRecheck)
 	setDefault(&cfg.LockRecheck, DefaultLockRecheck)
+	cfg.Budget.setDefaults()
 
 	in := &Inbox{
 		cfg:      cfg,
@@ -292,6 +308,8 @@ func (in *Inbox) Run(ctx context.Context) error {
 		case <-in.kick:
 			in.scanQueued(w)
 		}
+		in.redeliver()
+		in.reportDeferring()
 	}
 }
 

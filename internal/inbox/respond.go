@@ -20,37 +20,6 @@ var (
 	ErrBusy = errors.New("inbox: response write in progress")
 )
 
-// MaxParked bounds the deliveries parked for a person over all sessions:
-// each holds its parsed request in the front end (decision 0057).
-const MaxParked = 1024
-
-// Park tells the inbox that the delivery id waits for a person: it no
-// longer counts towards its session's in-flight bound, so asks nobody has
-// answered yet never hold up the session's automatic answers (head-of-line,
-// decision 0057). At most MaxParked deliveries are parked; beyond that an
-// ask keeps its slot.
-func (in *Inbox) Park(id AskID) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	e := in.byID[id]
-	if e == nil || e.parked || in.parked >= MaxParked {
-		return
-	}
-	e.parked = true
-	in.parked++
-	s := in.sessions[e.session]
-	if s == nil {
-		return
-	}
-	s.inflight--
-	if s.waiting {
-		// Requests wait on disk for this slot.
-		s.waiting = false
-		in.scanQ[e.session] = true
-		in.wake()
-	}
-}
-
 // Present reports whether the delivery id is still in flight and its file
 // is still in the session's requests/ (the same file, not a replacement).
 func (in *Inbox) Present(id AskID) bool {

@@ -291,7 +291,7 @@ func (in *Inbox) served(id string) bool {
 // Bounds that keep memory flat however many files a child creates: a scan
 // reads at most maxListed names of a directory, and at most maxInFlight
 // requests of one session wait for an answer at a time; the rest stay on
-// disk until a slot frees (decision 0046).
+// disk until a slot frees (decision 0046). Budget bounds the bytes.
 const (
 	maxListed   = 4096
 	maxInFlight = 64
@@ -440,10 +440,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 	_, busy := in.inflight[path]
 	_, refused := in.reported[path]
 	s := in.sessions[session]
-	full := s.inflight >= maxInFlight
-	if full {
-		s.waiting = true
-	}
+	full := !in.roomToRead(s)
 	in.mu.Unlock()
 	if busy || refused || full {
 		return
@@ -490,11 +487,11 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 		return
 	}
 	in.lastID++
-	d := &entry{ask: in.lastID, session: session, path: path, name: name, file: file, reqID: req.ID}
+	d := &entry{ask: in.lastID, session: session, path: path, name: name, file: file, reqID: req.ID, size: int64(len(data))}
 	in.inflight[path], in.byID[d.ask], in.byReq[reqKey(session, req.ID)] = d, d, d
-	s.inflight++
+	in.holdInFlight(d, s)
 	in.mu.Unlock()
-	in.emit(Arrived{ID: d.ask, Session: session, Path: path, Request: req, At: in.cfg.Now()})
+	in.emit(Arrived{ID: d.ask, Session: session, Path: path, Request: req, At: in.cfg.Now(), Size: d.size})
 }
 
 func reqKey(session, reqID string) string { return session + "\x00" + reqID }
@@ -503,30 +500,23 @@ func reqKey(session, reqID string) string { return session + "\x00" + reqID }
 func (in *Inbox) drop(e *entry) {
 	delete(in.inflight, e.path)
 	delete(in.byID, e.ask)
-	if e.parked {
-		in.parked--
-	} else if s := in.sessions[e.session]; s != nil {
-		s.inflight--
+	if e.parked || e.deferred {
+		in.unpark(e)
+	} else {
+		in.releaseInFlight(e)
 	}
 	in.answered(e)
 }
 
-// answered frees the entry's request id for a later request. A session
-// whose requests wait on disk is rescanned: at once for a request id, once
-// half its slots are free for a backlog, so a burst costs one listing per
-// half batch rather than one per answer. in.mu is held.
+// answered frees the entry's request id for a later request, which is
+// looked for at once. in.mu is held.
 func (in *Inbox) answered(e *entry) {
 	if k := reqKey(e.session, e.reqID); in.byReq[k] == e {
 		delete(in.byReq, k)
 	}
-	s := in.sessions[e.session]
-	if s == nil {
-		return
-	}
-	if s.waitingID || s.waiting && s.inflight <= maxInFlight/2 {
-		s.waiting, s.waitingID = false, false
-		in.scanQ[e.session] = true
-		in.wake()
+	if s := in.sessions[e.session]; s != nil && s.waitingID {
+		s.waitingID = false
+		in.queueScan(e.session, s)
 	}
 }
 

@@ -210,3 +210,61 @@ func TestAsksWaitingForAPersonDoNotBlockAutomaticAnswers(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// Scenario 2 of issue 8: memory is bounded over all sessions. Asks for a
+// person beyond the parked budget wait on disk (reported as degraded
+// memory) and reach the front end, under one AskID each, as earlier ones
+// are answered; automatic answers go on meanwhile. Every request is
+// answered once.
+func TestAsksBeyondTheMemoryBudgetWaitOnDiskAndAreAllAnswered(t *testing.T) {
+	h := startServer(t, options{config: func(c *Config) { c.Inbox.Budget.ParkedAsks = 2 }})
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, fmt.Sprintf("1791279012345-mb%d-1", i))
+		h.send(intent(ids[i], "impl", "bash", fmt.Sprintf("make %d", i)))
+	}
+	deg := h.rec.WaitFor(t, "degraded memory", func(ev Event) bool {
+		d, ok := ev.(Degraded)
+		return ok && d.Area == AreaMemory && strings.HasPrefix(d.Problem, "3 ")
+	}).(Degraded)
+	if !strings.Contains(deg.Problem, "3 asks for a person wait on disk") || !strings.Contains(deg.Problem, "at most 2 asks") {
+		t.Fatalf("%+v", deg)
+	}
+	h.judge.set("ls", ruleVerdict(resolve.Allow, "", "ls", "global", ""))
+	h.send(intent("1791279012345-mb-auto-1", "impl", "bash", "ls"))
+	if r := h.await("1791279012345-mb-auto-1"); !r.Approved {
+		t.Fatalf("automatic answer while asks wait on disk: %+v", r)
+	}
+
+	isQueued := func(ev Event) bool { _, ok := ev.(AskQueued); return ok }
+	answered := map[string]bool{}
+	for len(answered) < len(ids) {
+		queued := h.rec.WaitForN(t, "the next ask", isQueued, len(answered)+1)
+		if got := len(h.rec.Filter(isQueued)) - len(answered); got > 2 {
+			t.Fatalf("%d asks held for a person under a budget of 2", got)
+		}
+		ask := queued[len(answered)].(AskQueued).Ask
+		if answered[ask.Request.ID] {
+			t.Fatalf("%s queued twice", ask.Request.ID)
+		}
+		if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateDenied}); err != nil {
+			t.Fatal(err)
+		}
+		if r := h.await(ask.Request.ID); r.Approved {
+			t.Fatalf("%s approved", ask.Request.ID)
+		}
+		answered[ask.Request.ID] = true
+	}
+	h.rec.WaitFor(t, "memory recovered", func(ev Event) bool {
+		d, ok := ev.(Degraded)
+		return ok && d.Area == AreaMemory && d.Problem == ""
+	})
+	for _, id := range ids {
+		if recs := h.auditFor(id); len(recs) != 1 {
+			t.Fatalf("%s: %d audit records", id, len(recs))
+		}
+		if n := h.rec.Count(func(ev Event) bool { a, ok := ev.(Arrived); return ok && a.Ask.Request.ID == id }); n != 1 {
+			t.Fatalf("%s arrived %d times at the front end", id, n)
+		}
+	}
+}

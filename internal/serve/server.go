@@ -281,6 +281,16 @@ func (s *Server) onInbox(ev inbox.Event) {
 		s.reportGrantRepairs()
 	case inbox.Forgotten:
 		s.emit(Forgotten{ev})
+	case inbox.Deferring:
+		problem := ""
+		if ev.Waiting > 0 {
+			what := fmt.Sprintf("%d asks for a person wait", ev.Waiting)
+			if ev.Waiting == 1 {
+				what = "1 ask for a person waits"
+			}
+			problem = fmt.Sprintf("%s on disk: at most %d asks or %d MiB of requests are held for a person at once; they are shown as earlier asks are answered", what, ev.Budget.ParkedAsks, ev.Budget.ParkedBytes>>20)
+		}
+		s.emit(Degraded{Area: AreaMemory, Problem: problem})
 	case inbox.Saturated:
 		problem := ""
 		if ev.Waiting > 0 {
@@ -323,6 +333,12 @@ func (s *Server) arrive(ev inbox.Arrived) {
 		return
 	}
 	p := &pending{Ask: a, deciding: a.Verdict.Action != resolve.Ask}
+	if !p.deciding && !s.inbox.Park(a.ID) {
+		// Beyond the memory budget: it waits on disk, and the inbox
+		// delivers it again under the same AskID (decision 0117).
+		s.mu.Unlock()
+		return
+	}
 	s.asks[a.ID] = p
 	if p.deciding {
 		s.workers.Add(1)
@@ -331,8 +347,7 @@ func (s *Server) arrive(ev inbox.Arrived) {
 
 	s.emit(Arrived{Ask: a})
 	if !p.deciding {
-		// Waiting for a person must not hold up automatic answers.
-		s.inbox.Park(a.ID)
+		// Parked: waiting for a person does not hold up automatic answers.
 		s.emit(AskQueued{Ask: a})
 		return
 	}

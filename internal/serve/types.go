@@ -135,6 +135,7 @@ const (
 	AreaAudit     = "audit"
 	AreaGrants    = "grants"
 	AreaDiscovery = "discovery"
+	AreaMemory    = "memory"
 )
 
 // Degraded: part of permtui's own state is unusable (Problem says how and

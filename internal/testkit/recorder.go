@@ -43,12 +43,17 @@ func (r *Recorder[T]) Snapshot() []T {
 // WaitFor returns the first event matching pred, waiting up to WaitLimit.
 func (r *Recorder[T]) WaitFor(t testing.TB, what string, pred func(T) bool) T {
 	t.Helper()
+	return r.WaitForN(t, what, pred, 1)[0]
+}
+
+// WaitForN returns the first n events matching pred, waiting up to
+// WaitLimit for them.
+func (r *Recorder[T]) WaitForN(t testing.TB, what string, pred func(T) bool, n int) []T {
+	t.Helper()
 	deadline := time.After(WaitLimit)
 	for {
-		for _, ev := range r.Snapshot() {
-			if pred(ev) {
-				return ev
-			}
+		if got := r.Filter(pred); len(got) >= n {
+			return got[:n]
 		}
 		select {
 		case <-r.signal:
@@ -58,16 +63,19 @@ func (r *Recorder[T]) WaitFor(t testing.TB, what string, pred func(T) bool) T {
 	}
 }
 
-// Count is how many events so far match pred.
-func (r *Recorder[T]) Count(pred func(T) bool) int {
-	n := 0
+// Filter is the events so far that match pred, in order.
+func (r *Recorder[T]) Filter(pred func(T) bool) []T {
+	var got []T
 	for _, ev := range r.Snapshot() {
 		if pred(ev) {
-			n++
+			got = append(got, ev)
 		}
 	}
-	return n
+	return got
 }
+
+// Count is how many events so far match pred.
+func (r *Recorder[T]) Count(pred func(T) bool) int { return len(r.Filter(pred)) }
 
 // SyncBuffer is an io.Writer that goroutines and the test can share.
 type SyncBuffer struct {

@@ -1,0 +1,271 @@
+package inbox
+
+import (
+	"cmp"
+	"errors"
+	"io/fs"
+	"time"
+
+	"github.com/permtui/permtui/internal/safefs"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Budget bounds the request data the inbox lets the process hold, over all
+// sessions, so no number of sessions and asks can exhaust memory (decision
+// 0117). Sizes are the bytes of the request files. Zero fields take the
+// defaults.
+type Budget struct {
+	// ParkedAsks and ParkedBytes bound the asks parked for a person (their
+	// requests are held by the front end until answered). An ask beyond
+	// them is deferred: forgotten by everything above the inbox and
+	// delivered again, under the same AskID, once room frees.
+	ParkedAsks  int
+	ParkedBytes int64
+	// InFlightBytes bounds the requests read and not yet answered, parked
+	// or deferred, over all sessions; SessionInFlightBytes does so per
+	// session, so one session whose answers cannot be written holds up
+	// only itself. A file is read only while a whole MaxFileSize fits.
+	InFlightBytes        int64
+	SessionInFlightBytes int64
+	// DeferredAsks bounds the deferred deliveries, which keep only their
+	// names (about 0.5 KiB each). Once it is reached no new file is read
+	// until an ask is answered.
+	DeferredAsks int
+}
+
+// DefaultBudget is the budget a zero Config.Budget means.
+var DefaultBudget = Budget{
+	ParkedAsks:           1024,
+	ParkedBytes:          64 << 20,
+	InFlightBytes:        64 << 20,
+	SessionInFlightBytes: 8 << 20,
+	DeferredAsks:         1 << 16,
+}
+
+func (b *Budget) setDefaults() {
+	setDefaultInt(&b.ParkedAsks, DefaultBudget.ParkedAsks)
+	setDefaultInt(&b.ParkedBytes, DefaultBudget.ParkedBytes)
+	setDefaultInt(&b.InFlightBytes, DefaultBudget.InFlightBytes)
+	setDefaultInt(&b.SessionInFlightBytes, DefaultBudget.SessionInFlightBytes)
+	setDefaultInt(&b.DeferredAsks, DefaultBudget.DeferredAsks)
+}
+
+func setDefaultInt[T int | int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// Deferring: asks waiting for a person are beyond the parked budget and
+// wait on disk (Waiting of them; 0 once none does). It is reported when
+// deferral starts and stops, and in between when the number changed, at
+// most every deferringReportEvery.
+type Deferring struct {
+	Waiting int
+	Budget  Budget
+}
+
+func (Deferring) inboxEvent() {}
+
+// roomToRead reports whether the session may read one more request file
+// now. When it may not, the session is marked to be scanned again once
+// room frees. in.mu is held.
+func (in *Inbox) roomToRead(s *sessionState) bool {
+	b := &in.cfg.Budget
+	switch {
+	case s.inflight >= maxInFlight || s.inflightBytes+wire.MaxFileSize > b.SessionInFlightBytes:
+		s.waiting = true
+		return false
+	case in.inflightBytes+wire.MaxFileSize > b.InFlightBytes || in.deferred >= b.DeferredAsks:
+		s.waiting = true
+		in.waitingRoom = true
+		return false
+	}
+	return true
+}
+
+// holdInFlight counts a delivered entry against its session's and the
+// global in-flight bounds. in.mu is held.
+func (in *Inbox) holdInFlight(e *entry, s *sessionState) {
+	s.inflight++
+	s.inflightBytes += e.size
+	in.inflightBytes += e.size
+}
+
+// releaseInFlight stops counting an in-flight entry (it was answered,
+// parked, deferred or withdrawn) and queues the scans waiting for its room.
+// in.mu is held.
+func (in *Inbox) releaseInFlight(e *entry) {
+	in.inflightBytes -= e.size
+	if s := in.sessions[e.session]; s != nil {
+		s.inflight--
+		s.inflightBytes -= e.size
+	}
+	in.roomFreed(e.session)
+}
+
+// roomFreed queues a scan of the sessions whose requests wait on disk:
+// the freed session at once when its slots are half free (so a burst costs
+// one listing per half batch rather than one per answer), and every
+// session held back by a global bound once half of it is free. in.mu is
+// held.
+func (in *Inbox) roomFreed(session string) {
+	if s := in.sessions[session]; s != nil && s.waiting && s.inflight <= maxInFlight/2 && s.inflightBytes <= in.cfg.Budget.SessionInFlightBytes/2 {
+		in.queueScan(session, s)
+	}
+	if in.waitingRoom && in.inflightBytes <= in.cfg.Budget.InFlightBytes/2 && in.deferred < in.cfg.Budget.DeferredAsks {
+		in.waitingRoom = false
+		for id, s := range in.sessions {
+			if s.waiting {
+				in.queueScan(id, s)
+			}
+		}
+	}
+}
+
+// queueScan queues a scan of a session whose requests wait. in.mu is held.
+func (in *Inbox) queueScan(id string, s *sessionState) {
+	s.waiting = false
+	in.scanQ[id] = true
+	in.wake()
+}
+
+// Park tells the inbox that the delivery id waits for a person. It no
+// longer counts towards the in-flight bounds, so asks nobody has answered
+// yet never hold up automatic answers (head-of-line, decision 0057). It
+// reports false when the ask is beyond the parked budget: it is deferred,
+// and the caller must let go of it; the inbox delivers it again under the
+// same id once room frees (decision 0117). An id not in flight reports
+// true: its withdrawal follows.
+func (in *Inbox) Park(id AskID) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	e := in.byID[id]
+	if e == nil || e.parked {
+		return true
+	}
+	if e.deferred {
+		return false
+	}
+	in.releaseInFlight(e)
+	b := &in.cfg.Budget
+	if in.parked < b.ParkedAsks && in.parkedBytes+e.size <= b.ParkedBytes {
+		e.parked = true
+		in.parked++
+		in.parkedBytes += e.size
+		return true
+	}
+	e.deferred = true
+	in.deferred++
+	in.wake() // the Run goroutine reports the deferral
+	return false
+}
+
+// unpark stops counting a parked or deferred entry and lets a deferred
+// one take the room. in.mu is held.
+func (in *Inbox) unpark(e *entry) {
+	switch {
+	case e.parked:
+		in.parked--
+		in.parkedBytes -= e.size
+		in.wake() // a deferred ask may fit now
+	case e.deferred:
+		in.deferred--
+		in.roomFreed("")
+	}
+}
+
+// redeliver delivers deferred asks again, oldest first, while they fit in
+// the parked budget: each is parked as it is delivered, so it cannot be
+// deferred twice for the same room. Run goroutine only.
+func (in *Inbox) redeliver() {
+	for {
+		e := in.nextDeferred()
+		if e == nil {
+			return
+		}
+		in.deliverAgain(e)
+	}
+}
+
+// nextDeferred picks the oldest deferred delivery of a served session and
+// parks it, if it fits; oldest first, so a large ask is not starved by
+// smaller later ones.
+func (in *Inbox) nextDeferred() *entry {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.deferred == 0 {
+		return nil
+	}
+	var oldest *entry
+	for _, e := range in.byID {
+		if e.deferred && !e.answering && (oldest == nil || cmp.Less(e.ask, oldest.ask)) {
+			if s := in.sessions[e.session]; s != nil && s.serving {
+				oldest = e
+			}
+		}
+	}
+	b := &in.cfg.Budget
+	if oldest == nil || in.parked >= b.ParkedAsks || in.parkedBytes+oldest.size > b.ParkedBytes {
+		return nil
+	}
+	oldest.deferred = false
+	in.deferred--
+	oldest.parked = true
+	in.parked++
+	in.parkedBytes += oldest.size
+	return oldest
+}
+
+// deliverAgain reads a deferred ask's file again and delivers it under its
+// AskID. A file that is gone or was replaced is withdrawn (a replacement is
+// a new ask, found by the scan this queues).
+func (in *Inbox) deliverAgain(e *entry) {
+	d, _, err := in.acquireDirs(e.session)
+	if err != nil {
+		in.settleVanished(e.session, []*entry{e})
+		return
+	}
+	defer in.releaseDirs(d)
+	data, file, err := d.reqs.ReadFileID(e.name, wire.MaxFileSize)
+	var req *wire.Request
+	if err == nil && file == e.file {
+		req, err = wire.ParseRequest(data)
+	}
+	if err != nil || file != e.file || req.ID != e.reqID {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, safefs.ErrNotRegular) {
+			in.cfg.Logger.Warn("read deferred request again", "path", e.path, "err", err)
+		}
+		in.mu.Lock()
+		in.drop(e)
+		in.scanQ[e.session] = true
+		in.mu.Unlock()
+		in.emit(Withdrawn{ID: e.ask, Session: e.session, Path: e.path})
+		return
+	}
+	in.emit(Arrived{ID: e.ask, Session: e.session, Path: e.path, Request: req, At: in.cfg.Now(), Size: e.size})
+}
+
+// deferringReportEvery spaces reports of a changing number of deferred
+// asks, so a burst is not a report per scan; the start and the end of
+// deferral are reported at once.
+const deferringReportEvery = 5 * time.Second
+
+// reportDeferring emits Deferring when the number of deferred asks changed
+// since the last report. Run goroutine only.
+func (in *Inbox) reportDeferring() {
+	now := in.cfg.Now()
+	in.mu.Lock()
+	n, last := in.deferred, in.deferredReported
+	report := n != last && (n == 0 || last == 0 || now.Sub(in.deferredReportedAt) >= deferringReportEvery)
+	if report {
+		in.deferredReported, in.deferredReportedAt = n, now
+	}
+	in.mu.Unlock()
+	if report {
+		if n > 0 {
+			in.cfg.Logger.Warn("asks beyond the parked budget wait on disk", "waiting", n)
+		}
+		in.emit(Deferring{Waiting: n, Budget: in.cfg.Budget})
+	}
+}

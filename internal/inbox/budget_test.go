@@ -1,0 +1,177 @@
+package inbox
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+func deferring(waiting int) func(Event) bool {
+	return func(ev Event) bool { d, ok := ev.(Deferring); return ok && d.Waiting == waiting }
+}
+
+// arrivals waits for one Arrived per request id and returns them in
+// delivery order.
+func (h *harness) arrivals(ids ...string) []Arrived {
+	h.t.Helper()
+	var got []Arrived
+	for _, id := range ids {
+		got = append(got, h.rec.WaitFor(h.t, "arrived "+id, arrivedID(id)).(Arrived))
+	}
+	slices.SortFunc(got, func(a, b Arrived) int { return cmp.Compare(a.ID, b.ID) })
+	return got
+}
+
+// Scenario 2 of issue 8: asks for a person beyond the parked budget are
+// let go of, wait on disk, and come back under the same AskID once room
+// frees, oldest first; one withdrawn while it waits is reported as such.
+func TestAsksBeyondTheParkedBudgetWaitOnDiskAndComeBackUnderTheirID(t *testing.T) {
+	h := start(t, func(c *Config) { c.Budget.ParkedAsks = 2 })
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, fmt.Sprintf("1791279012345-pk%d-1", i))
+		h.send(servedID, ids[i])
+	}
+	asks := h.arrivals(ids...)
+	for i, a := range asks {
+		if parked := h.in.Park(a.ID); parked != (i < 2) {
+			t.Fatalf("ask %d of 4 parked = %v", i+1, parked)
+		}
+	}
+	h.rec.WaitFor(t, "two deferred", deferring(2))
+
+	if err := h.in.Respond(asks[0].ID, approve()); err != nil {
+		t.Fatal(err)
+	}
+	again := h.rec.WaitForN(t, "the oldest deferred, again", func(ev Event) bool {
+		a, ok := ev.(Arrived)
+		return ok && a.ID == asks[2].ID
+	}, 2)[1].(Arrived)
+	if again.Request.ID != asks[2].Request.ID || again.Size != asks[2].Size {
+		t.Fatalf("delivered again as %+v, first as %+v", again, asks[2])
+	}
+	if !h.in.Park(again.ID) {
+		t.Fatal("a redelivered ask is parked for the room it was given")
+	}
+	if n := h.rec.Count(func(ev Event) bool { a, ok := ev.(Arrived); return ok && a.ID == asks[3].ID }); n != 1 {
+		t.Fatalf("the newest deferred ask was delivered %d times with no room for it", n)
+	}
+
+	// The child gives up on the one still deferred.
+	if err := os.Remove(asks[3].Path); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.WaitFor(t, "withdrawn while deferred", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.ID == asks[3].ID })
+	h.rec.WaitFor(t, "none deferred", deferring(0))
+}
+
+// A deferred ask whose file was replaced meanwhile (a retry under the same
+// name) is withdrawn, and the new file is a new ask.
+func TestADeferredAskReplacedOnDiskIsANewAsk(t *testing.T) {
+	h := start(t, func(c *Config) { c.Budget.ParkedAsks = 1 })
+	ids := []string{"1791279012345-rp0-1", "1791279012345-rp1-1"}
+	for _, id := range ids {
+		h.send(servedID, id)
+	}
+	asks := h.arrivals(ids...)
+	h.in.Park(asks[0].ID)
+	if h.in.Park(asks[1].ID) {
+		t.Fatal("parked beyond the budget")
+	}
+	h.replace(asks[1].Path, "1791279012345-rp2-1", "ls -la")
+	if err := h.in.Respond(asks[0].ID, approve()); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.WaitFor(t, "the deferred one withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.ID == asks[1].ID })
+	fresh := h.rec.WaitFor(t, "the replacement", arrivedID("1791279012345-rp2-1")).(Arrived)
+	if fresh.ID == asks[1].ID {
+		t.Fatal("the replacement took the deferred ask's identity")
+	}
+}
+
+// bigRequest is a request file of about size bytes.
+func bigRequest(id, target string, size int) string {
+	return strings.Replace(requestJSON(id, target), `"value":"ls"`, `"value":"`+strings.Repeat("x", size)+`"`, 1)
+}
+
+// Requests read and not yet answered are bounded in bytes over all
+// sessions: beyond InFlightBytes files stay on disk, and are read once
+// half of it is free.
+func TestTheInFlightBytesAreBoundedOverAllSessions(t *testing.T) {
+	const size = wire.MaxFileSize * 7 / 10
+	var ids []string
+	h := start(t, func(c *Config) {
+		c.Sessions = []string{servedID, otherID}
+		c.Budget.InFlightBytes = 2 * wire.MaxFileSize
+		early := &harness{t: t, layout: c.Layout}
+		for i, session := range []string{servedID, otherID, servedID, otherID} {
+			ids = append(ids, fmt.Sprintf("1791279012345-ifb%d-1", i))
+			early.writeRequest(session, ids[i]+".json", bigRequest(ids[i], session, size))
+		}
+	})
+	arrived := func(ev Event) bool { _, ok := ev.(Arrived); return ok }
+	held := h.rec.WaitForN(t, "two read", arrived, 2)
+	// A third never fits while two are held: 1.4 MiB + 1 MiB > 2 MiB.
+	h.eventually("reads held back by the global bound", func() bool { return h.in.waitingRoom })
+	if n := h.rec.Count(arrived); n != 2 {
+		t.Fatalf("%d requests of 0.7 MiB in flight under a 2 MiB bound", n)
+	}
+	for _, ev := range held {
+		if err := h.in.Respond(ev.(Arrived).ID, approve()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.rec.WaitForN(t, "the others, once room frees", arrived, len(ids))
+}
+
+// eventually waits up to testkit.WaitLimit for cond, read under the
+// inbox's lock.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for {
+		h.in.mu.Lock()
+		ok := cond()
+		h.in.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("never: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// One session's unanswerable requests hold up only that session: its
+// in-flight bytes are bounded on their own.
+func TestOneSessionsInFlightBytesDoNotHoldUpAnother(t *testing.T) {
+	h := start(t, func(c *Config) {
+		c.Sessions = []string{servedID, otherID}
+		c.Budget.SessionInFlightBytes = 2 * wire.MaxFileSize
+	})
+	const size = wire.MaxFileSize * 7 / 10
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, fmt.Sprintf("1791279012345-sfb%d-1", i))
+		h.writeRequest(servedID, ids[i]+".json", bigRequest(ids[i], servedID, size))
+	}
+	held := h.rec.WaitForN(t, "two of the session", func(ev Event) bool { a, ok := ev.(Arrived); return ok && a.Session == servedID }, 2)
+	h.eventually("the session held back by its bound", func() bool { return h.in.sessions[servedID].waiting })
+	h.send(otherID, "1791279012345-sfb-other-1")
+	h.rec.WaitFor(t, "the other session's request", arrivedID("1791279012345-sfb-other-1"))
+	if n := h.rec.Count(func(ev Event) bool { a, ok := ev.(Arrived); return ok && a.Session == servedID }); n != 2 {
+		t.Fatalf("%d of the session's 0.7 MiB requests in flight under a 2 MiB bound", n)
+	}
+	if err := h.in.Respond(held[0].(Arrived).ID, approve()); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.WaitForN(t, "the third, once room frees", func(ev Event) bool { a, ok := ev.(Arrived); return ok && a.Session == servedID }, 3)
+}
