@@ -67,6 +67,19 @@ type Deferring struct {
 
 func (Deferring) inboxEvent() {}
 
+// Usage is what the budget counts now.
+type Usage struct {
+	ParkedAsks, DeferredAsks   int
+	ParkedBytes, InFlightBytes int64
+}
+
+// Usage reports what the budget counts now.
+func (in *Inbox) Usage() Usage {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return Usage{ParkedAsks: in.parked, DeferredAsks: in.deferred, ParkedBytes: in.parkedBytes, InFlightBytes: in.inflightBytes}
+}
+
 // roomToRead reports whether the session may read one more request file
 // now. When it may not, the session is marked to be scanned again once
 // room frees. in.mu is held.

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -267,4 +270,44 @@ func TestAsksBeyondTheMemoryBudgetWaitOnDiskAndAreAllAnswered(t *testing.T) {
 			t.Fatalf("%s arrived %d times at the front end", id, n)
 		}
 	}
+}
+
+// The request bytes held stay within the budget however many asks wait:
+// 48 asks of 0.5 MiB (24 MiB of files) under a 4 MiB parked and a 4 MiB
+// in-flight budget keep the heap within a small multiple of the budget
+// (count bounds alone held all 24 MiB).
+func TestHeldRequestBytesStayWithinTheBudget(t *testing.T) {
+	const asks, size = 48, 512 << 10
+	budget := inbox.Budget{ParkedBytes: 4 << 20, InFlightBytes: 4 << 20, SessionInFlightBytes: 4 << 20}
+	var before runtime.MemStats
+	h := startServer(t, options{
+		config: func(c *Config) { c.Inbox.Budget = budget },
+		before: func(h *harness) {
+			for i := range asks {
+				req := intent(fmt.Sprintf("1791279012345-hb%d-1", i), "impl", "bash", "make "+strings.Repeat("x", size/2))
+				h.send(req)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+		},
+	})
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for u := h.s.inbox.Usage(); u.ParkedAsks+u.DeferredAsks < asks; u = h.s.inbox.Usage() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not every ask read: %+v", u)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	u := h.s.inbox.Usage()
+	if u.ParkedBytes > budget.ParkedBytes || u.ParkedAsks == 0 || u.DeferredAsks == 0 {
+		t.Fatalf("usage %+v under %+v", u, budget)
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if limit := 3 * (budget.ParkedBytes + budget.InFlightBytes); held > limit {
+		t.Fatalf("%d MiB held for %d MiB of asks, over %d MiB", held>>20, asks*size>>20, limit>>20)
+	}
+	t.Logf("%.1f MiB held for %d MiB of asks waiting", float64(held)/(1<<20), asks*size>>20)
 }

@@ -6,6 +6,7 @@
 //
 //	go run ./test/load                       # the full run (task bench-load)
 //	go run ./test/load -dirs /dev/shm -idle 10,100
+//	go run ./test/load -memory 20x64x1000000  # peak RSS under asks for a person
 //
 // It is test support, never part of permtui.
 package main
@@ -45,7 +46,7 @@ func main() {
 		os.Exit(responderMain(os.Args[2:]))
 	}
 	var cfg config
-	var dirs, servers, rates, idle string
+	var dirs, servers, rates, idle, memory string
 	flag.StringVar(&cfg.permtui, "permtui", "", "permtui binary (default: built from this tree)")
 	flag.StringVar(&dirs, "dirs", "/dev/shm,"+os.TempDir(), "comma-separated parent directories for the inboxes (tmpfs, disk)")
 	flag.StringVar(&servers, "servers", "permtui,minimal", "servers to measure")
@@ -56,6 +57,7 @@ func main() {
 	flag.DurationVar(&cfg.idleFor, "idle-for", 10*time.Second, "how long idle CPU is measured")
 	flag.IntVar(&cfg.probeRate, "probe-rate", 100, "request rate into one session while the others idle")
 	flag.DurationVar(&cfg.probeFor, "probe-for", 3*time.Second, "duration of the probe")
+	flag.StringVar(&memory, "memory", "", "only the memory scenario: SESSIONSxASKSxBYTES asks for a person, e.g. 20x64x1000000")
 	flag.Parse()
 	var err error
 	if cfg.rates, err = ints(rates); err == nil {
@@ -84,7 +86,12 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	if err := run(cfg); err != nil {
+	if memory != "" {
+		err = runMemory(cfg, memory)
+	} else {
+		err = run(cfg)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/permtui/permtui/internal/safefs"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// memoryLoad is the memory scenario of issue 8: sessions × asks request
+// files of about size bytes each, all asks for a person, written before
+// permtui starts (the worst burst), served headless with --ask=leave.
+type memoryLoad struct{ sessions, asks, size int }
+
+// parseMemoryLoad reads "SESSIONSxASKSxBYTES", e.g. 20x64x1000000.
+func parseMemoryLoad(s string) (memoryLoad, error) {
+	f := strings.Split(s, "x")
+	if len(f) != 3 {
+		return memoryLoad{}, fmt.Errorf("-memory wants SESSIONSxASKSxBYTES, not %q", s)
+	}
+	n, err := ints(strings.Join(f, ","))
+	if err != nil {
+		return memoryLoad{}, err
+	}
+	if n[2] > wire.MaxFileSize-4096 {
+		return memoryLoad{}, fmt.Errorf("requests of %d bytes are over permtui's cap", n[2])
+	}
+	return memoryLoad{n[0], n[1], n[2]}, nil
+}
+
+// runMemory measures each scenario in spec (comma-separated) in each dir.
+func runMemory(cfg config, spec string) error {
+	fmt.Fprintln(cfg.out, "| sessions × asks × size | request files | peak RSS | automatic answer meanwhile |")
+	fmt.Fprintln(cfg.out, "| --- | --- | --- | --- |")
+	for _, one := range split(spec) {
+		load, err := parseMemoryLoad(one)
+		if err != nil {
+			return err
+		}
+		for _, dir := range cfg.dirs {
+			if err := memoryPhase(cfg, load, dir); err != nil {
+				return fmt.Errorf("memory %s in %s: %w", one, dir, err)
+			}
+		}
+	}
+	return nil
+}
+
+// memoryPhase reports permtui's peak resident memory while it holds the
+// load's asks, and the latency of an automatic answer asked for once every
+// ask has been read: asks waiting for a person must not hold it up.
+func memoryPhase(cfg config, load memoryLoad, dir string) error {
+	w, err := newWorld(dir, load.sessions)
+	if err != nil {
+		return err
+	}
+	defer w.remove()
+	run := time.Now().UnixMilli()
+	var n uint64
+	for _, session := range w.sessions {
+		tmpl, err := askTemplate(session, load.size)
+		if err != nil {
+			return err
+		}
+		for range load.asks {
+			n++
+			id := requestID(run, n)
+			if err := os.WriteFile(w.layout.RequestPath(session, id), fill(tmpl, id), 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	argv := append(permtuiArgs(cfg.permtui, w, nil), "--ask=leave")
+	s, err := startServer("permtui", argv)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.stop() }()
+	rss := make(chan int64, 1)
+	stopSampling := make(chan struct{})
+	go func() { rss <- sampleRSS(s.cmd.Process.Pid, stopSampling) }()
+
+	// Every ask is read (judged, then parked or deferred) once no request
+	// file is left unread; a probe in each session is then answered by
+	// the policy.
+	if err := s.awaitHeartbeats(w, w.sessions, 120*time.Second); err != nil {
+		return err
+	}
+	probe, err := requestTemplate(w.sessions[0])
+	if err != nil {
+		return err
+	}
+	time.Sleep(5 * time.Second) // the burst is read meanwhile
+	n++
+	id := requestID(run, n)
+	sent := time.Now()
+	// Written as a child writes (temp + rename): a file read while it is
+	// being written is rejected as invalid.
+	if err := safefs.WriteFileAtomic(w.layout.RequestPath(w.sessions[0], id), fill(probe, id)); err != nil {
+		return err
+	}
+	if err := awaitFile(w.layout.ResponsePath(w.sessions[0], id), 60*time.Second); err != nil {
+		return fmt.Errorf("the probe under %d waiting asks: %w", load.sessions*load.asks, err)
+	}
+	probeLatency := time.Since(sent)
+	time.Sleep(2 * time.Second)
+	close(stopSampling)
+	peak := <-rss
+	total := float64(load.sessions*load.asks*load.size) / (1 << 20)
+	fmt.Fprintf(cfg.out, "| %d × %d × %d B | %.0f MiB | %.0f MiB | %s |\n",
+		load.sessions, load.asks, load.size, total, float64(peak)/(1<<20), ms(probeLatency))
+	return nil
+}
+
+// askTemplate is a request for a command the policy asks about, padded to
+// about size bytes in its value and match value.
+func askTemplate(session string, size int) ([]byte, error) {
+	pad := strings.Repeat("x", max(size/2-200, 1))
+	value := "make " + pad
+	data, err := wire.MarshalRequest(&wire.Request{
+		ID: idMark, CreatedAt: 1791279012345, RequesterSessionID: "child-session",
+		TargetSessionID: session, RequesterAgentName: "worker", Source: wire.SourceToolCall,
+		Surface: ptr("bash"), Value: &value,
+		AccessIntent: &wire.AccessIntent{
+			Surface: "bash", MatchValues: []string{value}, RequesterCwd: "/w",
+			Principal: wire.Principal{SessionID: "child-session", AgentName: "worker"},
+		},
+	})
+	return data, err
+}
+
+func ptr(s string) *string { return &s }
+
+// sampleRSS polls the process's resident set every 20 ms until stop, and
+// returns the highest value seen or the kernel's own high-water mark,
+// whichever is larger.
+func sampleRSS(pid int, stop <-chan struct{}) int64 {
+	var peak int64
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, field := range []string{"VmRSS:", "VmHWM:"} {
+			if v := statusKiB(pid, field); v*1024 > peak {
+				peak = v * 1024
+			}
+		}
+		select {
+		case <-stop:
+			return peak
+		case <-tick.C:
+		}
+	}
+}
+
+// statusKiB reads one "<field> N kB" line of /proc/<pid>/status.
+func statusKiB(pid int, field string) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte(field)); ok {
+			v, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(string(rest)), " kB"), 10, 64)
+			return v
+		}
+	}
+	return 0
+}
+
+func awaitFile(path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no %s after %s", path, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
