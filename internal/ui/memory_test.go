@@ -234,3 +234,34 @@ func TestExpiredAsksKeptAreBounded(t *testing.T) {
 	}
 	runtime.KeepAlive(h)
 }
+
+// nopRules previews every rule as nothing and keeps no draft.
+type nopRules struct{}
+
+func (nopRules) PreviewRule(RuleDraft) RulePreview        { return RulePreview{} }
+func (nopRules) WriteRule(RuleDraft, int) (string, error) { return "", nil }
+
+// A closed overlay keeps nothing of an ask: the full view's lines and the
+// rule dialog's facts of the waiting asks go when they close, so an answered
+// ask's strings are not kept alive until the overlay opens again.
+func TestClosedOverlaysKeepNoAsk(t *testing.T) {
+	h := newHarness(t, withRules(nopRules{}))
+	got := retained(func() {
+		a := bashChain()
+		r := *a.Request
+		ai := *r.AccessIntent
+		ai.MatchValues = []string{huge(1, mib)}
+		r.AccessIntent = &ai
+		a = ask("huge.json", &r, a.Verdict)
+		h.queue(a)
+		h.keys("v", "esc", "R", "esc")
+		h.events(serve.Decided{Ask: a, Auto: true, Response: wire.Response{Approved: true, State: wire.StateApproved}})
+	})
+	if len(h.m.queue) != 0 || h.m.mode != modeQueue {
+		t.Fatalf("queue %d, mode %d", len(h.m.queue), h.m.mode)
+	}
+	if got > mib/2 {
+		t.Fatalf("an answered 1 MiB ask left %d KiB live after its overlays closed", got>>10)
+	}
+	runtime.KeepAlive(h)
+}

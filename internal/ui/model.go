@@ -284,10 +284,11 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(m.titleCmd(), m.tickCmd())
 }
 
-// Update applies one message, then asks for the highlighted ask's diff if
-// it was not kept.
+// Update applies one message, lets go of what a closed overlay showed, then
+// asks for the highlighted ask's diff if it was not kept.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := m.update(msg)
+	m.releaseClosed()
 	if show := m.showDiff(); show != nil {
 		cmd = tea.Batch(cmd, show)
 	}

@@ -166,6 +166,18 @@ func (m *Model) closeOverlay(status string) {
 	}
 }
 
+// releaseClosed lets go of what closed overlays keep of asks: the full
+// view's lines and the rule dialog's facts of every waiting ask would keep
+// those asks' strings alive, after they were answered, until reopened.
+func (m *Model) releaseClosed() {
+	if m.mode != modeView && m.mode != modeLog {
+		m.pager.release()
+	}
+	if m.mode != modeRule {
+		m.ruleDialog.base, m.ruleDialog.preview = RuleDraft{}, nil
+	}
+}
+
 // closeStaleOverlay closes an overlay whose asks can no longer be answered
 // (answered automatically, expired or vanished), so a key meant for it
 // cannot land elsewhere.

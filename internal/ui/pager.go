@@ -36,10 +36,18 @@ func (p *pager) open(ask serve.AskID, fill func() []string) {
 	}
 }
 
+// release drops the text shown; open and refresh fill it again.
+func (p *pager) release() {
+	if p.fill != nil {
+		p.fill = nil
+		p.vp.SetContent("")
+	}
+}
+
 // refresh sizes the viewport and, when refill, replaces its text.
 func (p *pager) refresh(width, height int, refill bool) {
 	p.vp.Width, p.vp.Height = width, height
-	if !refill {
+	if !refill || p.fill == nil {
 		return
 	}
 	if lines := p.fill(); lines != nil {
