@@ -148,6 +148,8 @@ func lineOf(ev serve.Event) map[string]any {
 		return map[string]any{"event": "degraded", "area": ev.Area, "problem": ev.Problem}
 	case serve.Repaired:
 		return map[string]any{"event": "repaired", "area": ev.Area, "what": ev.What}
+	case serve.Skipped:
+		return map[string]any{"event": "skipped", "arrived": ev.Arrived, "approved": ev.Approved, "denied": ev.Denied, "invalid": ev.Invalid}
 	}
 	return nil
 }

@@ -322,3 +322,10 @@ func TestSessionDeniesLine(t *testing.T) {
 		t.Fatalf("line %q", out.String())
 	}
 }
+
+func TestSkippedLineCountsWhatWasNotPrinted(t *testing.T) {
+	line := lineOf(serve.Skipped{Arrived: 5, Approved: 3, Denied: 2, Invalid: 1})
+	if line["event"] != "skipped" || line["arrived"] != 5 || line["approved"] != 3 || line["denied"] != 2 || line["invalid"] != 1 {
+		t.Fatalf("skipped line %v", line)
+	}
+}

@@ -164,7 +164,7 @@ func (a *Approver) onAsk(msg jetstream.Msg) {
 			a.events.Push(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.ask.ID, Session: h.ask.Session, Path: h.ask.Path}, Pending: true})
 			return
 		}
-		a.events.Push(serve.Decided{Ask: h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver,
+		a.events.Push(serve.Decided{Ask: h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,
 			Latency: a.now().Sub(h.ask.At)})
 	}
 }

@@ -2,9 +2,14 @@ package serve
 
 import "sync"
 
-// EventQueue hands events to a consumer in order without ever dropping one:
-// the buffer grows while the consumer is slow, so the serving loop never
-// blocks on a front end.
+// EventQueue hands events to a consumer in order: the buffer grows while the
+// consumer is slow, so the serving loop never blocks on a front end. Past
+// MaxBufferedEvents (a frozen terminal, a blocked stdout) the events that
+// only report (arrivals, automatic answers to asks no person was shown,
+// refused files) are counted in a Skipped event instead of kept, so a
+// stalled front end cannot make the process keep every request it
+// answers (decision 0118). Everything a front end needs to stay true to
+// its queue is always kept.
 type EventQueue struct {
 	out    chan Event
 	signal chan struct{}
@@ -24,14 +29,51 @@ func NewEventQueue() *EventQueue {
 // Out delivers the pushed events in order; it closes after Close.
 func (q *EventQueue) Out() <-chan Event { return q.out }
 
+// MaxBufferedEvents is how many events wait for a slow consumer before the
+// ones that only report are counted instead of kept.
+const MaxBufferedEvents = 4096
+
 // Push queues an event; after Close it is dropped.
 func (q *EventQueue) Push(ev Event) {
 	q.mu.Lock()
-	if !q.closed {
+	if !q.closed && !q.fold(ev) {
 		q.buf = append(q.buf, ev)
 	}
 	q.mu.Unlock()
 	q.wake()
+}
+
+// fold counts ev in a Skipped event at the end of a full buffer, when ev
+// only reports. q.mu is held.
+func (q *EventQueue) fold(ev Event) bool {
+	if len(q.buf) < MaxBufferedEvents {
+		return false
+	}
+	var sk Skipped
+	switch ev := ev.(type) {
+	case Arrived:
+		sk.Arrived = 1
+	case Decided:
+		switch {
+		case ev.Queued:
+			return false
+		case ev.Response.Approved:
+			sk.Approved = 1
+		default:
+			sk.Denied = 1
+		}
+	case Invalid:
+		sk.Invalid = 1
+	default:
+		return false
+	}
+	last := len(q.buf) - 1
+	if prev, ok := q.buf[last].(Skipped); ok {
+		q.buf[last] = prev.add(sk)
+	} else {
+		q.buf = append(q.buf, sk)
+	}
+	return true
 }
 
 // Close lets the pump deliver what is queued, then close the channel.

@@ -133,6 +133,7 @@ type Server struct {
 type pending struct {
 	Ask
 	deciding bool // an answer is being written: no person may decide it
+	queued   bool // it was queued for a person (AskQueued was sent)
 }
 
 // answer is a decided response with what must happen before it is written.
@@ -333,7 +334,8 @@ func (s *Server) arrive(ev inbox.Arrived) {
 		return
 	}
 	p := &pending{Ask: a, deciding: a.Verdict.Action != resolve.Ask}
-	if !p.deciding && !s.inbox.Park(a.ID) {
+	p.queued = !p.deciding
+	if p.queued && !s.inbox.Park(a.ID) {
 		// Beyond the memory budget: it waits on disk, and the inbox
 		// delivers it again under the same AskID (decision 0117).
 		s.mu.Unlock()
@@ -844,7 +846,7 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 	case err == nil:
 		s.forget(p.ID)
 		s.delivered(p, resp, ans.replayed)
-		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.At), Approver: ans.approver, Replayed: ans.replayed})
+		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.At), Approver: ans.approver, Replayed: ans.replayed, Queued: p.queued})
 		if len(ans.grants) > 0 || ans.deny != nil {
 			s.rejudge()
 		}

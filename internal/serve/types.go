@@ -73,7 +73,21 @@ type Decided struct {
 	// Replayed: answered with the decision an earlier run recorded for this
 	// request (decision 0054), not judged again.
 	Replayed bool
+	// Queued: the ask had been queued for a person (AskQueued), so a
+	// front end must take it off its queue.
+	Queued bool
 }
+
+// Skipped counts the events a stalled front end was not sent one by one
+// (EventQueue): arrivals, automatic answers to asks no person was shown,
+// and refused files. Each is in the audit log or permtui.log.
+type Skipped struct{ Arrived, Approved, Denied, Invalid int }
+
+func (s Skipped) add(o Skipped) Skipped {
+	return Skipped{s.Arrived + o.Arrived, s.Approved + o.Approved, s.Denied + o.Denied, s.Invalid + o.Invalid}
+}
+
+func (Skipped) event() {}
 
 // Withdrawn: the request file vanished before it was answered (the child gave
 // up or timed out). A pending ask is now expired.

@@ -379,6 +379,13 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		note := "rejected request " + Sanitize(ev.Path) + ": " + Sanitize(ev.Reason)
 		m.addLog(logEntry{note: "⚠ " + note})
 		m.setStatus(note)
+	case serve.Skipped:
+		// The console fell behind; what it was not sent one by one is
+		// counted, and itemized in the audit log.
+		m.autoApproved += ev.Approved
+		m.autoDenied += ev.Denied
+		m.invalid += ev.Invalid
+		m.addLog(logEntry{note: "⚠ the console fell behind: " + itoa(ev.Approved+ev.Denied) + " automatic answers and " + itoa(ev.Invalid) + " rejected files are counted but not listed here (see the audit log and permtui.log)"})
 	case serve.Forgotten:
 		delete(m.sessions, ev.Session)
 	case serve.Serving:

@@ -714,3 +714,17 @@ func TestQuitOverHubSaysTheAsksStay(t *testing.T) {
 		t.Fatalf("quit dialog over a hub:\n%s", v)
 	}
 }
+
+// When the console fell behind, the answers it was not sent one by one
+// still count in the header, and the log says why they are not listed.
+func TestSkippedAnswersAreCountedAndExplained(t *testing.T) {
+	h := newHarness(t)
+	h.events(serve.Skipped{Arrived: 9, Approved: 7, Denied: 2, Invalid: 3})
+	v := h.m.View()
+	if !strings.Contains(v, "7 auto-approved") || !strings.Contains(v, "2 auto-denied") {
+		t.Fatalf("header does not count the skipped answers:\n%s", v)
+	}
+	if l := h.m.log[len(h.m.log)-1].note; !strings.Contains(l, "9 automatic answers and 3 rejected files are counted but not listed") {
+		t.Fatalf("log note %q", l)
+	}
+}
