@@ -2,12 +2,15 @@ package relay
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/pichild"
@@ -83,6 +86,7 @@ type testRelay struct {
 	agentDir string
 	stateDir string
 	events   *testkit.Recorder[serve.Event]
+	logs     *testkit.Recorder[string] // the relay's log messages
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
@@ -115,7 +119,8 @@ func (tr *testRelay) start(th *testHub) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(srv, nc, tr.host, grants, nil)
+	tr.logs = testkit.NewRecorder[string]()
+	r, err := New(srv, nc, tr.host, grants, slog.New(logRecorder{tr.logs}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +180,17 @@ func (tr *testRelay) audit() []serve.AuditRecord {
 	return recs
 }
 
+// logRecorder is a slog handler that records each message.
+type logRecorder struct{ *testkit.Recorder[string] }
+
+func (h logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h logRecorder) WithGroup(string) slog.Handler            { return h }
+func (h logRecorder) Handle(_ context.Context, r slog.Record) error {
+	h.Add(r.Message)
+	return nil
+}
+
 // testApprover is an approver attached to the hub with its events recorded.
 type testApprover struct {
 	*Approver
@@ -225,6 +241,34 @@ func (ta *testApprover) decide(t *testing.T, d serve.Decision) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// admin is a JetStream context with ann's credentials, to look at and
+// arrange the hub's state directly.
+func (th *testHub) admin(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	nc, err := hub.Connect(th.url(), th.creds(hub.RoleApprover, "ann"), hub.RoleApprover, "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// consumerInfo is the state of a host's decision consumer at the hub.
+func consumerInfo(t *testing.T, js jetstream.JetStream, host string) *jetstream.ConsumerInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	c, err := js.Consumer(ctx, hub.DecisionsStream, hub.RelayConsumer(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.CachedInfo()
 }
 
 func bash(host string, i int, command string) *wire.Request {

@@ -55,6 +55,9 @@ type Relay struct {
 	finished map[string]bool // keys answered or withdrawn in this process
 	queue    []outMsg        // messages to publish, in order
 	wake     chan struct{}
+
+	consumer   chan struct{}  // closed once this host's decision consumer exists
+	delivering sync.WaitGroup // decisions handed to the server, not yet acked
 }
 
 type openAsk struct {
@@ -85,6 +88,7 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
 		wake:     make(chan struct{}, 1),
+		consumer: make(chan struct{}),
 	}
 	// After a reconnect every open ask is sent again: the hub may have lost
 	// it (retention) and deduplicates the ones it has.
@@ -200,6 +204,14 @@ func (r *Relay) signal() {
 // nothing is answered without a decision. A withdrawal may reach the hub
 // before a retried ask: approvers then never show it.
 func (r *Relay) publish(ctx context.Context) {
+	// Asks go out only once the durable consumer exists: it starts at the
+	// decisions made after its creation, so a decision for an ask sent
+	// earlier could be behind it and never delivered.
+	select {
+	case <-r.consumer:
+	case <-ctx.Done():
+		return
+	}
 	wait := retryFirst
 	for {
 		r.mu.Lock()
@@ -290,6 +302,7 @@ func (r *Relay) consumeDecisions(ctx context.Context) {
 	for {
 		var err error
 		if cons, err = r.js.CreateOrUpdateConsumer(ctx, hub.DecisionsStream, cfg); err == nil {
+			close(r.consumer)
 			break
 		}
 		r.log.Warn("decision consumer not ready; retrying", "err", err)
@@ -307,7 +320,27 @@ func (r *Relay) consumeDecisions(ctx context.Context) {
 		return
 	}
 	<-ctx.Done()
-	cc.Stop()
+	r.stopDecisions(cc)
+}
+
+// stopDecisions drains the consumer before the relay lets go of the
+// connection: the hub forgets this relay's pull request, and each decision
+// already sent here is acked or handed back. Stopping without draining left
+// the pull request at the hub until it noticed the closed connection; a
+// decision made in between went to the relay that was gone and reached the
+// next one only after the ack wait (30 s).
+func (r *Relay) stopDecisions(cc jetstream.ConsumeContext) {
+	cc.Drain()
+	if !r.nc.IsConnected() {
+		return // the hub sends nothing now; what it sent comes again after the ack wait
+	}
+	select {
+	case <-cc.Closed():
+	case <-time.After(publishTimeout):
+		return
+	}
+	r.delivering.Wait()
+	_ = r.nc.FlushTimeout(publishTimeout) // the acks, before the caller closes the connection
 }
 
 func (r *Relay) onDecision(msg jetstream.Msg) {
@@ -333,7 +366,9 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 	case oa != nil:
 		// Delivered outside the consumer's callback, so that decisions
 		// arriving together share the audit log's fsync.
+		r.delivering.Add(1)
 		go func() {
+			defer r.delivering.Done()
 			err := r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Unattended: d.Unattended, Approver: d.Approver})
 			if errors.Is(err, serve.ErrStopped) {
 				_ = msg.Nak() // the next relay delivers it

@@ -122,9 +122,12 @@ func TestTwoRelaysTwoApproversEachAskOnce(t *testing.T) {
 }
 
 // A relay stopped while its ask waits at the hub leaves the request on disk;
-// the decision made meanwhile is delivered by the next relay, once. A hub
-// restart loses neither the ask published before it nor the one that waited
-// at the relay while the hub was away.
+// the decision made meanwhile is delivered by the next relay, once. The
+// stopped relay leaves no pull request at the hub, so the decision waits for
+// the next relay rather than going to the one that is gone and coming back
+// only after the ack wait (30 s). A hub restart loses neither the ask
+// published before it nor the one that waited at the relay while the hub was
+// away.
 func TestRelayAndHubRestart(t *testing.T) {
 	th := startHub(t)
 	alpha := newRelay(t, th, "alpha")
@@ -133,8 +136,17 @@ func TestRelayAndHubRestart(t *testing.T) {
 	first := alpha.ask(bash("alpha", 1, "go test ./..."))
 	a1 := ann.queued(t, "alpha-1")
 	alpha.stop()
+	js := th.admin(t)
+	if ci := consumerInfo(t, js, "alpha"); ci.NumWaiting != 0 {
+		t.Fatalf("the stopped relay left %d pull requests at the hub", ci.NumWaiting)
+	}
 	if err := ann.decide(t, serve.Decision{Ask: a1.ID, State: wire.StateApproved}); err != nil {
 		t.Fatal(err)
+	}
+	// No relay holds it now (the pending count is updated asynchronously at
+	// the hub, so it is not checked).
+	if ci := consumerInfo(t, js, "alpha"); ci.NumAckPending != 0 {
+		t.Fatalf("the decision went out to a stopped relay (%d unacked)", ci.NumAckPending)
 	}
 	alpha.start(th)
 	if resp := answered(t, first); !resp.Approved {
@@ -174,6 +186,45 @@ func TestRelayAndHubRestart(t *testing.T) {
 	slices.Sort(ids) // decisions arriving together are delivered in parallel
 	if !slices.Equal(ids, []string{"alpha-1", "alpha-2", "alpha-3"}) {
 		t.Fatalf("audit %v", ids)
+	}
+}
+
+// An ask reaches the hub only once its relay's decision consumer exists:
+// the consumer starts at the decisions made after its creation, so a
+// decision for an ask sent earlier would never be delivered and the child
+// would wait in vain. Here the relay cannot create its consumer at first (a
+// consumer of that name with another delivery policy is in the way, as a
+// slow or failing hub would delay it); ann decides as soon as she sees the
+// ask.
+func TestNoAskBeforeTheDecisionConsumer(t *testing.T) {
+	th := startHub(t)
+	js := th.admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	if _, err := js.CreateConsumer(ctx, hub.DecisionsStream, jetstream.ConsumerConfig{
+		Durable:       hub.RelayConsumer("alpha"),
+		FilterSubject: hub.DecisionSubjectPrefix + "alpha.>",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	first := alpha.ask(bash("alpha", 1, "go test ./..."))
+	alpha.events.WaitFor(t, "queued", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == "alpha-1"
+	})
+	alpha.logs.WaitFor(t, "consumer refused", func(m string) bool { return m == "decision consumer not ready; retrying" })
+	if err := js.DeleteConsumer(ctx, hub.DecisionsStream, hub.RelayConsumer("alpha")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-1").ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, first); !resp.Approved {
+		t.Fatalf("%+v", resp)
 	}
 }
 
