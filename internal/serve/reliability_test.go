@@ -311,3 +311,34 @@ func TestHeldRequestBytesStayWithinTheBudget(t *testing.T) {
 	}
 	t.Logf("%.1f MiB held for %d MiB of asks waiting", float64(held)/(1<<20), asks*size>>20)
 }
+
+// The replay index holds the decisions whose requests could still arrive,
+// not the whole history: a delivered answer whose request file is gone
+// leaves it when the log is read (at start, and as it grows), so neither
+// memory nor the index grows with every decision ever made
+// (decision 0119). An undelivered decision stays (see the test above).
+func TestTheReplayIndexForgetsDecisionsWhoseRequestsAreGone(t *testing.T) {
+	first := startServer(t, options{})
+	first.judge.set("ls", ruleVerdict(resolve.Allow, "", "ls", "global", ""))
+	const n = 50
+	for i := range n {
+		id := fmt.Sprintf("1791279012345-ix%d-1", i)
+		first.send(intent(id, "impl", "bash", "ls"))
+		first.await(id)
+	}
+	first.shutdown() // delivery lines are written without waiting
+	if dels := first.deliveriesFor("1791279012345-ix0-1"); len(dels) != 1 || dels[0]["requestGone"] != true {
+		t.Fatalf("delivery record %+v does not say the request is gone", dels)
+	}
+	second := startServer(t, options{reuse: first})
+	second.rec.WaitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+	second.s.mu.Lock()
+	audit := second.s.audit // set by Run
+	second.s.mu.Unlock()
+	audit.idxMu.Lock()
+	got := len(audit.index)
+	audit.idxMu.Unlock()
+	if got != 0 {
+		t.Fatalf("a restart indexed %d of %d delivered decisions", got, n)
+	}
+}

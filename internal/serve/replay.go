@@ -18,7 +18,10 @@ import (
 // requester session, createdAt). A request that arrives again after a
 // restart, with a recorded decision, is answered with that decision and not
 // judged again. Each written response is recorded as a "delivered" line, so
-// the log says what the child was told.
+// the log says what the child was told. A request whose file is gone after
+// its answer cannot arrive again, so a delivered line that says so takes
+// its decision out of the index: the index holds the decisions not yet
+// delivered, not the whole history (decision 0119).
 
 // deliveryKey names a request across permtui processes (an AskID names one
 // delivery within a process only). A 16-byte hash keeps the index small.
@@ -58,14 +61,19 @@ type AuditDelivery struct {
 	Approved         bool       `json:"approved"`
 	DeliveredAt      int64      `json:"deliveredAt"`
 	Replayed         bool       `json:"replayed,omitempty"` // answered from a decision recorded by an earlier run
+	// RequestGone: the request file was gone once the response was
+	// written (permtui removed it, or the child did), so the request
+	// cannot be delivered again.
+	RequestGone bool `json:"requestGone,omitempty"`
 }
 
 // deliveryKind marks delivery lines.
 const deliveryKind = "delivered"
 
 // indexFrom indexes the complete lines of the log from off on, keeping the
-// first decision recorded for each request, and returns where it stopped
-// (before a line still being written). Lines that do not parse are skipped.
+// first decision recorded for each request until a delivered line says its
+// request is gone, and returns where it stopped (before a line still being
+// written). Lines that do not parse are skipped.
 func indexFrom(f *os.File, off int64, idx map[deliveryKey]linePos) (int64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 64<<10)
 	for {
@@ -82,11 +90,15 @@ func indexFrom(f *os.File, off int64, idx map[deliveryKey]linePos) (int64, error
 			ServedSession    string  `json:"servedSession"`
 			RequesterSession string  `json:"requesterSession"`
 			CreatedAt        float64 `json:"createdAt"`
+			RequestGone      bool    `json:"requestGone"`
 		}
-		if json.Unmarshal(line, &head) == nil && head.Kind == "" && head.RequestID != "" {
+		if json.Unmarshal(line, &head) == nil && head.RequestID != "" {
 			k := keyOf(head.ServedSession, head.RequestID, head.RequesterSession, head.CreatedAt)
-			if _, seen := idx[k]; !seen {
+			switch _, seen := idx[k]; {
+			case head.Kind == "" && !seen:
 				idx[k] = linePos{off: off, n: int32(len(line))}
+			case head.Kind == deliveryKind && head.RequestGone:
+				delete(idx, k)
 			}
 		}
 		off += int64(len(line))
@@ -154,5 +166,6 @@ func (s *Server) delivered(p *pending, resp wire.Response, replayed bool) {
 		Kind: deliveryKind, AskID: p.ID, RequestID: p.Request.ID, ServedSession: p.Session,
 		RequesterSession: p.Request.RequesterSessionID, CreatedAt: p.Request.CreatedAt,
 		State: resp.State, Approved: resp.Approved, DeliveredAt: resp.RespondedAt, Replayed: replayed,
+		RequestGone: !s.inbox.Present(p.ID),
 	})
 }
