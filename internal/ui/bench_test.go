@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -103,17 +104,25 @@ func BenchmarkLogRetention(b *testing.B) {
 
 // BenchmarkConsoleAtTheCaps: the heap the console keeps at its caps, with
 // hostile sizes: 1,024 write asks waiting whose diffs are about 1 MiB each,
-// then logCap automatic answers whose agent (each a new one), value, rule
-// pattern and reason are 1 MiB each. The waiting asks' requests are small
-// here, so what is measured is the console's own: diffs, log, counts.
+// 32 asks with a 1 MiB value that expire (serve lets them go; the console
+// keeps maxExpiredKept), then logCap automatic answers whose agent (each a
+// new one), value, rule pattern and reason are 1 MiB each. The waiting
+// asks' requests are small here, so what is measured is the console's own.
 func BenchmarkConsoleAtTheCaps(b *testing.B) {
 	var total float64
 	for b.Loop() {
 		reads := 0
-		m := New(Options{Backend: &fakeBackend{}, Now: func() time.Time { return testNow }, Refresh: -1, ReadFile: bigFiles(&reads)})
+		m := New(Options{Backend: &fakeBackend{}, Now: func() time.Time { return testNow }, Refresh: -1, ReadFile: bigFiles(&reads),
+			Attention: io.Discard})
 		got := retained(func() {
 			for i := range 1024 {
 				runCmd(m, EventMsg{Event: serve.AskQueued{Ask: bigFileWrite(i)}})
+			}
+			for i := range 32 {
+				a := bigFileWrite(2000 + i)
+				a.Request.Value = sp(huge(i, mib))
+				runCmd(m, EventMsg{Event: serve.AskQueued{Ask: a}})
+				runCmd(m, EventMsg{Event: withdrawn(a.ID, true)})
 			}
 			for i := range logCap {
 				m.Update(EventMsg{Event: hugeDecision(i, huge(i, mib))})

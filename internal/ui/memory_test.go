@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
@@ -264,4 +265,26 @@ func TestClosedOverlaysKeepNoAsk(t *testing.T) {
 		t.Fatalf("an answered 1 MiB ask left %d KiB live after its overlays closed", got>>10)
 	}
 	runtime.KeepAlive(h)
+}
+
+// Entries of earlier runs, from the audit log, and notes are clipped like
+// answers: a recorded 1 MiB agent, value, grant pattern or reason, or a
+// rejected request's 1 MiB reason, keeps no more than an entry's bound.
+func TestHistoryAndNotesAreClipped(t *testing.T) {
+	h := newHarness(t)
+	h.events(serve.History{Records: []serve.AuditRecord{{Agent: huge(1, mib), Surface: "bash", MatchValues: []string{huge(2, mib)},
+		State: wire.StateDeniedWithReason, Reason: huge(3, mib), Grants: []wire.Grant{{Surface: "bash", Pattern: huge(4, mib)}},
+		DecidedBy: &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: "bash", Pattern: sp(huge(5, mib)), Origin: sp("global")}}}},
+		serve.Invalid{Invalid: inbox.Invalid{Path: "/fwd/x.json", Reason: huge(6, mib)}})
+	if len(h.m.log) != 3 {
+		t.Fatalf("log has %d entries", len(h.m.log))
+	}
+	for _, l := range h.m.log {
+		if s := l.size(); s > maxLogEntryBytes {
+			t.Fatalf("a log entry keeps %d bytes of text, want at most %d", s, maxLogEntryBytes)
+		}
+	}
+	if len(h.m.status) > 2*textBytes {
+		t.Fatalf("the status line keeps %d bytes", len(h.m.status))
+	}
 }
