@@ -74,7 +74,7 @@ func (c *autoCount) add(approved bool) {
 // while fewer than maxAgents are named, else with the other agents. Two
 // agents whose names clip alike share a count; they would read alike anyway.
 func (m *Model) countAuto(agent string, approved bool) {
-	name := Clip(agent, nameBytes)
+	name := clip(agent, nameBytes)
 	c := m.autoByAgent[name]
 	switch {
 	case c != nil:
@@ -96,7 +96,7 @@ func decidedEntry(ev serve.Decided) (logEntry, autoAnswer) {
 		label = joinLabel(agent, surface, value)
 	}
 	l := logEntry{outcome: outcomeOf(ev.Response), label: label,
-		by: decidedBy(ev.Response.DecidedBy, ev.Auto), reason: Clip(ev.Response.DenialReason, textBytes)}
+		by: decidedBy(ev.Response.DecidedBy, ev.Auto), reason: clip(ev.Response.DenialReason, textBytes)}
 	return l, autoAnswer{outcome: l.outcome, agent: agent, by: l.by, surface: surface, value: value}
 }
 
@@ -107,7 +107,7 @@ func askParts(a serve.Ask) (agent, surface, value string) {
 		return "", "", "ask " + askNumber(a.ID)
 	}
 	v, _ := rawRowValue(a.Request)
-	return Clip(agentOf(a.Request), nameBytes), Clip(serve.SurfaceOf(a.Request), nameBytes), Clip(v, textBytes)
+	return clip(agentOf(a.Request), nameBytes), clip(serve.SurfaceOf(a.Request), nameBytes), clip(v, textBytes)
 }
 
 func joinLabel(agent, surface, value string) string {

@@ -479,7 +479,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 		m.lastAuto = &last
 	}
 	if d, ok := m.sent[ev.Ask.ID]; ok && !ev.Auto {
-		l.choice = Clip(choiceWords(d, ev.Ask), textBytes)
+		l.choice = clip(choiceWords(d, ev.Ask), textBytes)
 	}
 	delete(m.sent, ev.Ask.ID)
 	m.addLog(l)
@@ -647,7 +647,7 @@ func (m *Model) pendingCount() int {
 
 // setStatus replaces the status line and ends any run of automatic answers.
 func (m *Model) setStatus(s string) {
-	m.status, m.statusAt, m.statusSettle = Clip(s, textBytes), m.opts.Now(), false
+	m.status, m.statusAt, m.statusSettle = clip(s, textBytes), m.opts.Now(), false
 	m.streak = autoStreak{}
 }
 
@@ -656,7 +656,7 @@ func (m *Model) setStatus(s string) {
 const statusTTL = 10 * time.Second
 
 func (m *Model) addLog(l logEntry) {
-	l.note = Clip(l.note, textBytes)
+	l.note = clip(l.note, textBytes)
 	if l.at.IsZero() {
 		l.at = m.opts.Now()
 	}
@@ -688,9 +688,9 @@ func (m *Model) servedIDs() (serving, elsewhere []string) {
 // named from the recorded facts (agent, surface, first match value).
 func (m *Model) addHistory(recs []serve.AuditRecord) {
 	for _, r := range recs {
-		label := Clip(r.Agent, nameBytes) + " · " + Clip(r.Surface, nameBytes)
+		label := clip(r.Agent, nameBytes) + " · " + clip(r.Surface, nameBytes)
 		if len(r.MatchValues) > 0 {
-			label += " · " + Clip(r.MatchValues[0], textBytes)
+			label += " · " + clip(r.MatchValues[0], textBytes)
 		}
 		if r.Kind == serve.AuditExpired {
 			m.addLog(logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()),
@@ -703,9 +703,9 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 		}
 		l := logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()), label: label,
 			outcome: outcomeOf(wire.Response{Approved: r.Approved, State: state}),
-			by:      decidedBy(r.DecidedBy, r.Auto), reason: Clip(r.Reason, textBytes)}
+			by:      decidedBy(r.DecidedBy, r.Auto), reason: clip(r.Reason, textBytes)}
 		if len(r.Grants) > 0 {
-			l.choice = Clip("recorded for the whole session "+grantsText(r.Grants), textBytes)
+			l.choice = clip("recorded for the whole session "+grantsText(r.Grants), textBytes)
 		}
 		m.addLog(l)
 	}

@@ -40,14 +40,14 @@ func shownRune(s string) (string, int) {
 	return standIn(r), size
 }
 
-// clipNote is about the length of Clip's note of what it left out.
+// clipNote is about the length of clip's note of what it left out.
 const clipNote = 32
 
-// Clip sanitizes an untrusted string and keeps at most about limit bytes of
+// clip sanitizes an untrusted string and keeps at most about limit bytes of
 // what it shows: the head and the tail, with the number of the string's
 // bytes left out between them. The result is always a fresh string, so
 // keeping it never keeps the request alive (a substring would).
-func Clip(s string, limit int) string {
+func clip(s string, limit int) string {
 	if len(s) <= limit/3 { // even all stand-ins (3 bytes each) fit
 		return strings.Clone(Sanitize(s))
 	}

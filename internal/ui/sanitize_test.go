@@ -87,7 +87,7 @@ func printable(s string) bool {
 	return true
 }
 
-// Clip keeps the head and the tail of what Sanitize shows, at most about
+// clip keeps the head and the tail of what Sanitize shows, at most about
 // the limit, and says how many bytes of the string it left out.
 func TestClip(t *testing.T) {
 	for _, tc := range []struct {
@@ -100,8 +100,8 @@ func TestClip(t *testing.T) {
 		{"\x1b[2J" + strings.Repeat("é", 30), 12, "␛[2J…[54 bytes left out]…ééé"},
 		{"ab\x1b", 100, "ab␛"},
 	} {
-		if got := Clip(tc.in, tc.limit); got != tc.want {
-			t.Errorf("Clip(%q, %d) = %q, want %q", tc.in, tc.limit, got, tc.want)
+		if got := clip(tc.in, tc.limit); got != tc.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", tc.in, tc.limit, got, tc.want)
 		}
 	}
 }

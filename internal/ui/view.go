@@ -480,15 +480,15 @@ func decidedBy(ds *wire.DecisionSource, auto bool) string {
 		return "you"
 	case wire.DecidedByRule:
 		origin := deref(ds.Origin)
-		pattern := Clip(deref(ds.Pattern), textBytes)
+		pattern := clip(deref(ds.Pattern), textBytes)
 		if origin == "session" {
-			return "session grant " + Clip(ds.Surface, nameBytes) + " " + pattern
+			return "session grant " + clip(ds.Surface, nameBytes) + " " + pattern
 		}
-		return "rule (" + Clip(origin, nameBytes) + ") " + Clip(ds.Surface, nameBytes) + ": " + pattern
+		return "rule (" + clip(origin, nameBytes) + ") " + clip(ds.Surface, nameBytes) + ": " + pattern
 	}
-	s := Clip(ds.Kind, nameBytes)
+	s := clip(ds.Kind, nameBytes)
 	if ds.Reason != nil {
-		s += ": " + Clip(*ds.Reason, textBytes)
+		s += ": " + clip(*ds.Reason, textBytes)
 	}
 	return s
 }
