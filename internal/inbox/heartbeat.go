@@ -314,13 +314,15 @@ const MaxHeartbeatSkew = 2 * time.Second
 // for id (wire-protocol §7.3 classification: only "alive" counts). A record
 // dated beyond MaxHeartbeatSkew ahead is not fresh: age alone would never
 // make it stale, so one forged write could block the id forever
-// (decision 0051).
+// (decision 0051). A zombie's record is a dead node's: a killed holder
+// drops its lock at once but answers kill(pid, 0) until its parent collects
+// it, and a standby that looked then waited ContentionRecheck.
 func (in *Inbox) foreignServer(id string, now time.Time) (int, bool) {
 	hb, ok := in.readHeartbeat(id)
 	if !ok || hb.PID == in.cfg.PID || hb.UpdatedAt > now.Add(MaxHeartbeatSkew).UnixMilli() {
 		return 0, false
 	}
-	if wire.ClassifyHeartbeat(hb, now, safefs.PIDAlive) != wire.LivenessAlive {
+	if wire.ClassifyHeartbeat(hb, now, safefs.PIDRunning) != wire.LivenessAlive {
 		return 0, false
 	}
 	return hb.PID, true
