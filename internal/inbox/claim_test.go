@@ -104,3 +104,29 @@ func TestInstancesStartedTogetherNeverBothServeASession(t *testing.T) {
 type servingBy struct{ pid int }
 
 func (servingBy) inboxEvent() {}
+
+// The lock of a killed permtui goes a moment before its process does: a
+// standby that finds the lock free but the record's process still running
+// looks again after LockRecheck, not ContentionRecheck, and serves once the
+// process is gone.
+func TestAFreeLockWithALiveRecordIsLookedAtAgainSoon(t *testing.T) {
+	holder := liveProcess(t)
+	var mu sync.Mutex
+	now := time.Now()
+	h := start(t, func(c *Config) {
+		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		c.LockRecheck = 10 * time.Millisecond
+		c.ContentionRecheck = time.Hour
+		writeHB(t, c.Layout, servedID, holder.Process.Pid, now)
+	})
+	h.rec.WaitFor(t, "served elsewhere", func(ev Event) bool {
+		s, ok := ev.(ServedElsewhere)
+		return ok && s.PID == holder.Process.Pid && !s.Permtui
+	})
+	_ = holder.Process.Kill()
+	_ = holder.Wait()
+	mu.Lock()
+	now = now.Add(10 * time.Millisecond)
+	mu.Unlock()
+	h.rec.WaitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+}

@@ -68,7 +68,17 @@ func (in *Inbox) claimLocked(id string) (Event, bool) {
 	}
 	if pid, taken := in.foreignServer(id, now); taken {
 		closeLock(lock)
-		return in.yield(s, id, pid, false, now.Add(in.cfg.ContentionRecheck)), false
+		// A killed permtui's lock goes a moment before its process does, so
+		// the record may be a holder still exiting: the first look again
+		// comes after LockRecheck, later ones (pi's node serves) after
+		// ContentionRecheck.
+		wait := in.cfg.ContentionRecheck
+		in.mu.Lock()
+		if !s.elsewhere || s.otherPermtui || s.otherPID != pid {
+			wait = min(wait, in.cfg.LockRecheck)
+		}
+		in.mu.Unlock()
+		return in.yield(s, id, pid, false, now.Add(wait)), false
 	}
 	if err := in.publish(id, now); err != nil {
 		// Without a heartbeat newer children abandon in 2 s, but older ones
@@ -154,16 +164,16 @@ func (in *Inbox) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// recheckLocked tries again for the sessions another permtui holds the lock
-// on, more often than the heartbeat tick, so a standby takes over well within
+// recheckLocked tries again for the sessions served elsewhere that are due,
+// more often than the heartbeat tick, so a standby takes over well within
 // the 2 s a child allows a dead server (one TryLock per such session; there
-// are none unless two instances run).
+// are none unless two instances run, or pi's node serves one).
 func (in *Inbox) recheckLocked() {
 	now := in.cfg.Now()
 	var ids []string
 	in.mu.Lock()
 	for id, s := range in.sessions {
-		if !s.serving && s.elsewhere && s.otherPermtui && !now.Before(s.nextClaim) {
+		if !s.serving && s.elsewhere && !now.Before(s.nextClaim) {
 			ids = append(ids, id)
 		}
 	}
