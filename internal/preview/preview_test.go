@@ -2,6 +2,7 @@ package preview
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -206,4 +207,21 @@ func TestCutDiffKeepsOnlyItsLinesAndSizeCountsThem(t *testing.T) {
 	}
 	runtime.KeepAlive(d)
 	runtime.KeepAlive(c)
+}
+
+// BenchmarkComputeAllLinesChanged: the cost of one preview when every line
+// of a 1 MiB file changes, with long lines and with one-byte lines (the
+// worst tried). Run with -benchmem; the console computes two at a time.
+func BenchmarkComputeAllLinesChanged(b *testing.B) {
+	for _, width := range []int{50, 2} {
+		b.Run(fmt.Sprintf("line=%dB", width), func(b *testing.B) {
+			n := (1 << 20) / width
+			before := strings.Repeat(strings.Repeat("a", width-1)+"\n", n)
+			after := strings.Repeat(strings.Repeat("b", width-1)+"\n", n)
+			c := Change{Tool: "write", Path: "/w/a", Content: &after}
+			for b.Loop() {
+				Compute(c, []byte(before), nil)
+			}
+		})
+	}
 }
