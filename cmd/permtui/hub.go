@@ -15,6 +15,7 @@ import (
 
 	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/relay"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -179,7 +180,7 @@ func attachHub(ctx context.Context, f serveFlags, stdout io.Writer) error {
 		return err
 	}
 	defer hc.close()
-	a, err := relay.NewApprover(hc.nc, hc.name, hc.logger)
+	a, err := relay.NewApprover(hc.nc, hc.name, hc.logger, inbox.Budget{})
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,12 @@ var DefaultBudget = Budget{
 	DeferredAsks:         1 << 16,
 }
 
+// WithDefaults is b with its zero fields set to DefaultBudget's.
+func (b Budget) WithDefaults() Budget {
+	b.setDefaults()
+	return b
+}
+
 func (b *Budget) setDefaults() {
 	setDefaultInt(&b.ParkedAsks, DefaultBudget.ParkedAsks)
 	setDefaultInt(&b.ParkedBytes, DefaultBudget.ParkedBytes)

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -29,32 +30,46 @@ const hubTimeout = 5 * time.Second
 // Approver attaches a console or headless approver to the hub: it is a
 // serve.Source whose events are the asks of every relay (with their host)
 // and whose Decide records the decision in the decisions bucket, where the
-// first decision for an ask is the only one.
+// first decision for an ask is the only one. It shows at most a budget of
+// asks at once; the rest wait at the hub (decision 0127).
 type Approver struct {
 	name   string
 	js     jetstream.JetStream
 	log    *slog.Logger
 	events *serve.EventQueue
 	now    func() time.Time
+	budget inbox.Budget
+	room   chan struct{} // wakes refill
+	replay chan struct{} // wakes Run to read the stream again from replayFrom
 
 	mu        sync.Mutex
 	decisions jetstream.KeyValue
 	grantsKV  jetstream.KeyValue
+	stream    jetstream.Stream
+	gen       int // of the consumer whose messages onAsk takes
 	next      serve.AskID
-	byKey     map[string]*hubAsk // host.key
+	byKey     map[string]*hubAsk // host.key: every open ask kept, shown or waiting
 	byID      map[serve.AskID]*hubAsk
 	closed    map[string]bool // host.key of asks answered or withdrawn
 	grants    map[string][]wire.Grant
+	memory    memoryState
 }
 
+// hubAsk is an open ask. While it waits only its name is kept (elem is its
+// place among the waiting); it is shown with its request once room frees.
 type hubAsk struct {
 	host, key string
-	ask       serve.Ask
+	id        serve.AskID
+	size      int64         // bytes of its message
+	elem      *list.Element // in memoryState.waiting
+	ask       *serve.Ask    // once shown
 }
 
 // NewApprover makes an approver named name (its credentials' name, which
 // relays record in their audit records) over an authenticated connection.
-func NewApprover(nc *nats.Conn, name string, log *slog.Logger) (*Approver, error) {
+// It shows at most budget's ParkedAsks and ParkedBytes of asks at once and
+// keeps the names of at most DeferredAsks more (zero fields: the defaults).
+func NewApprover(nc *nats.Conn, name string, log *slog.Logger, budget inbox.Budget) (*Approver, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -63,41 +78,36 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger) (*Approver, error
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Approver{
-		name: name, js: js, log: log, events: serve.NewEventQueue(), now: time.Now,
+		name: name, js: js, log: log, events: serve.NewEventQueue(), now: time.Now, budget: budget.WithDefaults(),
+		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
 		byKey: map[string]*hubAsk{}, byID: map[serve.AskID]*hubAsk{},
 		closed: map[string]bool{}, grants: map[string][]wire.Grant{},
 	}, nil
 }
 
 // Events are AskQueued for each open ask of any relay, then Decided or
-// Withdrawn when its relay reports it answered or gone, and GrantsChanged.
-// The channel closes after Run returns.
+// Withdrawn when its relay reports it answered or gone, GrantsChanged, and
+// Degraded memory while asks wait at the hub unshown. The channel closes
+// after Run returns.
 func (a *Approver) Events() <-chan serve.Event { return a.events.Out() }
 
 // Run follows the hub until ctx ends, waiting for it while it is away.
 func (a *Approver) Run(ctx context.Context) {
 	defer a.events.Close()
+	defer a.stopReports()
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		watchGrants(ctx, a.js, a.log, a.grantsChanged)
 	}()
+	go func() {
+		defer wg.Done()
+		a.refill(ctx)
+	}()
 	defer wg.Wait()
 	for ctx.Err() == nil {
-		dec, err := a.js.KeyValue(ctx, hub.DecisionsBucket)
-		var gr jetstream.KeyValue
-		if err == nil {
-			gr, err = a.js.KeyValue(ctx, hub.GrantsBucket)
-		}
-		var cons jetstream.Consumer
-		if err == nil {
-			cons, err = a.js.OrderedConsumer(ctx, hub.AsksStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
-		}
-		var cc jetstream.ConsumeContext
-		if err == nil {
-			cc, err = cons.Consume(a.onAsk)
-		}
+		cc, err := a.follow(ctx)
 		if err != nil {
 			a.log.Warn("hub not ready; retrying", "err", err)
 			select {
@@ -106,16 +116,74 @@ func (a *Approver) Run(ctx context.Context) {
 			}
 			continue
 		}
-		a.mu.Lock()
-		a.decisions, a.grantsKV = dec, gr
-		a.mu.Unlock()
-		<-ctx.Done()
+		a.awaitReplay(ctx)
 		cc.Stop()
 	}
 }
 
+// awaitReplay returns when ctx ends or the stream is to be read again.
+func (a *Approver) awaitReplay(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.replay:
+			a.mu.Lock()
+			due := a.memory.replayFrom != 0 // else follow took it already
+			a.mu.Unlock()
+			if due {
+				return
+			}
+		}
+	}
+}
+
+// follow attaches to the buckets and consumes the asks stream: from its
+// start, or from the first ask not kept when the waiting list was full.
+func (a *Approver) follow(ctx context.Context) (jetstream.ConsumeContext, error) {
+	dec, err := a.js.KeyValue(ctx, hub.DecisionsBucket)
+	if err != nil {
+		return nil, err
+	}
+	gr, err := a.js.KeyValue(ctx, hub.GrantsBucket)
+	if err != nil {
+		return nil, err
+	}
+	st, err := a.js.Stream(ctx, hub.AsksStream)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	from := a.memory.replayFrom
+	a.mu.Unlock()
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if from > 0 {
+		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from}
+	}
+	cons, err := st.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	a.decisions, a.grantsKV, a.stream = dec, gr, st
+	// A stopped consumer's callback may still run: its messages are
+	// dropped, so asks are taken in stream order.
+	a.gen++
+	gen := a.gen
+	a.memory.replayFrom = 0
+	a.mu.Unlock()
+	cc, err := cons.Consume(func(msg jetstream.Msg) { a.onAsk(gen, msg) })
+	if err != nil {
+		a.mu.Lock()
+		a.memory.replayFrom = from // nothing was read: the next try starts there
+		a.mu.Unlock()
+		return nil, err
+	}
+	return cc, nil
+}
+
 // onAsk reads permtui.ask.<host>.<key> and permtui.gone.<host>.<key>.
-func (a *Approver) onAsk(msg jetstream.Msg) {
+func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 	tok := strings.Split(msg.Subject(), ".")
 	if len(tok) != 4 {
 		return
@@ -123,50 +191,96 @@ func (a *Approver) onAsk(msg jetstream.Msg) {
 	kind, host, hk := tok[1], tok[2], tok[2]+"."+tok[3]
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed[hk] {
+	if gen != a.gen || a.closed[hk] {
 		return
 	}
+	defer a.settle()
 	switch kind {
 	case "ask":
 		if a.byKey[hk] != nil {
 			return // sent again after a reconnect
 		}
-		m, req, err := decodeAsk(msg.Data())
-		if err == nil && m.Host != host {
-			err = fmt.Errorf("%w: host %s on %s's subject", errBadMessage, wire.QuoteShort(m.Host), host)
-		}
+		m, req, err := decodeHostAsk(host, msg.Data())
 		if err != nil {
 			a.log.Warn("ask not shown", "subject", msg.Subject(), "err", err)
 			return
 		}
-		a.next++
-		h := &hubAsk{host: host, key: tok[3], ask: serve.Ask{
-			Arrived: inbox.Arrived{ID: a.next, Session: m.Session, Path: m.Path, Request: req, At: time.UnixMilli(m.At)},
-			Verdict: m.Verdict,
-			Scopes:  serve.OfferedScopes(req),
-			Host:    host,
-		}}
-		a.byKey[hk], a.byID[h.ask.ID] = h, h
-		a.events.Push(serve.AskQueued{Ask: h.ask})
-	case "gone":
-		if len(a.closed) >= 1<<16 {
-			clear(a.closed) // old asks are not delivered again: the consumer only moves on
+		meta, err := msg.Metadata()
+		if err != nil {
+			a.log.Warn("ask not shown", "subject", msg.Subject(), "err", err)
+			return
 		}
-		a.closed[hk] = true
+		size := int64(len(msg.Data()))
+		if !a.keep(meta.Sequence.Stream) {
+			return
+		}
+		a.next++
+		h := &hubAsk{host: host, key: tok[3], id: a.next, size: size}
+		a.byKey[hk] = h
+		if a.memory.waiting.Len() == 0 && a.fits(size) {
+			a.hold(h)
+			a.show(h, m, req, size)
+			return
+		}
+		h.elem = a.memory.waiting.PushBack(h)
+	case "gone":
+		a.close(hk)
 		h := a.byKey[hk]
 		if h == nil {
 			return
 		}
 		delete(a.byKey, hk)
-		delete(a.byID, h.ask.ID)
-		var g goneMsg
-		if err := json.Unmarshal(msg.Data(), &g); err != nil || g.Response == nil {
-			a.events.Push(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.ask.ID, Session: h.ask.Session, Path: h.ask.Path}, Pending: true})
+		if h.elem != nil {
+			a.memory.waiting.Remove(h.elem) // never shown
 			return
 		}
-		a.events.Push(serve.Decided{Ask: h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,
+		a.release(h)
+		if h.ask == nil {
+			return // being read again; refill drops it
+		}
+		delete(a.byID, h.id)
+		var g goneMsg
+		if err := json.Unmarshal(msg.Data(), &g); err != nil || g.Response == nil {
+			a.events.Push(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.id, Session: h.ask.Session, Path: h.ask.Path}, Pending: true})
+			return
+		}
+		a.events.Push(serve.Decided{Ask: *h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,
 			Latency: a.now().Sub(h.ask.At)})
 	}
+}
+
+// decodeHostAsk reads an ask published on host's subject.
+func decodeHostAsk(host string, data []byte) (askMsg, *wire.Request, error) {
+	m, req, err := decodeAsk(data)
+	if err == nil && m.Host != host {
+		err = fmt.Errorf("%w: host %s on %s's subject", errBadMessage, wire.QuoteShort(m.Host), host)
+	}
+	return m, req, err
+}
+
+// show makes h's ask from its message and queues it for the front end.
+// a.mu is held.
+func (a *Approver) show(h *hubAsk, m askMsg, req *wire.Request, size int64) {
+	a.memory.heldBytes += size - h.size // the message read again may differ
+	h.size = size
+	h.ask = &serve.Ask{
+		Arrived: inbox.Arrived{ID: h.id, Session: m.Session, Path: m.Path, Request: req, At: time.UnixMilli(m.At)},
+		Verdict: m.Verdict,
+		Scopes:  serve.OfferedScopes(req),
+		Host:    h.host,
+	}
+	a.byID[h.id] = h
+	a.events.Push(serve.AskQueued{Ask: *h.ask})
+}
+
+// close remembers that the ask hk is answered or withdrawn. a.mu is held.
+func (a *Approver) close(hk string) {
+	if len(a.closed) >= 1<<16 {
+		// Old asks are seldom delivered again (the stream is read again only
+		// from an ask not kept); one that is, is shown until its gone follows.
+		clear(a.closed)
+	}
+	a.closed[hk] = true
 }
 
 func (a *Approver) grantsChanged(session string, grants []wire.Grant) {
@@ -188,6 +302,10 @@ func (a *Approver) grantsChanged(session string, grants []wire.Grant) {
 func (a *Approver) Decide(d serve.Decision) error {
 	a.mu.Lock()
 	h, dec, gr := a.byID[d.Ask], a.decisions, a.grantsKV
+	var ask serve.Ask
+	if h != nil {
+		ask = *h.ask
+	}
 	a.mu.Unlock()
 	switch {
 	case dec == nil:
@@ -195,7 +313,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 	case h == nil:
 		return serve.ErrUnknownAsk
 	}
-	grants, err := checkDecision(h.ask, d)
+	grants, err := checkDecision(ask, d)
 	if err != nil {
 		return err
 	}
@@ -221,7 +339,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 		return fmt.Errorf("%w by %s", serve.ErrAlreadyDecided, winner)
 	}
 	if len(grants) > 0 {
-		if err := updateGrants(ctx, gr, h.ask.Session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) }); err != nil {
+		if err := updateGrants(ctx, gr, ask.Session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) }); err != nil {
 			return fmt.Errorf("decision recorded, but not its whole-session grants: %w", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
@@ -60,7 +61,7 @@ func benchAsk(b *testing.B, overHub bool, inFlight int) {
 			b.Fatal(err)
 		}
 		defer anc.Close()
-		a, err := NewApprover(anc, "ann", nil)
+		a, err := NewApprover(anc, "ann", nil, inbox.Budget{})
 		if err != nil {
 			b.Fatal(err)
 		}

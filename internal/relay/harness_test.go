@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
@@ -199,11 +200,17 @@ type testApprover struct {
 
 func newApprover(t *testing.T, th *testHub, name string) *testApprover {
 	t.Helper()
+	return newApproverWith(t, th, name, inbox.Budget{})
+}
+
+// newApproverWith attaches an approver that holds asks within budget.
+func newApproverWith(t *testing.T, th *testHub, name string, budget inbox.Budget) *testApprover {
+	t.Helper()
 	nc, err := hub.Connect(th.url(), th.creds(hub.RoleApprover, name), hub.RoleApprover, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewApprover(nc, name, nil)
+	a, err := NewApprover(nc, name, nil, budget)
 	if err != nil {
 		t.Fatal(err)
 	}

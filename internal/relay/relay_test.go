@@ -18,6 +18,7 @@ import (
 
 	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
@@ -65,7 +66,7 @@ func TestTwoRelaysTwoApproversEachAskOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		a, err := NewApprover(nc, name, nil)
+		a, err := NewApprover(nc, name, nil, inbox.Budget{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,258 @@
+package relay
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/inbox"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// fakeRelay publishes asks and their gone messages as the relay of host
+// would, so a test controls the asks stream exactly.
+type fakeRelay struct {
+	t    testing.TB
+	js   jetstream.JetStream
+	host string
+	keys map[string]string // request id → hub key
+}
+
+func newFakeRelay(t testing.TB, th *testHub, host string) *fakeRelay {
+	t.Helper()
+	nc, err := hub.Connect(th.url(), th.creds(hub.RoleRelay, host), hub.RoleRelay, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeRelay{t: t, js: js, host: host, keys: map[string]string{}}
+}
+
+// ask publishes the ask of bash(host, i, command) and returns its request id.
+func (f *fakeRelay) ask(i int, command string) string {
+	f.t.Helper()
+	req := bash(f.host, i, command)
+	raw, err := wire.MarshalRequest(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	data, err := json.Marshal(askMsg{Host: f.host, Session: rootID, Path: "/inbox/" + req.ID + ".json", At: time.Now().UnixMilli(), Request: raw})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	key := hub.AskKey(rootID, req.ID, req.CreatedAt)
+	f.keys[req.ID] = key
+	f.publish(hub.AskSubject(f.host, key), data)
+	return req.ID
+}
+
+// gone publishes that the ask of request id is answered with resp, or
+// withdrawn when resp is nil.
+func (f *fakeRelay) gone(id string, resp *wire.Response) {
+	f.t.Helper()
+	data, err := json.Marshal(goneMsg{Response: resp})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.publish(hub.GoneSubject(f.host, f.keys[id]), data)
+}
+
+func (f *fakeRelay) publish(subject string, data []byte) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	if _, err := f.js.Publish(ctx, subject, data); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func isQueued(ev serve.Event) bool { _, ok := ev.(serve.AskQueued); return ok }
+
+func isMemory(problem func(string) bool) func(serve.Event) bool {
+	return func(ev serve.Event) bool {
+		d, ok := ev.(serve.Degraded)
+		return ok && d.Area == serve.AreaMemory && problem(d.Problem)
+	}
+}
+
+// answerInTurn answers the asks the approver shows, one at a time, until
+// want have been shown: even ones decided at the hub (and then reported
+// answered, as their relay would), odd ones withdrawn. It returns the
+// request ids in the order they were shown.
+func answerInTurn(t *testing.T, ann *testApprover, relay *fakeRelay, want int) []string {
+	t.Helper()
+	var shown []string
+	for len(shown) < want {
+		q := ann.events.WaitForN(t, "the next ask", isQueued, len(shown)+1)
+		ask := q[len(shown)].(serve.AskQueued).Ask
+		shown = append(shown, ask.Request.ID)
+		if len(shown)%2 == 1 {
+			if err := ann.decide(t, serve.Decision{Ask: ask.ID, State: wire.StateDenied}); err != nil {
+				t.Fatal(err)
+			}
+			relay.gone(ask.Request.ID, &wire.Response{State: wire.StateDenied})
+		} else {
+			relay.gone(ask.Request.ID, nil)
+		}
+	}
+	return shown
+}
+
+// checkShown asserts that the approver showed exactly the request ids want,
+// in order, each once and under the AskID minted when it was first seen
+// (ids[request id]), and that no more than held were ever shown and open
+// at once.
+func checkShown(t *testing.T, events []serve.Event, want []string, ids map[string]serve.AskID, held int) {
+	t.Helper()
+	var shown []string
+	open, most := 0, 0
+	for _, ev := range events {
+		switch ev := ev.(type) {
+		case serve.AskQueued:
+			shown = append(shown, ev.Ask.Request.ID)
+			if id, ok := ids[ev.Ask.Request.ID]; ok && id != ev.Ask.ID {
+				t.Errorf("%s shown as ask %d, first seen as %d", ev.Ask.Request.ID, ev.Ask.ID, id)
+			}
+			open++
+			most = max(most, open)
+		case serve.Decided, serve.Withdrawn:
+			open--
+		}
+	}
+	if strings.Join(shown, " ") != strings.Join(want, " ") {
+		t.Fatalf("shown %v, want %v", shown, want)
+	}
+	if most > held {
+		t.Fatalf("%d asks shown at once under a budget of %d", most, held)
+	}
+}
+
+// Issue 8, scenario 2, at the hub: an approver shows at most its budget of
+// asks; the rest wait at the hub (only their names are kept), reported as
+// degraded memory, and are shown oldest first, under the AskID minted when
+// each was first seen, as earlier ones are decided or withdrawn. An ask
+// answered or withdrawn while it waits is never shown.
+func TestHubAsksBeyondTheBudgetWaitAndAreShownInOrder(t *testing.T) {
+	th := startHub(t)
+	alpha := newFakeRelay(t, th, "alpha")
+	ann := newApproverWith(t, th, "ann", inbox.Budget{ParkedAsks: 2})
+	var reqs []string
+	for i := range 6 {
+		reqs = append(reqs, alpha.ask(i, "make "+string(rune('a'+i))))
+	}
+	deg := ann.events.WaitFor(t, "degraded memory", isMemory(func(p string) bool { return p != "" })).(serve.Degraded)
+	if !strings.Contains(deg.Problem, "at most 2 asks") {
+		t.Fatalf("%+v", deg)
+	}
+	// Both published after every ask, so the approver has seen all six
+	// (the stream is read in order) before these, and before any room frees.
+	alpha.gone(reqs[3], &wire.Response{Approved: true, State: wire.StateApproved})
+	alpha.gone(reqs[4], nil)
+
+	shown := answerInTurn(t, ann, alpha, 4)
+	ann.events.WaitFor(t, "memory recovered", isMemory(func(p string) bool { return p == "" }))
+	ids := map[string]serve.AskID{}
+	for i, r := range reqs {
+		ids[r] = serve.AskID(i + 1) // minted in the order first seen
+	}
+	checkShown(t, ann.events.Snapshot(), []string{reqs[0], reqs[1], reqs[2], reqs[5]}, ids, 2)
+	if shown[3] != reqs[5] {
+		t.Fatalf("shown %v", shown)
+	}
+}
+
+// Past the deferred cap not even the names are kept: those asks are read
+// from the stream again once half the waiting ones are shown, still oldest
+// first and each once; one withdrawn meanwhile is never shown.
+func TestHubAsksBeyondTheDeferredCapAreReadAgain(t *testing.T) {
+	th := startHub(t)
+	alpha := newFakeRelay(t, th, "alpha")
+	ann := newApproverWith(t, th, "ann", inbox.Budget{ParkedAsks: 1, DeferredAsks: 2})
+	var reqs []string
+	for i := range 7 {
+		reqs = append(reqs, alpha.ask(i, "make "+string(rune('a'+i))))
+	}
+	alpha.gone(reqs[5], nil)
+	ann.events.WaitFor(t, "degraded memory", isMemory(func(p string) bool { return strings.Contains(p, "read from the hub again") }))
+
+	answerInTurn(t, ann, alpha, 6)
+	ann.events.WaitFor(t, "memory recovered", isMemory(func(p string) bool { return p == "" }))
+	// Asks 0–2 were kept when first seen; 3, 4 and 6 got their AskIDs when
+	// read again.
+	ids := map[string]serve.AskID{reqs[0]: 1, reqs[1]: 2, reqs[2]: 3}
+	checkShown(t, ann.events.Snapshot(), []string{reqs[0], reqs[1], reqs[2], reqs[3], reqs[4], reqs[6]}, ids, 1)
+}
+
+// The requests an approver holds stay within its budget however many asks
+// the relays publish: 40 asks of about 1 MiB under a 4 MiB budget, measured
+// with the hub stopped (its caches are not the approver's), against the
+// same asks all held (the budget made large enough, as before decision
+// 0127 every ask was).
+func TestHubApproverHeapStaysWithinTheBudget(t *testing.T) {
+	const asks = 40
+	command := "make " + strings.Repeat("x", 255<<10) // a request of about 1 MiB: four copies
+	held := func(budget inbox.Budget) uint64 {
+		th := startHub(t)
+		alpha := newFakeRelay(t, th, "alpha")
+		ann := newApproverWith(t, th, "ann", budget)
+		before := testkit.LiveHeap()
+		for i := range asks {
+			alpha.ask(i, command)
+		}
+		ann.events.WaitFor(t, "the last ask seen", func(serve.Event) bool {
+			ann.mu.Lock()
+			defer ann.mu.Unlock()
+			return ann.next == asks
+		})
+		th.stop()
+		after := testkit.LiveHeap()
+		ann.mu.Lock()
+		defer ann.mu.Unlock()
+		if m := ann.memory; m.heldBytes > ann.budget.ParkedBytes || m.held+m.waiting.Len() != asks {
+			t.Fatalf("held %d asks, %d bytes, %d waiting under %+v", m.held, m.heldBytes, m.waiting.Len(), ann.budget)
+		}
+		return max(after, before) - before
+	}
+	bounded := held(inbox.Budget{ParkedBytes: 4 << 20})
+	all := held(inbox.Budget{ParkedBytes: 1 << 30})
+	t.Logf("heap held with %d asks of %d KiB: %.1f MiB under a 4 MiB budget, %.1f MiB holding all", asks, 4*len(command)>>10,
+		float64(bounded)/(1<<20), float64(all)/(1<<20))
+	if bounded > 3*(4<<20) || bounded > all/3 {
+		t.Fatalf("%d MiB held under a 4 MiB budget (%d MiB holding all)", bounded>>20, all>>20)
+	}
+}
+
+// An ask waiting at the hub costs the approver its name only: 1,000 of
+// them stay under 1 KiB each.
+func TestHubApproverKeepsOnlyNamesOfWaitingAsks(t *testing.T) {
+	const asks = 1000
+	th := startHub(t)
+	alpha := newFakeRelay(t, th, "alpha")
+	ann := newApproverWith(t, th, "ann", inbox.Budget{ParkedAsks: 1})
+	before := testkit.LiveHeap()
+	for i := range asks {
+		alpha.ask(i, "make "+strings.Repeat("x", 4<<10))
+	}
+	ann.events.WaitFor(t, "the last ask seen", func(serve.Event) bool {
+		ann.mu.Lock()
+		defer ann.mu.Unlock()
+		return ann.next == asks
+	})
+	th.stop()
+	per := float64(max(testkit.LiveHeap(), before)-before) / asks
+	t.Logf("%.0f bytes held per waiting ask (%d asks of 16 KiB)", per, asks)
+	if per > 1024 {
+		t.Fatalf("%.0f bytes per waiting ask", per)
+	}
+}

@@ -1,0 +1,225 @@
+package relay
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// memoryState is what the approver's budget counts (decision 0127): the
+// asks held with their requests, and the asks that wait at the hub with
+// only their names kept.
+type memoryState struct {
+	held      int // asks shown, or being read again to be shown
+	heldBytes int64
+	waiting   list.List // of *hubAsk, oldest first
+	// unkeptFrom is the stream sequence of the first ask not kept because
+	// the waiting list was full. Later asks are not kept either, so that
+	// when the stream is read again from there (replayFrom, once half the
+	// list is free) they come back in order.
+	unkeptFrom, replayFrom uint64
+	reported               struct {
+		waiting int
+		over    bool
+		at      time.Time
+	}
+	reportTimer *time.Timer
+}
+
+// memoryReportEvery spaces reports of a changing number of waiting asks;
+// when waiting starts or ends, or names stop being kept, it is reported at
+// once.
+const memoryReportEvery = 5 * time.Second
+
+// keep reports whether an ask first seen at stream sequence seq is kept
+// (shown, or waiting by name). One that is not is read from the stream
+// again later. a.mu is held.
+func (a *Approver) keep(seq uint64) bool {
+	m := &a.memory
+	if m.unkeptFrom != 0 || m.replayFrom != 0 {
+		return false // the stream is read again from an earlier ask
+	}
+	if m.waiting.Len() < a.budget.DeferredAsks {
+		return true
+	}
+	m.unkeptFrom = seq
+	return false
+}
+
+// fits reports whether an ask of size bytes may be shown now; one is
+// always shown, however large. a.mu is held.
+func (a *Approver) fits(size int64) bool {
+	m := &a.memory
+	return m.held == 0 || (m.held < a.budget.ParkedAsks && m.heldBytes+size <= a.budget.ParkedBytes)
+}
+
+func (a *Approver) hold(h *hubAsk) {
+	a.memory.held++
+	a.memory.heldBytes += h.size
+}
+
+func (a *Approver) release(h *hubAsk) {
+	a.memory.held--
+	a.memory.heldBytes -= h.size
+}
+
+// settle wakes refill when the oldest waiting ask fits, has the stream
+// read again once half the waiting list is free, and reports. a.mu is held.
+func (a *Approver) settle() {
+	m := &a.memory
+	if f := m.waiting.Front(); f != nil && a.fits(f.Value.(*hubAsk).size) {
+		notify(a.room)
+	}
+	if m.unkeptFrom != 0 && m.waiting.Len() <= a.budget.DeferredAsks/2 {
+		m.replayFrom, m.unkeptFrom = m.unkeptFrom, 0
+		notify(a.replay)
+	}
+	a.reportMemory()
+}
+
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// refill shows waiting asks, oldest first, while they fit.
+func (a *Approver) refill(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.room:
+		}
+		for h := a.nextWaiting(); h != nil; h = a.nextWaiting() {
+			if err := a.showAgain(ctx, h); err != nil {
+				a.log.Warn("waiting ask not read from the hub; retrying", "host", h.host, "key", h.key, "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(retryMax):
+				}
+			}
+		}
+	}
+}
+
+// nextWaiting takes the oldest waiting ask if it fits, and holds its room.
+func (a *Approver) nextWaiting() *hubAsk {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.memory.waiting.Front()
+	if f == nil || !a.fits(f.Value.(*hubAsk).size) {
+		return nil
+	}
+	h := a.memory.waiting.Remove(f).(*hubAsk)
+	h.elem = nil
+	a.hold(h)
+	return h
+}
+
+// showAgain reads a waiting ask from the stream (the last message on its
+// subject; the stream keeps one per subject) and shows it under the AskID
+// it got when first seen, unless it was answered or withdrawn meanwhile.
+// A failure to reach the hub leaves it first in line.
+func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
+	a.mu.Lock()
+	st := a.stream
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, hubTimeout)
+	defer cancel()
+	msg, err := st.GetLastMsgForSubject(ctx, hub.AskSubject(h.host, h.key))
+	gone := false
+	if err == nil {
+		// Its gone message may not have reached this approver's consumer yet.
+		_, err = st.GetLastMsgForSubject(ctx, hub.GoneSubject(h.host, h.key))
+		gone = err == nil
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			err = nil
+		}
+	}
+	var m askMsg
+	var req *wire.Request
+	if err == nil && !gone {
+		m, req, err = decodeHostAsk(h.host, msg.Data)
+	}
+	hk := h.host + "." + h.key
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.byKey[hk] != h {
+		return nil // its gone message came meanwhile; onAsk let go of it
+	}
+	defer a.settle()
+	switch {
+	case err == nil && !gone:
+		a.show(h, m, req, int64(len(msg.Data)))
+		return nil
+	case gone:
+		a.close(hk)
+	case errors.Is(err, jetstream.ErrMsgNotFound), errors.Is(err, errBadMessage):
+		// Past the retention (its relay sends it again after a reconnect),
+		// or no longer an ask: not shown, as when first seen.
+		a.log.Warn("waiting ask not shown", "host", h.host, "key", h.key, "err", err)
+	default:
+		a.release(h)
+		h.elem = a.memory.waiting.PushFront(h)
+		return err
+	}
+	delete(a.byKey, hk)
+	a.release(h)
+	return nil
+}
+
+// reportMemory reports degraded memory while asks wait unshown. a.mu is
+// held.
+func (a *Approver) reportMemory() {
+	m := &a.memory
+	r := &m.reported
+	n := m.waiting.Len() + m.held - len(a.byID)
+	over := m.unkeptFrom != 0 || m.replayFrom != 0
+	if n == r.waiting && over == r.over {
+		return
+	}
+	if over == r.over && (n > 0) == (r.waiting > 0) {
+		if wait := memoryReportEvery - a.now().Sub(r.at); wait > 0 {
+			if m.reportTimer == nil {
+				m.reportTimer = time.AfterFunc(wait, func() {
+					a.mu.Lock()
+					defer a.mu.Unlock()
+					a.memory.reportTimer = nil
+					a.reportMemory()
+				})
+			}
+			return
+		}
+	}
+	r.waiting, r.over, r.at = n, over, a.now()
+	problem := ""
+	if n > 0 || over {
+		problem = fmt.Sprintf("asks wait at the hub unshown (%d): at most %d asks or %d MiB of them are held at once; they are shown as earlier asks are answered",
+			n, a.budget.ParkedAsks, a.budget.ParkedBytes>>20)
+		if over {
+			problem += fmt.Sprintf("; past %d waiting, later asks are read from the hub again once room frees", a.budget.DeferredAsks)
+		}
+	}
+	a.events.Push(serve.Degraded{Area: serve.AreaMemory, Problem: problem})
+}
+
+// stopReports ends the timer of a pending report.
+func (a *Approver) stopReports() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.memory.reportTimer != nil {
+		a.memory.reportTimer.Stop()
+		a.memory.reportTimer = nil
+	}
+}
