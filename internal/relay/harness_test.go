@@ -204,7 +204,7 @@ func newApprover(t *testing.T, th *testHub, name string) *testApprover {
 }
 
 // newApproverWith attaches an approver that holds asks within budget.
-func newApproverWith(t *testing.T, th *testHub, name string, budget inbox.Budget) *testApprover {
+func newApproverWith(t testing.TB, th *testHub, name string, budget inbox.Budget) *testApprover {
 	t.Helper()
 	nc, err := hub.Connect(th.url(), th.creds(hub.RoleApprover, name), hub.RoleApprover, name)
 	if err != nil {
@@ -254,7 +254,13 @@ func (ta *testApprover) decide(t *testing.T, d serve.Decision) error {
 // arrange the hub's state directly.
 func (th *testHub) admin(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	nc, err := hub.Connect(th.url(), th.creds(hub.RoleApprover, "ann"), hub.RoleApprover, "ann")
+	return th.jetStream(t, hub.RoleApprover, "ann")
+}
+
+// jetStream is a JetStream context with the credentials of role's name.
+func (th *testHub) jetStream(t testing.TB, role, name string) jetstream.JetStream {
+	t.Helper()
+	nc, err := hub.Connect(th.url(), th.creds(role, name), role, name)
 	if err != nil {
 		t.Fatal(err)
 	}
