@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/inbox"
+	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
@@ -265,5 +267,50 @@ func (ta *testApprover) waitSeen(tb testing.TB, n int) {
 			tb.Fatalf("%d asks seen, want %d", seen, n)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Through real relays: an approver with room for one ask shows the next
+// only when the first is answered, and never shows the one another
+// approver answered while it waited. Every child gets its answer once.
+func TestHubApproverBudgetWithRelays(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApproverWith(t, th, "ann", inbox.Budget{ParkedAsks: 1})
+	bob := newApprover(t, th, "bob")
+	var children []<-chan pichild.Result
+	bobIDs := map[string]serve.AskID{}
+	for i := 1; i <= 3; i++ {
+		children = append(children, alpha.ask(bash("alpha", i, fmt.Sprintf("make step%d", i))))
+		id := fmt.Sprintf("alpha-%d", i)
+		bobIDs[id] = bob.queued(t, id).ID
+	}
+	ann.waitSeen(t, 3)
+	ann.events.WaitFor(t, "degraded memory", isMemory(func(p string) bool { return p != "" }))
+
+	// bob answers the ask ann keeps waiting, then ann the one she shows: its
+	// gone follows alpha-2's in the stream, so alpha-2 is closed first.
+	if err := bob.decide(t, serve.Decision{Ask: bobIDs["alpha-2"], State: wire.StateDenied}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, children[1]); resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-1").ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, children[0]); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-3").ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, children[2]); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	ann.events.WaitFor(t, "memory recovered", isMemory(func(p string) bool { return p == "" }))
+	checkShown(t, ann.events.Snapshot(), []string{"alpha-1", "alpha-3"}, map[string]serve.AskID{"alpha-1": 1, "alpha-3": 3}, 1)
+	if recs := alpha.audit(); len(recs) != 3 {
+		t.Fatalf("%d audit records, want 3", len(recs))
 	}
 }
