@@ -2,11 +2,13 @@ package inbox
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -129,4 +131,39 @@ func TestAFreeLockWithALiveRecordIsLookedAtAgainSoon(t *testing.T) {
 	now = now.Add(10 * time.Millisecond)
 	mu.Unlock()
 	h.rec.WaitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+}
+
+// A killed permtui lets go of its lock a moment before its process has
+// finished exiting, and its record still looks fresh. The standby that saw
+// it hold the lock takes over at once: waiting for the exit (a recheck,
+// then ContentionRecheck) took it past the 2 s a child allows on a loaded
+// machine (the crash test's 2.1 s takeovers).
+func TestAStandbyTakesOverAtOnceFromTheHolderItSaw(t *testing.T) {
+	holder := liveProcess(t).Process.Pid // still running: an exit in progress
+	layout := wire.Layout{Root: filepath.Join(t.TempDir(), "sessions", "permission-forwarding")}
+	if err := safefs.MkdirPrivate(layout.SessionDir(servedID)); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := safefs.OpenDir(layout.Root, "sessions", wire.EncodeSegment(servedID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, err := lock.TryLock(); !held || err != nil {
+		t.Fatalf("TryLock = %v, %v", held, err)
+	}
+	writeHB(t, layout, servedID, holder, time.Now())
+	h := start(t, func(c *Config) {
+		c.Layout = layout
+		c.LockRecheck = 10 * time.Millisecond
+		c.ContentionRecheck = time.Hour // only the lock may decide
+	})
+	h.rec.WaitFor(t, "served by the holder", func(ev Event) bool {
+		e, ok := ev.(ServedElsewhere)
+		return ok && e.PID == holder && e.Permtui
+	})
+	lock.Close() // the holder dies; its record stays, fresh, its pid alive
+	h.rec.WaitFor(t, "takeover", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+	if hb := readHB(t, layout.HeartbeatPath(servedID)); hb.PID != os.Getpid() {
+		t.Fatalf("heartbeat after the takeover names %d", hb.PID)
+	}
 }

@@ -66,12 +66,12 @@ func (in *Inbox) claimLocked(id string) (Event, bool) {
 		// the holder dies, so the takeover follows within one.
 		return in.yield(s, id, pid, true, now), false
 	}
-	if pid, taken := in.foreignServer(id, now); taken {
+	if pid, taken := in.foreignServer(id, now); taken && !in.formerHolder(s, pid) {
 		closeLock(lock)
 		// A killed permtui's lock goes a moment before its process does, so
-		// the record may be a holder still exiting: the first look again
-		// comes after LockRecheck, later ones (pi's node serves) after
-		// ContentionRecheck.
+		// a record we did not see while its lock was held may be a holder
+		// still exiting: the first look again comes after LockRecheck,
+		// later ones (pi's node serves) after ContentionRecheck.
 		wait := in.cfg.ContentionRecheck
 		in.mu.Lock()
 		if !s.elsewhere || s.otherPermtui || s.otherPID != pid {
@@ -89,6 +89,18 @@ func (in *Inbox) claimLocked(id string) (Event, bool) {
 	s.serving, s.otherPID, s.otherPermtui, s.published, s.lock = true, 0, false, true, lock
 	in.mu.Unlock()
 	return Serving{Session: id}, true
+}
+
+// formerHolder reports whether pid is the permtui we saw holding the
+// session's lock. Now that we hold it, that permtui has died (a live one
+// removes its record before it lets go), so its record, fresh as it may
+// look while the process finishes exiting, blocks nothing: waiting for the
+// exit took a standby past the 2 s a child allows when the machine was
+// loaded. pi's own node takes no lock, so its record is never this.
+func (in *Inbox) formerHolder(s *sessionState, pid int) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return pid != 0 && s.elsewhere && s.otherPermtui && s.otherPID == pid
 }
 
 // yield records that another node serves id and returns the event to report
