@@ -149,7 +149,7 @@ func lineOf(ev serve.Event) map[string]any {
 	case serve.Repaired:
 		return map[string]any{"event": "repaired", "area": ev.Area, "what": ev.What}
 	case serve.Skipped:
-		return map[string]any{"event": "skipped", "arrived": ev.Arrived, "approved": ev.Approved, "denied": ev.Denied, "invalid": ev.Invalid}
+		return map[string]any{"event": "skipped", "arrived": ev.Arrived, "approved": ev.Approved, "denied": ev.Denied, "expired": ev.Expired, "invalid": ev.Invalid}
 	}
 	return nil
 }

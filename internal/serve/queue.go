@@ -1,15 +1,21 @@
 package serve
 
-import "sync"
+import (
+	"reflect"
+	"slices"
+	"sync"
+)
 
 // EventQueue hands events to a consumer in order: the buffer grows while the
 // consumer is slow, so the serving loop never blocks on a front end. Past
 // MaxBufferedEvents (a frozen terminal, a blocked stdout) the events that
 // only report (arrivals, automatic answers to asks no person was shown,
-// refused files) are counted in a Skipped event instead of kept, so a
-// stalled front end cannot make the process keep every request it
-// answers (decision 0118). Everything a front end needs to stay true to
-// its queue is always kept.
+// refused files) are counted in a Skipped event instead of kept, an ask
+// answered or gone before the consumer was even sent it leaves the buffer
+// with its answer, and only the latest grants, denies and policy state
+// wait, so a stalled front end cannot make the process keep every request
+// it answers (decision 0118). Everything a front end needs to stay true to
+// what it was sent is kept, in order.
 type EventQueue struct {
 	out    chan Event
 	signal chan struct{}
@@ -44,7 +50,8 @@ func (q *EventQueue) Push(ev Event) {
 }
 
 // fold counts ev in a Skipped event at the end of a full buffer, when ev
-// only reports. q.mu is held.
+// only reports or cancels an ask still buffered, or lets it replace the
+// buffered state it supersedes. q.mu is held.
 func (q *EventQueue) fold(ev Event) bool {
 	if len(q.buf) < MaxBufferedEvents {
 		return false
@@ -55,25 +62,58 @@ func (q *EventQueue) fold(ev Event) bool {
 		sk.Arrived = 1
 	case Decided:
 		switch {
-		case ev.Queued:
+		case ev.Queued && !q.unqueue(ev.Ask.ID):
 			return false
 		case ev.Response.Approved:
 			sk.Approved = 1
 		default:
 			sk.Denied = 1
 		}
+	case Withdrawn:
+		if !ev.Pending || !q.unqueue(ev.ID) {
+			return false
+		}
+		sk.Expired = 1
 	case Invalid:
 		sk.Invalid = 1
+	case GrantsChanged, DeniesChanged, PolicyStatus:
+		q.supersede(ev)
+		return false
 	default:
 		return false
 	}
-	last := len(q.buf) - 1
-	if prev, ok := q.buf[last].(Skipped); ok {
-		q.buf[last] = prev.add(sk)
-	} else {
-		q.buf = append(q.buf, sk)
+	// The latest Skipped waiting takes the counts: they need no place of
+	// their own, and it is near the end.
+	for i := len(q.buf) - 1; i >= 0; i-- {
+		if prev, ok := q.buf[i].(Skipped); ok {
+			q.buf[i] = prev.add(sk)
+			return true
+		}
 	}
+	q.buf = append(q.buf, sk)
 	return true
+}
+
+// unqueue takes the AskQueued of id out of the buffer, if the consumer has
+// not been sent it yet: it never sees an ask already answered or gone.
+// q.mu is held.
+func (q *EventQueue) unqueue(id AskID) bool {
+	i := slices.IndexFunc(q.buf, func(e Event) bool { a, ok := e.(AskQueued); return ok && a.Ask.ID == id })
+	if i < 0 {
+		return false
+	}
+	q.buf = slices.Delete(q.buf, i, i+1)
+	return true
+}
+
+// supersede takes out the buffered event of ev's type, whose state ev
+// replaces. q.mu is held.
+func (q *EventQueue) supersede(ev Event) {
+	t := reflect.TypeOf(ev)
+	i := slices.IndexFunc(q.buf, func(e Event) bool { return reflect.TypeOf(e) == t })
+	if i >= 0 {
+		q.buf = slices.Delete(q.buf, i, i+1)
+	}
 }
 
 // Close lets the pump deliver what is queued, then close the channel.

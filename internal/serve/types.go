@@ -79,12 +79,13 @@ type Decided struct {
 }
 
 // Skipped counts the events a stalled front end was not sent one by one
-// (EventQueue): arrivals, automatic answers to asks no person was shown,
-// and refused files. Each is in the audit log or permtui.log.
-type Skipped struct{ Arrived, Approved, Denied, Invalid int }
+// (EventQueue): arrivals, answers to asks it was not sent (automatic, or
+// by a person elsewhere), asks that expired before it was sent them, and
+// refused files. Each is in the audit log or permtui.log.
+type Skipped struct{ Arrived, Approved, Denied, Expired, Invalid int }
 
 func (s Skipped) add(o Skipped) Skipped {
-	return Skipped{s.Arrived + o.Arrived, s.Approved + o.Approved, s.Denied + o.Denied, s.Invalid + o.Invalid}
+	return Skipped{s.Arrived + o.Arrived, s.Approved + o.Approved, s.Denied + o.Denied, s.Expired + o.Expired, s.Invalid + o.Invalid}
 }
 
 func (Skipped) event() {}

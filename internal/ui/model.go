@@ -384,8 +384,9 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		// counted, and itemized in the audit log.
 		m.autoApproved += ev.Approved
 		m.autoDenied += ev.Denied
+		m.expired += ev.Expired
 		m.invalid += ev.Invalid
-		m.addLog(logEntry{note: "⚠ the console fell behind: " + itoa(ev.Approved+ev.Denied) + " automatic answers and " + itoa(ev.Invalid) + " rejected files are counted but not listed here (see the audit log and permtui.log)"})
+		m.addLog(logEntry{note: "⚠ the console fell behind: " + itoa(ev.Approved+ev.Denied) + " answers, " + itoa(ev.Expired) + " expiries and " + itoa(ev.Invalid) + " rejected files are counted but not listed here (see the audit log and permtui.log)"})
 	case serve.Forgotten:
 		delete(m.sessions, ev.Session)
 	case serve.Serving:

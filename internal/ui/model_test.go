@@ -719,12 +719,12 @@ func TestQuitOverHubSaysTheAsksStay(t *testing.T) {
 // still count in the header, and the log says why they are not listed.
 func TestSkippedAnswersAreCountedAndExplained(t *testing.T) {
 	h := newHarness(t)
-	h.events(serve.Skipped{Arrived: 9, Approved: 7, Denied: 2, Invalid: 3})
+	h.events(serve.Skipped{Arrived: 9, Approved: 7, Denied: 2, Expired: 4, Invalid: 3})
 	v := h.m.View()
-	if !strings.Contains(v, "7 auto-approved") || !strings.Contains(v, "2 auto-denied") {
+	if !strings.Contains(v, "7 auto-approved") || !strings.Contains(v, "2 auto-denied") || !strings.Contains(v, "4 expired") {
 		t.Fatalf("header does not count the skipped answers:\n%s", v)
 	}
-	if l := h.m.log[len(h.m.log)-1].note; !strings.Contains(l, "9 automatic answers and 3 rejected files are counted but not listed") {
+	if l := h.m.log[len(h.m.log)-1].note; !strings.Contains(l, "9 answers, 4 expiries and 3 rejected files are counted but not listed") {
 		t.Fatalf("log note %q", l)
 	}
 }
