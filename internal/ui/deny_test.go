@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest"
 
@@ -118,5 +119,21 @@ func TestDenySessionInTheLog(t *testing.T) {
 		if !strings.Contains(screen, w) {
 			t.Errorf("log lacks %q:\n%s", w, screen)
 		}
+	}
+}
+
+// The dialog's inputs follow the terminal's width when it opens and when
+// it is resized, not when it is drawn (View changes no state).
+func TestSessionDenyInputsFitTheWidthBeforeTheyAreDrawn(t *testing.T) {
+	h := newHarness(t)
+	h.queue(pathWrite())
+	h.keys("N")
+	want := func(width int) int { return width - len(h.m.denyDialog.reason.Prompt) - 4 }
+	if got := h.m.denyDialog.reason.Width; got != want(80) {
+		t.Fatalf("reason width %d at 80 columns, want %d", got, want(80))
+	}
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
+	if r, p := h.m.denyDialog.reason.Width, h.m.denyDialog.pattern.Width; r != want(120) || p != want(120) {
+		t.Fatalf("widths %d, %d after a resize to 120, want %d", r, p, want(120))
 	}
 }

@@ -54,7 +54,15 @@ func (d *denyDialog) open(e *entry) tea.Cmd {
 	d.pattern.SetValue(g.Pattern)
 	d.pattern.CursorEnd()
 	d.pattern.Blur()
+	d.resize()
 	return d.reason.Focus()
+}
+
+// resize fits the inputs to the terminal: on open and on each resize, never
+// while drawing, so view stays free of state changes.
+func (d *denyDialog) resize() {
+	d.reason.Width = max(d.width-len(d.reason.Prompt)-4, 10)
+	d.pattern.Width = d.reason.Width
 }
 
 func (d *denyDialog) deny() wire.Grant {
@@ -120,8 +128,6 @@ func (d *denyDialog) view(height int) []string {
 		return lines
 	}
 	lines = append(lines, d.sessionAsk(e)...)
-	d.reason.Width = max(d.width-len(d.reason.Prompt)-4, 10)
-	d.pattern.Width = d.reason.Width
 	lines = append(lines, "  "+d.reason.View(), "  "+d.pattern.View())
 	cov := d.coverage()
 	text, style := "surface "+Sanitize(d.surface)+"; covers this ask", s.Muted

@@ -302,6 +302,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.help.Width = msg.Width
 		m.reason.resize()
 		m.ruleDialog.resize()
+		m.denyDialog.resize()
 		m.refreshPager()
 		return m, nil
 	case EventMsg:
