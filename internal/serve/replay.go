@@ -137,8 +137,8 @@ func (l *auditLog) recorded(k deliveryKey) (AuditRecord, bool) {
 }
 
 // replayAnswer is the answer a recorded decision gave: audited already, its
-// grants recorded again if the crash came before they were (Add skips
-// grants already there).
+// grants and session deny recorded again if the crash came before they were
+// (Add and AddDeny skip what is already there).
 func replayAnswer(rec AuditRecord) *answer {
 	state := rec.WireState
 	if state == "" {
@@ -152,7 +152,7 @@ func replayAnswer(rec AuditRecord) *answer {
 			Approved: rec.Approved, State: state, DenialReason: rec.Reason,
 			DecidedBy: rec.DecidedBy, SessionGrantWidth: rec.SessionGrantWidth,
 		},
-		record: rec, grants: rec.Grants, auto: rec.Auto, approver: rec.Approver,
+		record: rec, grants: rec.Grants, deny: rec.SessionDeny, auto: rec.Auto, approver: rec.Approver,
 		audited: true, replayed: true,
 	}
 }

@@ -829,7 +829,7 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 		}
 		s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
 	}
-	if !ans.granted && ans.deny != nil {
+	if !ans.granted && ans.deny != nil && s.cfg.Denies != nil {
 		if err := s.cfg.Denies.AddDeny(p.Session, *ans.deny); err != nil {
 			s.emit(WriteFailed{Ask: p.ID, Err: "record session deny: " + err.Error()})
 			return err

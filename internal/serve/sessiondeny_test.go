@@ -156,3 +156,43 @@ func BenchmarkSessionDenyCheck(b *testing.B) {
 		}
 	}
 }
+
+// failingDenies cannot write: a crash between the audit record and the
+// deny file looks like this to the next server.
+type failingDenies struct{ *grants.Store }
+
+func (failingDenies) AddDeny(string, SessionDeny) error { return errors.New("disk full") }
+
+// A session deny audited but not written (a crash in between) is recorded
+// when the next server answers the request with its recorded decision, so
+// it is in force without a person recording it again (decision 0104).
+func TestASessionDenyAuditedButNotWrittenIsRecordedOnReplay(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "grants")
+	store, err := grants.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := startServer(t, options{config: func(c *Config) { c.Denies = failingDenies{store} }})
+	first.judge.set("rm -rf a", resolve.Verdict{Action: resolve.Ask})
+	first.send(intent("1791279012345-sdr-1", "impl", "bash", "rm -rf a"))
+	ask := first.queued("1791279012345-sdr-1")
+	rm := &wire.Grant{Surface: "bash", Pattern: "rm *"}
+	if err := first.s.Decide(Decision{Ask: ask.ID, State: wire.StateDeniedWithReason, Reason: "no deleting", DenyFor: rm}); err != nil {
+		t.Fatal(err)
+	}
+	first.rec.WaitFor(t, "the deny write failing", func(ev Event) bool { _, ok := ev.(WriteFailed); return ok })
+	first.shutdown()
+
+	second := startServer(t, options{reuse: first, config: withDenies(store)})
+	if r := second.await("1791279012345-sdr-1"); r.Approved || r.DenialReason != "no deleting" {
+		t.Fatalf("replayed answer %+v", r)
+	}
+	if got, err := store.Denies(rootID); err != nil || len(got) != 1 || got[0].Grant != *rm || got[0].Reason != "no deleting" {
+		t.Fatalf("denies after the replay: %+v, %v", got, err)
+	}
+	second.judge.set("rm -rf b", ruleVerdict(resolve.Allow, "bash", "rm *", "global", ""))
+	second.send(intent("1791279012345-sdr-2", "impl", "bash", "rm -rf b"))
+	if r := second.await("1791279012345-sdr-2"); r.Approved || r.DenialReason != "no deleting" {
+		t.Fatalf("a later ask the deny covers: %+v", r)
+	}
+}
