@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -91,5 +92,32 @@ func TestGenCountsDuplicates(t *testing.T) {
 	}
 	if err := g.reset().check(1, 0); err == nil || !strings.Contains(err.Error(), "1 duplicate") {
 		t.Fatalf("check = %v, want a duplicate", err)
+	}
+}
+
+// TestMemoryStaysBoundedUnderAsksForAPerson runs a real permtui with 384 MB
+// of asks for a person waiting (6 sessions × 64 asks of 1 MB) and checks
+// its peak RSS stays under 512 MiB, and that an allowed request is still
+// answered (issue 8, scenario 2; decision 0117). With count bounds only
+// (before 0117) the same load peaked at about 2.3 times the files' size.
+func TestMemoryStaysBoundedUnderAsksForAPerson(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 384 MB of request files")
+	}
+	bin, err := buildPermtui(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		dir = "/dev/shm" // the load's world is removed after the run
+	}
+	r, err := memoryPhase(config{permtui: bin, out: io.Discard}, memoryLoad{sessions: 6, asks: 64, size: 1_000_000}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%.0f MiB of asks: peak RSS %.0f MiB, the allowed request answered in %s", mib(r.files), mib(r.peakRSS), r.probe)
+	if r.peakRSS > 512<<20 {
+		t.Fatalf("peak RSS %.0f MiB with %.0f MiB of asks waiting, over 512 MiB", mib(r.peakRSS), mib(r.files))
 	}
 }

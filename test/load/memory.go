@@ -43,21 +43,33 @@ func runMemory(cfg config, spec string) error {
 			return err
 		}
 		for _, dir := range cfg.dirs {
-			if err := memoryPhase(cfg, load, dir); err != nil {
+			r, err := memoryPhase(cfg, load, dir)
+			if err != nil {
 				return fmt.Errorf("memory %s in %s: %w", one, dir, err)
 			}
+			fmt.Fprintf(cfg.out, "| %d × %d × %d B | %.0f MiB | %.0f MiB | %s |\n",
+				load.sessions, load.asks, load.size, mib(r.files), mib(r.peakRSS), ms(r.probe))
 		}
 	}
 	return nil
 }
 
-// memoryPhase reports permtui's peak resident memory while it holds the
+// memoryResult is what one memory scenario measured.
+type memoryResult struct {
+	files, peakRSS int64         // bytes of request files; peak resident set
+	probe          time.Duration // the allowed request sent after the burst
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// memoryPhase measures permtui's peak resident memory while it holds the
 // load's asks, and the latency of an automatic answer asked for once every
 // ask has been read: asks waiting for a person must not hold it up.
-func memoryPhase(cfg config, load memoryLoad, dir string) error {
+func memoryPhase(cfg config, load memoryLoad, dir string) (memoryResult, error) {
+	var r memoryResult
 	w, err := newWorld(dir, load.sessions)
 	if err != nil {
-		return err
+		return r, err
 	}
 	defer w.remove()
 	run := time.Now().UnixMilli()
@@ -65,20 +77,22 @@ func memoryPhase(cfg config, load memoryLoad, dir string) error {
 	for _, session := range w.sessions {
 		tmpl, err := askTemplate(session, load.size)
 		if err != nil {
-			return err
+			return r, err
 		}
 		for range load.asks {
 			n++
 			id := requestID(run, n)
-			if err := os.WriteFile(w.layout.RequestPath(session, id), fill(tmpl, id), 0o600); err != nil {
-				return err
+			data := fill(tmpl, id)
+			r.files += int64(len(data))
+			if err := os.WriteFile(w.layout.RequestPath(session, id), data, 0o600); err != nil {
+				return r, err
 			}
 		}
 	}
 	argv := append(permtuiArgs(cfg.permtui, w, nil), "--ask=leave")
 	s, err := startServer("permtui", argv)
 	if err != nil {
-		return err
+		return r, err
 	}
 	defer func() { _ = s.stop() }()
 	rss := make(chan int64, 1)
@@ -89,11 +103,11 @@ func memoryPhase(cfg config, load memoryLoad, dir string) error {
 	// file is left unread; a probe in each session is then answered by
 	// the policy.
 	if err := s.awaitHeartbeats(w, w.sessions, 120*time.Second); err != nil {
-		return err
+		return r, err
 	}
 	probe, err := requestTemplate(w.sessions[0])
 	if err != nil {
-		return err
+		return r, err
 	}
 	time.Sleep(5 * time.Second) // the burst is read meanwhile
 	n++
@@ -102,19 +116,16 @@ func memoryPhase(cfg config, load memoryLoad, dir string) error {
 	// Written as a child writes (temp + rename): a file read while it is
 	// being written is rejected as invalid.
 	if err := safefs.WriteFileAtomic(w.layout.RequestPath(w.sessions[0], id), fill(probe, id)); err != nil {
-		return err
+		return r, err
 	}
 	if err := awaitFile(w.layout.ResponsePath(w.sessions[0], id), 60*time.Second); err != nil {
-		return fmt.Errorf("the probe under %d waiting asks: %w", load.sessions*load.asks, err)
+		return r, fmt.Errorf("the probe under %d waiting asks: %w", load.sessions*load.asks, err)
 	}
-	probeLatency := time.Since(sent)
+	r.probe = time.Since(sent)
 	time.Sleep(2 * time.Second)
 	close(stopSampling)
-	peak := <-rss
-	total := float64(load.sessions*load.asks*load.size) / (1 << 20)
-	fmt.Fprintf(cfg.out, "| %d × %d × %d B | %.0f MiB | %.0f MiB | %s |\n",
-		load.sessions, load.asks, load.size, total, float64(peak)/(1<<20), ms(probeLatency))
-	return nil
+	r.peakRSS = <-rss
+	return r, nil
 }
 
 // askTemplate is a request for a command the policy asks about, padded to
