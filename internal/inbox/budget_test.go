@@ -175,3 +175,24 @@ func TestOneSessionsInFlightBytesDoNotHoldUpAnother(t *testing.T) {
 	}
 	h.rec.WaitForN(t, "the third, once room frees", func(ev Event) bool { a, ok := ev.(Arrived); return ok && a.Session == servedID }, 3)
 }
+
+// Asks already read (parked or deferred) do not fill a scan's listing, so
+// a session holding more of them than one scan lists still has its later
+// files read, in poll mode too: a request the policy answers must not wait
+// behind asks for a person (issue 8, scenario 1).
+func TestRequestsBeyondOneListingOfWaitingAsksAreRead(t *testing.T) {
+	h := start(t, func(c *Config) {
+		c.Poll = true
+		c.Budget.ParkedAsks = 2
+		c.listMax = 4
+	})
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, fmt.Sprintf("1791279012345-ls%02d-1", i))
+		h.send(servedID, ids[i])
+	}
+	for _, id := range ids {
+		a := h.rec.WaitFor(t, "arrived "+id, arrivedID(id)).(Arrived)
+		h.in.Park(a.ID)
+	}
+}

@@ -62,6 +62,8 @@ type Config struct {
 	// onEmit, for tests, runs on the emitting goroutine before each event
 	// is sent.
 	onEmit func(Event)
+	// listMax, for tests, replaces maxListed.
+	listMax int
 }
 
 // eventBuffer lets a scan run ahead of a busy consumer; watchBuffer holds
@@ -221,6 +223,7 @@ func New(cfg Config) (*Inbox, error) {
 	setDefault(&cfg.ContentionRecheck, DefaultContentionRecheck)
 	setDefault(&cfg.LockRecheck, DefaultLockRecheck)
 	cfg.Budget.setDefaults()
+	setDefaultInt(&cfg.listMax, maxListed)
 
 	in := &Inbox{
 		cfg:      cfg,

@@ -135,7 +135,7 @@ func (in *Inbox) discoverSessions() {
 		return // not created yet, a symlink, or unreadable: rescanned later
 	}
 	defer sessions.Close()
-	entries, truncated, err := sessions.List("", maxSessionDirs)
+	entries, truncated, err := sessions.List("", maxSessionDirs, nil)
 	if err != nil {
 		return
 	}
@@ -234,7 +234,7 @@ func hasRequest(sessions *safefs.Dir, id string) bool {
 		return false
 	}
 	defer reqs.Close()
-	entries, _, err := reqs.List(".json", 1)
+	entries, _, err := reqs.List(".json", 1, nil)
 	return err == nil && len(entries) > 0
 }
 
@@ -334,16 +334,29 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 	in.mu.Lock()
 	before := in.lastID
 	in.mu.Unlock()
-	// Temp files of atomic writes, and anything else, are not listed.
-	entries, truncated, err := d.reqs.List(".json", maxListed)
+	// Temp files of atomic writes, and anything else, are not listed. Files
+	// already delivered are not listed either (forgetVanished looks at
+	// them), so thousands of deferred asks cannot fill the listing and hide
+	// a later request from every scan.
+	delivered := 0
+	known := func(name string) bool {
+		in.mu.Lock()
+		_, ok := in.inflight[filepath.Join(d.reqs.Path(), name)]
+		in.mu.Unlock()
+		if ok {
+			delivered++
+		}
+		return ok
+	}
+	entries, truncated, err := d.reqs.List(".json", in.cfg.listMax, known)
 	if err != nil {
 		in.cfg.Logger.Warn("list requests", "dir", reqDirPath, "err", err)
 		return // unknown state: do not call anything withdrawn
 	}
 	if truncated {
-		in.cfg.Logger.Warn("requests/ holds more files than one scan reads", "dir", reqDirPath, "max", maxListed)
+		in.cfg.Logger.Warn("requests/ holds more files than one scan reads", "dir", reqDirPath, "max", in.cfg.listMax)
 	}
-	in.setIdle(id, len(entries) == 0)
+	in.setIdle(id, len(entries) == 0 && delivered == 0)
 	listed := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		listed[e.Name()] = true

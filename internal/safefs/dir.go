@@ -123,8 +123,10 @@ func (d *Dir) OpenPrivate(name string) (*Dir, error) {
 
 // List returns the entries of the directory whose names end in suffix, at
 // most max of them, sorted by name; truncated reports that more were left
-// unread. Memory stays bounded however large the directory is.
-func (d *Dir) List(suffix string, max int) (entries []fs.DirEntry, truncated bool, err error) {
+// unread. Names skip reports true for (the caller knows them already) are
+// neither returned nor counted, so they cannot hide the others; skip may be
+// nil. Memory stays bounded however large the directory is.
+func (d *Dir) List(suffix string, max int, skip func(name string) bool) (entries []fs.DirEntry, truncated bool, err error) {
 	// A fresh descriptor of the same directory: its own read offset.
 	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -135,7 +137,7 @@ func (d *Dir) List(suffix string, max int) (entries []fs.DirEntry, truncated boo
 	for {
 		batch, err := f.ReadDir(256)
 		for _, e := range batch {
-			if !strings.HasSuffix(e.Name(), suffix) {
+			if !strings.HasSuffix(e.Name(), suffix) || skip != nil && skip(e.Name()) {
 				continue
 			}
 			if len(entries) == max {

@@ -116,7 +116,7 @@ func TestDirListIsSortedFilteredAndBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	all, truncated, err := d.List(".json", 100)
+	all, truncated, err := d.List(".json", 100, nil)
 	if err != nil || truncated || len(all) != 10 {
 		t.Fatalf("List = %d entries, truncated %v, %v", len(all), truncated, err)
 	}
@@ -126,9 +126,15 @@ func TestDirListIsSortedFilteredAndBounded(t *testing.T) {
 		}
 	}
 	// Listing twice reads from the start each time.
-	some, truncated, err := d.List(".json", 4)
+	some, truncated, err := d.List(".json", 4, nil)
 	if err != nil || !truncated || len(some) != 4 {
 		t.Fatalf("bounded List = %d entries, truncated %v, %v", len(some), truncated, err)
+	}
+	// Skipped names neither count nor come back.
+	known := func(name string) bool { return name < "8.json" }
+	rest, truncated, err := d.List(".json", 4, known)
+	if err != nil || truncated || len(rest) != 2 || rest[0].Name() != "8.json" || rest[1].Name() != "9.json" {
+		t.Fatalf("List skipping 0-7 = %v, truncated %v, %v", rest, truncated, err)
 	}
 }
 
