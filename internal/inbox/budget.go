@@ -28,8 +28,8 @@ type Budget struct {
 	InFlightBytes        int64
 	SessionInFlightBytes int64
 	// DeferredAsks bounds the deferred deliveries, which keep only their
-	// names (about 0.5 KiB each). Once it is reached no new file is read
-	// until an ask is answered.
+	// names (about 0.5 KiB each, 1.2 KiB at most). Once it is reached no
+	// new file is read until an ask is answered.
 	DeferredAsks int
 }
 

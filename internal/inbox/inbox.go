@@ -147,7 +147,7 @@ type Inbox struct {
 	inflight map[string]*entry        // delivered, unanswered requests by path
 	byID     map[AskID]*entry         // the same entries by delivery
 	reported map[string]string        // paths refused but not removable: reason reported
-	byReq    map[string]*entry        // unanswered entries by session and request id
+	byReq    map[reqKey]*entry        // unanswered entries by session and request id
 	lastID   AskID                    // the last delivery minted
 	// What the budget counts (budget.go): entries parked for a person
 	// and deferred, over all sessions, and the file bytes of the parked
@@ -233,7 +233,7 @@ func New(cfg Config) (*Inbox, error) {
 		sessions: map[string]*sessionState{},
 		inflight: map[string]*entry{},
 		byID:     map[AskID]*entry{},
-		byReq:    map[string]*entry{},
+		byReq:    map[reqKey]*entry{},
 		scanQ:    map[string]bool{},
 		reported: map[string]string{},
 	}

@@ -492,7 +492,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 	}
 
 	in.mu.Lock()
-	if in.byReq[reqKey(session, req.ID)] != nil {
+	if in.byReq[reqKey{session, req.ID}] != nil {
 		// Both would be answered through the same response file; the
 		// second waits until the first is done.
 		s.waitingID = true
@@ -500,14 +500,17 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 		return
 	}
 	in.lastID++
-	d := &entry{ask: in.lastID, session: session, path: path, name: name, file: file, reqID: req.ID, size: int64(len(data))}
-	in.inflight[path], in.byID[d.ask], in.byReq[reqKey(session, req.ID)] = d, d, d
+	// The name shares the path's bytes: a deferred ask keeps only names.
+	d := &entry{ask: in.lastID, session: session, path: path, name: path[len(path)-len(name):], file: file, reqID: req.ID, size: int64(len(data))}
+	in.inflight[path], in.byID[d.ask], in.byReq[reqKey{session, req.ID}] = d, d, d
 	in.holdInFlight(d, s)
 	in.mu.Unlock()
 	in.emit(Arrived{ID: d.ask, Session: session, Path: path, Request: req, At: in.cfg.Now(), Size: d.size})
 }
 
-func reqKey(session, reqID string) string { return session + "\x00" + reqID }
+// reqKey names a request by session and id; its strings are the entry's
+// own, so a deferred ask's names are held once.
+type reqKey struct{ session, reqID string }
 
 // drop forgets an in-flight entry. in.mu is held.
 func (in *Inbox) drop(e *entry) {
@@ -524,7 +527,7 @@ func (in *Inbox) drop(e *entry) {
 // answered frees the entry's request id for a later request, which is
 // looked for at once. in.mu is held.
 func (in *Inbox) answered(e *entry) {
-	if k := reqKey(e.session, e.reqID); in.byReq[k] == e {
+	if k := (reqKey{e.session, e.reqID}); in.byReq[k] == e {
 		delete(in.byReq, k)
 	}
 	if s := in.sessions[e.session]; s != nil && s.waitingID {
