@@ -196,15 +196,86 @@ func (in *Inbox) unpark(e *entry) {
 
 // redeliver delivers deferred asks again, oldest first, while they fit in
 // the parked budget: each is parked as it is delivered, so it cannot be
-// deferred twice for the same room. Run goroutine only.
+// deferred twice for the same room. Postponed deliveries that are due follow
+// while they fit in the in-flight bounds. Run goroutine only.
 func (in *Inbox) redeliver() {
 	for {
 		e := in.nextDeferred()
+		if e == nil {
+			e = in.nextPostponed()
+		}
 		if e == nil {
 			return
 		}
 		in.deliverAgain(e)
 	}
+}
+
+// Postponing: the first wait, doubled each time up to postponeMax.
+const (
+	postponeFirst = time.Second
+	postponeMax   = 16 * time.Second
+)
+
+// Postpone lets go of a delivery whose decision is recorded but whose
+// response could not be written (decision 0131): the caller forgets it, the
+// inbox keeps only its names and delivers it again under the same AskID
+// once it is due, waiting longer each time. It still counts as one of its
+// session's requests in flight, not in bytes, so a session whose answers
+// cannot be written holds up only itself. It reports false when the id is
+// not in flight or is being answered.
+func (in *Inbox) Postpone(id AskID) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	e := in.byID[id]
+	if e == nil || e.answering || e.answered || e.deferred || e.postponed {
+		return false
+	}
+	s := in.sessions[e.session]
+	if s == nil {
+		return false
+	}
+	if e.parked {
+		in.unpark(e)
+		e.parked = false
+		s.inflight++
+	} else {
+		s.inflightBytes -= e.size
+		in.inflightBytes -= e.size
+		in.roomFreed(e.session)
+	}
+	e.postponed = true
+	in.postponed++
+	e.due = in.cfg.Now().Add(min(postponeFirst<<min(e.tries, 8), postponeMax))
+	e.tries++
+	return true
+}
+
+// nextPostponed picks a postponed delivery of a served session that is due
+// and fits in the in-flight bounds, and counts it in flight again.
+func (in *Inbox) nextPostponed() *entry {
+	now := in.cfg.Now()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.postponed == 0 {
+		return nil
+	}
+	b := &in.cfg.Budget
+	for _, e := range in.byID {
+		if !e.postponed || now.Before(e.due) {
+			continue
+		}
+		s := in.sessions[e.session]
+		if s == nil || !s.serving || s.inflightBytes+e.size > b.SessionInFlightBytes || in.inflightBytes+e.size > b.InFlightBytes {
+			continue
+		}
+		e.postponed = false
+		in.postponed--
+		s.inflightBytes += e.size
+		in.inflightBytes += e.size
+		return e
+	}
+	return nil
 }
 
 // nextDeferred picks the oldest deferred delivery of a served session and

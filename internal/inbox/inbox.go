@@ -152,16 +152,16 @@ type Inbox struct {
 	// What the budget counts (budget.go): entries parked for a person
 	// and deferred, over all sessions, and the file bytes of the parked
 	// and the in-flight ones.
-	parked, deferred           int
-	parkedBytes, inflightBytes int64
-	deferredReported           int             // the Waiting of the last Deferring
-	deferredReportedAt         time.Time       // and when
-	waitingRoom                bool            // sessions wait for a global bound
-	scanAll                    bool            // a full scan is queued
-	scanQ                      map[string]bool // sessions queued for a scan
-	cache                      bool            // directories are cached: fsnotify runs, Run has not returned
-	running                    bool
-	waiting                    int // session directories waiting for a discovery slot (reported)
+	parked, deferred, postponed int
+	parkedBytes, inflightBytes  int64
+	deferredReported            int             // the Waiting of the last Deferring
+	deferredReportedAt          time.Time       // and when
+	waitingRoom                 bool            // sessions wait for a global bound
+	scanAll                     bool            // a full scan is queued
+	scanQ                       map[string]bool // sessions queued for a scan
+	cache                       bool            // directories are cached: fsnotify runs, Run has not returned
+	running                     bool
+	waiting                     int // session directories waiting for a discovery slot (reported)
 
 	hbMu   sync.Mutex  // serializes heartbeat claims, refreshes and removal
 	hbDir  *safefs.Dir // serving/, kept open; hbMu guards
@@ -197,6 +197,9 @@ type entry struct {
 	answered  bool          // response written; forget the entry once the file is gone
 	parked    bool          // waiting for a person: not counted in its session's in-flight bound
 	deferred  bool          // waiting for a person on disk, beyond the parked budget
+	postponed bool          // decided, its response not written: on disk until due
+	due       time.Time     // when a postponed entry is delivered again
+	tries     int           // times it was postponed
 	size      int64         // bytes of the file delivered
 }
 

@@ -516,9 +516,16 @@ type reqKey struct{ session, reqID string }
 func (in *Inbox) drop(e *entry) {
 	delete(in.inflight, e.path)
 	delete(in.byID, e.ask)
-	if e.parked || e.deferred {
+	switch {
+	case e.parked || e.deferred:
 		in.unpark(e)
-	} else {
+	case e.postponed:
+		in.postponed--
+		if s := in.sessions[e.session]; s != nil {
+			s.inflight--
+		}
+		in.roomFreed(e.session)
+	default:
 		in.releaseInFlight(e)
 	}
 	in.answered(e)

@@ -342,3 +342,69 @@ func TestTheReplayIndexForgetsDecisionsWhoseRequestsAreGone(t *testing.T) {
 		t.Fatalf("a restart indexed %d of %d delivered decisions", got, n)
 	}
 }
+
+// A session whose answers cannot be written (a child made its responses/ a
+// symlink) does not keep the room every session needs to have its requests
+// read: an answer recorded but not delivered is let go of and delivered
+// again later, under the same AskID, as recorded (decision 0131). Before,
+// the stuck answers held the whole in-flight budget and another session's
+// allowed request was never read.
+func TestAnswersThatCannotBeWrittenDoNotHoldUpOtherSessions(t *testing.T) {
+	const stuck = "0198c3a4-0000-7e8f-9a0b-1c2d3e4f5a6b"
+	pad := "ls " + strings.Repeat("x", 330<<10) // a 0.7 MiB file: value and matchValue
+	h := startServer(t, options{config: func(c *Config) {
+		c.Sessions = []string{rootID, stuck}
+		c.Inbox.Budget = inbox.Budget{InFlightBytes: 2 << 20, SessionInFlightBytes: 2 << 20}
+	}})
+	h.judge.set(pad, ruleVerdict(resolve.Allow, "bash", "ls *", "global", ""))
+	h.judge.set("ls", ruleVerdict(resolve.Allow, "bash", "ls", "global", ""))
+	if err := safefs.MkdirPrivate(h.layout.RequestsDir(stuck)); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, h.layout.ResponsesDir(stuck)); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"1791279012345-st0-1", "1791279012345-st1-1"}
+	var asks []AskID
+	for _, id := range ids {
+		req := intent(id, "impl", "bash", pad)
+		req.TargetSessionID = stuck
+		data, err := wire.MarshalRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := safefs.WriteFileAtomic(h.layout.RequestPath(stuck, id), data); err != nil {
+			t.Fatal(err)
+		}
+		a := h.rec.WaitFor(t, "arrived "+id, func(ev Event) bool { a, ok := ev.(Arrived); return ok && a.Ask.Request.ID == id }).(Arrived)
+		h.rec.WaitFor(t, "write failed "+id, func(ev Event) bool { w, ok := ev.(WriteFailed); return ok && w.Ask == a.Ask.ID })
+		asks = append(asks, a.Ask.ID)
+	}
+
+	h.send(intent("1791279012345-st-ls-1", "impl", "bash", "ls"))
+	if resp := h.await("1791279012345-st-ls-1"); !resp.Approved {
+		t.Fatalf("the other session's ls: %+v", resp)
+	}
+
+	// Once the child repairs its inbox, each stuck answer is delivered
+	// once, as recorded, under its first AskID.
+	if err := os.Remove(h.layout.ResponsesDir(stuck)); err != nil {
+		t.Fatal(err)
+	}
+	if err := safefs.MkdirPrivate(h.layout.ResponsesDir(stuck)); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		d := h.rec.WaitFor(t, "decided "+id, func(ev Event) bool { d, ok := ev.(Decided); return ok && d.Ask.Request.ID == id }).(Decided)
+		if d.Ask.ID != asks[i] || !d.Response.Approved {
+			t.Fatalf("%s delivered as %d approved=%v, first delivered as %d", id, d.Ask.ID, d.Response.Approved, asks[i])
+		}
+		if n := len(h.auditFor(id)); n != 1 {
+			t.Fatalf("%s has %d decisions in the audit log", id, n)
+		}
+		if n := h.rec.Count(func(ev Event) bool { d, ok := ev.(Decided); return ok && d.Ask.Request.ID == id }); n != 1 {
+			t.Fatalf("%s decided %d times", id, n)
+		}
+	}
+}

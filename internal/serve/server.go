@@ -117,10 +117,14 @@ type Server struct {
 	audit  *auditLog
 	events *EventQueue
 
-	mu      sync.Mutex
-	asks    map[AskID]*pending
-	running bool
-	closing bool
+	mu   sync.Mutex
+	asks map[AskID]*pending
+	// postponed: answers handed back to the inbox unwritten (postpone), and
+	// whether each ask had been queued for a person; a front end was sent
+	// them, so their redelivery and withdrawal are reported as that ask's.
+	postponed map[AskID]bool
+	running   bool
+	closing   bool
 	// leaveOnExit: the person chose, on quitting, to leave the waiting asks
 	// for the next server (LeaveWaitingOnExit).
 	leaveOnExit bool
@@ -163,7 +167,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, work: make(chan job, answerQueue)}
+	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, postponed: map[AskID]bool{}, work: make(chan job, answerQueue)}
 	icfg := cfg.Inbox
 	icfg.Layout, icfg.Sessions, icfg.Poll = cfg.Layout, cfg.Sessions, cfg.Poll
 	icfg.Now, icfg.Logger = cfg.Now, cfg.Logger
@@ -368,11 +372,15 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 		s.mu.Unlock()
 		return
 	}
-	p := &pending{Ask: a, deciding: true}
+	queued, again := s.postponed[a.ID]
+	delete(s.postponed, a.ID)
+	p := &pending{Ask: a, deciding: true, queued: queued}
 	s.asks[a.ID] = p
 	s.workers.Add(1)
 	s.mu.Unlock()
-	s.emit(Arrived{Ask: a})
+	if !again {
+		s.emit(Arrived{Ask: a})
+	}
 	s.work <- job{p, replayAnswer(rec)}
 }
 
@@ -459,7 +467,12 @@ func (s *Server) withdrawn(w inbox.Withdrawn) {
 	s.mu.Lock()
 	p := s.asks[w.ID]
 	delete(s.asks, w.ID)
+	_, postponed := s.postponed[w.ID]
+	delete(s.postponed, w.ID)
 	s.mu.Unlock()
+	if postponed {
+		s.emit(Withdrawn{Withdrawn: w})
+	}
 	if p != nil {
 		if !p.deciding {
 			s.recordExpiry(p)
@@ -788,7 +801,7 @@ type job struct {
 func (s *Server) answerLoop() {
 	for j := range s.work {
 		p, ans := j.p, j.ans
-		if err := s.attempt(p, ans); err != nil && !errors.Is(err, errGone) {
+		if err := s.attempt(p, ans); err != nil && !errors.Is(err, errGone) && !s.postpone(p, ans) {
 			go func() {
 				defer s.workers.Done()
 				s.retry(p, ans)
@@ -871,11 +884,32 @@ func (s *Server) retry(p *pending, ans *answer) {
 		case <-time.After(wait):
 		}
 		err := s.attempt(p, ans)
-		if err == nil || errors.Is(err, errGone) {
+		if err == nil || errors.Is(err, errGone) || s.postpone(p, ans) {
 			return
 		}
 		wait = min(wait*2, retryMax)
 	}
+}
+
+// postpone hands an answer whose decision is recorded, but whose response
+// could not be written, back to the inbox, which keeps only its names and
+// delivers it again later under the same AskID; the audit log answers it
+// then, as recorded. Held here, such answers kept their requests in memory
+// and the in-flight room every session needs, so a few sessions whose
+// answers cannot be written held up every other (decision 0131). An answer
+// not yet recorded is retried here: nothing else knows it.
+func (s *Server) postpone(p *pending, ans *answer) bool {
+	if !ans.audited || !ans.granted {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.asks[p.ID] != p || !s.inbox.Postpone(p.ID) {
+		return false
+	}
+	delete(s.asks, p.ID)
+	s.postponed[p.ID] = p.queued
+	return true
 }
 
 // expire forgets an ask whose request vanished and reports it.
