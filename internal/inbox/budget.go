@@ -202,6 +202,9 @@ func (in *Inbox) redeliver() {
 	for {
 		e := in.nextDeferred()
 		if e == nil {
+			e = in.nextRejudged()
+		}
+		if e == nil {
 			e = in.nextPostponed()
 		}
 		if e == nil {
@@ -209,6 +212,47 @@ func (in *Inbox) redeliver() {
 		}
 		in.deliverAgain(e)
 	}
+}
+
+// Rejudge has every deferred ask delivered again, as room in flight allows,
+// to be judged by what changed (the policy, grants, session denies): one
+// now allowed or denied is answered at once rather than once a person has
+// made room for it; one still for a person is deferred again by Park,
+// under the same AskID, unseen by the front end.
+func (in *Inbox) Rejudge() {
+	in.mu.Lock()
+	for _, e := range in.byID {
+		if e.deferred {
+			e.rejudge = true
+		}
+	}
+	in.mu.Unlock()
+	in.wake()
+}
+
+// nextRejudged picks a deferred delivery marked by Rejudge whose session
+// can read it now, and counts it in flight instead.
+func (in *Inbox) nextRejudged() *entry {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.deferred == 0 {
+		return nil
+	}
+	b := &in.cfg.Budget
+	for _, e := range in.byID {
+		if !e.rejudge || e.answering {
+			continue
+		}
+		s := in.sessions[e.session]
+		if s == nil || !s.serving || s.inflight >= maxInFlight || s.inflightBytes+e.size > b.SessionInFlightBytes || in.inflightBytes+e.size > b.InFlightBytes {
+			continue
+		}
+		e.deferred, e.rejudge = false, false
+		in.deferred--
+		in.holdInFlight(e, s)
+		return e
+	}
+	return nil
 }
 
 // Postponing: the first wait, doubled each time up to postponeMax.
@@ -284,7 +328,8 @@ func (in *Inbox) nextPostponed() *entry {
 func (in *Inbox) nextDeferred() *entry {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.deferred == 0 {
+	b := &in.cfg.Budget
+	if in.deferred == 0 || in.parked >= b.ParkedAsks {
 		return nil
 	}
 	var oldest *entry
@@ -295,11 +340,10 @@ func (in *Inbox) nextDeferred() *entry {
 			}
 		}
 	}
-	b := &in.cfg.Budget
-	if oldest == nil || in.parked >= b.ParkedAsks || in.parkedBytes+oldest.size > b.ParkedBytes {
+	if oldest == nil || in.parkedBytes+oldest.size > b.ParkedBytes {
 		return nil
 	}
-	oldest.deferred = false
+	oldest.deferred, oldest.rejudge = false, false
 	in.deferred--
 	oldest.parked = true
 	in.parked++

@@ -198,6 +198,7 @@ type entry struct {
 	parked    bool          // waiting for a person: not counted in its session's in-flight bound
 	deferred  bool          // waiting for a person on disk, beyond the parked budget
 	postponed bool          // decided, its response not written: on disk until due
+	rejudge   bool          // deferred, to be judged again (Rejudge)
 	due       time.Time     // when a postponed entry is delivered again
 	tries     int           // times it was postponed
 	size      int64         // bytes of the file delivered

@@ -408,3 +408,32 @@ func TestAnswersThatCannotBeWrittenDoNotHoldUpOtherSessions(t *testing.T) {
 		}
 	}
 }
+
+// An ask waiting on disk beyond the parked budget that the policy comes to
+// allow is answered then, not once a person has made room for it: deferred
+// asks are judged again when the policy, grants or denies change
+// (decision 0117).
+func TestADeferredAskThePolicyNowAllowsIsAnsweredAtOnce(t *testing.T) {
+	h := startServer(t, options{config: func(c *Config) { c.Inbox.Budget.ParkedAsks = 1 }})
+	h.send(intent("1791279012345-dj0-1", "impl", "bash", "make a"))
+	h.queued("1791279012345-dj0-1")
+	h.send(intent("1791279012345-dj1-1", "impl", "bash", "make b"))
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for h.s.inbox.Usage().DeferredAsks != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("never deferred: %+v", h.s.inbox.Usage())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.judge.set("make b", ruleVerdict(resolve.Allow, "bash", "make b", "global", ""))
+	h.s.PolicyLoaded(nil, "")
+	if resp := h.await("1791279012345-dj1-1"); !resp.Approved {
+		t.Fatalf("make b: %+v", resp)
+	}
+	if n := h.rec.Count(func(ev Event) bool { q, ok := ev.(AskQueued); return ok && q.Ask.Request.ID == "1791279012345-dj1-1" }); n != 0 {
+		t.Fatalf("the deferred ask was queued for a person %d times", n)
+	}
+	if u := h.s.inbox.Usage(); u.DeferredAsks != 0 || u.ParkedAsks != 1 {
+		t.Fatalf("usage after: %+v", u)
+	}
+}

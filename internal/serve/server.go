@@ -936,6 +936,9 @@ func (s *Server) rejudge() {
 		s.mu.Unlock()
 		return
 	}
+	// Asks waiting on disk beyond the parked budget are judged again as the
+	// inbox delivers them.
+	s.inbox.Rejudge()
 	waiting := make([]*pending, 0, len(s.asks))
 	for _, p := range s.asks {
 		if !p.deciding {
