@@ -3,12 +3,14 @@ package inbox
 import (
 	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -195,4 +197,63 @@ func TestRequestsBeyondOneListingOfWaitingAsksAreRead(t *testing.T) {
 		a := h.rec.WaitFor(t, "arrived "+id, arrivedID(id)).(Arrived)
 		h.in.Park(a.ID)
 	}
+}
+
+// Whatever happens to the asks (parked, deferred, postponed, judged again,
+// answered, withdrawn, replaced, answered with their response dir gone),
+// the budget's counts return to zero once every file is gone: nothing
+// leaks up or goes negative.
+func TestTheBudgetCountsReturnToZero(t *testing.T) {
+	h := start(t, func(c *Config) {
+		c.Poll = true
+		c.Budget.ParkedAsks = 3
+		c.Budget.InFlightBytes = 3 * wire.MaxFileSize
+		c.Sessions = []string{servedID, otherID}
+	})
+	rng := rand.New(rand.NewPCG(8, 8))
+	sessions := []string{servedID, otherID}
+	seen := 0
+	for round := range 200 {
+		session := sessions[rng.IntN(2)]
+		h.send(session, fmt.Sprintf("1791279012345-bz%d-1", round))
+		for _, ev := range h.rec.Snapshot()[seen:] {
+			seen++
+			a, ok := ev.(Arrived)
+			if !ok {
+				continue
+			}
+			switch rng.IntN(7) {
+			case 0, 1:
+				h.in.Park(a.ID)
+			case 2:
+				_ = h.in.Respond(a.ID, approve())
+			case 3:
+				h.in.Postpone(a.ID)
+			case 4:
+				_ = os.Remove(a.Path)
+			case 5:
+				h.replace(a.Path, a.Request.ID, "ls -la")
+			case 6:
+				h.in.Park(a.ID)
+				h.in.Rejudge()
+			}
+		}
+	}
+	for _, session := range sessions {
+		if err := os.RemoveAll(h.layout.RequestsDir(session)); err != nil {
+			t.Fatal(err)
+		}
+		if err := safefs.MkdirPrivate(h.layout.RequestsDir(session)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.eventually("every count back to zero", func() bool {
+		for _, s := range h.in.sessions {
+			if s.inflight != 0 || s.inflightBytes != 0 {
+				return false
+			}
+		}
+		return h.in.parked == 0 && h.in.deferred == 0 && h.in.postponed == 0 && h.in.parkedBytes == 0 &&
+			h.in.inflightBytes == 0 && len(h.in.byID) == 0 && len(h.in.inflight) == 0 && len(h.in.byReq) == 0
+	})
 }
