@@ -29,8 +29,11 @@ type Budget struct {
 	SessionInFlightBytes int64
 	// DeferredAsks bounds the deferred deliveries, which keep only their
 	// names (about 0.5 KiB each, 1.2 KiB at most). Once it is reached no
-	// new file is read until an ask is answered.
-	DeferredAsks int
+	// new file is read until an ask is answered. SessionDeferredAsks does
+	// so per session, so one flooding session stops only its own reading,
+	// and it takes several to stop everyone's.
+	DeferredAsks        int
+	SessionDeferredAsks int
 }
 
 // DefaultBudget is the budget a zero Config.Budget means.
@@ -40,6 +43,7 @@ var DefaultBudget = Budget{
 	InFlightBytes:        64 << 20,
 	SessionInFlightBytes: 8 << 20,
 	DeferredAsks:         1 << 16,
+	SessionDeferredAsks:  1 << 13,
 }
 
 // WithDefaults is b with its zero fields set to DefaultBudget's.
@@ -54,6 +58,7 @@ func (b *Budget) setDefaults() {
 	setDefaultInt(&b.InFlightBytes, DefaultBudget.InFlightBytes)
 	setDefaultInt(&b.SessionInFlightBytes, DefaultBudget.SessionInFlightBytes)
 	setDefaultInt(&b.DeferredAsks, DefaultBudget.DeferredAsks)
+	setDefaultInt(&b.SessionDeferredAsks, DefaultBudget.SessionDeferredAsks)
 }
 
 func setDefaultInt[T int | int64](v *T, def T) {
@@ -92,7 +97,7 @@ func (in *Inbox) Usage() Usage {
 func (in *Inbox) roomToRead(s *sessionState) bool {
 	b := &in.cfg.Budget
 	switch {
-	case s.inflight >= maxInFlight || s.inflightBytes+wire.MaxFileSize > b.SessionInFlightBytes:
+	case s.inflight >= maxInFlight || s.inflightBytes+wire.MaxFileSize > b.SessionInFlightBytes || s.deferred >= b.SessionDeferredAsks:
 		s.waiting = true
 		return false
 	case in.inflightBytes+wire.MaxFileSize > b.InFlightBytes || in.deferred >= b.DeferredAsks:
@@ -129,7 +134,8 @@ func (in *Inbox) releaseInFlight(e *entry) {
 // session held back by a global bound once half of it is free. in.mu is
 // held.
 func (in *Inbox) roomFreed(session string) {
-	if s := in.sessions[session]; s != nil && s.waiting && s.inflight <= maxInFlight/2 && s.inflightBytes <= in.cfg.Budget.SessionInFlightBytes/2 {
+	b := &in.cfg.Budget
+	if s := in.sessions[session]; s != nil && s.waiting && s.inflight <= maxInFlight/2 && s.inflightBytes <= b.SessionInFlightBytes/2 && s.deferred < b.SessionDeferredAsks {
 		in.queueScan(session, s)
 	}
 	if in.waitingRoom && in.inflightBytes <= in.cfg.Budget.InFlightBytes/2 && in.deferred < in.cfg.Budget.DeferredAsks {
@@ -174,10 +180,30 @@ func (in *Inbox) Park(id AskID) bool {
 		in.parkedBytes += e.size
 		return true
 	}
-	e.deferred = true
-	in.deferred++
+	in.setDeferred(e, true)
 	in.wake() // the Run goroutine reports the deferral
 	return false
+}
+
+// setDeferred marks an entry deferred or not and counts it, over all
+// sessions and in its own; a share freed lets waiting reads go on. in.mu
+// is held.
+func (in *Inbox) setDeferred(e *entry, deferred bool) {
+	if e.deferred == deferred {
+		return
+	}
+	e.deferred = deferred
+	n := 1
+	if !deferred {
+		n = -1
+	}
+	in.deferred += n
+	if s := in.sessions[e.session]; s != nil {
+		s.deferred += n
+	}
+	if !deferred {
+		in.roomFreed(e.session)
+	}
 }
 
 // unpark stops counting a parked or deferred entry and lets a deferred
@@ -189,8 +215,7 @@ func (in *Inbox) unpark(e *entry) {
 		in.parkedBytes -= e.size
 		in.wake() // a deferred ask may fit now
 	case e.deferred:
-		in.deferred--
-		in.roomFreed("")
+		in.setDeferred(e, false)
 	}
 }
 
@@ -247,8 +272,8 @@ func (in *Inbox) nextRejudged() *entry {
 		if s == nil || !s.serving || s.inflight >= maxInFlight || s.inflightBytes+e.size > b.SessionInFlightBytes || in.inflightBytes+e.size > b.InFlightBytes {
 			continue
 		}
-		e.deferred, e.rejudge = false, false
-		in.deferred--
+		in.setDeferred(e, false)
+		e.rejudge = false
 		in.holdInFlight(e, s)
 		return e
 	}
@@ -343,8 +368,8 @@ func (in *Inbox) nextDeferred() *entry {
 	if oldest == nil || in.parkedBytes+oldest.size > b.ParkedBytes {
 		return nil
 	}
-	oldest.deferred, oldest.rejudge = false, false
-	in.deferred--
+	in.setDeferred(oldest, false)
+	oldest.rejudge = false
 	oldest.parked = true
 	in.parked++
 	in.parkedBytes += oldest.size

@@ -249,11 +249,46 @@ func TestTheBudgetCountsReturnToZero(t *testing.T) {
 	}
 	h.eventually("every count back to zero", func() bool {
 		for _, s := range h.in.sessions {
-			if s.inflight != 0 || s.inflightBytes != 0 {
+			if s.inflight != 0 || s.inflightBytes != 0 || s.deferred != 0 {
 				return false
 			}
 		}
 		return h.in.parked == 0 && h.in.deferred == 0 && h.in.postponed == 0 && h.in.parkedBytes == 0 &&
 			h.in.inflightBytes == 0 && len(h.in.byID) == 0 && len(h.in.inflight) == 0 && len(h.in.byReq) == 0
 	})
+}
+
+// One session's flood of asks for a person stops only its own reading at
+// its share of the deferred cap: another session's requests are still
+// read (and so answered automatically).
+func TestOneSessionsDeferredAsksDoNotStopAnother(t *testing.T) {
+	h := start(t, func(c *Config) {
+		c.Sessions = []string{servedID, otherID}
+		c.Budget.ParkedAsks, c.Budget.SessionDeferredAsks = 1, 2
+	})
+	inServed := func(ev Event) bool { a, ok := ev.(Arrived); return ok && a.Session == servedID }
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, fmt.Sprintf("1791279012345-sdc%d-1", i))
+		h.send(servedID, ids[i])
+	}
+	for i, a := range h.arrivals(ids...) {
+		if parked := h.in.Park(a.ID); parked != (i == 0) {
+			t.Fatalf("ask %d parked = %v", i+1, parked)
+		}
+	}
+	// Two more of the session's files are not read: its share is used.
+	h.send(servedID, "1791279012345-sdc3-1")
+	h.send(servedID, "1791279012345-sdc4-1")
+	h.send(otherID, "1791279012345-sdc-other-1")
+	h.rec.WaitFor(t, "the other session's request", arrivedID("1791279012345-sdc-other-1"))
+	if n := h.rec.Count(inServed); n != 3 {
+		t.Fatalf("%d of the session's asks read beyond its deferred share", n)
+	}
+	// Room for one: the oldest deferred is shown, and the session reads on.
+	first := h.rec.Filter(inServed)[0].(Arrived)
+	if err := h.in.Respond(first.ID, approve()); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.WaitFor(t, "a file read once the share has room", arrivedID("1791279012345-sdc3-1"))
 }

@@ -182,6 +182,7 @@ type sessionState struct {
 	beat          *safefs.Swap // the files behind our heartbeat; hbMu guards
 	inflight      int          // in-flight entries of the session (not parked or deferred)
 	inflightBytes int64        // their file bytes
+	deferred      int          // its deferred entries
 	waiting       bool         // requests wait on disk for a free slot
 	waitingID     bool         // a request waits for its id's earlier request
 }
