@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -291,4 +292,38 @@ func TestOneSessionsDeferredAsksDoNotStopAnother(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.rec.WaitFor(t, "a file read once the share has room", arrivedID("1791279012345-sdc3-1"))
+}
+
+// Directories named *.json (which permtui does not remove) are counted and
+// reported as one line, never remembered one by one, and never fill a
+// listing: a request among any number of them is read, in poll mode too.
+func TestJunkDirectoriesNeitherHideRequestsNorTakeMemoryEach(t *testing.T) {
+	const junk = 40
+	h := start(t, func(c *Config) {
+		c.Poll = true
+		c.listMax = 4
+		early := &harness{t: t, layout: c.Layout}
+		early.send(servedID, "1791279012345-jd-0") // makes requests/
+		for i := range junk {
+			if err := os.Mkdir(filepath.Join(c.Layout.RequestsDir(servedID), fmt.Sprintf("junk-%03d.json", i)), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	h.rec.WaitFor(t, "the request among the directories", arrivedID("1791279012345-jd-0"))
+	h.send(servedID, "1791279012345-jd-1")
+	h.rec.WaitFor(t, "a later request", arrivedID("1791279012345-jd-1"))
+	h.rec.WaitFor(t, "one report of the directories", func(ev Event) bool {
+		i, ok := ev.(Invalid)
+		return ok && strings.Contains(i.Reason, fmt.Sprintf("%d directories named *.json", junk))
+	})
+	if n := h.rec.Count(func(ev Event) bool { _, ok := ev.(Invalid); return ok }); n != 1 {
+		t.Fatalf("%d reports for %d directories", n, junk)
+	}
+	h.in.mu.Lock()
+	remembered := len(h.in.reported)
+	h.in.mu.Unlock()
+	if remembered != 0 {
+		t.Fatalf("%d directories remembered one by one", remembered)
+	}
 }

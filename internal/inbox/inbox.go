@@ -183,6 +183,7 @@ type sessionState struct {
 	inflight      int          // in-flight entries of the session (not parked or deferred)
 	inflightBytes int64        // their file bytes
 	deferred      int          // its deferred entries
+	junkDirs      int          // directories named *.json in requests/ (reported)
 	waiting       bool         // requests wait on disk for a free slot
 	waitingID     bool         // a request waits for its id's earlier request
 }

@@ -3,6 +3,7 @@ package inbox
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"net/url"
@@ -338,17 +339,24 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 	// already delivered are not listed either (forgetVanished looks at
 	// them), so thousands of deferred asks cannot fill the listing and hide
 	// a later request from every scan.
-	delivered := 0
-	known := func(name string) bool {
+	// Directories named *.json are counted and reported as one, never
+	// remembered one by one: a child can make any number, and permtui does
+	// not remove them (decision 0132).
+	delivered, dirs := 0, 0
+	skip := func(e fs.DirEntry) bool {
+		if e.IsDir() {
+			dirs++
+			return true
+		}
 		in.mu.Lock()
-		_, ok := in.inflight[filepath.Join(d.reqs.Path(), name)]
+		_, ok := in.inflight[filepath.Join(d.reqs.Path(), e.Name())]
 		in.mu.Unlock()
 		if ok {
 			delivered++
 		}
 		return ok
 	}
-	entries, truncated, err := d.reqs.List(".json", in.cfg.listMax, known)
+	entries, truncated, err := d.reqs.List(".json", in.cfg.listMax, skip)
 	if err != nil {
 		in.cfg.Logger.Warn("list requests", "dir", reqDirPath, "err", err)
 		return // unknown state: do not call anything withdrawn
@@ -357,6 +365,7 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 		in.cfg.Logger.Warn("requests/ holds more files than one scan reads", "dir", reqDirPath, "max", in.cfg.listMax)
 	}
 	in.setIdle(id, len(entries) == 0 && delivered == 0)
+	in.reportDirs(id, reqDirPath, dirs, truncated)
 	listed := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		listed[e.Name()] = true
@@ -366,6 +375,22 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 		listed = nil // unknown: keep what was reported
 	}
 	in.forgetVanished(id, d.reqs, listed, before)
+}
+
+// reportDirs reports the directories named *.json in a session's requests/
+// when their number changed: one line however many there are. A listing
+// cut short counted only some, so it reports a growing number only.
+func (in *Inbox) reportDirs(id, reqDirPath string, dirs int, truncated bool) {
+	in.mu.Lock()
+	s := in.sessions[id]
+	changed := s != nil && dirs != s.junkDirs && (!truncated || dirs > s.junkDirs)
+	if changed {
+		s.junkDirs = dirs
+	}
+	in.mu.Unlock()
+	if changed && dirs > 0 {
+		in.emit(Invalid{Session: id, Path: reqDirPath, Reason: fmt.Sprintf("%d directories named *.json are not requests; they are skipped, not removed", dirs)})
+	}
 }
 
 // setIdle records whether the session's last scan found no request file.
@@ -459,7 +484,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 		return
 	}
 	if typ.IsDir() {
-		in.refuse(session, dir, name, "not a regular file (directory)", false)
+		in.scanSoon(session) // the scan counts and reports them
 		return
 	}
 	if !typ.IsRegular() {

@@ -123,10 +123,11 @@ func (d *Dir) OpenPrivate(name string) (*Dir, error) {
 
 // List returns the entries of the directory whose names end in suffix, at
 // most max of them, sorted by name; truncated reports that more were left
-// unread. Names skip reports true for (the caller knows them already) are
-// neither returned nor counted, so they cannot hide the others; skip may be
-// nil. Memory stays bounded however large the directory is.
-func (d *Dir) List(suffix string, max int, skip func(name string) bool) (entries []fs.DirEntry, truncated bool, err error) {
+// unread. Entries skip reports true for (the caller knows them already, or
+// has no use for their kind) are neither returned nor counted, so they
+// cannot hide the others; skip may be nil. Memory stays bounded however
+// large the directory is.
+func (d *Dir) List(suffix string, max int, skip func(fs.DirEntry) bool) (entries []fs.DirEntry, truncated bool, err error) {
 	// A fresh descriptor of the same directory: its own read offset.
 	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -137,7 +138,7 @@ func (d *Dir) List(suffix string, max int, skip func(name string) bool) (entries
 	for {
 		batch, err := f.ReadDir(256)
 		for _, e := range batch {
-			if !strings.HasSuffix(e.Name(), suffix) || skip != nil && skip(e.Name()) {
+			if !strings.HasSuffix(e.Name(), suffix) || skip != nil && skip(e) {
 				continue
 			}
 			if len(entries) == max {

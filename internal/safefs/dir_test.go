@@ -131,7 +131,7 @@ func TestDirListIsSortedFilteredAndBounded(t *testing.T) {
 		t.Fatalf("bounded List = %d entries, truncated %v, %v", len(some), truncated, err)
 	}
 	// Skipped names neither count nor come back.
-	known := func(name string) bool { return name < "8.json" }
+	known := func(e fs.DirEntry) bool { return e.Name() < "8.json" }
 	rest, truncated, err := d.List(".json", 4, known)
 	if err != nil || truncated || len(rest) != 2 || rest[0].Name() != "8.json" || rest[1].Name() != "9.json" {
 		t.Fatalf("List skipping 0-7 = %v, truncated %v, %v", rest, truncated, err)
