@@ -437,3 +437,46 @@ func TestADeferredAskThePolicyNowAllowsIsAnsweredAtOnce(t *testing.T) {
 		t.Fatalf("usage after: %+v", u)
 	}
 }
+
+// A postponed answer whose recorded decision can no longer be read back
+// (the audit log cut by hand meanwhile) is never judged again: the policy
+// now allows it, but the recorded answer was a deny, and one request must
+// not get two decisions. It waits, and says why.
+func TestAPostponedAnswerWhoseRecordIsGoneIsNotJudgedAgain(t *testing.T) {
+	const id = "1791279012345-pg-1"
+	h := startServer(t, options{})
+	h.judge.set("rm x", ruleVerdict(resolve.Deny, "", "rm *", "global", "no rm"))
+	// A regular file where responses/ belongs: the write fails.
+	responses := h.layout.ResponsesDir(rootID)
+	if err := safefs.MkdirPrivate(filepath.Dir(responses)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(responses, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := safefs.MkdirPrivate(h.layout.RequestsDir(rootID)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := wire.MarshalRequest(intent(id, "impl", "bash", "rm x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := safefs.WriteFileAtomic(h.layout.RequestPath(rootID, id), data); err != nil {
+		t.Fatal(err)
+	}
+	first := h.rec.WaitFor(t, "write failed", func(ev Event) bool { _, ok := ev.(WriteFailed); return ok }).(WriteFailed)
+	if err := os.Truncate(filepath.Join(h.state, "audit.jsonl"), 0); err != nil {
+		t.Fatal(err)
+	}
+	h.judge.set("rm x", ruleVerdict(resolve.Allow, "", "rm *", "global", ""))
+	h.rec.WaitFor(t, "the unreadable record reported", func(ev Event) bool {
+		w, ok := ev.(WriteFailed)
+		return ok && w.Ask == first.Ask && strings.Contains(w.Err, "not judged again")
+	})
+	if n := h.rec.Count(func(ev Event) bool { _, ok := ev.(Decided); return ok }); n != 0 {
+		t.Fatalf("%d decisions delivered", n)
+	}
+	if recs := h.auditFor(id); len(recs) != 0 {
+		t.Fatalf("judged again: %+v", recs)
+	}
+}

@@ -329,6 +329,9 @@ func (s *Server) arrive(ev inbox.Arrived) {
 		s.replay(ev, rec)
 		return
 	}
+	if s.unreadableDecision(ev.ID) {
+		return
+	}
 	a := Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request), Scopes: OfferedScopes(ev.Request)}
 	s.mu.Lock()
 	if s.closing {
@@ -909,6 +912,23 @@ func (s *Server) postpone(p *pending, ans *answer) bool {
 	}
 	delete(s.asks, p.ID)
 	s.postponed[p.ID] = p.queued
+	return true
+}
+
+// unreadableDecision handles a postponed delivery whose recorded decision
+// the audit log no longer gives back (a log cut or replaced by hand): it
+// is never judged again, which could give the request a second, different
+// answer. It is postponed again and reported, and answered as recorded once
+// the log can be read.
+func (s *Server) unreadableDecision(id AskID) bool {
+	s.mu.Lock()
+	_, postponed := s.postponed[id]
+	s.mu.Unlock()
+	if !postponed {
+		return false
+	}
+	s.inbox.Postpone(id)
+	s.emit(WriteFailed{Ask: id, Err: "the decision recorded for this request cannot be read back from the audit log; it is not judged again"})
 	return true
 }
 
