@@ -100,12 +100,19 @@ func (in *Inbox) roomToRead(s *sessionState) bool {
 	case s.inflight >= maxInFlight || s.inflightBytes+wire.MaxFileSize > b.SessionInFlightBytes || s.deferred >= b.SessionDeferredAsks:
 		s.waiting = true
 		return false
-	case in.inflightBytes+wire.MaxFileSize > b.InFlightBytes || in.deferred >= b.DeferredAsks:
+	case !in.bytesFit(s, wire.MaxFileSize) || in.deferred >= b.DeferredAsks:
 		s.waiting = true
 		in.waitingRoom = true
 		return false
 	}
 	return true
+}
+
+// bytesFit reports whether size more bytes fit in flight, in the session
+// and over all sessions. in.mu is held.
+func (in *Inbox) bytesFit(s *sessionState, size int64) bool {
+	b := &in.cfg.Budget
+	return s.inflightBytes+size <= b.SessionInFlightBytes && in.inflightBytes+size <= b.InFlightBytes
 }
 
 // holdInFlight counts a delivered entry against its session's and the
@@ -263,13 +270,12 @@ func (in *Inbox) nextRejudged() *entry {
 	if in.deferred == 0 {
 		return nil
 	}
-	b := &in.cfg.Budget
 	for _, e := range in.byID {
 		if !e.rejudge || e.answering {
 			continue
 		}
 		s := in.sessions[e.session]
-		if s == nil || !s.serving || s.inflight >= maxInFlight || s.inflightBytes+e.size > b.SessionInFlightBytes || in.inflightBytes+e.size > b.InFlightBytes {
+		if s == nil || !s.serving || s.inflight >= maxInFlight || !in.bytesFit(s, e.size) {
 			continue
 		}
 		in.setDeferred(e, false)
@@ -329,13 +335,12 @@ func (in *Inbox) nextPostponed() *entry {
 	if in.postponed == 0 {
 		return nil
 	}
-	b := &in.cfg.Budget
 	for _, e := range in.byID {
 		if !e.postponed || now.Before(e.due) {
 			continue
 		}
 		s := in.sessions[e.session]
-		if s == nil || !s.serving || s.inflightBytes+e.size > b.SessionInFlightBytes || in.inflightBytes+e.size > b.InFlightBytes {
+		if s == nil || !s.serving || !in.bytesFit(s, e.size) {
 			continue
 		}
 		e.postponed = false
