@@ -42,9 +42,10 @@ func (in *Inbox) Present(id AskID) bool {
 // the request. All of it goes through directories opened without following
 // symlinks, so nothing outside the inbox is written or deleted. On a write
 // error the request is kept in flight (never delivered again) so the caller
-// can retry without asking a person twice, or hand it back with Postpone. ErrWithdrawn means the request
-// vanished or was replaced by another file (or is no longer a real file in a
-// real requests/) and nothing was written; the entry is then forgotten.
+// can retry without asking a person twice, or hand it back with Postpone.
+// ErrWithdrawn means the request vanished or was replaced by another file
+// (or is no longer a real file in a real requests/) and nothing was
+// written; the entry is then forgotten.
 func (in *Inbox) Respond(id AskID, resp wire.Response) error {
 	in.mu.Lock()
 	e := in.byID[id]
