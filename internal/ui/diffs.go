@@ -103,12 +103,13 @@ func (m *Model) previewCmd(a serve.Ask) tea.Cmd {
 }
 
 // applyPreview keeps a diff that fits the budget, or the highlighted ask's
-// diff after dropping others' (the latest asks' first) to make room.
+// diff after dropping others' (the latest asks' first) to make room. A read
+// for an ask that left the queue or expired meanwhile is let go.
 func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 	m.diffReads--
 	e := m.find(msg.ask)
 	switch {
-	case e == nil:
+	case e == nil || e.diffState != diffReading:
 	case msg.none:
 		e.diffState = diffNone
 	default:

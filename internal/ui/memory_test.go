@@ -288,3 +288,17 @@ func TestHistoryAndNotesAreClipped(t *testing.T) {
 		t.Fatalf("the status line keeps %d bytes", len(h.m.status))
 	}
 }
+
+// An ask that expires while its file is being read keeps no diff when the
+// read comes back: nothing can act on it.
+func TestADiffReadWhileTheAskExpiredIsNotKept(t *testing.T) {
+	reads := 0
+	h := newHarness(t, func(o *Options) { o.ReadFile = bigFiles(&reads) })
+	a := bigFileWrite(0)
+	_, read := h.m.Update(EventMsg{Event: serve.AskQueued{Ask: a}})
+	h.events(withdrawn(a.ID, true))
+	h.run(read)
+	if e := h.m.find(a.ID); e == nil || e.diff != nil || e.diffState != diffNone || h.m.diffBytes != 0 || h.m.diffReads != 0 {
+		t.Fatalf("an expired ask kept its diff: %+v, %d bytes counted, %d reads", e, h.m.diffBytes, h.m.diffReads)
+	}
+}
