@@ -17,9 +17,6 @@ const (
 	nameBytes = 128
 	// textBytes bounds a value, pattern, reason, choice or note kept.
 	textBytes = 1024
-	// maxLogEntryBytes bounds the text one log entry keeps (label, by,
-	// choice, reason, note at their clipped sizes).
-	maxLogEntryBytes = 6 << 10
 	// logCap is how many entries the decision log keeps.
 	logCap = 2000
 	// maxAgents is how many agents the activity line counts by name; the
@@ -45,11 +42,6 @@ type logEntry struct {
 	choice  string // the session scope a person chose, with its grants
 	reason  string
 	note    string
-}
-
-// size is the text the entry keeps, in bytes.
-func (l logEntry) size() int {
-	return len(l.label) + len(l.by) + len(l.choice) + len(l.reason) + len(l.note)
 }
 
 // autoAnswer is the latest answer by policy or grant, for the activity line.

@@ -26,6 +26,15 @@ func huge(i, n int) string {
 	return p + strings.Repeat("x", n-len(p))
 }
 
+// maxLogEntryBytes is what the clipped sizes add up to for one log entry
+// (label, by, choice, reason, note): decision 0120's bound.
+const maxLogEntryBytes = 6 << 10
+
+// size is the text a log entry keeps, in bytes.
+func (l logEntry) size() int {
+	return len(l.label) + len(l.by) + len(l.choice) + len(l.reason) + len(l.note)
+}
+
 // retained runs f and reports how much more heap is live afterwards.
 func retained(f func()) uint64 {
 	before := testkit.LiveHeap()
