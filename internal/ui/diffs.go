@@ -125,7 +125,7 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 			e.diffState = diffDropped
 			break
 		}
-		e.diff, e.diffSize, e.diffState = &msg.diff, size, diffKept
+		e.diff, e.diffState = &msg.diff, diffKept
 		m.diffBytes += size
 		if e.diffLate {
 			e.diffRead = m.opts.Now()
@@ -140,7 +140,7 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 // dropDiff lets an ask's diff go; it is read again when the ask is shown.
 func (m *Model) dropDiff(e *entry) {
 	if e.diffState == diffKept {
-		m.diffBytes -= e.diffSize
-		e.diff, e.diffSize, e.diffState = nil, 0, diffDropped
+		m.diffBytes -= e.diff.Size()
+		e.diff, e.diffState = nil, diffDropped
 	}
 }

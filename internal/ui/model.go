@@ -118,7 +118,6 @@ type entry struct {
 	// when the ask arrived, or when it was shown if diffLate (diffs.go);
 	// nil unless diffState is diffKept.
 	diff      *preview.Diff
-	diffSize  int
 	diffState diffState
 	diffLate  bool      // the diff was not kept and is read when shown
 	diffRead  time.Time // when a late diff was read
