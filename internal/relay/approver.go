@@ -110,10 +110,7 @@ func (a *Approver) Run(ctx context.Context) {
 		cc, err := a.follow(ctx)
 		if err != nil {
 			a.log.Warn("hub not ready; retrying", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(retryMax):
-			}
+			await(ctx, time.After(retryMax))
 			continue
 		}
 		a.awaitReplay(ctx)
@@ -123,17 +120,12 @@ func (a *Approver) Run(ctx context.Context) {
 
 // awaitReplay returns when ctx ends or the stream is to be read again.
 func (a *Approver) awaitReplay(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
+	for await(ctx, a.replay) {
+		a.mu.Lock()
+		due := a.memory.replayFrom != 0 // else follow took it already
+		a.mu.Unlock()
+		if due {
 			return
-		case <-a.replay:
-			a.mu.Lock()
-			due := a.memory.replayFrom != 0 // else follow took it already
-			a.mu.Unlock()
-			if due {
-				return
-			}
 		}
 	}
 }

@@ -92,10 +92,7 @@ func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, 
 		}
 		if err != nil {
 			log.Warn("grants watch not ready; retrying", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(retryMax):
-			}
+			await(ctx, time.After(retryMax))
 			continue
 		}
 		for e := range w.Updates() {

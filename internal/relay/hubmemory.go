@@ -85,28 +85,14 @@ func (a *Approver) settle() {
 	a.reportMemory()
 }
 
-func notify(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
 // refill shows waiting asks, oldest first, while they fit.
 func (a *Approver) refill(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.room:
-		}
+	for await(ctx, a.room) {
 		for h := a.nextWaiting(); h != nil; h = a.nextWaiting() {
 			if err := a.showAgain(ctx, h); err != nil {
 				a.log.Warn("waiting ask not read from the hub; retrying", "host", h.host, "key", h.key, "err", err)
-				select {
-				case <-ctx.Done():
+				if !await(ctx, time.After(retryMax)) {
 					return
-				case <-time.After(retryMax):
 				}
 			}
 		}

@@ -191,10 +191,23 @@ func (r *Relay) republish() {
 	r.signal()
 }
 
-func (r *Relay) signal() {
+func (r *Relay) signal() { notify(r.wake) }
+
+// notify wakes c's reader unless a wake-up is pending already.
+func notify(c chan struct{}) {
 	select {
-	case r.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
+	}
+}
+
+// await waits for c and reports false if ctx ended first.
+func await[T any](ctx context.Context, c <-chan T) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-c:
+		return true
 	}
 }
 
@@ -207,9 +220,7 @@ func (r *Relay) publish(ctx context.Context) {
 	// Asks go out only once the durable consumer exists: it starts at the
 	// decisions made after its creation, so a decision for an ask sent
 	// earlier could be behind it and never delivered.
-	select {
-	case <-r.consumer:
-	case <-ctx.Done():
+	if !await(ctx, r.consumer) {
 		return
 	}
 	wait := retryFirst
@@ -220,12 +231,10 @@ func (r *Relay) publish(ctx context.Context) {
 		r.queue = r.queue[n:]
 		r.mu.Unlock()
 		if n == 0 {
-			select {
-			case <-ctx.Done():
+			if !await(ctx, r.wake) {
 				return
-			case <-r.wake:
-				continue
 			}
+			continue
 		}
 		failed := r.send(ctx, batch)
 		if len(failed) == 0 {
@@ -235,10 +244,8 @@ func (r *Relay) publish(ctx context.Context) {
 		r.mu.Lock()
 		r.queue = append(failed, r.queue...)
 		r.mu.Unlock()
-		select {
-		case <-ctx.Done():
+		if !await(ctx, time.After(wait)) {
 			return
-		case <-time.After(wait):
 		}
 		wait = min(wait*2, retryMax)
 	}
@@ -306,10 +313,8 @@ func (r *Relay) consumeDecisions(ctx context.Context) {
 			break
 		}
 		r.log.Warn("decision consumer not ready; retrying", "err", err)
-		select {
-		case <-ctx.Done():
+		if !await(ctx, time.After(retryMax)) {
 			return
-		case <-time.After(retryMax):
 		}
 	}
 	cc, err := cons.Consume(r.onDecision, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
