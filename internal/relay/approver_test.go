@@ -314,3 +314,57 @@ func TestHubApproverBudgetWithRelays(t *testing.T) {
 		t.Fatalf("%d audit records, want 3", len(recs))
 	}
 }
+
+// Degraded memory is reported at once when asks start or stop waiting or
+// names stop being kept, and a change of the number only within 5 s is
+// left to a timer (docs/reliability.md "Hub approver memory"). The clock is
+// the approver's; the timer's own firing is stood in for by calling what it
+// calls.
+func TestHubMemoryReportsAreSpaced(t *testing.T) {
+	clock := time.Unix(1_000_000, 0)
+	a := &Approver{events: serve.NewEventQueue(), now: func() time.Time { return clock },
+		budget: inbox.Budget{}.WithDefaults(), byID: map[serve.AskID]*hubAsk{}}
+	wait := func(n int) {
+		for a.memory.waiting.Len() < n {
+			a.memory.waiting.PushBack(&hubAsk{})
+		}
+		for a.memory.waiting.Len() > n {
+			a.memory.waiting.Remove(a.memory.waiting.Front())
+		}
+	}
+	a.mu.Lock()
+	wait(3)
+	a.reportMemory() // starts: at once
+	clock = clock.Add(time.Second)
+	wait(4)
+	a.reportMemory() // only the number changed within 5 s: later
+	if a.memory.reportTimer == nil {
+		t.Fatal("a changed number within 5 s is neither reported nor scheduled")
+	}
+	a.mu.Unlock()
+	a.stopReports()
+	a.mu.Lock()
+	clock = clock.Add(memoryReportEvery)
+	a.reportMemory() // what the timer does once due
+	clock = clock.Add(time.Second)
+	wait(0)
+	a.reportMemory() // ends: at once
+	a.memory.unkeptFrom = 9
+	a.reportMemory() // names no longer kept: at once
+	a.reportMemory() // nothing changed
+	a.mu.Unlock()
+	a.stopReports()
+	a.events.Close()
+	var got []string
+	for ev := range a.events.Out() {
+		if d, ok := ev.(serve.Degraded); ok && d.Area == serve.AreaMemory {
+			got = append(got, d.Problem)
+		} else {
+			t.Fatalf("unexpected %#v", ev)
+		}
+	}
+	if len(got) != 4 || !strings.Contains(got[0], "unshown (3)") || !strings.Contains(got[1], "unshown (4)") || got[2] != "" ||
+		!strings.Contains(got[3], "unshown (0)") || !strings.Contains(got[3], "read from the hub again") {
+		t.Fatalf("reports %q", got)
+	}
+}
