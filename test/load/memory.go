@@ -131,21 +131,8 @@ func memoryPhase(cfg config, load memoryLoad, dir string) (memoryResult, error) 
 // askTemplate is a request for a command the policy asks about, padded to
 // about size bytes in its value and match value.
 func askTemplate(session string, size int) ([]byte, error) {
-	pad := strings.Repeat("x", max(size/2-200, 1))
-	value := "make " + pad
-	data, err := wire.MarshalRequest(&wire.Request{
-		ID: idMark, CreatedAt: 1791279012345, RequesterSessionID: "child-session",
-		TargetSessionID: session, RequesterAgentName: "worker", Source: wire.SourceToolCall,
-		Surface: ptr("bash"), Value: &value,
-		AccessIntent: &wire.AccessIntent{
-			Surface: "bash", MatchValues: []string{value}, RequesterCwd: "/w",
-			Principal: wire.Principal{SessionID: "child-session", AgentName: "worker"},
-		},
-	})
-	return data, err
+	return bashTemplate(session, "make "+strings.Repeat("x", max(size/2-200, 1)))
 }
-
-func ptr(s string) *string { return &s }
 
 // sampleRSS polls the process's resident set every 20 ms until stop, and
 // returns the highest value seen or the kernel's own high-water mark,

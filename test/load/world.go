@@ -66,14 +66,16 @@ const idMark = "IDMARK"
 // requestTemplate is a canonical request a child would write for `ls` in
 // session, with idMark where the id goes: marshalled once, so the
 // generator spends its CPU on the filesystem, as a child does.
-func requestTemplate(session string) ([]byte, error) {
-	surface, value := "bash", "ls"
+func requestTemplate(session string) ([]byte, error) { return bashTemplate(session, "ls") }
+
+// bashTemplate is the request template for running command in session.
+func bashTemplate(session, command string) ([]byte, error) {
 	return wire.MarshalRequest(&wire.Request{
 		ID: idMark, CreatedAt: 1791279012345, RequesterSessionID: "child-session",
 		TargetSessionID: session, RequesterAgentName: "worker", Source: wire.SourceToolCall,
-		Surface: &surface, Value: &value,
+		Surface: new("bash"), Value: new(command),
 		AccessIntent: &wire.AccessIntent{
-			Surface: "bash", MatchValues: []string{"ls"}, RequesterCwd: "/w",
+			Surface: "bash", MatchValues: []string{command}, RequesterCwd: "/w",
 			Principal: wire.Principal{SessionID: "child-session", AgentName: "worker"},
 		},
 	})
