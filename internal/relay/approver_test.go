@@ -210,11 +210,15 @@ func TestHubApproverKeepsOnlyNamesOfWaitingAsks(t *testing.T) {
 }
 
 // BenchmarkHubApproverHeap logs the heap an approver holds with 40 asks of
-// about 1 MiB: under a 4 MiB budget, and with all of them held.
+// about 1 MiB: under a 4 MiB budget, and with all of them held; and with
+// the default cap of waiting names full (docs: under 30 MiB).
 func BenchmarkHubApproverHeap(b *testing.B) {
 	bounded := heldHeap(b, 40, mib, inbox.Budget{ParkedBytes: 4 << 20})
 	all := heldHeap(b, 40, mib, inbox.Budget{ParkedBytes: 1 << 30})
 	b.Logf("40 asks of 1 MiB: %.1f MiB held under a 4 MiB budget, %.1f MiB with all held", float64(bounded)/(1<<20), float64(all)/(1<<20))
+	names := inbox.DefaultBudget.DeferredAsks
+	held := heldHeap(b, names+1, 4<<10, inbox.Budget{ParkedAsks: 1})
+	b.Logf("%d asks waiting by name: %.1f MiB held, %.0f bytes each", names, float64(held)/(1<<20), float64(held)/float64(names))
 }
 
 const mib = 1 << 20
