@@ -182,8 +182,9 @@ func TestHubAsksBeyondTheDeferredCapAreReadAgain(t *testing.T) {
 	answerInTurn(t, ann, alpha, 6)
 	ann.events.WaitFor(t, "memory recovered", isMemory(func(p string) bool { return p == "" }))
 	// Asks 0–2 were kept when first seen; 3, 4 and 6 got their AskIDs when
-	// read again.
-	ids := map[string]serve.AskID{reqs[0]: 1, reqs[1]: 2, reqs[2]: 3}
+	// read again, one each: none is minted for an ask not kept, or for the
+	// one withdrawn.
+	ids := map[string]serve.AskID{reqs[0]: 1, reqs[1]: 2, reqs[2]: 3, reqs[3]: 4, reqs[4]: 5, reqs[6]: 6}
 	checkShown(t, ann.events.Snapshot(), []string{reqs[0], reqs[1], reqs[2], reqs[3], reqs[4], reqs[6]}, ids, 1)
 }
 
