@@ -12,7 +12,7 @@ package resolve
 //     more;
 //   - comments, blank lines and whitespace between tokens change nothing.
 //
-// The pools are seeded from the shared ruleset vectors, whose policies are
+// The pools are seeded from the ruleset vectors, whose policies are
 // also checked. PERMTUI_PROPERTY_CASES sets the number of random policies
 // (default 150, `task property` runs many more); PERMTUI_PROPERTY_SEED the
 // seed (default 1).

@@ -1,7 +1,7 @@
 // Package testkit is shared test support, imported only by tests: the
-// conformance vectors (found in ../shared/spec/vectors beside the module
-// root, with ruleset vectors laid out as real policy files), an event
-// recorder, and a writer that goroutines and the test can share.
+// conformance vectors (the project's own copy in testdata/vectors, with
+// ruleset vectors laid out as real policy files), an event recorder, and a
+// writer that goroutines and the test can share.
 package testkit
 
 import (
@@ -14,9 +14,25 @@ import (
 	json "github.com/goccy/go-json"
 )
 
-// Dir is the vectors directory, ../shared/spec/vectors next to the module
-// root (CI lays shared/ out at the same place).
+// Dir is the project's copy of the conformance vectors, testdata/vectors at
+// the module root, so a clone of the project alone runs every vector.
 func Dir(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(ModuleRoot(t), "testdata", "vectors")
+}
+
+// SharedDir is the team's shared vector set beside the module
+// (../shared/spec/vectors), which the project's copy mirrors; ok is false
+// when it is not there, as in a clone of the project alone.
+func SharedDir(t testing.TB) (dir string, ok bool) {
+	t.Helper()
+	dir = filepath.Join(ModuleRoot(t), "..", "shared", "spec", "vectors")
+	info, err := os.Stat(dir)
+	return dir, err == nil && info.IsDir()
+}
+
+// ModuleRoot is the directory holding go.mod above the test's directory.
+func ModuleRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -24,7 +40,7 @@ func Dir(t testing.TB) string {
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "spec", "vectors")
+			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
