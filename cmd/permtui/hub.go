@@ -188,7 +188,8 @@ func attachHub(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	defer cancel()
 	done := make(chan struct{})
 	go func() { defer close(done); a.Run(ctx) }()
-	err = runFrontEnd(ctx, a, f.frontEnd, stdout, true)
+	// The policy is the relays': rules are written on their hosts.
+	err = runFrontEnd(ctx, a, f.frontEnd, stdout, consoleSetup{overHub: true})
 	cancel()
 	<-done
 	return err

@@ -128,7 +128,8 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Run(ctx) }()
-	err = runFrontEnd(ctx, srv, f.frontEnd, stdout, false)
+	rules := consoleRules{ruleService{opts: f.loadOptions(), stateDir: f.stateDir}}
+	err = runFrontEnd(ctx, srv, f.frontEnd, stdout, consoleSetup{rules: rules})
 	cancel()
 	if runErr := <-served; runErr != nil && !errors.Is(runErr, context.Canceled) && err == nil {
 		err = runErr
@@ -178,26 +179,35 @@ type source interface {
 	ui.Backend
 }
 
+// consoleSetup is what the console gets beyond its source: where rules are
+// written (nil where the policy is not on this host, as over a hub) and
+// whether the asks are a hub's.
+type consoleSetup struct {
+	rules   ui.RuleBackend
+	overHub bool
+}
+
 // runFrontEnd runs the headless printer or the console until the events end
 // or the person quits.
-func runFrontEnd(ctx context.Context, src source, f frontEnd, stdout io.Writer, overHub bool) error {
+func runFrontEnd(ctx context.Context, src source, f frontEnd, stdout io.Writer, setup consoleSetup) error {
 	if f.headless {
 		return headless.Run(ctx, src, stdout, f.ask)
 	}
-	return runConsole(ctx, src, f, overHub)
+	return runConsole(ctx, src, f, setup)
 }
 
-func runConsole(ctx context.Context, src source, f frontEnd, overHub bool) error {
+func runConsole(ctx context.Context, src source, f frontEnd, setup consoleSetup) error {
 	// Only a local server can leave its waiting asks on disk.
 	leaver, canLeave := src.(interface{ LeaveWaitingOnExit() })
 	model := ui.New(ui.Options{
 		CanLeave:      canLeave,
 		Backend:       src,
+		Rules:         setup.rules,
 		Bell:          f.bell,
 		Notify:        f.notify,
 		ConfirmDouble: f.confirmDouble,
 		Settle:        settleOption(f.settle),
-		OverHub:       overHub,
+		OverHub:       setup.overHub,
 	})
 	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithContext(ctx)}
 	if f.mouse {

@@ -369,6 +369,8 @@ func (m *Model) openScope() {
 func (m *Model) openRule() tea.Cmd {
 	e := m.current()
 	switch {
+	case m.opts.Rules == nil && m.opts.OverHub:
+		m.setStatus("no rules from a hub console: the policy is on each relay's host; run 'permtui rule add' there")
 	case m.opts.Rules == nil:
 		m.setStatus("rules cannot be written from this console")
 	case e == nil:

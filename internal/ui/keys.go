@@ -87,8 +87,12 @@ func (h helpKeys) ShortHelp() []key.Binding  { return h.short }
 func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
 
 // queueHelp lists the queue's keys; below 80 columns the full help takes
-// two taller columns, since three side by side would be cut.
-func (k KeyMap) queueHelp(width int) helpKeys {
+// two taller columns, since three side by side would be cut. R is offered
+// only where rules can be written.
+func (k KeyMap) queueHelp(width int, rules bool) helpKeys {
+	if !rules {
+		k.Rule.SetEnabled(false) // k is a copy: the help skips disabled keys
+	}
 	closeHelp := relabel(k.Close, "close")
 	revokeInGrants := relabel(k.Revoke, "revoke (in g)")
 	full := [][]key.Binding{

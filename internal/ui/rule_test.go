@@ -232,3 +232,27 @@ func TestRuleDialogBroadRuleWithCountZero(t *testing.T) {
 		t.Fatalf("writes %+v confirms %v", rules.writes, rules.confirms)
 	}
 }
+
+// TestRuleKeyIsOfferedOnlyWhereRulesCanBeWritten: over a hub the policy is on
+// the relays' hosts, so R says so and the help leaves it out; a console with
+// a rule backend offers it.
+func TestRuleKeyIsOfferedOnlyWhereRulesCanBeWritten(t *testing.T) {
+	hub := newHarness(t, func(o *Options) { o.OverHub = true })
+	hub.queue(bashChain())
+	hub.keys("?")
+	if strings.Contains(hub.m.View(), "make a rule") {
+		t.Errorf("a hub console's help offers R:\n%s", hub.m.View())
+	}
+	hub.keys("?", "R")
+	if hub.m.mode == modeRule {
+		t.Fatal("R opened the rule dialog without a rule backend")
+	}
+	hub.wantStatus("the policy is on each relay's host")
+
+	local := newHarness(t, withRules(&fakeRules{}))
+	local.queue(bashChain())
+	local.keys("?")
+	if !strings.Contains(local.m.View(), "make a rule") {
+		t.Errorf("a console with rules does not offer R:\n%s", local.m.View())
+	}
+}

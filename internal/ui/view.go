@@ -58,7 +58,7 @@ func (m *Model) helpKeys() help.KeyMap {
 	if o := m.active(); o != nil {
 		return o.help()
 	}
-	return m.keys.queueHelp(m.width)
+	return m.keys.queueHelp(m.width, m.opts.Rules != nil)
 }
 
 func (m *Model) headerLines() []string {
