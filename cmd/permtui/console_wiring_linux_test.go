@@ -1,0 +1,526 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"golang.org/x/sys/unix"
+
+	"github.com/permtui/permtui/internal/grants"
+	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// The console wiring tests run the shipped command — the test binary becomes
+// permtui (TestMain) — in a pseudo-terminal, type the documented keys and
+// check what each one does on disk: the child's response, the grants and
+// session-deny files, the policy file, the audit log. Nothing here builds a
+// model by hand, so a key whose backend is not wired in fails.
+
+const wiringRoot = "0198c3a4-5b6d-7e8f-9a0b-00000000a11e"
+
+const wiringPolicy = `{
+  "permission": {
+    "*": "ask",
+    "bash": { "*": "ask", "git status": "allow" }
+  }
+}
+`
+
+// console is one permtui process on a pty, and the files it serves.
+type console struct {
+	t        *testing.T
+	home     string // HOME and TMPDIR of the process
+	agentDir string
+	project  string
+	state    string
+	layout   wire.Layout
+	pty      *os.File
+	cmd      *exec.Cmd
+	exited   chan struct{}
+
+	mu     sync.Mutex
+	output bytes.Buffer // everything the console drew, escapes included
+}
+
+// startConsole runs 'permtui serve' as a user would in a 100×30 terminal,
+// over a fresh agent dir, project and state dir.
+func startConsole(t *testing.T) *console {
+	t.Helper()
+	c := newConsole(t)
+	c.start("serve", "--agent-dir", c.agentDir, "--project", c.project, "--state-dir", c.state, "--session", wiringRoot)
+	return c
+}
+
+// newConsole lays out the files a console serves; start runs it.
+func newConsole(t *testing.T) *console {
+	t.Helper()
+	root := t.TempDir()
+	c := &console{t: t, home: root, agentDir: filepath.Join(root, "agent"), project: filepath.Join(root, "proj"),
+		state: filepath.Join(root, "state"), exited: make(chan struct{})}
+	c.layout = wire.NewLayout(c.agentDir)
+	testkit.WriteFile(t, c.policyFile(), []byte(wiringPolicy))
+	if err := os.MkdirAll(c.project, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// start runs permtui with args (and the settle time and mouse off) on a pty,
+// with HOME and TMPDIR inside the test's directory.
+func (c *console) start(args ...string) {
+	t := c.t
+	t.Helper()
+	master, slave := openPTY(t, 30, 100)
+	c.cmd = exec.Command(os.Args[0], append(args, "--settle", "0", "--mouse=false", "--bell=false")...)
+	c.cmd.Env = append(os.Environ(), "PERMTUI_TEST_MAIN=1", "TERM=xterm-256color", "NO_COLOR=1", "HOME="+c.home, "TMPDIR="+c.home)
+	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = slave, slave, slave
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	c.pty = master
+	go c.read()
+	go func() { _ = c.cmd.Wait(); close(c.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-c.exited:
+		default:
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+		}
+		master.Close()
+		if t.Failed() {
+			t.Logf("screen output (escapes stripped):\n%s", c.screen())
+		}
+	})
+	c.waitFor("permtui")
+}
+
+func (c *console) policyFile() string {
+	return filepath.Join(c.agentDir, "extensions", "pi-permission-system", "config.json")
+}
+
+func (c *console) read() {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.pty.Read(buf)
+		c.mu.Lock()
+		c.output.Write(buf[:n])
+		c.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *console) raw() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.output.String()
+}
+
+func (c *console) screen() string { return ansi.Strip(c.raw()) }
+
+// mark is where the output ends now, for waitForAfter.
+func (c *console) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.output.Len()
+}
+
+func (c *console) waitFor(text string) { c.t.Helper(); c.waitForAfter(0, text) }
+
+// waitForAfter waits until text is drawn after the mark; the console redraws
+// only what changed, so a mark keeps an earlier drawing from counting.
+func (c *console) waitForAfter(mark int, text string) {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		raw := c.raw()
+		if strings.Contains(ansi.Strip(raw[min(mark, len(raw)):]), text) {
+			return
+		}
+		select {
+		case <-c.exited:
+			c.t.Fatalf("permtui exited before drawing %q", text)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	c.t.Fatalf("the console never drew %q", text)
+}
+
+// press types keys: each string is sent as it is ("\r" is enter, "\x1b" esc),
+// one at a time, so no two are read as one paste.
+func (c *console) press(keys ...string) {
+	c.t.Helper()
+	for _, k := range keys {
+		if _, err := c.pty.Write([]byte(k)); err != nil {
+			c.t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond) // a person's pace; the console reads runs of keys as one paste
+	}
+}
+
+// ask forwards a bash ask as the newest pi child does and waits until the
+// console shows it; the child's result arrives on the channel.
+func (c *console) ask(agent, command string) <-chan pichild.Result {
+	c.t.Helper()
+	mark := c.mark()
+	results := make(chan pichild.Result, 1)
+	child := pichild.Child{Layout: c.layout, Target: wiringRoot, Poll: 20 * time.Millisecond, Timeout: time.Minute}
+	req := pichild.NewestBash(wiringRoot, agent, "0198c3a4-0000-7000-8000-0000000000c1", c.project, command)
+	go func() {
+		res, err := child.Ask(context.Background(), req)
+		if err != nil {
+			res.Outcome = pichild.Outcome("error: " + err.Error())
+		}
+		results <- res
+	}()
+	c.waitForAfter(mark, command)
+	return results
+}
+
+// answer waits for the child's result.
+func (c *console) answer(results <-chan pichild.Result) pichild.Result {
+	c.t.Helper()
+	select {
+	case r := <-results:
+		if r.Outcome != pichild.Answered {
+			c.t.Fatalf("the child got no answer: %s", r.Outcome)
+		}
+		return r
+	case <-time.After(30 * time.Second):
+		c.t.Fatal("the child was never answered")
+	}
+	return pichild.Result{}
+}
+
+func (c *console) wantApproved(results <-chan pichild.Result, state wire.State) pichild.Result {
+	c.t.Helper()
+	r := c.answer(results)
+	if !r.Response.Approved || r.Response.State != state {
+		c.t.Fatalf("child got approved=%v state=%s, want an approval %s", r.Response.Approved, r.Response.State, state)
+	}
+	return r
+}
+
+func (c *console) wantDenied(results <-chan pichild.Result, reason string) {
+	c.t.Helper()
+	r := c.answer(results)
+	if r.Response.Approved || !strings.Contains(r.Response.DenialReason, reason) {
+		c.t.Fatalf("child got approved=%v reason %q, want a denial naming %q", r.Response.Approved, r.Response.DenialReason, reason)
+	}
+}
+
+// audit is the audit log's text.
+func (c *console) audit() string {
+	data, err := os.ReadFile(filepath.Join(c.state, "audit.jsonl"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return string(data)
+}
+
+func (c *console) store() *grants.Store {
+	c.t.Helper()
+	s, err := grants.Open(filepath.Join(c.state, "grants"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return s
+}
+
+func (c *console) waitExit() {
+	c.t.Helper()
+	select {
+	case <-c.exited:
+	case <-time.After(20 * time.Second):
+		c.t.Fatal("permtui did not exit")
+	}
+}
+
+func TestConsoleWiringApproveAndDeny(t *testing.T) {
+	c := startConsole(t)
+
+	got := c.ask("builder", "make lint")
+	c.press("y")
+	c.wantApproved(got, wire.StateApproved)
+
+	got = c.ask("builder", "make clean")
+	c.press("n")
+	c.wantDenied(got, "")
+
+	got = c.ask("builder", "make deploy")
+	c.press("r", "n", "o", "t", " ", "t", "o", "d", "a", "y", "\r")
+	c.wantDenied(got, "not today")
+
+	if a := c.audit(); !strings.Contains(a, "not today") || strings.Count(a, `"make `) < 3 {
+		t.Errorf("the audit log lacks the person's decisions:\n%s", a)
+	}
+}
+
+func TestConsoleWiringIdenticalAsks(t *testing.T) {
+	c := startConsole(t)
+	first := c.ask("builder", "make test")
+	second := c.ask("builder", "make test")
+	c.press("a", "a")
+	c.wantApproved(first, wire.StateApproved)
+	c.wantApproved(second, wire.StateApproved)
+}
+
+func TestConsoleWiringSessionGrantNarrowAndRevoke(t *testing.T) {
+	c := startConsole(t)
+	got := c.ask("builder", "npm test --watch")
+	// s, the whole session (second option), e narrows the pattern, enter confirms.
+	mark := c.mark()
+	c.press("s")
+	c.waitForAfter(mark, "whole session")
+	c.press("j", "e", "\x15") // ctrl+u clears the prefilled pattern
+	c.press(strings.Split("npm test --w*", "")...)
+	c.press("\r", "\r")
+	// A whole-session grant is permtui's to keep: the child is told approved.
+	c.wantApproved(got, wire.StateApproved)
+	wantGrant := wire.Grant{Surface: "bash", Pattern: "npm test --w*"}
+	if g := c.store().For(wiringRoot); len(g) != 1 || g[0] != wantGrant {
+		t.Fatalf("grants %+v, want the narrowed %+v", g, wantGrant)
+	}
+	// The grant answers the next covered ask by itself.
+	child := pichild.Child{Layout: c.layout, Target: wiringRoot, Poll: 20 * time.Millisecond, Timeout: time.Minute}
+	res, err := child.Ask(context.Background(), pichild.NewestBash(wiringRoot, "scout", "0198c3a4-0000-7000-8000-0000000000c2", c.project, "npm test --watchAll"))
+	if err != nil || res.Outcome != pichild.Answered || !res.Response.Approved {
+		t.Fatalf("the grant did not answer a covered ask: %+v %v", res, err)
+	}
+	// g lists it, d revokes it.
+	mark = c.mark()
+	c.press("g")
+	c.waitForAfter(mark, "npm test --w*")
+	c.press("d")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(c.store().For(wiringRoot)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("d in g did not revoke the grant: %+v", c.store().For(wiringRoot))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestConsoleWiringDenyForTheSession(t *testing.T) {
+	c := startConsole(t)
+	got := c.ask("builder", "curl evil.example")
+	mark := c.mark()
+	c.press("N")
+	c.waitForAfter(mark, "reason")
+	c.press(strings.Split("no network", "")...)
+	c.press("\r")
+	c.wantDenied(got, "no network")
+	denies, err := c.store().Denies(wiringRoot)
+	if err != nil || len(denies) != 1 {
+		t.Fatalf("session denies %+v %v", denies, err)
+	}
+	// The deny answers the same ask from another subagent by itself.
+	child := pichild.Child{Layout: c.layout, Target: wiringRoot, Poll: 20 * time.Millisecond, Timeout: time.Minute}
+	res, err := child.Ask(context.Background(), pichild.NewestBash(wiringRoot, "scout", "0198c3a4-0000-7000-8000-0000000000c3", c.project, "curl evil.example"))
+	if err != nil || res.Outcome != pichild.Answered || res.Response.Approved {
+		t.Fatalf("the session deny did not answer: %+v %v", res, err)
+	}
+}
+
+// TestConsoleWiringRuleFromAnAsk: R writes the rule into pi's config.json,
+// and the reloaded policy answers the waiting asks it covers.
+func TestConsoleWiringRuleFromAnAsk(t *testing.T) {
+	c := startConsole(t)
+	first := c.ask("builder", "pnpm install left-pad")
+	second := c.ask("scout", "pnpm install right-pad")
+	mark := c.mark()
+	c.press("R")
+	c.waitForAfter(mark, "pattern")
+	c.press("\x15")
+	c.press(strings.Split("pnpm install *", "")...)
+	c.press("\t") // this agent → all agents (global)
+	mark = c.mark()
+	c.press("\r")
+	c.waitForAfter(mark, "rule written")
+	c.wantApproved(first, wire.StateApproved)
+	c.wantApproved(second, wire.StateApproved)
+	policy, err := os.ReadFile(c.policyFile())
+	if err != nil || !strings.Contains(string(policy), `"pnpm install *": "allow"`) {
+		t.Fatalf("config.json:\n%s (%v)", policy, err)
+	}
+	if !strings.Contains(c.audit(), "pnpm install *") {
+		t.Errorf("the audit log does not record the rule:\n%s", c.audit())
+	}
+}
+
+// TestDemoConsoleWritesRules: the demo's console writes a rule from R into the
+// demo's own policy (the researcher's agent file), and the reload answers the
+// ask; over the demo's hub, R says where rules are written instead.
+func TestDemoConsoleWritesRules(t *testing.T) {
+	c := newConsole(t)
+	c.start("demo")
+	c.waitFor("plan.md")
+	mark := c.mark()
+	c.press("R")
+	c.waitForAfter(mark, "this agent (researcher)")
+	mark = c.mark()
+	c.press("\r")
+	c.waitForAfter(mark, "rule written to")
+	agents, err := filepath.Glob(filepath.Join(c.home, "permtui-demo-*", "agent", "agents", "researcher.md"))
+	if err != nil || len(agents) != 1 {
+		t.Fatalf("the demo's researcher agent file: %v %v", agents, err)
+	}
+	text, err := os.ReadFile(agents[0])
+	if err != nil || !strings.Contains(string(text), "notes/*") {
+		t.Fatalf("the rule is not in %s:\n%s", agents[0], text)
+	}
+	c.press("\x03", "\x03")
+	c.waitExit()
+}
+
+func TestDemoHubConsoleSaysWhereRulesAreWritten(t *testing.T) {
+	c := newConsole(t)
+	c.start("demo", "--hub")
+	c.waitFor("plan.md")
+	mark := c.mark()
+	c.press("R")
+	c.waitForAfter(mark, "the policy is on each relay's host")
+	c.press("\x03", "\x03")
+	c.waitExit()
+}
+
+func TestConsoleWiringCopy(t *testing.T) {
+	c := startConsole(t)
+	c.ask("builder", "make copyme")
+	c.press("c")
+	want := "\x1b]52;c;" + base64.StdEncoding.EncodeToString([]byte("make copyme"))
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(c.raw(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("c sent no OSC 52 copy of the value")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestConsoleWiringQuitChoices(t *testing.T) {
+	t.Run("deny", func(t *testing.T) {
+		c := startConsole(t)
+		got := c.ask("builder", "make wait")
+		mark := c.mark()
+		c.press("q")
+		c.waitForAfter(mark, "waiting for a person")
+		c.press("q")
+		c.wantDenied(got, "permtui exited")
+		c.waitExit()
+	})
+	t.Run("leave", func(t *testing.T) {
+		c := startConsole(t)
+		got := c.ask("builder", "make later")
+		mark := c.mark()
+		c.press("q")
+		c.waitForAfter(mark, "waiting for a person")
+		c.press("L")
+		c.waitExit()
+		select {
+		case r := <-got:
+			t.Fatalf("a left ask was answered: %+v", r)
+		default:
+		}
+		entries, err := os.ReadDir(c.layout.RequestsDir(wiringRoot))
+		if err != nil || len(entries) != 1 {
+			t.Fatalf("the left request is not waiting on disk: %v %v", entries, err)
+		}
+	})
+	t.Run("ctrl+c twice", func(t *testing.T) {
+		c := startConsole(t)
+		got := c.ask("builder", "make interrupt")
+		c.press("\x03", "\x03")
+		c.waitExit()
+		select {
+		case r := <-got:
+			if r.Outcome == pichild.Answered && r.Response.Approved {
+				t.Fatalf("ctrl+c approved an ask: %+v", r)
+			}
+		default:
+		}
+	})
+}
+
+// openPTY opens a pseudo-terminal of the given size: the master for the
+// test, the slave for permtui's stdin, stdout and stderr.
+func openPTY(t *testing.T, rows, cols uint16) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here (%v): the console wiring needs one", err)
+	}
+	fd := int(m.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetWinsize(int(s.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+		t.Fatal(err)
+	}
+	return m, s
+}
+
+// TestConsoleWiringEachScope: s offers this subagent (the child records the
+// grant), both directions for it (the family width), and the whole session
+// both directions (permtui records the widened grant).
+func TestConsoleWiringEachScope(t *testing.T) {
+	c := startConsole(t)
+	got := c.ask("builder", "make vet")
+	c.press("s", "\r")
+	c.wantApproved(got, wire.StateApprovedForSession)
+	if g := c.store().For(wiringRoot); len(g) != 0 {
+		t.Fatalf("this subagent recorded a whole-session grant: %+v", g)
+	}
+
+	outside := filepath.Join(c.home, "elsewhere", "lib.rs")
+	pathAsk := func() <-chan pichild.Result {
+		mark := c.mark()
+		results := make(chan pichild.Result, 1)
+		child := pichild.Child{Layout: c.layout, Target: wiringRoot, Poll: 20 * time.Millisecond, Timeout: time.Minute}
+		req := pichild.NewestPath(wiringRoot, "scout", "0198c3a4-0000-7000-8000-0000000000c4", c.project, "external_directory_read", outside)
+		go func() {
+			res, _ := child.Ask(context.Background(), req)
+			results <- res
+		}()
+		c.waitForAfter(mark, "lib.rs")
+		return results
+	}
+	got = pathAsk()
+	c.press("s", "j", "\r")
+	if r := c.wantApproved(got, wire.StateApprovedForSession); r.Response.GrantWidth != wire.GrantWidthFamily {
+		t.Fatalf("both directions for this subagent: grant width %q", r.Response.GrantWidth)
+	}
+
+	got = pathAsk()
+	c.press("s", "j", "j", "j", "\r")
+	c.wantApproved(got, wire.StateApproved)
+	g := c.store().For(wiringRoot)
+	if len(g) != 1 || g[0].Surface != "external_directory" {
+		t.Fatalf("the whole session, both directions: grants %+v, want one on the external_directory family", g)
+	}
+}
