@@ -417,9 +417,11 @@ func (m *Model) openReason() tea.Cmd {
 }
 
 // quit leaves at once when nothing waits for a person; otherwise it asks
-// first. A second ctrl+c (force) always leaves.
+// first. A second ctrl+c (force) always quits, leaving the waiting asks for
+// the next server where that is possible, since nobody chose to deny them.
 func (m *Model) quit(force bool) tea.Cmd {
 	if m.pendingCount() == 0 || (force && m.mode == modeQuit) {
+		m.leaveWaiting = force && m.opts.CanLeave
 		return tea.Quit
 	}
 	m.mode = modeQuit
