@@ -78,6 +78,8 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, m.keys.Close) && m.help.ShowAll:
 		m.help.ShowAll = false
+	case key.Matches(msg, m.keys.Close) && m.selectedCount() > 0:
+		m.clearSelection()
 	case key.Matches(msg, m.keys.Close) && m.filter != "":
 		m.setFilter("")
 	case key.Matches(msg, m.keys.Filter):
@@ -177,6 +179,36 @@ func (m *Model) move(delta int) {
 	i := max(0, indexOf(shown, m.highlight))
 	i = min(max(i+delta, 0), len(shown)-1)
 	m.highlight = shown[i].ask.ID
+	m.warnOffSelection()
+}
+
+// warnOffSelection says so when the highlight is on an ask the selection
+// leaves out: y would answer the selection, not what the detail shows.
+func (m *Model) warnOffSelection() {
+	if sel := m.selectedShown(); len(sel) > 0 && !slices.Contains(sel, m.current()) {
+		m.setStatus("⚠ y n r act on the " + plural(len(sel), "selected ask") +
+			", not on the highlighted ask; esc clears the selection")
+	}
+}
+
+// selectedShown are the selected asks a decision key would answer: pending
+// and shown. A selected ask the filter hides is never answered.
+func (m *Model) selectedShown() []*entry {
+	var out []*entry
+	for _, e := range m.shown() {
+		if e.selected && e.state == statePending {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// clearSelection unselects every ask.
+func (m *Model) clearSelection() {
+	for _, e := range m.queue {
+		e.selected = false
+	}
+	m.status = ""
 }
 
 func (m *Model) toggleSelect() {
@@ -230,10 +262,8 @@ func (m *Model) clearExpired() {
 // yield nil.
 func (m *Model) targets() []serve.AskID {
 	var keys []serve.AskID
-	for _, e := range m.shown() {
-		if e.selected && e.state == statePending {
-			keys = append(keys, e.ask.ID)
-		}
+	for _, e := range m.selectedShown() {
+		keys = append(keys, e.ask.ID)
 	}
 	if len(keys) > 0 {
 		return keys

@@ -42,7 +42,7 @@ func (m *Model) View() string {
 // and the height left for the body between them.
 func (m *Model) frame() (header, footer []string, bodyHeight int) {
 	header = m.headerLines()
-	footer = []string{m.statusLine()}
+	footer = append(m.selectionLines(), m.statusLine())
 	helpLines := strings.Split(m.help.View(m.helpKeys()), "\n")
 	if len(header)+1+len(helpLines)+1 > m.height {
 		// Too short for the full help: the one-line help, rather than none.
@@ -198,7 +198,7 @@ func (m *Model) queueBody(height int) []string {
 		title += fmt.Sprintf(" · /%s: %d of %d", Sanitize(m.filter), len(shown), len(m.queue))
 	}
 	if n := m.selectedCount(); n > 0 {
-		title += fmt.Sprintf(" · %d selected: y n r act on them", n)
+		title += fmt.Sprintf(" · %d selected", n)
 	}
 	cols := m.columns()
 	lines := []string{m.rule(title), m.styles.Muted.Render(cols.row("  ", "   ", "agent", "surface", "value", "age", "left"))}
@@ -221,6 +221,10 @@ func (m *Model) queueBody(height int) []string {
 	lines = append(lines, m.rule(pos))
 	room := height - len(lines)
 	fields := m.detailOf(e)
+	if sel := m.selectedShown(); len(sel) > 0 && !slices.Contains(sel, e) {
+		fields = slices.Insert(fields, 0, field{label: "selection", kind: kindWarning,
+			text: "⚠ not selected: y n r act on the " + plural(len(sel), "selected ask") + ", not on this one (esc clears)"})
+	}
 	detail := m.renderFields(fields, true, 0)
 	if len(detail) > room {
 		// Values stay whole (up to a few lines); explanations get one line.
@@ -252,6 +256,35 @@ func (m *Model) detailOf(e *entry) []field {
 		f = slices.Insert(f, 0, note)
 	}
 	return f
+}
+
+// selectionLines name, above the status line, the selected asks y n r
+// would answer, so the decision never rests on a count in a title. At most
+// two lines; the rows marked [•] name the rest.
+func (m *Model) selectionLines() []string {
+	if m.mode != modeQueue || m.filtering {
+		return nil
+	}
+	sel := m.selectedShown()
+	if len(sel) == 0 {
+		return nil
+	}
+	names := make([]string, len(sel))
+	for i, e := range sel {
+		names[i] = label(e)
+	}
+	text := "y approves " + itoa(len(sel)) + " selected: " + strings.Join(names, "; ")
+	if hidden := m.selectedCount() - len(sel); hidden > 0 {
+		text += " (" + itoa(hidden) + " more selected are hidden by the filter and not answered)"
+	}
+	lines := wrapWords(text, m.width)
+	if len(lines) > 2 {
+		lines = append(lines[:1], ansi.Truncate(lines[1], m.width-len(" … more marked [•]"), "")+" … more marked [•]")
+	}
+	for i := range lines {
+		lines[i] = m.styles.Warning.Render(lines[i])
+	}
+	return lines
 }
 
 // queueWindow is the part of the queue list shown in a body of height: at
