@@ -1,8 +1,6 @@
 package ui
 
 import (
-	"crypto/sha256"
-	"fmt"
 	"slices"
 	"time"
 
@@ -101,9 +99,10 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Deny):
 		return m.decideTargets(msg.String(), "deny", m.targets(), deny, m.opts.ConfirmDouble)
 	case key.Matches(msg, m.keys.ApproveIdentical):
-		// Always two presses: the first says how many and marks which.
-		t := m.identicalTargets()
-		return m.decideTargets(msg.String(), "approve once the identical asks marked ≡", t, once, true)
+		// Always two presses: the first says how many, marks which, and
+		// names what they share and what near-identical asks differ in.
+		t, what := m.identicalTargets()
+		return m.decideTargets(msg.String(), what, t, once, true)
 	case key.Matches(msg, m.keys.ApproveSession):
 		m.openScope()
 	case key.Matches(msg, m.keys.DenyReason):
@@ -289,40 +288,6 @@ func (m *Model) answerable() *entry {
 		return e
 	}
 	return nil
-}
-
-// identicalTargets are the pending asks identical to the highlighted one:
-// same agent, surface and values (see identity).
-func (m *Model) identicalTargets() []serve.AskID {
-	cur := m.answerable()
-	if cur == nil {
-		return nil
-	}
-	var keys []serve.AskID
-	for _, e := range m.shown() {
-		if e.state == statePending && e.same == cur.same {
-			keys = append(keys, e.ask.ID)
-		}
-	}
-	return keys
-}
-
-// identity is what makes two asks the same question: the agent, the gate
-// surface and every value the child fixed (match values, floor, asking units
-// with their floors). Asks without facts compare by display surface and value.
-// It is a digest, computed once when the ask arrives: values may be hundreds
-// of KiB, and every frame compares the highlighted ask with the whole queue.
-func identity(a serve.Ask) [sha256.Size]byte {
-	r := a.Request
-	if ai := r.AccessIntent; ai != nil {
-		parts := []string{"intent", ai.Principal.AgentName, ai.Surface, deref(ai.Floor)}
-		parts = append(parts, ai.MatchValues...)
-		for _, u := range ai.AskingUnits {
-			parts = append(parts, u.Command, deref(u.Floor))
-		}
-		return sha256.Sum256(fmt.Appendf(nil, "%q", parts))
-	}
-	return sha256.Sum256(fmt.Appendf(nil, "%q", []string{"display", r.RequesterAgentName, deref(r.Surface), deref(r.Value)}))
 }
 
 type decisionFor func(id serve.AskID) serve.Decision

@@ -7,7 +7,6 @@
 package ui
 
 import (
-	"crypto/sha256"
 	"io"
 	"os"
 	"slices"
@@ -111,7 +110,7 @@ const (
 
 type entry struct {
 	ask      serve.Ask
-	same     [sha256.Size]byte // identity(ask): equal for identical asks
+	same     askIdentity // identity(ask): equal for identical asks
 	state    askState
 	selected bool
 	// diff previews a write or edit ask against the file as it was read

@@ -42,7 +42,7 @@ func (m *Model) View() string {
 // and the height left for the body between them.
 func (m *Model) frame() (header, footer []string, bodyHeight int) {
 	header = m.headerLines()
-	footer = append(m.selectionLines(), m.statusLine())
+	footer = append(m.selectionLines(), m.statusLines()...)
 	helpLines := strings.Split(m.help.View(m.helpKeys()), "\n")
 	if len(header)+1+len(helpLines)+1 > m.height {
 		// Too short for the full help: the one-line help, rather than none.
@@ -164,14 +164,23 @@ func (m *Model) activityLines() []string {
 	return []string{latest, s.Muted.Render("auto by agent: ") + strings.Join(per, " · ")}
 }
 
-func (m *Model) statusLine() string {
+// statusLines wrap the status at words over at most three lines, so what a
+// first press says it would decide is read whole, not cut at the width.
+func (m *Model) statusLines() []string {
 	if m.filtering {
-		return m.filterInput.View()
+		return []string{m.filterInput.View()}
 	}
 	if m.status == "" || m.opts.Now().Sub(m.statusAt) > statusTTL {
-		return ""
+		return []string{""}
 	}
-	return m.styles.Status.Render("» " + m.status)
+	lines := wrapWords("» "+m.status, m.width)
+	if len(lines) > 3 {
+		lines = append(lines[:2], ansi.Truncate(lines[2], m.width-1, "")+"…")
+	}
+	for i := range lines {
+		lines[i] = m.styles.Status.Render(lines[i])
+	}
+	return lines
 }
 
 // queueBody is the queue (at most a third of the body, scrolled to keep the
