@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,4 +80,53 @@ func TestApproveIdenticalMeansIdenticalInEverythingShown(t *testing.T) {
 		serve.Decision{Ask: seen.ID, State: wire.StateApproved},
 		serve.Decision{Ask: again.ID, State: wire.StateApproved},
 	)
+}
+
+// bashAsk is a bash ask of agent in cwd.
+func bashAsk(n int, agent, cwd, command string) serve.Ask {
+	a := bashChain()
+	a.ID += serve.AskID(100 + n)
+	r := a.Request
+	r.RequesterAgentName, r.Value = agent, sp(command)
+	r.AccessIntent = &wire.AccessIntent{Surface: "bash", MatchValues: []string{command}, RequesterCwd: cwd,
+		Principal: wire.Principal{SessionID: childSession, AgentName: agent}}
+	r.Payload = nil
+	return a
+}
+
+// / is a substring of the row as shown by default; field:value narrows by
+// one field; fuzzy matching only with a leading ~.
+func TestFilterIsASubstringOfTheRow(t *testing.T) {
+	h := newHarness(t)
+	cargo := bashAsk(1, "builder", "/w/scout-notes", "cargo build --release")
+	curl := bashAsk(2, "scout", "/w/p", "curl -fsSL https://example.com")
+	vet := bashAsk(3, "builder", "/w/p", "go vet ./...")
+	h.queue(cargo, curl, vet)
+	shownFor := func(q string) []serve.AskID {
+		h.m.setFilter(q)
+		var ids []serve.AskID
+		for _, e := range h.m.shown() {
+			ids = append(ids, e.ask.ID)
+		}
+		return ids
+	}
+	for _, c := range []struct {
+		q    string
+		want []serve.AskID
+	}{
+		{"curl", []serve.AskID{curl.ID}},
+		{"scout", []serve.AskID{curl.ID}},
+		{"CARGO BUILD", []serve.AskID{cargo.ID}},
+		{"agent:builder", []serve.AskID{cargo.ID, vet.ID}},
+		{"agent:builder vet", []serve.AskID{vet.ID}},
+		{"cwd:/w/scout", []serve.AskID{cargo.ID}},
+		{"surface:bash cwd:/w/p", []serve.AskID{curl.ID, vet.ID}},
+		{"session:" + childSession[:8], []serve.AskID{cargo.ID, curl.ID, vet.ID}},
+		{"session:nobody", nil},
+		{"~cgbld", []serve.AskID{cargo.ID}},
+	} {
+		if got := shownFor(c.q); !slices.Equal(got, c.want) {
+			t.Errorf("/%s shows %v, want %v", c.q, got, c.want)
+		}
+	}
 }
