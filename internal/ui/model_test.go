@@ -623,6 +623,7 @@ func TestWindowTitleFollowsPendingCount(t *testing.T) {
 
 func TestHeaderShowsSessionsPolicyAndCounts(t *testing.T) {
 	h := newHarness(t)
+	h.send(sizeMsg(100, 40)) // tall enough for the full header
 	h.events(
 		serve.Serving{Serving: inbox.Serving{Session: rootSession}},
 		serve.ServedElsewhere{ServedElsewhere: inbox.ServedElsewhere{Session: "other-root", PID: 4242}},
@@ -711,6 +712,7 @@ func TestPasteNeverDecides(t *testing.T) {
 
 func TestHeaderShowsDegradedStateUntilRecovered(t *testing.T) {
 	h := newHarness(t)
+	h.send(sizeMsg(100, 40)) // tall enough for the full header
 	h.events(serve.Degraded{Area: serve.AreaAudit, Problem: "audit: permission denied; answers wait"})
 	if v := h.m.View(); !strings.Contains(v, "⚠ audit degraded: audit: permission denied") {
 		t.Fatalf("header lacks the degraded audit log:\n%s", v)
@@ -752,6 +754,7 @@ func TestQuitOverHubSaysTheAsksStay(t *testing.T) {
 // still count in the header, and the log says why they are not listed.
 func TestSkippedAnswersAreCountedAndExplained(t *testing.T) {
 	h := newHarness(t)
+	h.send(sizeMsg(100, 40)) // tall enough for the full header
 	h.events(serve.Skipped{Arrived: 9, Approved: 7, Denied: 2, Expired: 4, Invalid: 3})
 	v := h.m.View()
 	if !strings.Contains(v, "7 auto-approved") || !strings.Contains(v, "2 auto-denied") || !strings.Contains(v, "4 expired") {

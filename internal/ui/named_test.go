@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -127,6 +128,62 @@ func TestFilterIsASubstringOfTheRow(t *testing.T) {
 	} {
 		if got := shownFor(c.q); !slices.Equal(got, c.want) {
 			t.Errorf("/%s shows %v, want %v", c.q, got, c.want)
+		}
+	}
+}
+
+// crowded is a console with two sessions served, another standing by, a
+// degraded area, automatic answers and a policy problem: the tallest header.
+func crowded(h *harness) {
+	rule := &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: "bash", Pattern: sp("git push *"), Origin: sp("global")}
+	h.events(
+		serve.Serving{Serving: inbox.Serving{Session: rootSession}},
+		serve.Serving{Serving: inbox.Serving{Session: "0199a1b2-aaaa-7000-8000-00000000aaaa"}},
+		serve.ServedElsewhere{ServedElsewhere: inbox.ServedElsewhere{Session: "other-root", PID: 4242}},
+		serve.Degraded{Area: serve.AreaAudit, Problem: "audit: permission denied; answers wait"},
+		serve.PolicyStatus{Problems: []string{"project config /w/p/.pi/pi-permissions.jsonc: trailing comma at 3:5"}, NoAutoAllow: true},
+		serve.Decided{Ask: bashChain(), Response: wire.Response{State: wire.StateDenied, DecidedBy: rule}, Auto: true},
+	)
+}
+
+// At 24 rows or fewer the header takes at most three lines, and the policy
+// line is never cut.
+func TestHeaderFitsThreeLinesAt24Rows(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {60, 20}, {100, 24}} {
+		h := newHarness(t)
+		h.send(sizeMsg(size[0], size[1]))
+		crowded(h)
+		h.queue(pathWrite())
+		header := h.m.headerLines()
+		if len(header) > 3 {
+			t.Errorf("%dx%d: header takes %d lines:\n%s", size[0], size[1], len(header), strings.Join(header, "\n"))
+		}
+		v := ansi.Strip(h.m.View())
+		if !strings.Contains(v, "policy ⚠ 1 problem, nothing auto-allowed (l: log)") {
+			t.Errorf("%dx%d: the policy line is cut:\n%s", size[0], size[1], v)
+		}
+	}
+}
+
+// The scope dialog keeps its marked option on screen down to 60x20.
+func TestScopeDialogKeepsTheMarkedOptionOnScreen(t *testing.T) {
+	for _, size := range [][2]int{{60, 20}, {80, 24}, {60, 16}} {
+		h := newHarness(t)
+		h.send(sizeMsg(size[0], size[1]))
+		crowded(h)
+		a := externalRead()
+		h.queue(a)
+		n := len(a.Scopes.Options)
+		for i := range n {
+			if i > 0 {
+				h.keys("j")
+			} else {
+				h.keys("s")
+			}
+			v := ansi.Strip(h.m.View())
+			if !strings.Contains(v, "▸ (•) "+a.Scopes.Options[i].Title) {
+				t.Fatalf("%dx%d: option %d marked but not on screen:\n%s", size[0], size[1], i+1, v)
+			}
 		}
 	}
 }
