@@ -1,8 +1,6 @@
 package ui
 
 import (
-	"crypto/sha256"
-	"fmt"
 	"slices"
 	"time"
 
@@ -78,6 +76,8 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, m.keys.Close) && m.help.ShowAll:
 		m.help.ShowAll = false
+	case key.Matches(msg, m.keys.Close) && m.selectedCount() > 0:
+		m.clearSelection()
 	case key.Matches(msg, m.keys.Close) && m.filter != "":
 		m.setFilter("")
 	case key.Matches(msg, m.keys.Filter):
@@ -99,9 +99,10 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Deny):
 		return m.decideTargets(msg.String(), "deny", m.targets(), deny, m.opts.ConfirmDouble)
 	case key.Matches(msg, m.keys.ApproveIdentical):
-		// Always two presses: the first says how many and marks which.
-		t := m.identicalTargets()
-		return m.decideTargets(msg.String(), "approve once the identical asks marked ≡", t, once, true)
+		// Always two presses: the first says how many, marks which, and
+		// names what they share and what near-identical asks differ in.
+		t, what := m.identicalTargets()
+		return m.decideTargets(msg.String(), what, t, once, true)
 	case key.Matches(msg, m.keys.ApproveSession):
 		m.openScope()
 	case key.Matches(msg, m.keys.DenyReason):
@@ -177,6 +178,36 @@ func (m *Model) move(delta int) {
 	i := max(0, indexOf(shown, m.highlight))
 	i = min(max(i+delta, 0), len(shown)-1)
 	m.highlight = shown[i].ask.ID
+	m.warnOffSelection()
+}
+
+// warnOffSelection says so when the highlight is on an ask the selection
+// leaves out: y would answer the selection, not what the detail shows.
+func (m *Model) warnOffSelection() {
+	if sel := m.selectedShown(); len(sel) > 0 && !slices.Contains(sel, m.current()) {
+		m.setStatus("⚠ y n r act on the " + plural(len(sel), "selected ask") +
+			", not on the highlighted ask; esc clears the selection")
+	}
+}
+
+// selectedShown are the selected asks a decision key would answer: pending
+// and shown. A selected ask the filter hides is never answered.
+func (m *Model) selectedShown() []*entry {
+	var out []*entry
+	for _, e := range m.shown() {
+		if e.selected && e.state == statePending {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// clearSelection unselects every ask.
+func (m *Model) clearSelection() {
+	for _, e := range m.queue {
+		e.selected = false
+	}
+	m.status = ""
 }
 
 func (m *Model) toggleSelect() {
@@ -230,10 +261,8 @@ func (m *Model) clearExpired() {
 // yield nil.
 func (m *Model) targets() []serve.AskID {
 	var keys []serve.AskID
-	for _, e := range m.shown() {
-		if e.selected && e.state == statePending {
-			keys = append(keys, e.ask.ID)
-		}
+	for _, e := range m.selectedShown() {
+		keys = append(keys, e.ask.ID)
 	}
 	if len(keys) > 0 {
 		return keys
@@ -259,40 +288,6 @@ func (m *Model) answerable() *entry {
 		return e
 	}
 	return nil
-}
-
-// identicalTargets are the pending asks identical to the highlighted one:
-// same agent, surface and values (see identity).
-func (m *Model) identicalTargets() []serve.AskID {
-	cur := m.answerable()
-	if cur == nil {
-		return nil
-	}
-	var keys []serve.AskID
-	for _, e := range m.shown() {
-		if e.state == statePending && e.same == cur.same {
-			keys = append(keys, e.ask.ID)
-		}
-	}
-	return keys
-}
-
-// identity is what makes two asks the same question: the agent, the gate
-// surface and every value the child fixed (match values, floor, asking units
-// with their floors). Asks without facts compare by display surface and value.
-// It is a digest, computed once when the ask arrives: values may be hundreds
-// of KiB, and every frame compares the highlighted ask with the whole queue.
-func identity(a serve.Ask) [sha256.Size]byte {
-	r := a.Request
-	if ai := r.AccessIntent; ai != nil {
-		parts := []string{"intent", ai.Principal.AgentName, ai.Surface, deref(ai.Floor)}
-		parts = append(parts, ai.MatchValues...)
-		for _, u := range ai.AskingUnits {
-			parts = append(parts, u.Command, deref(u.Floor))
-		}
-		return sha256.Sum256(fmt.Appendf(nil, "%q", parts))
-	}
-	return sha256.Sum256(fmt.Appendf(nil, "%q", []string{"display", r.RequesterAgentName, deref(r.Surface), deref(r.Value)}))
 }
 
 type decisionFor func(id serve.AskID) serve.Decision
@@ -419,9 +414,11 @@ func (m *Model) openReason() tea.Cmd {
 }
 
 // quit leaves at once when nothing waits for a person; otherwise it asks
-// first. A second ctrl+c (force) always leaves.
+// first. A second ctrl+c (force) always quits, leaving the waiting asks for
+// the next server where that is possible, since nobody chose to deny them.
 func (m *Model) quit(force bool) tea.Cmd {
 	if m.pendingCount() == 0 || (force && m.mode == modeQuit) {
+		m.leaveWaiting = force && m.opts.CanLeave
 		return tea.Quit
 	}
 	m.mode = modeQuit

@@ -36,13 +36,13 @@ func TestFilterNarrowsTheQueue(t *testing.T) {
 	a, b, c := legacyBash(), pathWrite(), bashChain()
 	h.queue(a, b, c)
 	h.keys("/")
-	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("dep push")})
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("~dep push")})
 	if !h.m.filtering {
 		t.Fatal("typing went elsewhere")
 	}
 	h.keys("enter")
 	v := h.m.View()
-	if !strings.Contains(v, "/dep push: 1 of 3") || strings.Contains(v, "reviewer") {
+	if !strings.Contains(v, "/~dep push: 1 of 3") || strings.Contains(v, "reviewer") {
 		t.Fatalf("filter not applied:\n%s", v)
 	}
 	h.keys("y")

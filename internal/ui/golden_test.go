@@ -250,7 +250,7 @@ func TestGoldenQuitChoice(t *testing.T) {
 }
 
 func TestGoldenActivity(t *testing.T) {
-	screen(t, 80, 24, "auto by agent", func(tm *teatest.TestModel) {
+	screen(t, 100, 30, "auto by agent", func(tm *teatest.TestModel) {
 		serving(tm)
 		rule := &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: "bash", Pattern: sp("git push *"), Origin: sp("global")}
 		tm.Send(EventMsg{Event: serve.Decided{Ask: bashChain(), Response: wire.Response{State: wire.StateDenied, DecidedBy: rule}, Auto: true}})

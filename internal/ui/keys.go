@@ -36,6 +36,7 @@ type KeyMap struct {
 	RuleScope  key.Binding
 	RuleAction key.Binding
 	Leave      key.Binding // quit, leaving the waiting asks for the next server
+	DenyQuit   key.Binding // quit, denying the waiting asks
 	Edit       key.Binding // the scope dialog's whole-session pattern
 	NextField  key.Binding // the session-deny dialog: reason or pattern
 }
@@ -71,6 +72,7 @@ func DefaultKeyMap() KeyMap {
 		RuleScope:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "scope")),
 		RuleAction:       key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "action")),
 		Leave:            key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "leave them, quit")),
+		DenyQuit:         key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "deny them, quit")),
 		Edit:             key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit pattern")),
 		NextField:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "reason/pattern")),
 	}

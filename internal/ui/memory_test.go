@@ -93,6 +93,7 @@ func TestDecisionLogKeepsBoundedBytesPerEntry(t *testing.T) {
 // counted together and said to be.
 func TestAutoCountsPerAgentAreBounded(t *testing.T) {
 	h := newHarness(t)
+	h.send(sizeMsg(100, 40)) // tall enough for the full header
 	const n = maxAgents + 36
 	got := retained(func() {
 		for i := range n {

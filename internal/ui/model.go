@@ -7,7 +7,6 @@
 package ui
 
 import (
-	"crypto/sha256"
 	"io"
 	"os"
 	"slices"
@@ -111,7 +110,7 @@ const (
 
 type entry struct {
 	ask      serve.Ask
-	same     [sha256.Size]byte // identity(ask): equal for identical asks
+	same     askIdentity // identity(ask): equal for identical asks
 	state    askState
 	selected bool
 	// diff previews a write or edit ask against the file as it was read
@@ -191,7 +190,7 @@ type Model struct {
 	diffReads int
 	diffQueue []serve.AskID
 
-	// filter narrows the queue to asks it fuzzily matches (/); grouped
+	// filter narrows the queue to asks it matches (/); grouped
 	// orders it by root session and agent (t). See shown.go.
 	filter      string
 	filtering   bool // the filter input has the keys
@@ -261,7 +260,7 @@ func New(opts Options) *Model {
 	}
 	m.filterInput = textinput.New()
 	m.filterInput.Prompt = "/"
-	m.filterInput.Placeholder = "agent, surface, value or cwd; enter keeps, esc clears"
+	m.filterInput.Placeholder = "text of the row, agent: cwd: surface: session:, ~fuzzy; enter keeps"
 	m.filterInput.CharLimit = 200
 	m.filterInput.Cursor.SetMode(cursor.CursorStatic)
 	m.scope = newScopeDialog(c, m)

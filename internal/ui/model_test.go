@@ -459,9 +459,9 @@ func TestQuitConfirmation(t *testing.T) {
 	if h.quit || h.m.mode != modeQueue {
 		t.Fatal("n did not stay")
 	}
-	h.keys("q", "q")
+	h.keys("q", "D")
 	if !h.quit || h.m.LeaveWaiting() {
-		t.Fatalf("second q: quit=%v leave=%v, want quit denying", h.quit, h.m.LeaveWaiting())
+		t.Fatalf("D: quit=%v leave=%v, want quit denying", h.quit, h.m.LeaveWaiting())
 	}
 	h.wantDecisions()
 
@@ -485,6 +485,39 @@ func TestQuitConfirmation(t *testing.T) {
 	if !empty.quit {
 		t.Fatal("q with nothing pending should quit at once")
 	}
+}
+
+// Backing out by habit (q to close, y to confirm) never decides asks: in the
+// quit dialog q, y, n, enter and esc all stay, and only D or L quit.
+func TestQuitNeverTakesAHabit(t *testing.T) {
+	for _, habit := range [][]string{{"v", "q", "q", "y"}, {"q", "q"}, {"q", "enter"}, {"q", "y"}, {"q", "esc"}} {
+		h := newHarness(t, func(o *Options) { o.CanLeave = true })
+		h.queue(pathWrite(), bashChain())
+		h.keys(habit...)
+		if h.quit {
+			t.Errorf("%v quit (denying every waiting ask)", habit)
+		}
+		if h.m.mode == modeQuit && habit[len(habit)-1] != "y" {
+			t.Errorf("%v left the quit dialog open", habit)
+		}
+		h.wantDecisions()
+	}
+}
+
+// ctrl+c twice leaves the waiting asks for the next server, as the README
+// says, rather than denying them.
+func TestCtrlCTwiceLeaves(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.CanLeave = true })
+	h.queue(pathWrite())
+	h.keys("ctrl+c")
+	if h.quit || h.m.mode != modeQuit {
+		t.Fatalf("first ctrl+c: quit=%v mode=%d", h.quit, h.m.mode)
+	}
+	h.keys("ctrl+c")
+	if !h.quit || !h.m.LeaveWaiting() {
+		t.Fatalf("second ctrl+c: quit=%v leave=%v, want quit leaving", h.quit, h.m.LeaveWaiting())
+	}
+	h.wantDecisions()
 }
 
 func TestGrantsPaneRevokes(t *testing.T) {
@@ -590,6 +623,7 @@ func TestWindowTitleFollowsPendingCount(t *testing.T) {
 
 func TestHeaderShowsSessionsPolicyAndCounts(t *testing.T) {
 	h := newHarness(t)
+	h.send(sizeMsg(100, 40)) // tall enough for the full header
 	h.events(
 		serve.Serving{Serving: inbox.Serving{Session: rootSession}},
 		serve.ServedElsewhere{ServedElsewhere: inbox.ServedElsewhere{Session: "other-root", PID: 4242}},
@@ -678,6 +712,7 @@ func TestPasteNeverDecides(t *testing.T) {
 
 func TestHeaderShowsDegradedStateUntilRecovered(t *testing.T) {
 	h := newHarness(t)
+	h.send(sizeMsg(100, 40)) // tall enough for the full header
 	h.events(serve.Degraded{Area: serve.AreaAudit, Problem: "audit: permission denied; answers wait"})
 	if v := h.m.View(); !strings.Contains(v, "⚠ audit degraded: audit: permission denied") {
 		t.Fatalf("header lacks the degraded audit log:\n%s", v)
@@ -719,6 +754,7 @@ func TestQuitOverHubSaysTheAsksStay(t *testing.T) {
 // still count in the header, and the log says why they are not listed.
 func TestSkippedAnswersAreCountedAndExplained(t *testing.T) {
 	h := newHarness(t)
+	h.send(sizeMsg(100, 40)) // tall enough for the full header
 	h.events(serve.Skipped{Arrived: 9, Approved: 7, Denied: 2, Expired: 4, Invalid: 3})
 	v := h.m.View()
 	if !strings.Contains(v, "7 auto-approved") || !strings.Contains(v, "2 auto-denied") || !strings.Contains(v, "4 expired") {

@@ -153,6 +153,7 @@ func sizeMsg(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, He
 // never "policy ✓ loaded".
 func TestHeaderSaysNoPolicyFileWasFound(t *testing.T) {
 	h := newHarness(t)
+	h.send(sizeMsg(100, 40)) // tall enough for the full header
 	h.events(serve.PolicyStatus{NoFile: `no policy file found, so every ask goes to a person; looked in "/home/ana/.pi/agnet/settings.json"`})
 	v := h.m.View()
 	if strings.Contains(v, "policy ✓") || !strings.Contains(v, "no policy file found") || !strings.Contains(v, "agnet/settings.json") {
@@ -164,6 +165,7 @@ func TestHeaderSaysNoPolicyFileWasFound(t *testing.T) {
 // which rule) and counts per agent.
 func TestActivityLineShowsAutomaticAnswers(t *testing.T) {
 	h := newHarness(t)
+	h.send(sizeMsg(100, 40)) // tall enough for the full header
 	if strings.Contains(h.m.View(), "last auto") {
 		t.Fatal("activity line before any automatic answer")
 	}

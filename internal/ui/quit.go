@@ -2,14 +2,16 @@ package ui
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// quitDialog asks before quitting while asks wait for a person.
+// quitDialog asks before quitting while asks wait for a person. Its ways
+// out are capital letters no other screen uses for backing out: q, y, n,
+// enter and esc are habits (close, confirm) and never decide asks here
+// (decision 0150).
 type quitDialog struct {
 	*common
 	q        asks
@@ -23,39 +25,56 @@ func (d *quitDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		return nil, nil
 	}
 	switch {
-	case key.Matches(k, d.keys.Quit, d.keys.ApproveOnce):
+	case d.overHub && key.Matches(k, d.keys.Leave):
+		return quitAction{}, nil // the hub keeps them: nothing is denied
+	case !d.overHub && key.Matches(k, d.keys.DenyQuit):
 		return quitAction{}, nil
 	case d.canLeave && key.Matches(k, d.keys.Leave):
 		return quitAction{leave: true}, nil
-	case key.Matches(k, d.keys.Close, d.keys.Deny):
+	case key.Matches(k, d.keys.ApproveOnce):
+		return statusAction{text: "y does not quit here: " + d.choices() + "; esc stays"}, nil
+	case key.Matches(k, d.keys.Close, d.keys.Deny, d.keys.Quit, d.keys.Confirm):
 		return closeAction{}, nil
 	}
 	return nil, nil
 }
 
+// choices names the keys that quit.
+func (d *quitDialog) choices() string {
+	switch {
+	case d.overHub:
+		return "L quits"
+	case d.canLeave:
+		return "D denies them and quits, L leaves them and quits"
+	}
+	return "D denies them and quits"
+}
+
 func (d *quitDialog) gone() string { return "" }
 
 func (d *quitDialog) help() help.KeyMap {
-	if d.overHub {
-		return d.keys.overlayHelp(d.keys.Quit)
+	stay := relabel(d.keys.Close, "stay")
+	switch {
+	case d.overHub:
+		return helpKeys{short: []key.Binding{relabel(d.keys.Leave, "quit"), stay}}
+	case d.canLeave:
+		return helpKeys{short: []key.Binding{d.keys.DenyQuit, d.keys.Leave, stay}}
 	}
-	if !d.canLeave {
-		return d.keys.overlayHelp(relabel(d.keys.Quit, "deny them, quit"))
-	}
-	return d.keys.overlayHelp(relabel(d.keys.Quit, "deny them, quit"), d.keys.Leave)
+	return helpKeys{short: []key.Binding{d.keys.DenyQuit, stay}}
 }
 
 func (d *quitDialog) view(int) []string {
 	n := d.q.pendingCount()
 	them := map[bool]string{true: "it", false: "them"}[n == 1]
+	stays := d.styles.Muted.Render("  esc, q, n or enter stays (the default)")
 	if d.overHub {
 		return []string{
 			d.rule("quit?"),
 			"",
 			fmt.Sprintf("  %s still waiting for a person.", plural(n, "ask is", "asks are")),
-			fmt.Sprintf("  q or y quits; the hub keeps %s for another console.", them),
+			fmt.Sprintf("  L quits; the hub keeps %s for another console.", them),
 			"",
-			d.styles.Muted.Render("  esc or n stays"),
+			stays,
 		}
 	}
 	lines := []string{
@@ -63,13 +82,12 @@ func (d *quitDialog) view(int) []string {
 		"",
 		fmt.Sprintf("  %s still waiting for a person. Quit and", plural(n, "ask is", "asks are")),
 		"",
-		fmt.Sprintf("  q or y: deny %s as \"permtui exited\" (the children go on at once)?", them),
+		fmt.Sprintf("  D: deny %s as \"permtui exited\" (the children go on at once)", them),
 	}
 	if d.canLeave {
-		lines[len(lines)-1] = strings.TrimSuffix(lines[len(lines)-1], "?") + ", or"
 		lines = append(lines,
-			fmt.Sprintf("  L:      leave %s for the next server (the children keep waiting until", them),
-			"          their timeout; one that watches the heartbeat may give up sooner)?")
+			fmt.Sprintf("  L: leave %s for the next server (the children keep waiting until their", them),
+			"     timeout; one that watches the heartbeat may give up sooner)")
 	}
-	return append(lines, "", d.styles.Muted.Render("  esc or n stays"))
+	return append(lines, "", stays)
 }

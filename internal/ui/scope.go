@@ -200,7 +200,7 @@ func (d *scopeDialog) help() help.KeyMap {
 	return d.keys.overlayHelp(d.keys.Up, d.keys.Down, d.keys.Confirm)
 }
 
-func (d *scopeDialog) view(int) []string {
+func (d *scopeDialog) view(height int) []string {
 	s := d.styles
 	lines := []string{d.rule("approve for session")}
 	e := d.q.find(d.ask)
@@ -208,7 +208,11 @@ func (d *scopeDialog) view(int) []string {
 		return lines
 	}
 	lines = append(lines, d.sessionAsk(e)...)
+	var marked [2]int // the marked option's first line and the line after it
 	for i, o := range d.scopes.Options {
+		if i == d.chosen {
+			marked[0] = len(lines)
+		}
 		mark, style := "  ( ) ", s.Value
 		if i == d.chosen {
 			mark, style = "▸ (•) ", s.Option
@@ -236,11 +240,45 @@ func (d *scopeDialog) view(int) []string {
 		if o.Caveat != "" {
 			lines = append(lines, d.mutedWrapped(o.Caveat, 8)...)
 		}
+		if i == d.chosen {
+			marked[1] = len(lines)
+		}
 	}
 	if d.scopes.Note != "" {
 		lines = append(append(lines, ""), d.mutedWrapped(d.scopes.Note, 0)...)
 	}
-	return append(lines, "", s.Muted.Render("enter approves with the marked scope; esc cancels and decides nothing"))
+	lines = append(lines, "", s.Muted.Render("enter approves with the marked scope; esc cancels and decides nothing"))
+	return d.scrolled(lines, height, marked[0], marked[1])
+}
+
+// scrolled fits a dialog's lines to height, keeping its title and the
+// marked option's lines [from, to) on screen: what enter would record is
+// always in view (decision 0153). Cut lines are counted above and below.
+func (c *common) scrolled(lines []string, height, from, to int) []string {
+	if len(lines) <= height || height < 4 {
+		return lines
+	}
+	room := height - 3 // the title and the two counts
+	first := max(min(from, len(lines)-room), 1)
+	if to-first > room { // a tall option: its first lines matter most
+		first = from
+	}
+	last := min(first+room, len(lines))
+	out := []string{lines[0]}
+	if first == 1 { // no count above: one more line below
+		last = min(last+1, len(lines))
+	} else {
+		out = append(out, c.styles.Muted.Render("  ↑ "+plural(first-1, "more line")))
+	}
+	if last == len(lines) && first > 1 { // no count below: one more line above
+		first--
+		out[1] = c.styles.Muted.Render("  ↑ " + plural(first-1, "more line"))
+	}
+	out = append(out, lines[first:last]...)
+	if last < len(lines) {
+		out = append(out, c.styles.Muted.Render("  ↓ "+plural(len(lines)-last, "more line")))
+	}
+	return out
 }
 
 // sessionAsk is the ask a whole-session choice is made on, and what the

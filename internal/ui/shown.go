@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/permtui/permtui/internal/serve"
@@ -61,8 +62,9 @@ func (m *Model) buildShown() {
 
 func (m *Model) buildQueueLines() []queueLine {
 	var kept []*entry
+	f := parseFilter(m.filter)
 	for _, e := range m.queue {
-		if m.filter == "" || fuzzyMatch(m.filter, haystack(e)) {
+		if f.matches(e) {
 			kept = append(kept, e)
 		}
 	}
@@ -110,14 +112,80 @@ func lineOf(lines []queueLine, id serve.AskID) int {
 	return -1
 }
 
-// haystack is what the filter searches: agent, surface, value and cwd.
-func haystack(e *entry) string {
-	r := e.ask.Request
-	cwd := ""
-	if r.AccessIntent != nil {
-		cwd = r.AccessIntent.RequesterCwd
+// queryFilter is the / filter parsed: text to find in the row as shown,
+// and field:value terms, each a substring of that field (decision 0152).
+// A leading ~ makes the text a fuzzy match instead.
+type queryFilter struct {
+	text   string
+	fuzzy  bool
+	fields map[string]string // agent, cwd, surface, session → lower-cased value
+}
+
+// filterFields are the fields a term may name.
+var filterFields = []string{"agent", "cwd", "surface", "session"}
+
+func parseFilter(q string) queryFilter {
+	f := queryFilter{}
+	q = strings.TrimSpace(q)
+	if rest, ok := strings.CutPrefix(q, "~"); ok {
+		f.fuzzy, q = true, rest
 	}
-	return agentOf(r) + " " + serve.SurfaceOf(r) + " " + shortValue(r) + " " + cwd
+	var words []string
+	for _, w := range strings.Fields(q) {
+		name, value, ok := strings.Cut(w, ":")
+		if ok && slices.Contains(filterFields, strings.ToLower(name)) {
+			if f.fields == nil {
+				f.fields = map[string]string{}
+			}
+			f.fields[strings.ToLower(name)] = strings.ToLower(value)
+			continue
+		}
+		words = append(words, w)
+	}
+	f.text = strings.ToLower(strings.Join(words, " "))
+	return f
+}
+
+func (f queryFilter) matches(e *entry) bool {
+	for name, want := range f.fields {
+		if !slices.ContainsFunc(fieldValues(e, name), func(v string) bool {
+			return strings.Contains(strings.ToLower(v), want)
+		}) {
+			return false
+		}
+	}
+	if f.text == "" {
+		return true
+	}
+	row := rowText(e)
+	if f.fuzzy {
+		return fuzzyMatch(f.text, row)
+	}
+	return strings.Contains(strings.ToLower(row), f.text)
+}
+
+// rowText is the text of an ask's queue row, uncut: agent, surface, value.
+func rowText(e *entry) string {
+	value, _ := rowValue(e.ask.Request)
+	return Sanitize(askAgent(e.ask)) + " " + Sanitize(serve.SurfaceOf(e.ask.Request)) + " " + value
+}
+
+// fieldValues are the values of one field of an ask a filter term may match.
+func fieldValues(e *entry, name string) []string {
+	r := e.ask.Request
+	switch name {
+	case "agent":
+		return []string{askAgent(e.ask)}
+	case "surface":
+		return []string{serve.SurfaceOf(r), deref(r.Surface)}
+	case "session":
+		return []string{r.RequesterSessionID, e.ask.Session}
+	case "cwd":
+		if r.AccessIntent != nil {
+			return []string{r.AccessIntent.RequesterCwd}
+		}
+	}
+	return nil
 }
 
 // fuzzyMatch reports whether every word of the query appears in text as a

@@ -42,7 +42,7 @@ func (m *Model) View() string {
 // and the height left for the body between them.
 func (m *Model) frame() (header, footer []string, bodyHeight int) {
 	header = m.headerLines()
-	footer = []string{m.statusLine()}
+	footer = append(m.selectionLines(), m.statusLines()...)
 	helpLines := strings.Split(m.help.View(m.helpKeys()), "\n")
 	if len(header)+1+len(helpLines)+1 > m.height {
 		// Too short for the full help: the one-line help, rather than none.
@@ -61,13 +61,60 @@ func (m *Model) helpKeys() help.KeyMap {
 	return m.keys.queueHelp(m.width, m.opts.Rules != nil)
 }
 
+// headerLines are the counts, the activity, the sessions served and the
+// policy. At 24 rows or fewer they take at most 3 lines, so a dialog keeps
+// its room (decision 0153): the per-agent counts go first, then the
+// sessions become one summary line, then the latest automatic answer, then
+// the policy line takes its short form. The policy line is never cut.
 func (m *Model) headerLines() []string {
+	counts := m.countLines(false)
+	activity := m.activityLines()
+	sessions := m.sessionLines(false)
+	policy := m.policyLines(false)
+	all := func() []string {
+		return slices.Concat(counts, activity, sessions, policy)
+	}
+	if m.height > 24 {
+		return all()
+	}
+	for step := 0; len(all()) > 3 && step < 6; step++ {
+		switch step {
+		case 0:
+			activity = activity[:min(len(activity), 1)]
+		case 1:
+			sessions = m.sessionLines(true)
+		case 2, 5:
+			if step == 5 {
+				policy = m.policyLines(true)
+			}
+			sessions, policy = joinIfFits(sessions, policy, m.width)
+		case 3:
+			activity = nil
+		case 4:
+			counts = m.countLines(true)
+		}
+	}
+	return all()
+}
+
+// joinIfFits puts two one-line parts on one line when it fits the width.
+func joinIfFits(a, b []string, width int) ([]string, []string) {
+	if len(a) == 1 && len(b) == 1 && ansi.StringWidth(a[0])+3+ansi.StringWidth(b[0]) <= width {
+		return []string{a[0] + " · " + b[0]}, nil
+	}
+	return a, b
+}
+
+func (m *Model) countLines(short bool) []string {
 	s := m.styles
 	counts := []string{
 		s.Title.Render("permtui"),
 		itoa(m.pendingCount()) + " pending",
 		s.Approved.Render("✓ " + itoa(m.autoApproved) + " auto-approved"),
 		s.Denied.Render("✗ " + itoa(m.autoDenied) + " auto-denied"),
+	}
+	if short {
+		counts = append(counts[:2], s.Approved.Render("✓"+itoa(m.autoApproved))+" "+s.Denied.Render("✗"+itoa(m.autoDenied))+" auto")
 	}
 	if m.expired > 0 {
 		counts = append(counts, "⌛ "+itoa(m.expired)+" expired")
@@ -76,48 +123,86 @@ func (m *Model) headerLines() []string {
 		counts = append(counts, s.Warning.Render("⚠ "+itoa(m.invalid)+" invalid"))
 	}
 	lines := flow(counts, m.width)
-	lines = append(lines, m.activityLines()...)
+	if short {
+		return lines[:1]
+	}
+	return lines
+}
 
+// sessionLines name the sessions served, those another node serves, and
+// what is degraded; short, one summary line with the counts.
+func (m *Model) sessionLines(short bool) []string {
+	s := m.styles
 	serving, elsewhere := m.servedIDs()
-	var sessions []string
+	var parts []string
 	switch {
 	case m.opts.OverHub:
-		sessions = append(sessions, "attached to the hub: the asks of every relay")
+		parts = append(parts, "attached to the hub: the asks of every relay")
 	case len(serving) == 0:
-		sessions = append(sessions, s.Warning.Render("serving: none yet"))
+		parts = append(parts, s.Warning.Render("serving: none yet"))
+	}
+	if short {
+		switch {
+		case len(serving) == 1:
+			parts = append(parts, "serving ♥ "+Sanitize(serving[0]))
+		case len(serving) > 1:
+			parts = append(parts, "serving ♥ "+itoa(len(serving))+" sessions")
+		}
+		if len(elsewhere) > 0 {
+			parts = append(parts, s.Warning.Render("⚠ standing by for "+plural(len(elsewhere), "session")))
+		}
+		if len(m.degraded) > 0 {
+			parts = append(parts, s.Warning.Render("⚠ degraded: "+strings.Join(slices.Sorted(maps.Keys(m.degraded)), ", ")+" (l: log)"))
+		}
+		return []string{strings.Join(parts, " · ")}
 	}
 	for _, id := range serving {
-		sessions = append(sessions, "serving ♥ "+Sanitize(id))
+		parts = append(parts, "serving ♥ "+Sanitize(id))
 	}
 	for _, id := range elsewhere {
-		sessions = append(sessions, s.Warning.Render("⚠ "+servedBy(m.sessions[id])+" serves "+Sanitize(id)+"; standing by"))
+		parts = append(parts, s.Warning.Render("⚠ "+servedBy(m.sessions[id])+" serves "+Sanitize(id)+"; standing by"))
 	}
-	lines = append(lines, flow(sessions, m.width)...)
+	lines := flow(parts, m.width)
 	for _, area := range slices.Sorted(maps.Keys(m.degraded)) {
 		lines = append(lines, s.Warning.Render("⚠ "+area+" degraded: "+Sanitize(m.degraded[area])))
 	}
+	return lines
+}
 
+// policyLines say whether the policy loaded. A problem is never cut: it
+// wraps over up to three lines, or (short, or longer) gives way to the count
+// and where to read it.
+func (m *Model) policyLines(short bool) []string {
+	s := m.styles
+	warn := func(lines []string) []string {
+		for i := range lines {
+			lines[i] = s.Warning.Render(lines[i])
+		}
+		return lines
+	}
 	switch {
 	case !m.policyLoaded:
-		lines = append(lines, s.Muted.Render("policy: not loaded yet"))
+		return []string{s.Muted.Render("policy: not loaded yet")}
 	case len(m.policyProblems) == 0 && m.policyNoFile != "":
 		// Two lines, so where it looked shows: a mistyped --agent-dir.
 		wrapped := wrapWords("policy ⚠ "+Sanitize(m.policyNoFile), m.width)
-		for _, l := range wrapped[:min(len(wrapped), 2)] {
-			lines = append(lines, s.Warning.Render(l))
+		if short || len(wrapped) > 2 {
+			return warn([]string{"policy ⚠ no policy file (l: log says where it looked)"})
 		}
+		return warn(wrapped)
 	case len(m.policyProblems) == 0:
-		lines = append(lines, "policy ✓ loaded")
-	default:
-		// The count and where to read them come first: the text may be cut.
-		held := ""
-		if m.noAutoAllow {
-			held = ", nothing auto-allowed"
-		}
-		lines = append(lines, s.Warning.Render(fmt.Sprintf("policy ⚠ %s%s (l: log): %s", plural(len(m.policyProblems), "problem"),
-			held, Sanitize(m.policyProblems[0]))))
+		return []string{"policy ✓ loaded"}
 	}
-	return lines
+	held := ""
+	if m.noAutoAllow {
+		held = ", nothing auto-allowed"
+	}
+	head := "policy ⚠ " + plural(len(m.policyProblems), "problem") + held + " (l: log)"
+	wrapped := wrapWords(head+": "+Sanitize(m.policyProblems[0]), m.width)
+	if limit := map[bool]int{true: 1, false: 3}[short]; len(wrapped) > limit {
+		wrapped = wrapWords(head, m.width)
+	}
+	return warn(wrapped)
 }
 
 // servedBy names the other node that answers a session: another permtui
@@ -164,14 +249,23 @@ func (m *Model) activityLines() []string {
 	return []string{latest, s.Muted.Render("auto by agent: ") + strings.Join(per, " · ")}
 }
 
-func (m *Model) statusLine() string {
+// statusLines wrap the status at words over at most three lines, so what a
+// first press says it would decide is read whole, not cut at the width.
+func (m *Model) statusLines() []string {
 	if m.filtering {
-		return m.filterInput.View()
+		return []string{m.filterInput.View()}
 	}
 	if m.status == "" || m.opts.Now().Sub(m.statusAt) > statusTTL {
-		return ""
+		return []string{""}
 	}
-	return m.styles.Status.Render("» " + m.status)
+	lines := wrapWords("» "+m.status, m.width)
+	if len(lines) > 3 {
+		lines = append(lines[:2], ansi.Truncate(lines[2], m.width-1, "")+"…")
+	}
+	for i := range lines {
+		lines[i] = m.styles.Status.Render(lines[i])
+	}
+	return lines
 }
 
 // queueBody is the queue (at most a third of the body, scrolled to keep the
@@ -198,7 +292,7 @@ func (m *Model) queueBody(height int) []string {
 		title += fmt.Sprintf(" · /%s: %d of %d", Sanitize(m.filter), len(shown), len(m.queue))
 	}
 	if n := m.selectedCount(); n > 0 {
-		title += fmt.Sprintf(" · %d selected: y n r act on them", n)
+		title += fmt.Sprintf(" · %d selected", n)
 	}
 	cols := m.columns()
 	lines := []string{m.rule(title), m.styles.Muted.Render(cols.row("  ", "   ", "agent", "surface", "value", "age", "left"))}
@@ -221,6 +315,10 @@ func (m *Model) queueBody(height int) []string {
 	lines = append(lines, m.rule(pos))
 	room := height - len(lines)
 	fields := m.detailOf(e)
+	if sel := m.selectedShown(); len(sel) > 0 && !slices.Contains(sel, e) {
+		fields = slices.Insert(fields, 0, field{label: "selection", kind: kindWarning,
+			text: "⚠ not selected: y n r act on the " + plural(len(sel), "selected ask") + ", not on this one (esc clears)"})
+	}
 	detail := m.renderFields(fields, true, 0)
 	if len(detail) > room {
 		// Values stay whole (up to a few lines); explanations get one line.
@@ -252,6 +350,35 @@ func (m *Model) detailOf(e *entry) []field {
 		f = slices.Insert(f, 0, note)
 	}
 	return f
+}
+
+// selectionLines name, above the status line, the selected asks y n r
+// would answer, so the decision never rests on a count in a title. At most
+// two lines; the rows marked [•] name the rest.
+func (m *Model) selectionLines() []string {
+	if m.mode != modeQueue || m.filtering {
+		return nil
+	}
+	sel := m.selectedShown()
+	if len(sel) == 0 {
+		return nil
+	}
+	names := make([]string, len(sel))
+	for i, e := range sel {
+		names[i] = label(e)
+	}
+	text := "y approves " + itoa(len(sel)) + " selected: " + strings.Join(names, "; ")
+	if hidden := m.selectedCount() - len(sel); hidden > 0 {
+		text += " (" + itoa(hidden) + " more selected are hidden by the filter and not answered)"
+	}
+	lines := wrapWords(text, m.width)
+	if len(lines) > 2 {
+		lines = append(lines[:1], ansi.Truncate(lines[1], m.width-len(" … more marked [•]"), "")+" … more marked [•]")
+	}
+	for i := range lines {
+		lines[i] = m.styles.Warning.Render(lines[i])
+	}
+	return lines
 }
 
 // queueWindow is the part of the queue list shown in a body of height: at

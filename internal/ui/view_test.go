@@ -111,7 +111,7 @@ func TestSelectionCountIsShown(t *testing.T) {
 	h := newHarness(t)
 	h.queue(pathWrite(), bashChain(), externalRead())
 	h.keys("space", "j", "space")
-	if v := h.m.View(); !strings.Contains(v, "2 selected: y n r act on them") {
+	if v := h.m.View(); !strings.Contains(v, "2 selected") || !strings.Contains(v, "y approves 2 selected:") {
 		t.Fatalf("selection count missing:\n%s", v)
 	}
 }
