@@ -356,19 +356,12 @@ func (r *Relay) stopDecisions(cc jetstream.ConsumeContext) {
 
 func (r *Relay) onDecision(msg jetstream.Msg) {
 	key := strings.TrimPrefix(msg.Subject(), hub.DecisionSubjectPrefix+r.host+".")
-	if msg.Headers().Get("KV-Operation") != "" {
-		_ = msg.Ack() // a delete or purge (TTL), not a decision
-		return
-	}
-	var d decisionMsg
-	err := json.Unmarshal(msg.Data(), &d)
-	if err == nil && !hub.ValidHost(d.Approver) {
-		err = fmt.Errorf("approver name %s", wire.QuoteShort(d.Approver))
-	}
+	d, err := readDecision(msg)
 	if err != nil {
-		r.log.Error("malformed decision; dropped", "key", key, "err", err)
-		_ = msg.Term()
-		return
+		// It holds the ask's one place in the bucket (decision 0161), so
+		// nobody can decide the ask any more: it is denied.
+		r.log.Error("unreadable decision; the ask is denied", "key", key, "err", err)
+		d = decisionMsg{State: wire.StateDeniedWithReason, Reason: RefusedPrefix + err.Error()}
 	}
 	r.mu.Lock()
 	oa, done := r.open[key], r.finished[key]
@@ -407,6 +400,22 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 		}
 		_ = msg.NakWithDelay(unknownDelay)
 	}
+}
+
+// readDecision reads a decision message; a delete or purge marker is none.
+func readDecision(msg jetstream.Msg) (decisionMsg, error) {
+	var d decisionMsg
+	if op := msg.Headers().Get("KV-Operation"); op != "" {
+		return d, fmt.Errorf("a %s marker in place of a decision", wire.QuoteShort(op))
+	}
+	err := json.Unmarshal(msg.Data(), &d)
+	if err == nil && !hub.ValidHost(d.Approver) {
+		err = fmt.Errorf("approver name %s", wire.QuoteShort(d.Approver))
+	}
+	if err != nil {
+		return decisionMsg{}, fmt.Errorf("%w: %v", errBadMessage, err)
+	}
+	return d, nil
 }
 
 // watchGrants follows the grants bucket; a change reaches the server, which

@@ -458,3 +458,35 @@ func TestRefusedHubDecisionDeniesTheChild(t *testing.T) {
 		t.Fatalf("audit %+v", recs)
 	}
 }
+
+// The decisions bucket takes one message per ask, so whatever holds that
+// place is the ask's decision: a delete marker or a value no relay can
+// read denies the ask rather than leaving its child waiting for good.
+func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	kv, err := th.jetStream(t, hub.RoleApprover, "bob").KeyValue(ctx, hub.DecisionsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, spoil := range []func(key string) error{
+		func(key string) error { return kv.Delete(ctx, key) },
+		func(key string) error { _, err := kv.Create(ctx, key, []byte(`{"state":`)); return err },
+	} {
+		req := bash("alpha", i, "npm publish")
+		c := alpha.ask(req)
+		a := ann.queued(t, req.ID)
+		if err := spoil(hub.DecisionKey("alpha", hub.AskKey(rootID, req.ID, req.CreatedAt))); err != nil {
+			t.Fatal(err)
+		}
+		if resp := answered(t, c); resp.Approved || !strings.HasPrefix(resp.DenialReason, RefusedPrefix) {
+			t.Fatalf("%d: %+v", i, resp)
+		}
+		if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err == nil {
+			t.Fatalf("%d: a second decision was taken", i)
+		}
+	}
+}
