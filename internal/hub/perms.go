@@ -23,6 +23,7 @@ func RelayPermissions(host string) *server.Permissions {
 			"$JS.API.CONSUMER.DELETE." + GrantsStream + ".>",
 			"$JS.API.DIRECT.GET." + GrantsStream + ".>",
 			"$JS.FC." + GrantsStream + ".>",
+			"$KV." + GrantsBucket + ".*",
 		}},
 		Subscribe: &server.SubjectPermission{Allow: []string{relayInbox(host) + ".>"}},
 	}

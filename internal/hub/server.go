@@ -197,13 +197,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, retention time.Duration)
 	if err != nil {
 		return fmt.Errorf("hub: stream %s: %w", AsksStream, err)
 	}
-	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:       DecisionsBucket,
-		History:      1,
-		TTL:          retention,
-		MaxValueSize: MaxDecisionBytes,
-		Storage:      jetstream.FileStorage,
-	}); err != nil {
+	if _, err := js.CreateOrUpdateStream(ctx, DecisionsConfig(retention)); err != nil {
 		return fmt.Errorf("hub: bucket %s: %w", DecisionsBucket, err)
 	}
 	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -215,6 +209,33 @@ func Setup(ctx context.Context, js jetstream.JetStream, retention time.Duration)
 		return fmt.Errorf("hub: bucket %s: %w", GrantsBucket, err)
 	}
 	return nil
+}
+
+// DecisionsConfig is the decisions bucket's stream, configured so that the
+// server itself keeps one decision per ask (decision 0161): a second
+// message on a key is refused (one per subject, discard new per subject),
+// and no message can be deleted, purged or rolled up. Only the retention
+// removes a decision. A key-value bucket's own options cannot say this, so
+// the stream is made directly; it is still read as the bucket.
+func DecisionsConfig(retention time.Duration) jetstream.StreamConfig {
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	return jetstream.StreamConfig{
+		Name:                 DecisionsStream,
+		Subjects:             []string{DecisionSubjectPrefix + ">"},
+		Storage:              jetstream.FileStorage,
+		MaxAge:               retention,
+		MaxMsgSize:           MaxDecisionBytes,
+		MaxMsgsPerSubject:    1,
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: true,
+		DenyDelete:           true,
+		DenyPurge:            true,
+		AllowRollup:          false,
+		Duplicates:           dedupWindow,
+		AllowDirect:          true,
+	}
 }
 
 func isLoopback(host string) bool {

@@ -288,31 +288,29 @@ func (a *Approver) grantsChanged(session string, grants []wire.Grant) {
 }
 
 // Decide records d in the decisions bucket unless another approver decided
-// the ask first; then the error names who did. A whole-session approval
-// also records its grants in the grants bucket, where every relay serving
-// that root session applies them.
+// the ask first; then the error names who did. The relay's server judges
+// the decision as made (scope, edited grants), records it and its grants,
+// and answers; one it refuses denies the ask with the refusal as reason.
 func (a *Approver) Decide(d serve.Decision) error {
 	a.mu.Lock()
-	h, dec, gr := a.byID[d.Ask], a.decisions, a.grantsKV
-	var ask serve.Ask
-	if h != nil {
-		ask = *h.ask
-	}
+	h, dec := a.byID[d.Ask], a.decisions
 	a.mu.Unlock()
 	switch {
 	case dec == nil:
 		return ErrNotReady
 	case h == nil:
 		return serve.ErrUnknownAsk
+	case d.DenyFor != nil:
+		return fmt.Errorf("%w: %w", serve.ErrInvalidDecision, errDenyAtHub)
 	}
-	grants, err := checkDecision(ask, d)
+	data, err := json.Marshal(decisionMsg{State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
+		Unattended: d.Unattended, Approver: a.name, DecidedAt: a.now().UnixMilli()})
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(decisionMsg{State: d.State, Reason: d.Reason, Scope: d.Scope, Unattended: d.Unattended,
-		Approver: a.name, DecidedAt: a.now().UnixMilli()})
-	if err != nil {
-		return err
+	if len(data) > hub.MaxDecisionBytes {
+		return fmt.Errorf("%w: the decision is %d bytes, the hub carries at most %d (shorten the edited pattern)",
+			serve.ErrInvalidDecision, len(data), hub.MaxDecisionBytes)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
 	defer cancel()
@@ -330,41 +328,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 		}
 		return fmt.Errorf("%w by %s", serve.ErrAlreadyDecided, winner)
 	}
-	if len(grants) > 0 {
-		if err := updateGrants(ctx, gr, ask.Session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) }); err != nil {
-			return fmt.Errorf("decision recorded, but not its whole-session grants: %w", err)
-		}
-	}
 	return nil
-}
-
-// checkDecision refuses what the relay's server would refuse, before the
-// decision becomes final at the hub; it returns the whole-session grants the
-// decision records (the scope's, as serve offered it for this request).
-func checkDecision(a serve.Ask, d serve.Decision) ([]wire.Grant, error) {
-	if d.DenyFor != nil {
-		return nil, fmt.Errorf("%w: %w", serve.ErrInvalidDecision, errDenyAtHub)
-	}
-	if d.Scope != "" {
-		scope, ok := a.Scopes.Find(d.Scope)
-		if d.State != "" || d.Unattended || !ok {
-			return nil, fmt.Errorf("%w: scope %q is not offered for this ask", serve.ErrInvalidDecision, d.Scope)
-		}
-		if d.Scope == serve.ScopeSession || d.Scope == serve.ScopeSessionBoth {
-			return scope.Grants, nil
-		}
-		return nil, nil
-	}
-	switch d.State {
-	case wire.StateApproved:
-		if d.Unattended {
-			return nil, fmt.Errorf("%w: only a denial can be made with nobody attached", serve.ErrInvalidDecision)
-		}
-		return nil, nil
-	case wire.StateDenied, wire.StateDeniedWithReason:
-		return nil, nil
-	}
-	return nil, fmt.Errorf("%w: unknown state %q", serve.ErrInvalidDecision, d.State)
 }
 
 // errDenyAtHub: session denies (decision 0104) are kept by a local server

@@ -19,14 +19,18 @@ import (
 var errRevokeAtConsole = errors.New("relay: whole-session grants are revoked at a console attached to the hub")
 
 // Grants is a relay's serve.GrantStore: the grants bucket as last seen.
-// Add keeps the grants of a decision this relay delivers until the bucket's
-// own copy (written by the approver) replaces them.
+// Add is called by serve once it recorded a decision's grants: they apply
+// here at once and the relay writes them to the bucket (decision 0160).
 type Grants struct {
-	mu sync.Mutex
-	by map[string][]wire.Grant
+	mu     sync.Mutex
+	by     map[string][]wire.Grant
+	unsent map[string][]wire.Grant // added here, not yet in the bucket
+	added  chan struct{}           // wakes the relay's writer
 }
 
-func NewGrants() *Grants { return &Grants{by: map[string][]wire.Grant{}} }
+func NewGrants() *Grants {
+	return &Grants{by: map[string][]wire.Grant{}, unsent: map[string][]wire.Grant{}, added: make(chan struct{}, 1)}
+}
 
 func (g *Grants) For(session string) []wire.Grant {
 	g.mu.Lock()
@@ -38,7 +42,25 @@ func (g *Grants) Add(session string, grants []wire.Grant) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.by[session] = merge(g.by[session], grants)
+	g.unsent[session] = merge(g.unsent[session], grants)
+	notify(g.added)
 	return nil
+}
+
+// takeUnsent hands the grants not yet written to the bucket to the writer.
+func (g *Grants) takeUnsent() map[string][]wire.Grant {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.unsent
+	g.unsent = map[string][]wire.Grant{}
+	return out
+}
+
+// putBack returns grants the writer could not write.
+func (g *Grants) putBack(session string, grants []wire.Grant) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.unsent[session] = merge(grants, g.unsent[session])
 }
 
 func (g *Grants) Revoke(string, wire.Grant) error { return errRevokeAtConsole }

@@ -39,11 +39,15 @@ type goneMsg struct {
 }
 
 // decisionMsg is the value of <host>.<key> in the decisions bucket: created
-// once, so the first approver's decision is the only one.
+// once, so the first approver's decision is the only one. It is the
+// person's choice exactly as made (Grants: their edit of a whole-session
+// scope's grants, nil as offered); the relay's server judges it, records it
+// and answers (decision 0160).
 type decisionMsg struct {
 	State      wire.State      `json:"state"`
 	Reason     string          `json:"reason,omitempty"`
 	Scope      serve.ScopeKind `json:"scope,omitempty"`
+	Grants     []wire.Grant    `json:"grants,omitempty"`
 	Unattended bool            `json:"unattended,omitempty"`
 	Approver   string          `json:"approver"`
 	DecidedAt  int64           `json:"decidedAt"`

@@ -19,6 +19,11 @@ import (
 	"github.com/permtui/permtui/internal/wire"
 )
 
+// RefusedPrefix begins the denial reason of an ask whose hub decision the
+// relay's server refused (an edited pattern that no longer covers it, a
+// scope it does not offer).
+const RefusedPrefix = "the decision made at the hub was refused: "
+
 // TooLargeReason denies an ask whose message would exceed hub.MaxAskBytes:
 // no approver could see it, so nobody may approve it (fail closed).
 const TooLargeReason = "the ask is too large to send to the hub"
@@ -108,10 +113,11 @@ func (r *Relay) Decide(d serve.Decision) error { return r.srv.Decide(d) }
 func (r *Relay) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	hubCtx, stop := context.WithCancel(ctx)
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); r.publish(hubCtx) }()
 	go func() { defer wg.Done(); r.consumeDecisions(hubCtx) }()
 	go func() { defer wg.Done(); r.watchGrants(hubCtx) }()
+	go func() { defer wg.Done(); r.writeGrants(hubCtx) }()
 	defer close(r.events)
 	defer wg.Wait()
 	defer stop()
@@ -350,19 +356,12 @@ func (r *Relay) stopDecisions(cc jetstream.ConsumeContext) {
 
 func (r *Relay) onDecision(msg jetstream.Msg) {
 	key := strings.TrimPrefix(msg.Subject(), hub.DecisionSubjectPrefix+r.host+".")
-	if msg.Headers().Get("KV-Operation") != "" {
-		_ = msg.Ack() // a delete or purge (TTL), not a decision
-		return
-	}
-	var d decisionMsg
-	err := json.Unmarshal(msg.Data(), &d)
-	if err == nil && !hub.ValidHost(d.Approver) {
-		err = fmt.Errorf("approver name %s", wire.QuoteShort(d.Approver))
-	}
+	d, err := readDecision(msg)
 	if err != nil {
-		r.log.Error("malformed decision; dropped", "key", key, "err", err)
-		_ = msg.Term()
-		return
+		// It holds the ask's one place in the bucket (decision 0161), so
+		// nobody can decide the ask any more: it is denied.
+		r.log.Error("unreadable decision; the ask is denied", "key", key, "err", err)
+		d = decisionMsg{State: wire.StateDeniedWithReason, Reason: RefusedPrefix + err.Error()}
 	}
 	r.mu.Lock()
 	oa, done := r.open[key], r.finished[key]
@@ -374,7 +373,15 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 		r.delivering.Add(1)
 		go func() {
 			defer r.delivering.Done()
-			err := r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Unattended: d.Unattended, Approver: d.Approver})
+			err := r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
+				Unattended: d.Unattended, Approver: d.Approver})
+			if errors.Is(err, serve.ErrInvalidDecision) {
+				// The ask's one decision is taken: nobody can decide it
+				// again, so the refusal is its answer (fail closed).
+				r.log.Warn("hub decision refused; the ask is denied", "ask", oa.id, "approver", d.Approver, "err", err)
+				err = r.srv.Decide(serve.Decision{Ask: oa.id, State: wire.StateDeniedWithReason,
+					Reason: RefusedPrefix + err.Error(), Approver: d.Approver})
+			}
 			if errors.Is(err, serve.ErrStopped) {
 				_ = msg.Nak() // the next relay delivers it
 				return
@@ -395,6 +402,22 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 	}
 }
 
+// readDecision reads a decision message; a delete or purge marker is none.
+func readDecision(msg jetstream.Msg) (decisionMsg, error) {
+	var d decisionMsg
+	if op := msg.Headers().Get("KV-Operation"); op != "" {
+		return d, fmt.Errorf("a %s marker in place of a decision", wire.QuoteShort(op))
+	}
+	err := json.Unmarshal(msg.Data(), &d)
+	if err == nil && !hub.ValidHost(d.Approver) {
+		err = fmt.Errorf("approver name %s", wire.QuoteShort(d.Approver))
+	}
+	if err != nil {
+		return decisionMsg{}, fmt.Errorf("%w: %v", errBadMessage, err)
+	}
+	return d, nil
+}
+
 // watchGrants follows the grants bucket; a change reaches the server, which
 // judges later asks with it and re-judges pending ones.
 func (r *Relay) watchGrants(ctx context.Context) {
@@ -403,4 +426,53 @@ func (r *Relay) watchGrants(ctx context.Context) {
 			r.srv.GrantsUpdated()
 		}
 	})
+}
+
+// writeGrants writes the grants this relay's server recorded to the grants
+// bucket, merged with compare-and-set, retrying until the bucket takes them;
+// at the end it tries once more.
+func (r *Relay) writeGrants(ctx context.Context) {
+	var kv jetstream.KeyValue
+	wait := retryFirst
+	for {
+		if ctx.Err() != nil || !await(ctx, r.grants.added) {
+			flush, cancel := context.WithTimeout(context.Background(), publishTimeout)
+			r.flushGrants(flush, &kv)
+			cancel()
+			return
+		}
+		if r.flushGrants(ctx, &kv) {
+			wait = retryFirst
+			continue
+		}
+		notify(r.grants.added)
+		await(ctx, time.After(wait)) // an end is seen above: one final try
+		wait = min(wait*2, retryMax)
+	}
+}
+
+// flushGrants writes every unsent session's grants; it reports success.
+func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
+	unsent := r.grants.takeUnsent()
+	if len(unsent) == 0 {
+		return true
+	}
+	var err error
+	if *kv == nil {
+		*kv, err = r.js.KeyValue(ctx, hub.GrantsBucket)
+	}
+	ok := true
+	for session, grants := range unsent {
+		if err == nil {
+			err = updateGrants(ctx, *kv, session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) })
+		}
+		if err != nil {
+			r.grants.putBack(session, grants)
+			ok = false
+		}
+	}
+	if !ok {
+		r.log.Warn("grants not written to the hub yet; retrying", "err", err)
+	}
+	return ok
 }

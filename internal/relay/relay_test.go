@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	json "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
@@ -364,6 +365,128 @@ func TestGrantAppliedByEveryRelay(t *testing.T) {
 		}
 		if resp := answered(t, c); resp.Approved {
 			t.Fatalf("%s after revocation: %+v", r.host, resp)
+		}
+	}
+}
+
+// A person at a hub console narrows the whole-session pattern; the relay's
+// server is the one place that judges the edit, and its audit record, the
+// grants bucket and every relay's later judgment carry the narrowed pattern.
+func TestNarrowedGrantReachesTheRelayAsNarrowed(t *testing.T) {
+	th := startHub(t)
+	alpha, beta := newRelay(t, th, "alpha"), newRelay(t, th, "beta")
+	ann := newApprover(t, th, "ann")
+
+	first := alpha.ask(bash("alpha", 1, "npm test --watch"))
+	a := ann.queued(t, "alpha-1")
+	scope, ok := a.Scopes.Find(serve.ScopeSession)
+	if !ok || len(scope.Grants) != 1 || scope.Grants[0].Pattern == "npm test --watch" {
+		t.Fatalf("offered %+v", scope)
+	}
+	narrowed := []wire.Grant{{Surface: scope.Grants[0].Surface, Pattern: "npm test --watch"}}
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: narrowed}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, first); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	recs := alpha.audit()
+	if len(recs) != 1 || !slices.Equal(recs[0].Grants, narrowed) || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	kv, err := th.admin(t).KeyValue(ctx, hub.GrantsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.Watch(ctx, hub.SessionKey(rootID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for e := range w.Updates() {
+		if e == nil {
+			continue
+		}
+		var m grantsMsg
+		if err := json.Unmarshal(e.Value(), &m); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(m.Grants, narrowed) {
+			t.Fatalf("grants bucket %+v", m.Grants)
+		}
+		break
+	}
+	// beta applies the narrowed grant: the edited command passes, another
+	// one the offered pattern covered still comes to a person.
+	beta.events.WaitFor(t, "beta grants", func(ev serve.Event) bool {
+		g, ok := ev.(serve.GrantsChanged)
+		return ok && len(g.Grants[rootID]) == 1
+	})
+	if resp := answered(t, beta.ask(bash("beta", 1, "npm test --watch"))); !resp.Approved || resp.DecidedBy.Kind != "rule" {
+		t.Fatalf("%+v", resp)
+	}
+	beta.ask(bash("beta", 2, "npm test --coverage"))
+	ann.queued(t, "beta-2")
+}
+
+// An edit the relay's server refuses (it no longer covers the ask) cannot
+// be decided again at the hub (one decision per ask), so the child is
+// denied with the refusal as its reason, and the console sees why.
+func TestRefusedHubDecisionDeniesTheChild(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	first := alpha.ask(bash("alpha", 1, "npm test --watch"))
+	a := ann.queued(t, "alpha-1")
+	scope, _ := a.Scopes.Find(serve.ScopeSession)
+	wrong := []wire.Grant{{Surface: scope.Grants[0].Surface, Pattern: "make *"}}
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: wrong}); err != nil {
+		t.Fatal(err)
+	}
+	resp := answered(t, first)
+	if resp.Approved || !strings.Contains(resp.DenialReason, "does not cover this ask") {
+		t.Fatalf("%+v", resp)
+	}
+	ann.events.WaitFor(t, "denial shown", func(ev serve.Event) bool {
+		d, ok := ev.(serve.Decided)
+		return ok && d.Ask.ID == a.ID && strings.Contains(d.Response.DenialReason, "does not cover this ask")
+	})
+	if recs := alpha.audit(); len(recs) != 1 || len(recs[0].Grants) != 0 {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// The decisions bucket takes one message per ask, so whatever holds that
+// place is the ask's decision: a delete marker or a value no relay can
+// read denies the ask rather than leaving its child waiting for good.
+func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	kv, err := th.jetStream(t, hub.RoleApprover, "bob").KeyValue(ctx, hub.DecisionsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, spoil := range []func(key string) error{
+		func(key string) error { return kv.Delete(ctx, key) },
+		func(key string) error { _, err := kv.Create(ctx, key, []byte(`{"state":`)); return err },
+	} {
+		req := bash("alpha", i, "npm publish")
+		c := alpha.ask(req)
+		a := ann.queued(t, req.ID)
+		if err := spoil(hub.DecisionKey("alpha", hub.AskKey(rootID, req.ID, req.CreatedAt))); err != nil {
+			t.Fatal(err)
+		}
+		if resp := answered(t, c); resp.Approved || !strings.HasPrefix(resp.DenialReason, RefusedPrefix) {
+			t.Fatalf("%d: %+v", i, resp)
+		}
+		if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err == nil {
+			t.Fatalf("%d: a second decision was taken", i)
 		}
 	}
 }
