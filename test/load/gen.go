@@ -61,10 +61,14 @@ func newGen(layout wire.Layout, session string) (*gen, error) {
 		sent: map[string]time.Time{}, answered: map[string]bool{},
 		changed: make(chan struct{}, 1), done: make(chan struct{}),
 	}
-	if err := w.Add(g.respDir); err != nil {
+	// pi's node removes a session's empty directories, as its children do
+	// (§2.5): the sessions folder is watched too, so a recreated session or
+	// responses directory is watched again.
+	if err := w.Add(filepath.Dir(g.sessionDir())); err != nil {
 		w.Close()
 		return nil, err
 	}
+	g.rewatch()
 	go g.loop()
 	return g, nil
 }
@@ -82,7 +86,10 @@ func (g *gen) loop() {
 			if !ok {
 				return
 			}
-			if ev.Has(fsnotify.Create) && strings.HasSuffix(ev.Name, ".json") {
+			switch {
+			case ev.Has(fsnotify.Create) && (ev.Name == g.sessionDir() || ev.Name == g.respDir):
+				g.rewatch()
+			case ev.Has(fsnotify.Create) && strings.HasSuffix(ev.Name, ".json") && filepath.Dir(ev.Name) == g.respDir:
 				g.take(filepath.Base(ev.Name))
 			}
 		case err, ok := <-g.watcher.Errors:
@@ -94,6 +101,16 @@ func (g *gen) loop() {
 			}
 		}
 	}
+}
+
+func (g *gen) sessionDir() string { return filepath.Dir(g.respDir) }
+
+// rewatch watches the session and responses directories where they exist,
+// then takes any response written before the watch began.
+func (g *gen) rewatch() {
+	_ = g.watcher.Add(g.sessionDir())
+	_ = g.watcher.Add(g.respDir)
+	g.sweep()
 }
 
 // sweep takes every response present: after an inotify overflow, and at the
@@ -155,7 +172,18 @@ func (g *gen) send() error {
 	id := requestID(g.run, g.next)
 	g.sent[id] = time.Now()
 	g.mu.Unlock()
-	return safefs.WriteFileAtomic(g.layout.RequestPath(g.session, id), fill(g.template, id))
+	path, data := g.layout.RequestPath(g.session, id), fill(g.template, id)
+	err := safefs.WriteFileAtomic(path, data)
+	if errors.Is(err, fs.ErrNotExist) { // removed while empty: make them again, as a child does
+		for _, dir := range []string{filepath.Dir(path), g.respDir} {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+		}
+		g.rewatch()
+		err = safefs.WriteFileAtomic(path, data)
+	}
+	return err
 }
 
 // steady sends rate requests a second for d, open loop: a slow server does

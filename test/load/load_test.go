@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,28 @@ func TestMemoryStaysBoundedUnderAsksForAPerson(t *testing.T) {
 	t.Logf("%.0f MiB of asks: peak RSS %.0f MiB, the allowed request answered in %s", mib(r.files), mib(r.peakRSS), r.probe)
 	if r.peakRSS > 512<<20 {
 		t.Fatalf("peak RSS %.0f MiB with %.0f MiB of asks waiting, over 512 MiB", mib(r.peakRSS), mib(r.files))
+	}
+}
+
+// TestSmokeWithPisNode runs pi's own serving node (../shared/pi-peer, outside
+// the module) through the same loads with small counts: every request is
+// answered once with an approval, so the benchmark's pi column measures pi
+// doing the same work. It skips, saying why, when pi-peer is not beside the
+// module or its setup.sh has not installed the package.
+func TestSmokeWithPisNode(t *testing.T) {
+	peer, why := findPiPeer(filepath.Join(moduleDir(), "..", "shared", "pi-peer"))
+	if why != "" {
+		t.Skip("pi's node is not here: " + why)
+	}
+	var report strings.Builder
+	rows, err := loadPhase(config{
+		pi: peer, rates: []int{100}, steadyFor: time.Second, burst: 300, out: &report,
+	}, "pi", t.TempDir())
+	t.Log("\n" + report.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].answered != 100 || rows[1].answered != 300 {
+		t.Fatalf("rows %+v, want 100 steady and 300 burst answers", rows)
 	}
 }

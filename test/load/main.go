@@ -2,7 +2,9 @@
 // built from this tree, with simulated pi children writing real request
 // files, and reports latency at steady rates, the drain time of a burst,
 // the server's CPU per answer and its idle cost with many quiet sessions,
-// beside a minimal responder built for the comparison (responder.go).
+// beside a minimal responder built for the comparison (responder.go) and
+// pi's own serving node (pi.go, when ../shared/pi-peer is set up), with
+// permtui's figures as ratios of theirs.
 //
 //	go run ./test/load                       # the full run (task bench-load)
 //	go run ./test/load -dirs /dev/shm -idle 10,100
@@ -13,6 +15,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,6 +42,8 @@ type config struct {
 	idleFor   time.Duration
 	probeRate int
 	probeFor  time.Duration
+	pi        piPeer // pi's own serving node, when servers names "pi"
+	piSkipped string // why pi's node is left out, for the report
 	out       io.Writer
 }
 
@@ -46,10 +52,11 @@ func main() {
 		os.Exit(responderMain(os.Args[2:]))
 	}
 	var cfg config
-	var dirs, servers, rates, idle, memory string
+	var dirs, servers, rates, idle, memory, peer string
 	flag.StringVar(&cfg.permtui, "permtui", "", "permtui binary (default: built from this tree)")
 	flag.StringVar(&dirs, "dirs", "/dev/shm,"+os.TempDir(), "comma-separated parent directories for the inboxes (tmpfs, disk)")
-	flag.StringVar(&servers, "servers", "permtui,minimal", "servers to measure")
+	flag.StringVar(&servers, "servers", "permtui,minimal,pi", "servers to measure (pi: pi's own serving node, from -pi-peer)")
+	flag.StringVar(&peer, "pi-peer", "", "the pi-peer folder with tsx.sh and server.ts (default ../shared/pi-peer beside the module)")
 	flag.StringVar(&rates, "rates", "200,1000,5000", "steady request rates per second")
 	flag.DurationVar(&cfg.steadyFor, "steady-for", 5*time.Second, "duration of each steady rate")
 	flag.IntVar(&cfg.burst, "burst", 10000, "requests in the burst")
@@ -68,6 +75,15 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.dirs, cfg.servers = split(dirs), split(servers)
+	if slices.Contains(cfg.servers, "pi") {
+		if peer == "" {
+			peer = filepath.Join(moduleDir(), "..", "shared", "pi-peer")
+		}
+		if cfg.pi, cfg.piSkipped = findPiPeer(peer); cfg.piSkipped != "" {
+			fmt.Fprintln(os.Stderr, "load: pi's node is left out:", cfg.piSkipped)
+			cfg.servers = slices.DeleteFunc(cfg.servers, func(s string) bool { return s == "pi" })
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -110,15 +126,24 @@ func responderMain(args []string) int {
 	return 0
 }
 
-// buildPermtui builds ./cmd/permtui of the module this runs in.
-func buildPermtui(dir string) (string, error) {
+// moduleDir is the root of the module this runs in ("" if go cannot say).
+func moduleDir() string {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return ""
+	}
+	return filepath.Dir(strings.TrimSpace(string(gomod)))
+}
+
+// buildPermtui builds ./cmd/permtui of the module this runs in.
+func buildPermtui(dir string) (string, error) {
+	root := moduleDir()
+	if root == "" {
+		return "", errors.New("go env GOMOD: no module")
 	}
 	bin := filepath.Join(dir, "permtui")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/permtui")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build permtui: %v\n%s", err, out)
 	}

@@ -90,7 +90,7 @@ func memoryPhase(cfg config, load memoryLoad, dir string) (memoryResult, error) 
 		}
 	}
 	argv := append(permtuiArgs(cfg.permtui, w, nil), "--ask=leave")
-	s, err := startServer("permtui", argv)
+	s, err := startServer("permtui", argv, false)
 	if err != nil {
 		return r, err
 	}

@@ -19,23 +19,36 @@ func fsName(dir string) string {
 
 func run(cfg config) error {
 	fmt.Fprintf(cfg.out, "# permtui load benchmark, %s, %d CPUs\n\n", time.Now().UTC().Format(time.RFC3339), runtime.NumCPU())
+	if cfg.piSkipped != "" {
+		fmt.Fprintf(cfg.out, "pi's node is not measured: %s\n\n", cfg.piSkipped)
+	}
 	for _, dir := range cfg.dirs {
 		fs := fsName(dir)
 		fmt.Fprintf(cfg.out, "## %s\n\n", fs)
 		fmt.Fprintln(cfg.out, "| server | load | answered | p50 | p99 | max | drain | CPU/answer |")
 		fmt.Fprintln(cfg.out, "| --- | --- | --- | --- | --- | --- | --- | --- |")
+		var rows []row
 		for _, srv := range cfg.servers {
-			if err := loadPhase(cfg, srv, dir); err != nil {
+			got, err := loadPhase(cfg, srv, dir)
+			rows = append(rows, got...)
+			if err != nil && srv != "pi" {
 				return fmt.Errorf("%s on %s: %w", srv, fs, err)
+			}
+			if err != nil { // pi's node falling behind is a result, not a failure
+				fmt.Fprintf(cfg.out, "| pi | stopped: %v | | | | | | |\n", err)
 			}
 		}
 		fmt.Fprintln(cfg.out)
+		printRatios(cfg.out, rows)
 		if len(cfg.idle) == 0 {
 			continue
 		}
 		fmt.Fprintln(cfg.out, "| server | idle sessions | CPU (% of a core) | oldest heartbeat | probe p50 | probe p99 |")
 		fmt.Fprintln(cfg.out, "| --- | --- | --- | --- | --- | --- |")
 		for _, srv := range cfg.servers {
+			if srv == "pi" {
+				continue // pi's node serves one session per process
+			}
 			for _, n := range cfg.idle {
 				if err := idlePhase(cfg, srv, dir, n); err != nil {
 					return fmt.Errorf("%s idle %d on %s: %w", srv, n, fs, err)
@@ -58,14 +71,21 @@ func start(cfg config, srv string, w *world, explicit bool) (*server, error) {
 		argv = permtuiArgs(cfg.permtui, w, sessions)
 	case "minimal":
 		argv = append(append([]string{}, cfg.self...), minimalArgs(w)...)
+	case "pi":
+		argv = cfg.pi.args(w)
 	default:
 		return nil, fmt.Errorf("unknown server %q", srv)
 	}
-	s, err := startServer(srv, argv)
+	s, err := startServer(srv, argv, srv == "pi")
 	if err != nil {
 		return nil, err
 	}
-	if err := s.awaitHeartbeats(w, w.sessions, 60*time.Second); err != nil {
+	if srv == "pi" {
+		err = awaitServing(s, s.stderr, 60*time.Second)
+	} else {
+		err = s.awaitHeartbeats(w, w.sessions, 60*time.Second)
+	}
+	if err != nil {
 		_ = s.stop()
 		return nil, err
 	}
@@ -73,16 +93,16 @@ func start(cfg config, srv string, w *world, explicit bool) (*server, error) {
 }
 
 // loadPhase measures one server on one session: each steady rate, then the
-// burst.
-func loadPhase(cfg config, srv, dir string) (err error) {
+// burst; it returns a row for each load measured.
+func loadPhase(cfg config, srv, dir string) (rows []row, err error) {
 	w, err := newWorld(dir, 1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer w.remove()
 	s, err := start(cfg, srv, w, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		if serr := s.stop(); err == nil && serr != nil {
@@ -91,7 +111,7 @@ func loadPhase(cfg config, srv, dir string) (err error) {
 	}()
 	g, err := newGen(w.layout, w.sessions[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer g.close()
 
@@ -114,8 +134,10 @@ func loadPhase(cfg config, srv, dir string) (err error) {
 		if err := st.check(n, left); err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}
+		r := row{server: srv, load: label, answered: st.n, p99: st.p99, drain: st.last.Sub(t0), cpu: cpu1 - cpu0}
+		rows = append(rows, r)
 		fmt.Fprintf(cfg.out, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", srv, label, st.n,
-			us(st.p50), us(st.p99), us(st.max), ms(st.last.Sub(t0)), us((cpu1-cpu0)/time.Duration(n)))
+			us(st.p50), us(st.p99), us(st.max), ms(r.drain), us(r.cpuPerAnswer()))
 		return nil
 	}
 	for _, rate := range cfg.rates {
@@ -123,15 +145,15 @@ func loadPhase(cfg config, srv, dir string) (err error) {
 			return g.steady(rate, cfg.steadyFor)
 		})
 		if err != nil {
-			return err
+			return rows, err
 		}
 	}
 	if cfg.burst > 0 {
-		return measure(fmt.Sprintf("burst of %d", cfg.burst), func() (int, error) {
+		err = measure(fmt.Sprintf("burst of %d", cfg.burst), func() (int, error) {
 			return cfg.burst, g.burst(cfg.burst)
 		})
 	}
-	return nil
+	return rows, err
 }
 
 // idlePhase: n discovered sessions, none asking; then a probe stream into

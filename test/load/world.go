@@ -37,7 +37,7 @@ func newWorld(parent string, n int) (*world, error) {
 		project:  filepath.Join(base, "project"),
 	}
 	w.layout = wire.NewLayout(w.agentDir)
-	cfg := filepath.Join(w.agentDir, "extensions", "pi-permission-system", "config.json")
+	cfg := w.configFile()
 	for _, d := range []string{filepath.Dir(cfg), w.stateDir, w.project} {
 		if err := safefs.MkdirPrivate(d); err != nil {
 			return nil, err
@@ -60,19 +60,26 @@ func newWorld(parent string, n int) (*world, error) {
 
 func (w *world) remove() { _ = os.RemoveAll(w.base) }
 
+// configFile is the root's policy file, where pi keeps it.
+func (w *world) configFile() string {
+	return filepath.Join(w.agentDir, "extensions", "pi-permission-system", "config.json")
+}
+
 // idMark stands for the request id in a request template.
 const idMark = "IDMARK"
 
 // requestTemplate is a canonical request a child would write for `ls` in
 // session, with idMark where the id goes: marshalled once, so the
-// generator spends its CPU on the filesystem, as a child does.
+// generator spends its CPU on the filesystem, as a child does. It carries
+// every field pi 20.7.3's node requires (message included), so pi's own
+// node reads it too.
 func requestTemplate(session string) ([]byte, error) { return bashTemplate(session, "ls") }
 
 // bashTemplate is the request template for running command in session.
 func bashTemplate(session, command string) ([]byte, error) {
 	return wire.MarshalRequest(&wire.Request{
 		ID: idMark, CreatedAt: 1791279012345, RequesterSessionID: "child-session",
-		TargetSessionID: session, RequesterAgentName: "worker", Source: wire.SourceToolCall,
+		TargetSessionID: session, RequesterAgentName: "worker", Message: new(""), Source: wire.SourceToolCall,
 		Surface: new("bash"), Value: new(command),
 		AccessIntent: &wire.AccessIntent{
 			Surface: "bash", MatchValues: []string{command}, RequesterCwd: "/w",
