@@ -295,3 +295,22 @@ func TestConsoleRulesStarOnAnEmptyLogIsBroad(t *testing.T) {
 		t.Fatalf("preview %+v", p)
 	}
 }
+
+// TestRuleAddNamesALoosenedDeny (issue 18, case 1): pi expands ~ in a deny's
+// pattern, so an allow of the home directory passes ~/.ssh/*; rule add names
+// it and --yes alone writes nothing.
+func TestRuleAddNamesALoosenedDeny(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	e := newRuleEnv(t, `{"permission":{"read":{"*":"ask","~/.ssh/*":"deny"}}}`)
+	add := e.args("rule", "add", "--surface", "read", "--pattern", "/home/u/*", "--action", "allow", "--value", "/home/u/notes.txt", "--yes")
+	code, out, errOut := runCmd(t, "", add...)
+	if code != 1 || !strings.Contains(out, `warning: it loosens "read" "/home/u/.ssh/x" goes deny → allow for no agent`) || !strings.Contains(errOut, "--confirm-broad 1") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(readFile(t, e.global()), "/home/u/*") {
+		t.Fatal("written with --yes alone")
+	}
+	if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", "1")...); code != 0 {
+		t.Fatalf("confirmed: %s", errOut)
+	}
+}

@@ -165,7 +165,7 @@ func printReport(w io.Writer, rep simulate.Report) {
 		fmt.Fprintf(w, "  agent %s\n", strconv.Quote(g.agent))
 		for _, o := range g.asks {
 			f := o.Record.Facts
-			fmt.Fprintf(w, "    %s → %s  %s %q%s\n      by %s\n", o.Before.Action, o.After.Action, strconv.Quote(f.Surface), f.MatchValues, person(o), ruleText(o.After.Rule))
+			fmt.Fprintf(w, "    %s → %s  %s %q%s\n      by %s\n", o.Before.Action, o.After.Action, strconv.Quote(f.Surface), f.MatchValues, person(o), policyedit.DescribeRule(o.After.Rule))
 		}
 	}
 	if denied := rep.DeniedNowAllowed(); len(denied) > 0 {
@@ -181,17 +181,6 @@ func person(o simulate.Outcome) string {
 		return "  (a person approved it)"
 	}
 	return ""
-}
-
-func ruleText(r *resolve.RuleRef) string {
-	if r == nil {
-		return "no rule"
-	}
-	s := fmt.Sprintf("%s %q → %s (%s", strconv.Quote(r.Surface), r.Pattern, r.Action, r.Origin)
-	if r.File != "" {
-		s += " " + r.File
-	}
-	return s + ")"
 }
 
 type agentGroup struct {

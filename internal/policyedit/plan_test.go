@@ -18,7 +18,7 @@ type env struct {
 	state string
 }
 
-func newEnv(t *testing.T, files map[string]string) env {
+func newEnv(t testing.TB, files map[string]string) env {
 	t.Helper()
 	root := t.TempDir()
 	e := env{
@@ -149,7 +149,7 @@ func TestLoosensHigherDeny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ch.Loosens) != 1 || ch.Loosens[0].Origin != resolve.OriginProject {
+	if g := Group(ch.Loosens); len(g) != 1 || g[0].First.Before.Rule.Origin != resolve.OriginProject {
 		t.Fatalf("Loosens = %+v, want the project deny", ch.Loosens)
 	}
 }
@@ -169,8 +169,8 @@ func TestLoosensDenyBesideTheFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, l := range ch.Loosens {
-		got = append(got, l.Origin+" "+l.Pattern)
+	for _, g := range Group(ch.Loosens) {
+		got = append(got, g.First.Before.Rule.Origin+" "+g.First.Before.Rule.Pattern)
 	}
 	if want := []string{"project rm -rf /", "agent rm -rf ~"}; !slices.Equal(got, want) {
 		t.Fatalf("Loosens = %q, want %q", got, want)
@@ -189,7 +189,7 @@ func TestLoosensDenyInTheSameFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ch.Loosens) != 1 || ch.Loosens[0].Pattern != "rm -rf /" {
+	if g := Group(ch.Loosens); len(g) != 1 || g[0].First.Before.Rule.Pattern != "rm -rf /" {
 		t.Fatalf("Loosens = %+v, want the global deny of rm -rf /", ch.Loosens)
 	}
 	if r := Safety(ch, 0, 0); r == nil || !strings.Contains(r.Reasons[0], `"rm -rf /"`) || strings.Contains(r.Reasons[0], "ranks above") {
