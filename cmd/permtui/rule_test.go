@@ -314,3 +314,31 @@ func TestRuleAddNamesALoosenedDeny(t *testing.T) {
 		t.Fatalf("confirmed: %s", errOut)
 	}
 }
+
+// TestSimulateReportsPolicyLoosening (issue 18): a --rule that turns a
+// written deny into allow is a finding (exit 1) even when no recorded ask
+// shows it; an error is not (exit 2).
+func TestSimulateReportsPolicyLoosening(t *testing.T) {
+	e := newRuleEnv(t, `{"permission":{"bash":{"*":"ask","rm -rf /":"deny"}}}`)
+	code, out, errOut := runCmd(t, "", e.args("simulate", "--rule", "bash", "rm *", "allow")...)
+	if code != 1 || !strings.Contains(out, `the policy loosens 1 verdicts`) || !strings.Contains(out, `"bash" "rm -rf /" goes deny → allow for no agent`) {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = runCmd(t, "", e.args("simulate", "--rule", "bash", "rm *", "allow", "--json")...)
+	var rep reportJSON
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err, out)
+	}
+	if code != 1 || len(rep.Loosened) != 1 || rep.Loosened[0].Was == nil || rep.Loosened[0].Was.Pattern != "rm -rf /" || rep.Loosened[0].After != resolve.Allow {
+		t.Fatalf("exit %d: %+v", code, rep.Loosened)
+	}
+	if code, out, _ := runCmd(t, "", e.args("simulate", "--rule", "bash", "ls", "allow")...); code != 0 || !strings.Contains(out, "loosens nothing") {
+		t.Errorf("a named ask → allow: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := runCmd(t, "", e.args("simulate", "--rule", "bash", "ls", "allow", "--audit", e.project)...); code != 2 || !strings.Contains(errOut, "permtui:") {
+		t.Errorf("an unreadable log: exit %d %s", code, errOut)
+	}
+	if code, _, _ := runCmd(t, "", e.args("simulate", "--rule", "bash", "ls", "maybe")...); code != 2 {
+		t.Errorf("a bad action: exit %d", code)
+	}
+}
