@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -340,5 +342,59 @@ func TestSimulateReportsPolicyLoosening(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, "", e.args("simulate", "--rule", "bash", "ls", "maybe")...); code != 2 {
 		t.Errorf("a bad action: exit %d", code)
+	}
+}
+
+// TestConcurrentRuleAddsLoseNoRule (issue 18, case 8): writers at once each
+// read, plan, write and verify under the policy directory's lock, so every
+// rule that printed written: is in the file and in the audit log.
+func TestConcurrentRuleAddsLoseNoRule(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	const writers = 8
+	type result struct {
+		code     int
+		out, err string
+	}
+	results := make(chan result, writers)
+	for i := range writers {
+		go func() {
+			code, out, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "bash", "--pattern", fmt.Sprintf("tool%d *", i), "--action", "allow", "--yes")...)
+			results <- result{code, out, errOut}
+		}()
+	}
+	written := 0
+	for range writers {
+		r := <-results
+		if r.code != 0 {
+			t.Errorf("exit %d: %s", r.code, r.err)
+		}
+		if strings.Contains(r.out, "written: ") {
+			written++
+		}
+	}
+	text := readFile(t, e.global())
+	for i := range writers {
+		if !strings.Contains(text, fmt.Sprintf(`"tool%d *": "allow"`, i)) {
+			t.Errorf("rule tool%d lost:\n%s", i, text)
+		}
+	}
+	if got := strings.Count(readFile(t, filepath.Join(e.state, "audit.jsonl")), `"kind":"rule"`); got != written || written != writers {
+		t.Errorf("%d rule records, %d written: lines, want %d", got, written, writers)
+	}
+}
+
+// TestRuleAddSaysTheRuleWasWrittenWhenTheAuditFails (issue 18): the audit
+// record comes before written:, and a failure after the write says the
+// rule is in force.
+func TestRuleAddSaysTheRuleWasWrittenWhenTheAuditFails(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	appendRuleRecord = func(string, serve.RuleRecord) error { return errors.New("disk full") }
+	t.Cleanup(func() { appendRuleRecord = serve.AppendRuleRecord })
+	code, out, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "bash", "--pattern", "ls", "--action", "allow", "--yes")...)
+	if code != 1 || strings.Contains(out, "written:") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(readFile(t, e.global()), `"ls": "allow"`) || !strings.Contains(errOut, "the rule WAS written to "+e.global()) || !strings.Contains(errOut, "disk full") {
+		t.Fatalf("the error does not say the rule is in force: %s", errOut)
 	}
 }

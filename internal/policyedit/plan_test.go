@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -350,4 +351,28 @@ func TestDanglingLinkIsNotReplaced(t *testing.T) {
 	if fi, err := os.Lstat(file); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the link was replaced: %v", err)
 	}
+}
+
+// TestLockRefusesNamingTheHolder: a second writer of the same policy file
+// waits for the first, then refuses naming it; none is left once released.
+func TestLockRefusesNamingTheHolder(t *testing.T) {
+	e := newEnv(t, map[string]string{"global": `{}`})
+	target, err := Locate(e.opts, ScopeGlobal, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := Lock(target, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Lock(target, 0)
+	if err == nil || !strings.Contains(err.Error(), "locked by process "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second writer: %v", err)
+	}
+	unlock()
+	again, err := Lock(target, 0)
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	again()
 }
