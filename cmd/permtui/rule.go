@@ -93,7 +93,11 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	t := p.ch.Target
 	// The diff's context lines are the file as it is: a project config comes
 	// with the repository, so its comments may hold terminal controls.
-	fmt.Fprintf(stdout, "rule   %s\nfile   %s (%s scope)\n\n%s\n", r, ui.Sanitize(t.File), t.Origin, strings.Join(ui.SanitizeLines(p.ch.Diff()), "\n"))
+	file := ui.Sanitize(p.ch.Real)
+	if p.ch.Real != t.File {
+		file += ", through the link " + ui.Sanitize(t.File)
+	}
+	fmt.Fprintf(stdout, "rule   %s\nfile   %s (%s scope)\n\n%s\n", r, file, t.Origin, strings.Join(ui.SanitizeLines(p.ch.Diff()), "\n"))
 	fmt.Fprintf(stdout, "coverage: %s\n", p.cov.Summary())
 	for _, line := range p.denied() {
 		fmt.Fprintf(stdout, "  denied by a person: %s\n", line)

@@ -21,6 +21,7 @@ const maxPolicyFile = 1 << 20
 // Change is a rule edit checked but not yet written.
 type Change struct {
 	Target  Target
+	Real    string // the file a write really changes (Target.File, links resolved)
 	Rule    Rule
 	Facts   resolve.Query // what the person asked about: the rule must decide it
 	Old     []byte        // the file as read ("" when it does not exist)
@@ -40,7 +41,7 @@ type Change struct {
 func (c *Change) Diff() string {
 	old, next := string(c.Old), string(c.New)
 	// The edits are computed from old, so they cannot be inconsistent with it.
-	d, _ := udiff.ToUnified(c.Target.File, c.Target.File, old, lineEdits(old, next), udiff.DefaultContextLines)
+	d, _ := udiff.ToUnified(c.Real, c.Real, old, lineEdits(old, next), udiff.DefaultContextLines)
 	return d
 }
 
@@ -108,6 +109,13 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if fi, err := os.Stat(t.File); err == nil && fi.Mode().Perm()&0o200 == 0 {
 		return nil, fmt.Errorf("%s is read-only (mode %04o); make it writable to add rules to it", t.File, fi.Mode().Perm())
 	}
+	real, err := realFile(t.File)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRealFile(opts, t, real); err != nil {
+		return nil, err
+	}
 	cur := resolve.Load(opts)
 	for _, pr := range cur.Problems() {
 		if pr.File == t.File {
@@ -118,7 +126,7 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if err != nil {
 		return nil, err
 	}
-	ch := &Change{Target: t, Rule: r, Facts: facts, Old: old, New: next, Existed: existed}
+	ch := &Change{Target: t, Real: real, Rule: r, Facts: facts, Old: old, New: next, Existed: existed}
 	ch.Before = cur.Evaluate(facts, nil)
 	after := resolve.Load(ch.Candidate(opts))
 	for _, pr := range after.Problems() {

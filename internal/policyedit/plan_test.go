@@ -376,3 +376,45 @@ func TestLockRefusesNamingTheHolder(t *testing.T) {
 	}
 	again()
 }
+
+// TestProjectLinkOutsideTheProjectIsRefused (issue 18, case 9): a project
+// config the repository brings as a link to the global config (or a .pi
+// directory linked out of the project) would send a project rule into
+// another file; it is refused naming the target. A link inside the project
+// is followed, and the change names the file really written.
+func TestProjectLinkOutsideTheProjectIsRefused(t *testing.T) {
+	rule := Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}
+	e := newEnv(t, map[string]string{"global": `{"permission":{}}`})
+	link := func(target, name string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(e.path("global"), e.path("project"))
+	if _, err := e.plan(t, ScopeProject, "", rule, "ls"); err == nil || !strings.Contains(err.Error(), "is really "+e.path("global")) {
+		t.Fatalf("a link to the global config: %v", err)
+	}
+
+	e = newEnv(t, map[string]string{"global": `{"permission":{}}`})
+	outside := t.TempDir()
+	link(outside, filepath.Join(e.opts.ProjectDir, ".pi"))
+	if _, err := e.plan(t, ScopeProject, "", rule, "ls"); err == nil || !strings.Contains(err.Error(), "outside the project") {
+		t.Fatalf("a .pi linked out of the project (no config yet): %v", err)
+	}
+
+	e = newEnv(t, map[string]string{"global": `{"permission":{}}`})
+	inside := filepath.Join(e.opts.ProjectDir, "policy", "pi.json")
+	testkit.WriteFile(t, inside, []byte(`{"permission":{}}`))
+	link(inside, e.path("project"))
+	ch, err := e.plan(t, ScopeProject, "", rule, "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(ch.Real, filepath.Join("policy", "pi.json")) || !strings.Contains(ch.Diff(), "pi.json") {
+		t.Fatalf("Real = %q, diff:\n%s", ch.Real, ch.Diff())
+	}
+}
