@@ -29,7 +29,7 @@ func (c consoleRules) PreviewRule(d ui.RuleDraft) ui.RulePreview {
 	if err != nil {
 		return ui.RulePreview{Refused: err.Error()}
 	}
-	pv := ui.RulePreview{File: p.ch.Target.File, Diff: p.ch.Diff(), Coverage: p.cov.Summary(),
+	pv := ui.RulePreview{File: p.ch.Real, Diff: p.ch.Diff(), Coverage: p.cov.Summary(),
 		Denied: p.denied(), Waiting: p.waiting, Warnings: p.warnings()}
 	if p.risk != nil {
 		pv.Broad, pv.Confirm = true, p.risk.Count
@@ -40,6 +40,15 @@ func (c consoleRules) PreviewRule(d ui.RuleDraft) ui.RulePreview {
 // WriteRule plans again from the files as they are now, so what is written
 // is what was checked; a broad rule needs the count its warning names.
 func (c consoleRules) WriteRule(d ui.RuleDraft, confirm int) (string, error) {
+	scope, err := policyedit.ParseScope(d.Scope)
+	if err != nil {
+		return "", err
+	}
+	unlock, err := c.svc.lock(scope, d.Agent)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	p, err := c.plan(d)
 	if err != nil {
 		return "", err

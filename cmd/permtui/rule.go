@@ -78,6 +78,14 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		values = listFlag{r.Pattern}
 	}
 	svc := ruleService{opts: c.loadOptions(), stateDir: c.stateDir}
+	if !dryRun {
+		// Held from the read to the audit record: a second writer waits.
+		unlock, err := svc.lock(scope, agent)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	p, err := svc.plan(scope, agent, r, resolve.Query{Agent: agent, Surface: r.Surface, Values: values}, nil)
 	if err != nil {
 		return err
@@ -85,7 +93,11 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	t := p.ch.Target
 	// The diff's context lines are the file as it is: a project config comes
 	// with the repository, so its comments may hold terminal controls.
-	fmt.Fprintf(stdout, "rule   %s\nfile   %s (%s scope)\n\n%s\n", r, ui.Sanitize(t.File), t.Origin, strings.Join(ui.SanitizeLines(p.ch.Diff()), "\n"))
+	file := ui.Sanitize(p.ch.Real)
+	if p.ch.Real != t.File {
+		file += ", through the link " + ui.Sanitize(t.File)
+	}
+	fmt.Fprintf(stdout, "rule   %s\nfile   %s (%s scope)\n\n%s\n", r, file, t.Origin, strings.Join(ui.SanitizeLines(p.ch.Diff()), "\n"))
 	fmt.Fprintf(stdout, "coverage: %s\n", p.cov.Summary())
 	for _, line := range p.denied() {
 		fmt.Fprintf(stdout, "  denied by a person: %s\n", line)
@@ -111,10 +123,28 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// ruleLockWait bounds how long a rule edit waits for another writer of the
+// same policy file (one holding a terminal prompt, say) before refusing.
+const ruleLockWait = 10 * time.Second
+
 // ruleService plans and writes rules, for 'rule add' and the console's R.
 type ruleService struct {
 	opts     resolve.LoadOptions
 	stateDir string
+	lockWait time.Duration // 0: ruleLockWait
+}
+
+// lock takes the write lock of the file a rule at scope goes to.
+func (s ruleService) lock(scope policyedit.Scope, agent string) (func(), error) {
+	target, err := policyedit.Locate(s.opts, scope, agent)
+	if err != nil {
+		return nil, err
+	}
+	wait := s.lockWait
+	if wait == 0 {
+		wait = ruleLockWait
+	}
+	return policyedit.Lock(target, wait)
 }
 
 // rulePlan is a checked change with what it would have decided.
@@ -177,12 +207,20 @@ func (s ruleService) write(p rulePlan, via string) (policyedit.Written, error) {
 		return w, err
 	}
 	r, t := p.ch.Rule, p.ch.Target
-	return w, serve.AppendRuleRecord(s.stateDir, serve.RuleRecord{
+	err = appendRuleRecord(s.stateDir, serve.RuleRecord{
 		Surface: r.Surface, Pattern: r.Pattern, Action: string(r.Action), Reason: r.Reason,
 		Scope: string(t.Scope), Agent: t.Agent, File: w.File, Backup: w.Backup,
 		By: whoami(), Via: via, WrittenAt: time.Now().UnixMilli(),
 	})
+	if err != nil {
+		// The rule is in force: saying only "error" would hide that.
+		return w, fmt.Errorf("the rule WAS written to %s (backup %q), but its audit record could not be appended: %w", w.File, w.Backup, err)
+	}
+	return w, nil
 }
+
+// appendRuleRecord records a written rule; tests make it fail.
+var appendRuleRecord = serve.AppendRuleRecord
 
 // errNotConfirmed: the person said no, or could not be asked.
 var errNotConfirmed = errors.New("nothing written")

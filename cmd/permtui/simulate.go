@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -22,16 +24,30 @@ const simulateSynopsis = `simulate (--rule SURFACE PATTERN ACTION ... [--scope S
 Replays the asks recorded in the audit log (the facts as each child sent them)
 against the policy as it is and against a candidate: the current policy with the
 --rule edits (placed as 'rule add' places them), or with FILE as the global
-config. Prints how many asks each answers allow / deny / ask and every ask whose
-answer changes, by agent, with the rule that decides it. Exits 1 when an ask a
-person denied would now be allowed (a guard for policy changes in CI), else 0.`
+config. Prints how many asks each answers allow / deny / ask, every ask whose
+answer changes, by agent, with the rule that decides it, and every verdict of the
+policy the candidate loosens that its --rule edits do not name themselves (the
+authority diff of 'rule add'). Exits 0 when nothing is loosened, 1 when the
+policy is loosened or an ask a person denied would now be allowed (a guard for
+policy changes in CI), 2 on a usage or read error.`
 
 // maxCandidateConfig caps a --config file (pi's policy files are small).
 const maxCandidateConfig = 1 << 20
 
-// runSimulate exits with status 1 when an ask a person denied would now be
-// allowed.
+// runSimulate exits with status 1 when the candidate loosens the policy or an
+// ask a person denied would now be allowed, 2 on any error.
 func runSimulate(args []string, stdout, stderr io.Writer) error {
+	err := simulateRun(args, stdout, stderr)
+	var status exitStatus
+	if err == nil || errors.As(err, &status) || errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	// An error is not a finding: it must not share the finding's status.
+	fmt.Fprintln(stderr, "permtui:", err)
+	return exitStatus(2)
+}
+
+func simulateRun(args []string, stdout, stderr io.Writer) error {
 	rules, rest, err := splitRuleTriples(args)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -61,7 +77,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	opts := c.loadOptions()
-	cand, err := candidate(opts, rules, scopeFlag, agent, config)
+	cand, file, err := candidate(opts, rules, scopeFlag, agent, config)
 	if err != nil {
 		return err
 	}
@@ -76,13 +92,15 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep := simulate.Replay(log, resolve.Load(opts), resolve.Load(cand))
+	cur, next := resolve.Load(opts), resolve.Load(cand)
+	rep := simulate.Replay(log, cur, next)
+	loosened := policyedit.Group(policyedit.Unnamed(policyedit.AuthorityDiff(cur, next), file, rules...))
 	if asJSON {
-		err = printReportJSON(stdout, rep)
+		err = printReportJSON(stdout, rep, loosened)
 	} else {
-		printReport(stdout, rep)
+		printReport(stdout, rep, loosened)
 	}
-	if err == nil && len(rep.DeniedNowAllowed()) > 0 {
+	if err == nil && (len(rep.DeniedNowAllowed()) > 0 || len(loosened) > 0) {
 		err = exitStatus(1)
 	}
 	return err
@@ -106,41 +124,44 @@ func splitRuleTriples(args []string) ([]policyedit.Rule, []string, error) {
 	return rules, rest, nil
 }
 
-// candidate is opts with the candidate files in its overlay.
-func candidate(opts resolve.LoadOptions, rules []policyedit.Rule, scopeFlag, agent, config string) (resolve.LoadOptions, error) {
+// candidate is opts with the candidate files in its overlay, and the file
+// the --rule edits go to.
+func candidate(opts resolve.LoadOptions, rules []policyedit.Rule, scopeFlag, agent, config string) (resolve.LoadOptions, string, error) {
 	cand := opts
 	cand.Overlay = map[string][]byte{}
 	if config != "" {
 		data, err := safefs.ReadRegularFileFollow(config, maxCandidateConfig)
 		if err != nil {
-			return cand, err
+			return cand, "", err
 		}
-		cand.Overlay[resolve.GlobalConfigPath(opts.AgentDir)] = data
-		return cand, nil
+		file := resolve.GlobalConfigPath(opts.AgentDir)
+		cand.Overlay[file] = data
+		return cand, file, nil
 	}
 	scope, err := policyedit.ParseScope(scopeFlag)
 	if err != nil {
-		return cand, err
+		return cand, "", err
 	}
 	target, err := policyedit.Locate(opts, scope, agent)
 	if err != nil {
-		return cand, err
+		return cand, "", err
 	}
 	for _, r := range rules {
 		text, existed, err := policyedit.Read(cand, target.File)
 		if err != nil {
-			return cand, err
+			return cand, "", err
 		}
 		next, err := policyedit.Edit(target, r, text, existed)
 		if err != nil {
-			return cand, fmt.Errorf("--rule %s: %w", r, err)
+			return cand, "", fmt.Errorf("--rule %s: %w", r, err)
 		}
 		cand.Overlay[target.File] = next
 	}
-	return cand, nil
+	return cand, target.File, nil
 }
 
-func printReport(w io.Writer, rep simulate.Report) {
+func printReport(w io.Writer, rep simulate.Report, loosened []policyedit.LooseningGroup) {
+	defer printLoosened(w, loosened)
 	fmt.Fprintf(w, "replayed %d recorded asks", rep.Replayed)
 	if rep.NoFacts > 0 {
 		fmt.Fprintf(w, " (%d more carry no facts and are not replayed)", rep.NoFacts)
@@ -165,11 +186,23 @@ func printReport(w io.Writer, rep simulate.Report) {
 		fmt.Fprintf(w, "  agent %s\n", strconv.Quote(g.agent))
 		for _, o := range g.asks {
 			f := o.Record.Facts
-			fmt.Fprintf(w, "    %s → %s  %s %q%s\n      by %s\n", o.Before.Action, o.After.Action, strconv.Quote(f.Surface), f.MatchValues, person(o), ruleText(o.After.Rule))
+			fmt.Fprintf(w, "    %s → %s  %s %q%s\n      by %s\n", o.Before.Action, o.After.Action, strconv.Quote(f.Surface), f.MatchValues, person(o), policyedit.DescribeRule(o.After.Rule))
 		}
 	}
 	if denied := rep.DeniedNowAllowed(); len(denied) > 0 {
 		fmt.Fprintf(w, "\n%d asks a person denied would now be allowed\n", len(denied))
+	}
+}
+
+// printLoosened lists what the candidate loosens that its rules do not name.
+func printLoosened(w io.Writer, loosened []policyedit.LooseningGroup) {
+	if len(loosened) == 0 {
+		fmt.Fprintln(w, "\nthe policy loosens nothing the --rule edits do not name")
+		return
+	}
+	fmt.Fprintf(w, "\nthe policy loosens %d verdicts the --rule edits do not name:\n", len(loosened))
+	for _, g := range loosened {
+		fmt.Fprintf(w, "  %s\n", g)
 	}
 }
 
@@ -181,17 +214,6 @@ func person(o simulate.Outcome) string {
 		return "  (a person approved it)"
 	}
 	return ""
-}
-
-func ruleText(r *resolve.RuleRef) string {
-	if r == nil {
-		return "no rule"
-	}
-	s := fmt.Sprintf("%s %q → %s (%s", strconv.Quote(r.Surface), r.Pattern, r.Action, r.Origin)
-	if r.File != "" {
-		s += " " + r.File
-	}
-	return s + ")"
 }
 
 type agentGroup struct {
@@ -225,6 +247,20 @@ type reportJSON struct {
 	Candidate        simulate.Counts  `json:"candidate"`
 	Changed          []changedAskJSON `json:"changed"`
 	DeniedNowAllowed int              `json:"deniedNowAllowed"`
+	Loosened         []loosenedJSON   `json:"loosened"`
+}
+
+// loosenedJSON is one group of the authority diff: a verdict the candidate
+// loosens, in the views listed, first seen at value.
+type loosenedJSON struct {
+	Agents    []string       `json:"agents"` // "" = no agent
+	Surface   string         `json:"surface"`
+	Value     string         `json:"value"`
+	Before    resolve.Action `json:"before"`
+	After     resolve.Action `json:"after"`
+	Was       *ruleJSON      `json:"was"`
+	Now       *ruleJSON      `json:"now"`
+	Witnesses int            `json:"witnesses"`
 }
 
 type changedAskJSON struct {
@@ -246,17 +282,27 @@ type ruleJSON struct {
 	File    string         `json:"file,omitempty"`
 }
 
-func printReportJSON(w io.Writer, rep simulate.Report) error {
+func toRuleJSON(r *resolve.RuleRef) *ruleJSON {
+	if r == nil {
+		return nil
+	}
+	return &ruleJSON{Surface: r.Surface, Pattern: r.Pattern, Action: r.Action, Origin: r.Origin, File: r.File}
+}
+
+func printReportJSON(w io.Writer, rep simulate.Report, loosened []policyedit.LooseningGroup) error {
 	out := reportJSON{Replayed: rep.Replayed, NoFacts: rep.NoFacts, Bad: rep.Bad, Current: rep.Current, Candidate: rep.Candidate,
-		Changed: []changedAskJSON{}, DeniedNowAllowed: len(rep.DeniedNowAllowed())}
+		Changed: []changedAskJSON{}, DeniedNowAllowed: len(rep.DeniedNowAllowed()), Loosened: []loosenedJSON{}}
+	for _, g := range loosened {
+		l := g.First
+		out.Loosened = append(out.Loosened, loosenedJSON{Agents: g.Views, Surface: l.Surface, Value: l.Value,
+			Before: l.Before.Action, After: l.After.Action, Was: toRuleJSON(l.Before.Rule), Now: toRuleJSON(l.After.Rule), Witnesses: g.Count})
+	}
 	for _, g := range byAgent(rep.Changed()) {
 		for _, o := range g.asks {
 			f := o.Record.Facts
 			c := changedAskJSON{RequestID: o.Record.RequestID, Agent: f.Principal, Surface: f.Surface, Values: f.MatchValues,
 				Before: o.Before.Action, After: o.After.Action}
-			if r := o.After.Rule; r != nil {
-				c.Rule = &ruleJSON{Surface: r.Surface, Pattern: r.Pattern, Action: r.Action, Origin: r.Origin, File: r.File}
-			}
+			c.Rule = toRuleJSON(o.After.Rule)
 			switch {
 			case o.PersonDenied:
 				c.Person = "denied"

@@ -161,7 +161,7 @@ func TestEditMixedLayout(t *testing.T) {
 // lines, not as that line taken out and put back.
 func TestDiffShowsOnlyTheAddedLines(t *testing.T) {
 	old := "---\nname: b\npermission:\n  bash:\n    git: allow\n---\n"
-	ch := Change{Target: Target{File: "b.md"}, Old: []byte(old), New: []byte(strings.Replace(old, "allow\n", "allow\n    \"ls\": allow\n", 1))}
+	ch := Change{Target: Target{File: "b.md"}, Real: "b.md", Old: []byte(old), New: []byte(strings.Replace(old, "allow\n", "allow\n    \"ls\": allow\n", 1))}
 	d := ch.Diff()
 	if strings.Contains(d, "\n-") || !strings.Contains(d, "\n+    \"ls\": allow\n") {
 		t.Errorf("diff:\n%s", d)

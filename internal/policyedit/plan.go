@@ -21,6 +21,7 @@ const maxPolicyFile = 1 << 20
 // Change is a rule edit checked but not yet written.
 type Change struct {
 	Target  Target
+	Real    string // the file a write really changes (Target.File, links resolved)
 	Rule    Rule
 	Facts   resolve.Query // what the person asked about: the rule must decide it
 	Old     []byte        // the file as read ("" when it does not exist)
@@ -29,10 +30,9 @@ type Change struct {
 	// Before and After judge Facts under the policy as it is and as it
 	// would be with the edit.
 	Before, After resolve.Verdict
-	// Loosens lists the denies the new rule overrides: the one that decided
-	// Facts, and any other, in any scope (pi's slot-keeping merge lets a
-	// lower scope pass a higher one), whose own pattern it now decides.
-	Loosens []resolve.RuleRef
+	// Loosens is every verdict the edit makes looser that the person did
+	// not name (AuthorityDiff less Unnamed), in any view and scope.
+	Loosens []Loosening
 }
 
 // Diff is the change as a unified diff of the file, line by line: a
@@ -41,7 +41,7 @@ type Change struct {
 func (c *Change) Diff() string {
 	old, next := string(c.Old), string(c.New)
 	// The edits are computed from old, so they cannot be inconsistent with it.
-	d, _ := udiff.ToUnified(c.Target.File, c.Target.File, old, lineEdits(old, next), udiff.DefaultContextLines)
+	d, _ := udiff.ToUnified(c.Real, c.Real, old, lineEdits(old, next), udiff.DefaultContextLines)
 	return d
 }
 
@@ -109,6 +109,13 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if fi, err := os.Stat(t.File); err == nil && fi.Mode().Perm()&0o200 == 0 {
 		return nil, fmt.Errorf("%s is read-only (mode %04o); make it writable to add rules to it", t.File, fi.Mode().Perm())
 	}
+	real, err := realFile(t.File)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRealFile(opts, t, real); err != nil {
+		return nil, err
+	}
 	cur := resolve.Load(opts)
 	for _, pr := range cur.Problems() {
 		if pr.File == t.File {
@@ -119,7 +126,7 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if err != nil {
 		return nil, err
 	}
-	ch := &Change{Target: t, Rule: r, Facts: facts, Old: old, New: next, Existed: existed}
+	ch := &Change{Target: t, Real: real, Rule: r, Facts: facts, Old: old, New: next, Existed: existed}
 	ch.Before = cur.Evaluate(facts, nil)
 	after := resolve.Load(ch.Candidate(opts))
 	for _, pr := range after.Problems() {
@@ -131,45 +138,8 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if err := decides(ch.After, t, r, facts); err != nil {
 		return nil, err
 	}
-	if r.Action != resolve.Deny {
-		ch.Loosens = loosened(cur, after, t, r, ch.Before)
-	}
+	ch.Loosens = Unnamed(AuthorityDiff(cur, after, facts), t.File, r)
 	return ch, nil
-}
-
-// loosened lists the denies that rule r, written to t, takes the say from: the deny that judged the person's facts (before), and every
-// deny, in any agent's view, whose pattern read as a value was decided by
-// it and now is decided by r. The probe is the deny's own text: a rule that
-// beats "rm -rf /" on that value beats it wherever it matters.
-func loosened(cur, after *resolve.Policy, t Target, r Rule, before resolve.Verdict) []resolve.RuleRef {
-	var out []resolve.RuleRef
-	seen := map[resolve.RuleRef]bool{}
-	add := func(d resolve.RuleRef) {
-		d.Index, d.FailClosed = 0, false
-		if !seen[d] {
-			seen[d] = true
-			out = append(out, d)
-		}
-	}
-	if b := before.Rule; b != nil && before.Action == resolve.Deny && b.File != "" {
-		add(*b)
-	}
-	isDeny := func(v resolve.Verdict, d resolve.RuleRef) bool {
-		return v.Rule != nil && v.Rule.File == d.File && v.Rule.Pattern == d.Pattern && v.Rule.Surface == d.Surface && v.Action == resolve.Deny
-	}
-	for _, agent := range append([]string{""}, cur.Agents()...) {
-		for _, d := range cur.Rules(agent) {
-			if d.Action != resolve.Deny || d.File == "" {
-				continue
-			}
-			q := resolve.Query{Agent: agent, Surface: d.Surface, Values: []string{d.Pattern}}
-			v := after.Evaluate(q, nil)
-			if isDeny(cur.Evaluate(q, nil), d) && v.Rule != nil && v.Rule.File == t.File && v.Rule.Pattern == r.Pattern && v.Action != resolve.Deny {
-				add(d)
-			}
-		}
-	}
-	return out
 }
 
 // Edit returns the target file's text with r added; text is the file as it

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ type env struct {
 	state string
 }
 
-func newEnv(t *testing.T, files map[string]string) env {
+func newEnv(t testing.TB, files map[string]string) env {
 	t.Helper()
 	root := t.TempDir()
 	e := env{
@@ -149,7 +150,7 @@ func TestLoosensHigherDeny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ch.Loosens) != 1 || ch.Loosens[0].Origin != resolve.OriginProject {
+	if g := Group(ch.Loosens); len(g) != 1 || g[0].First.Before.Rule.Origin != resolve.OriginProject {
 		t.Fatalf("Loosens = %+v, want the project deny", ch.Loosens)
 	}
 }
@@ -169,8 +170,8 @@ func TestLoosensDenyBesideTheFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, l := range ch.Loosens {
-		got = append(got, l.Origin+" "+l.Pattern)
+	for _, g := range Group(ch.Loosens) {
+		got = append(got, g.First.Before.Rule.Origin+" "+g.First.Before.Rule.Pattern)
 	}
 	if want := []string{"project rm -rf /", "agent rm -rf ~"}; !slices.Equal(got, want) {
 		t.Fatalf("Loosens = %q, want %q", got, want)
@@ -189,7 +190,7 @@ func TestLoosensDenyInTheSameFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ch.Loosens) != 1 || ch.Loosens[0].Pattern != "rm -rf /" {
+	if g := Group(ch.Loosens); len(g) != 1 || g[0].First.Before.Rule.Pattern != "rm -rf /" {
 		t.Fatalf("Loosens = %+v, want the global deny of rm -rf /", ch.Loosens)
 	}
 	if r := Safety(ch, 0, 0); r == nil || !strings.Contains(r.Reasons[0], `"rm -rf /"`) || strings.Contains(r.Reasons[0], "ranks above") {
@@ -349,5 +350,71 @@ func TestDanglingLinkIsNotReplaced(t *testing.T) {
 	}
 	if fi, err := os.Lstat(file); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the link was replaced: %v", err)
+	}
+}
+
+// TestLockRefusesNamingTheHolder: a second writer of the same policy file
+// waits for the first, then refuses naming it; none is left once released.
+func TestLockRefusesNamingTheHolder(t *testing.T) {
+	e := newEnv(t, map[string]string{"global": `{}`})
+	target, err := Locate(e.opts, ScopeGlobal, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := Lock(target, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Lock(target, 0)
+	if err == nil || !strings.Contains(err.Error(), "locked by process "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second writer: %v", err)
+	}
+	unlock()
+	again, err := Lock(target, 0)
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	again()
+}
+
+// TestProjectLinkOutsideTheProjectIsRefused (issue 18, case 9): a project
+// config the repository brings as a link to the global config (or a .pi
+// directory linked out of the project) would send a project rule into
+// another file; it is refused naming the target. A link inside the project
+// is followed, and the change names the file really written.
+func TestProjectLinkOutsideTheProjectIsRefused(t *testing.T) {
+	rule := Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}
+	e := newEnv(t, map[string]string{"global": `{"permission":{}}`})
+	link := func(target, name string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(e.path("global"), e.path("project"))
+	if _, err := e.plan(t, ScopeProject, "", rule, "ls"); err == nil || !strings.Contains(err.Error(), "is really "+e.path("global")) {
+		t.Fatalf("a link to the global config: %v", err)
+	}
+
+	e = newEnv(t, map[string]string{"global": `{"permission":{}}`})
+	outside := t.TempDir()
+	link(outside, filepath.Join(e.opts.ProjectDir, ".pi"))
+	if _, err := e.plan(t, ScopeProject, "", rule, "ls"); err == nil || !strings.Contains(err.Error(), "outside the project") {
+		t.Fatalf("a .pi linked out of the project (no config yet): %v", err)
+	}
+
+	e = newEnv(t, map[string]string{"global": `{"permission":{}}`})
+	inside := filepath.Join(e.opts.ProjectDir, "policy", "pi.json")
+	testkit.WriteFile(t, inside, []byte(`{"permission":{}}`))
+	link(inside, e.path("project"))
+	ch, err := e.plan(t, ScopeProject, "", rule, "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(ch.Real, filepath.Join("policy", "pi.json")) || !strings.Contains(ch.Diff(), "pi.json") {
+		t.Fatalf("Real = %q, diff:\n%s", ch.Real, ch.Diff())
 	}
 }

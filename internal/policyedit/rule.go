@@ -51,6 +51,11 @@ func (r Rule) Validate() error {
 		return errors.New("the surface is empty")
 	case r.Surface == "*":
 		return errors.New(`surface "*" is pi's universal fallback, not a rule surface; set it by hand`)
+	case strings.ContainsAny(r.Surface, "*?"):
+		// pi matches a rule's surface as a pattern against every tool name.
+		return fmt.Errorf("surface %q is a glob: pi would match it against every surface's name; write a rule per surface, or set it by hand", r.Surface)
+	case strings.TrimSpace(r.Surface) != r.Surface:
+		return fmt.Errorf("surface %q has surrounding spaces: pi trims the tool name it judges, so the rule would match no surface", r.Surface)
 	case r.Pattern == "":
 		return errors.New("the pattern is empty")
 	case r.Action != resolve.Allow && r.Action != resolve.Ask && r.Action != resolve.Deny:

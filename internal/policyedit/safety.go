@@ -17,17 +17,19 @@ type Risk struct {
 // Safety weighs a planned change against its coverage among the recorded
 // asks: covered is how many it would have decided, personDenied how many of
 // those a person denied. A pattern that matches everything, an allow of
-// something a person denied, and the override of a written deny each need
+// something a person denied, and any verdict the edit loosens that the
+// person did not name (counted by old rule, new rule and surface) each need
 // the second confirmation; nil when none applies.
 func Safety(ch *Change, covered, personDenied int) *Risk {
 	var r Risk
-	for _, l := range ch.Loosens {
-		why := fmt.Sprintf("it overrides a deny from the %s scope (%s %q → deny in %s)", l.Origin, l.Surface, l.Pattern, l.File)
-		if rank(l.Origin) > rank(ch.Target.Origin) {
-			why += fmt.Sprintf(", which pi ranks above the %s scope", ch.Target.Origin)
+	groups := Group(ch.Loosens)
+	for _, g := range groups {
+		why := "it loosens " + g.String()
+		if b := g.First.Before.Rule; b != nil && rank(b.Origin) > rank(ch.Target.Origin) {
+			why += fmt.Sprintf(", a rule pi ranks above the %s scope", ch.Target.Origin)
 		}
 		r.Reasons = append(r.Reasons, why)
-		r.Count = len(ch.Loosens)
+		r.Count = len(groups)
 	}
 	if MatchesEverything(ch.Rule.Pattern) {
 		r.Reasons = append(r.Reasons, fmt.Sprintf("the pattern %q matches every value of %s: it would have decided %d recorded asks", ch.Rule.Pattern, ch.Rule.Surface, covered))

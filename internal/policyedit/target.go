@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/permtui/permtui/internal/resolve"
@@ -71,6 +72,53 @@ func validAgentName(name string) error {
 		return errors.New("--scope agent needs --agent NAME")
 	case name == "." || name == ".." || strings.ContainsAny(name, "/\x00") || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		return fmt.Errorf("agent name %q cannot name a file in agents/", name)
+	}
+	return nil
+}
+
+// realFile is the file a write to file really changes: every link on the
+// way resolved; for a file not there yet, its nearest existing directory.
+func realFile(file string) (string, error) {
+	real, err := filepath.EvalSymlinks(file)
+	if err == nil {
+		return real, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	// A dangling link resolves to its missing target.
+	if dest, lerr := os.Readlink(file); lerr == nil {
+		if !filepath.IsAbs(dest) {
+			dest = filepath.Join(filepath.Dir(file), dest)
+		}
+		return realFile(dest)
+	}
+	dir := filepath.Dir(file)
+	if dir == file {
+		return file, nil
+	}
+	realDir, err := realFile(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(realDir, filepath.Base(file)), nil
+}
+
+// checkRealFile refuses a project-scope file (the project config, a project
+// agent file) that is really outside the project: the repository brings
+// those files and their links, and a link must not send a rule into the
+// global config or anywhere else (decision 0142). A global or agent file is
+// the person's own: a link to their dotfiles is kept.
+func checkRealFile(opts resolve.LoadOptions, t Target, real string) error {
+	if t.Origin != resolve.OriginProject && t.Origin != resolve.OriginProjectAgent {
+		return nil
+	}
+	root, err := realFile(opts.ProjectDir)
+	if err != nil {
+		return err
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s is really %s, outside the project %s: a link the repository brings must not decide where a %s rule goes; nothing written", t.File, real, root, t.Scope)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +36,17 @@ type ruleAddVector struct {
 		Expect  resolve.Action `json:"expect"`
 		Pattern *string        `json:"pattern"`
 	} `json:"neighbour"`
+	// Loosens are verdicts the rule loosens that nobody named: the change
+	// must name each (same view, surface, old and new deciding rule), and
+	// Confirm is the count its counted confirmation asks for.
+	Loosens []struct {
+		query
+		Before resolve.Action `json:"before"`
+		After  resolve.Action `json:"after"`
+	} `json:"loosens"`
+	Confirm int `json:"confirm"`
+	// Refuse is what the refusal says; nothing is written.
+	Refuse string `json:"refuse"`
 }
 
 type query struct {
@@ -72,8 +85,32 @@ func TestRuleAddVectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			ch, err := Plan(e.opts, target, r, facts)
+			if v.Refuse != "" {
+				if err == nil || !strings.Contains(err.Error(), v.Refuse) {
+					t.Fatalf("%s: Plan err = %v, want a refusal saying %q", v.Why, err, v.Refuse)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			cand := resolve.Load(ch.Candidate(e.opts))
+			for _, l := range v.Loosens {
+				q := resolve.Query{Agent: l.Agent, Surface: l.Surface, Values: l.Values}
+				b, a := resolve.Load(e.opts).Evaluate(q, nil), cand.Evaluate(q, nil)
+				if b.Action != l.Before || a.Action != l.After {
+					t.Errorf("%s: %+v goes %s → %s, want %s → %s", v.Why, q, b.Action, a.Action, l.Before, l.After)
+				}
+				if !slices.ContainsFunc(ch.Loosens, func(n Loosening) bool {
+					return n.Agent == q.Agent && n.Surface == q.Surface && ruleKey(n.Before.Rule) == ruleKey(b.Rule) && ruleKey(n.After.Rule) == ruleKey(a.Rule)
+				}) {
+					t.Errorf("%s: %+v (%s → %s) is not named; named: %v", v.Why, q, b.Action, a.Action, Group(ch.Loosens))
+				}
+			}
+			if v.Confirm > 0 {
+				if risk := Safety(ch, 0, 0); risk == nil || risk.Count != v.Confirm {
+					t.Errorf("%s: Safety = %+v, want a counted confirmation of %d", v.Why, risk, v.Confirm)
+				}
 			}
 			if _, err := Apply(ch, e.opts, e.state, time.Now()); err != nil {
 				t.Fatal(err)

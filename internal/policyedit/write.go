@@ -2,10 +2,12 @@ package policyedit
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,7 +73,12 @@ func backup(stateDir string, t Target, data []byte, now time.Time) (string, erro
 	}
 	name := now.UTC().Format("20060102T150405.000Z") + "-" + label + "-" + filepath.Base(t.File)
 	name = strings.ReplaceAll(name, string(filepath.Separator), "_")
+	// Two edits within a millisecond (one after the other, under the lock)
+	// get numbered names.
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	for n := 2; errors.Is(err, fs.ErrExist) && n < 100; n++ {
+		f, err = os.OpenFile(filepath.Join(dir, name+"."+strconv.Itoa(n)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
 	if err != nil {
 		return "", fmt.Errorf("backup: %w", err)
 	}
@@ -95,4 +102,29 @@ func restore(file string, old []byte, existed bool, mode fs.FileMode) error {
 		return os.Remove(file)
 	}
 	return safefs.WriteFileSynced(file, old, mode)
+}
+
+// Lock holds the exclusive lock of the directory of the file t changes (a
+// link's target), creating it 0700 when missing, so one writer at a time
+// reads, plans, writes and verifies it: two writers that both read the old
+// file would each write it without the other's rule. It waits up to wait
+// for another writer, then fails naming it (decision 0141).
+func Lock(t Target, wait time.Duration) (unlock func(), err error) {
+	file := t.File
+	if real, err := filepath.EvalSymlinks(file); err == nil {
+		file = real
+	}
+	dir := filepath.Dir(file)
+	if err := safefs.MkdirPrivate(dir); err != nil {
+		return nil, err
+	}
+	d, err := safefs.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.LockWait(wait); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("another writer holds %s: %w; nothing written", t.File, err)
+	}
+	return func() { d.Close() }, nil
 }

@@ -154,6 +154,10 @@ func mergeScopes(scopes []*permissions) *permissions {
 
 var mcpBaseline = [...]string{"mcp_status", "mcp_list", "mcp_search", "mcp_describe", "mcp_connect"}
 
+// MCPBaseline lists the mcp values pi's baseline allows once any config rule
+// allows mcp.
+func MCPBaseline() []string { return append([]string(nil), mcpBaseline[:]...) }
+
 // compose builds the ruleset of §4.4 items 1–5 from merged scopes: default
 // rule, MCP baseline, config rules, Pi MCP relocation, fail-closed floor.
 func compose(merged *permissions, floor []Problem, home string) *ruleset {

@@ -16,11 +16,19 @@ var pathSurfaces = map[string]bool{
 	"path_read": true, "path_write": true, "external_directory_read": true, "external_directory_write": true,
 }
 
+// ValueSurface reports whether pi judges surface by its match values; every
+// other surface (an extension tool) is judged on the literal value "*".
+func ValueSurface(surface string) bool {
+	name := jsTrim(surface)
+	return pathSurfaces[surface] || surface == "mcp" || name == "bash" || name == "skill"
+}
+
 // starValues stands in for an empty value list, and is the only value of a
 // surface that carries no value of its own.
 var starValues = []string{"*"}
 
-func restrictiveness(a Action) int {
+// Restrictiveness orders actions: deny 2, ask 1, allow 0.
+func Restrictiveness(a Action) int {
 	switch a {
 	case Deny:
 		return 2
@@ -167,7 +175,7 @@ func (p *Policy) judgeSurface(rs *ruleset, surface string, values []string, floo
 		read := p.judge(rs, readSurface, values, grants)
 		write := p.judge(rs, writeSurface, values, grants)
 		j = judged{outcome: read, surface: readSurface, member: readSurface, folded: true, otherAct: write.action, otherSur: writeSurface}
-		if restrictiveness(write.action) > restrictiveness(read.action) {
+		if Restrictiveness(write.action) > Restrictiveness(read.action) {
 			j = judged{outcome: write, surface: writeSurface, member: writeSurface, folded: true, otherAct: read.action, otherSur: readSurface}
 		}
 	} else {
@@ -202,7 +210,7 @@ func (p *Policy) Evaluate(q Query, grants []wire.Grant) Verdict {
 	for i, u := range q.AskingUnits {
 		one[0] = u.Command
 		j := p.judgeSurface(rs, "bash", one[:], u.Floor, grants)
-		if bestUnit < 0 || restrictiveness(j.action) > restrictiveness(best.action) {
+		if bestUnit < 0 || Restrictiveness(j.action) > Restrictiveness(best.action) {
 			best, bestUnit = j, i
 		}
 	}

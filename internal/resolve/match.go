@@ -56,6 +56,9 @@ func CompilePattern(text, home string) Pattern {
 // Text is the pattern as written (before home expansion).
 func (p *Pattern) Text() string { return p.text }
 
+// Expanded is the pattern as matched: its home token expanded.
+func (p *Pattern) Expanded() string { return p.full.expr }
+
 // Match reports whether the whole value matches. It never allocates.
 func (p *Pattern) Match(value string) bool {
 	return p.full.match(value) || (p.hasAlt && p.alt.match(value))

@@ -505,7 +505,7 @@ func TestPropertyRandomPolicies(t *testing.T) {
 			}
 			actions[v.Action]++
 			vs := ps.Evaluate(q, orig.grants)
-			if restrictiveness(vs.Action) < restrictiveness(v.Action) {
+			if Restrictiveness(vs.Action) < Restrictiveness(v.Action) {
 				fail("the stricter policy allows more for %+v: %s → %s\n%s\n%s", q, v.Action, vs.Action, v.Explanation, vs.Explanation)
 			}
 			if vs.Action != v.Action {

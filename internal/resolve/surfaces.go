@@ -14,6 +14,9 @@ var builtinSurfaces = []string{
 	"path_read", "path_write", "external_directory_read", "external_directory_write",
 }
 
+// BuiltinSurfaces lists the surfaces pi forwards without any config naming them.
+func BuiltinSurfaces() []string { return slices.Clone(builtinSurfaces) }
+
 // KnownSurface reports whether surface is a built-in surface or one that a
 // rule of this policy names literally (an extension tool such as "task").
 func (p *Policy) KnownSurface(surface string) bool {

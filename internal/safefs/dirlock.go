@@ -2,7 +2,11 @@ package safefs
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,4 +38,46 @@ func (d *Dir) Lock() error {
 			return nil
 		}
 	}
+}
+
+// lockPoll is how often LockWait tries again.
+const lockPoll = 20 * time.Millisecond
+
+// LockWait takes the exclusive flock, trying again until wait has passed.
+// Then it fails naming the holder, when /proc/locks shows one.
+func (d *Dir) LockWait(wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		ok, err := d.TryLock()
+		if ok || err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is locked by %s (waited %s)", d.path, d.holder(), wait)
+		}
+		time.Sleep(lockPoll)
+	}
+}
+
+// holder names the process that holds a flock on the directory, from
+// /proc/locks ("1: FLOCK ADVISORY WRITE <pid> <maj>:<min>:<inode> 0 EOF").
+func (d *Dir) holder() string {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		return "another process"
+	}
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return "another process"
+	}
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	for _, line := range strings.Split(string(locks), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] != "FLOCK" || f[5] != id {
+			continue
+		}
+		cmd, _ := os.ReadFile("/proc/" + f[4] + "/cmdline")
+		return fmt.Sprintf("process %s (%s)", f[4], strconv.Quote(strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))))
+	}
+	return "another process"
 }

@@ -10,33 +10,24 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/permtui/permtui/internal/inbox"
+	"github.com/permtui/permtui/internal/judgment"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/wire"
 )
 
 // Judge is the recorded authority: *resolve.Policy satisfies it.
-type Judge interface {
-	Resolve(req *wire.Request, grants []wire.Grant) resolve.Verdict
-	// Covers: a session rule written as g (a session deny) applies to the
-	// request, by the grants' matcher (decision 0104).
-	Covers(req *wire.Request, g wire.Grant) bool
-}
+type Judge = judgment.Judge
 
 // legacyHinter is a Judge (*resolve.Policy) that can also say what its
 // policy would make of a legacy request's unverified surface and value.
 type legacyHinter interface {
 	LegacyHint(req *wire.Request, grants []wire.Grant) *resolve.Verdict
 }
-
-// problemLister is a Judge (*resolve.Policy) that lists the policy files it
-// could not use.
-type problemLister interface{ Problems() []resolve.Problem }
 
 // GrantStore holds whole-session grants per served session: *grants.Store
 // satisfies it.
@@ -398,18 +389,14 @@ func (s *Server) judge(id AskID, session string, req *wire.Request) (v resolve.V
 		}
 	}()
 	judge := s.cfg.Judge()
-	if v, denied := s.sessionDenied(judge, session, req); denied {
-		return v
+	denies, err := s.denies(session, req)
+	if err != nil {
+		s.cfg.Logger.Error("session denies unreadable; asking a person", "session", session, "err", err)
+		return resolve.Verdict{Action: resolve.Ask, Surface: req.AccessIntent.Surface,
+			Explanation: "Ask. The session denies could not be read (" + err.Error() + "), so a person decides."}
 	}
 	grants := s.cfg.Grants.For(session)
-	v = judge.Resolve(req, grants)
-	if req.AccessIntent == nil && v.Action != resolve.Ask {
-		s.cfg.Logger.Error("judge decided a request without accessIntent; asking a person", "ask", id, "request", req.ID, "action", v.Action)
-		v = resolve.Verdict{Action: resolve.Ask, Explanation: "The request carries no accessIntent, so a person decides."}
-	}
-	if v.Action == resolve.Allow {
-		v = holdAllow(judge, v)
-	}
+	v = judgment.Verdict(judge, req, grants, denies)
 	// A legacy request still goes to a person; the policy's reading of its
 	// unverified text only informs them (decision 0029).
 	if h, ok := judge.(legacyHinter); ok && req.AccessIntent == nil {
@@ -418,52 +405,13 @@ func (s *Server) judge(id AskID, session string, req *wire.Request) (v resolve.V
 	return v
 }
 
-// sessionDenied judges the session's denies before grants and the policy:
-// one that covers the request denies it, whatever would allow it (decision
-// 0104). Unreadable denies send the ask to a person.
-func (s *Server) sessionDenied(judge Judge, session string, req *wire.Request) (resolve.Verdict, bool) {
+// denies reads the session's denies for a request with facts (only those
+// can be covered).
+func (s *Server) denies(session string, req *wire.Request) ([]SessionDeny, error) {
 	if s.cfg.Denies == nil || req.AccessIntent == nil {
-		return resolve.Verdict{}, false
+		return nil, nil
 	}
-	denies, err := s.cfg.Denies.Denies(session)
-	if err != nil {
-		s.cfg.Logger.Error("session denies unreadable; asking a person", "session", session, "err", err)
-		return resolve.Verdict{Action: resolve.Ask, Surface: req.AccessIntent.Surface,
-			Explanation: "Ask. The session denies could not be read (" + err.Error() + "), so a person decides."}, true
-	}
-	for _, d := range denies {
-		if !judge.Covers(req, d.Grant) {
-			continue
-		}
-		pattern := d.Pattern
-		return resolve.Verdict{
-			Action: resolve.Deny, Surface: req.AccessIntent.Surface, Pattern: &pattern,
-			Origin: resolve.OriginSession, Reason: d.Reason,
-			Rule: &resolve.RuleRef{Surface: d.Surface, Pattern: d.Pattern, Action: resolve.Deny, Origin: resolve.OriginSession},
-			Explanation: "Deny. A person denied " + strconv.Quote(d.Surface) + " " + strconv.Quote(d.Pattern) +
-				" for the whole session; it covers this ask and wins over any allow: " + strconv.Quote(d.Reason),
-		}, true
-	}
-	return resolve.Verdict{}, false
-}
-
-// holdAllow turns an allow into ask while any policy file is unreadable or
-// invalid: the missing file may hold the deny that would have won, so
-// permtui, the judge, widens nothing until it is fixed (decision 0052).
-// Denies and asks stand.
-func holdAllow(judge Judge, v resolve.Verdict) resolve.Verdict {
-	pl, ok := judge.(problemLister)
-	if !ok {
-		return v
-	}
-	problems := pl.Problems()
-	if len(problems) == 0 {
-		return v
-	}
-	v.Action = resolve.Ask
-	v.Explanation += " permtui auto-allows nothing while a policy file is unreadable or invalid (" +
-		strconv.Quote(problems[0].File) + "), so a person decides."
-	return v
+	return s.cfg.Denies.Denies(session)
 }
 
 func (s *Server) withdrawn(w inbox.Withdrawn) {

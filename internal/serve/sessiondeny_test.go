@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/permtui/permtui/internal/grants"
+	"github.com/permtui/permtui/internal/judgment"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -151,7 +152,11 @@ func BenchmarkSessionDenyCheck(b *testing.B) {
 	req := intent("1791279012345-b-1", "impl", "bash", "git status")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, denied := s.sessionDenied(judge, rootID, req); denied {
+		denies, err := s.denies(rootID, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v := judgment.Verdict(judge, req, nil, denies); v.Action == resolve.Deny {
 			b.Fatal("denied")
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/permtui/permtui/internal/judgment"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
@@ -96,14 +97,14 @@ type Report struct {
 	Outcomes  []Outcome // every replayed ask, in log order
 }
 
-// Replay judges every ask of l under both policies. Session grants are left
-// out: they belong to one served session, and the question is what the
-// written policy decides.
+// Replay judges every ask of l under both policies as serve judges asks
+// (judgment.Verdict). Session grants and denies are left out: they belong to
+// one served session, and the question is what the written policy decides.
 func Replay(l Log, current, candidate *resolve.Policy) Report {
 	rep := Report{Replayed: len(l.Asks), NoFacts: l.NoFacts, Bad: l.Bad}
 	for _, r := range l.Asks {
-		q := Query(r.Facts)
-		o := Outcome{Record: r, Before: current.Evaluate(q, nil), After: candidate.Evaluate(q, nil)}
+		req := judgment.FactsRequest(Query(r.Facts))
+		o := Outcome{Record: r, Before: judgment.Verdict(current, req, nil, nil), After: judgment.Verdict(candidate, req, nil, nil)}
 		o.PersonDecided = r.DecidedBy != nil && r.DecidedBy.Kind == wire.DecidedByUser
 		o.PersonDenied = o.PersonDecided && !r.Approved
 		o.PersonApproved = o.PersonDecided && r.Approved

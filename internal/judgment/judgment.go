@@ -1,0 +1,93 @@
+// Package judgment is how permtui judges an ask, in one pure function that
+// serve answers asks with, and simulate and a rule edit's authority diff
+// judge with: no caller re-derives a step.
+package judgment
+
+import (
+	"strconv"
+
+	"github.com/permtui/permtui/internal/grants"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Judge is the recorded authority: *resolve.Policy satisfies it.
+type Judge interface {
+	Resolve(req *wire.Request, grants []wire.Grant) resolve.Verdict
+	// Covers: a session rule written as g (a session deny) applies to the
+	// request, by the grants' matcher (decision 0104).
+	Covers(req *wire.Request, g wire.Grant) bool
+}
+
+// problemLister is a Judge (*resolve.Policy) that lists the policy files it
+// could not use.
+type problemLister interface{ Problems() []resolve.Problem }
+
+// Verdict judges req. In order: a session deny that covers the request denies it
+// (decision 0104); else the policy with the session's grants; a request
+// without facts goes to a person whatever the judge says (ADR 0008 §4); an
+// allow is held at ask while a policy file is broken (decision 0052). It
+// does no IO.
+func Verdict(j Judge, req *wire.Request, sessionGrants []wire.Grant, denies []grants.Deny) resolve.Verdict {
+	if v, denied := sessionDenied(j, req, denies); denied {
+		return v
+	}
+	v := j.Resolve(req, sessionGrants)
+	if req.AccessIntent == nil && v.Action != resolve.Ask {
+		v = resolve.Verdict{Action: resolve.Ask, Explanation: "The request carries no accessIntent, so a person decides."}
+	}
+	if v.Action == resolve.Allow {
+		v = holdAllow(j, v)
+	}
+	return v
+}
+
+// FactsRequest is a request that carries only q's facts: for judging facts
+// that did not arrive as a request (recorded asks, a rule edit's witnesses).
+func FactsRequest(q resolve.Query) *wire.Request {
+	return &wire.Request{AccessIntent: &wire.AccessIntent{
+		Surface: q.Surface, MatchValues: q.Values, Floor: q.Floor, AskingUnits: q.AskingUnits,
+		Principal: wire.Principal{AgentName: q.Agent},
+	}}
+}
+
+// sessionDenied judges the session's denies before grants and the policy:
+// one that covers the request denies it, whatever would allow it.
+func sessionDenied(j Judge, req *wire.Request, denies []grants.Deny) (resolve.Verdict, bool) {
+	if req.AccessIntent == nil {
+		return resolve.Verdict{}, false
+	}
+	for _, d := range denies {
+		if !j.Covers(req, d.Grant) {
+			continue
+		}
+		pattern := d.Pattern
+		return resolve.Verdict{
+			Action: resolve.Deny, Surface: req.AccessIntent.Surface, Pattern: &pattern,
+			Origin: resolve.OriginSession, Reason: d.Reason,
+			Rule: &resolve.RuleRef{Surface: d.Surface, Pattern: d.Pattern, Action: resolve.Deny, Origin: resolve.OriginSession},
+			Explanation: "Deny. A person denied " + strconv.Quote(d.Surface) + " " + strconv.Quote(d.Pattern) +
+				" for the whole session; it covers this ask and wins over any allow: " + strconv.Quote(d.Reason),
+		}, true
+	}
+	return resolve.Verdict{}, false
+}
+
+// holdAllow turns an allow into ask while any policy file is unreadable or
+// invalid: the missing file may hold the deny that would have won, so
+// permtui, the judge, widens nothing until it is fixed (decision 0052).
+// Denies and asks stand.
+func holdAllow(judge Judge, v resolve.Verdict) resolve.Verdict {
+	pl, ok := judge.(problemLister)
+	if !ok {
+		return v
+	}
+	problems := pl.Problems()
+	if len(problems) == 0 {
+		return v
+	}
+	v.Action = resolve.Ask
+	v.Explanation += " permtui auto-allows nothing while a policy file is unreadable or invalid (" +
+		strconv.Quote(problems[0].File) + "), so a person decides."
+	return v
+}
