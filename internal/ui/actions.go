@@ -301,6 +301,12 @@ func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d dec
 	if len(targets) == 0 {
 		return nil
 	}
+	if dec := d(targets[0]); dec.State != wire.StateDenied && dec.State != wire.StateDeniedWithReason {
+		if why := m.changeUnseen(targets); why != "" {
+			m.setStatus(why)
+			return nil
+		}
+	}
 	if !m.confirmed(pressed, targets, twice) {
 		m.setStatus("press " + pressed + " again to " + what + ": " + describe(m, targets))
 		return nil

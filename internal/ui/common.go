@@ -39,12 +39,17 @@ func (c *common) indented(text string, indent, maxLines int) []string {
 // lines (0: all); prose wraps at words when wrapProse, else takes one
 // truncated line.
 func (c *common) renderFields(fields []field, wrapProse bool, factLines int) []string {
+	return c.renderFieldsAt(fields, wrapProse, factLines, c.width)
+}
+
+// renderFieldsAt is renderFields in a column width wide.
+func (c *common) renderFieldsAt(fields []field, wrapProse bool, factLines, width int) []string {
 	s := c.styles
-	textWidth := max(c.width-labelWidth-1, 10)
+	textWidth := max(width-labelWidth-1, 10)
 	var out []string
 	for _, f := range fields {
 		if f.kind == kindHeading {
-			for _, ch := range wrapWords(f.text, c.width) {
+			for _, ch := range wrapWords(f.text, width) {
 				out = append(out, s.Label.Render(ch))
 			}
 			continue

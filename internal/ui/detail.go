@@ -32,6 +32,7 @@ type field struct {
 	label string
 	text  string
 	kind  fieldKind
+	diff  bool // part of the change of a write or edit (shown first, or beside)
 }
 
 // prose fields wrap at word boundaries; values (commands, paths) wrap at the
@@ -50,7 +51,7 @@ func detailFields(e *entry) []field {
 	r := a.Request
 	ai := r.AccessIntent
 	var f []field
-	add := func(label, text string, kind fieldKind) { f = append(f, field{label, text, kind}) }
+	add := func(label, text string, kind fieldKind) { f = append(f, field{label: label, text: text, kind: kind}) }
 
 	if e.state == stateExpired {
 		add("status", "⌛ expired: the child stopped waiting; this ask can no longer be answered", kindWarning)
@@ -88,17 +89,9 @@ func detailFields(e *entry) []field {
 		add("warning", "⚠ dropped "+Sanitize(d.Field)+": "+Sanitize(d.Reason), kindWarning)
 	}
 
-	if e.diff != nil {
-		diff := diffFields(*e.diff)
-		if e.diffLate { // under the heading: the diff may be long
-			diff = slices.Insert(diff, 1, field{text: "file read at " + e.diffRead.Format("15:04:05") +
-				" when this ask was shown, not when it arrived (" + e.ask.At.Format("15:04:05") +
-				"): the console keeps at most " + itoa(diffBudget>>20) + " MiB of diffs", kind: kindMuted})
-		}
-		f = append(f, diff...)
-	} else if e.diffLate {
-		f = append(f, field{text: "change: reading the file for the diff…", kind: kindMuted})
-	}
+	// The change follows the agent and the path, before anything long
+	// (decision 0154).
+	f = slices.Insert(f, pathEnd(f), changeFields(e)...)
 	switch {
 	case r.Payload != nil:
 		f = append(f, payloadFields(r)...)
@@ -113,12 +106,49 @@ func detailFields(e *entry) []field {
 	return f
 }
 
+// changeFields are the diff of a write or edit ask with what the person
+// must know of its age: read late, stale, or read again.
+func changeFields(e *entry) []field {
+	var notes []field
+	note := func(text string, kind fieldKind) { notes = append(notes, field{text: text, kind: kind, diff: true}) }
+	switch {
+	case e.diffStale:
+		note("⚠ stale: the file changed after this diff was read; reading it again (approvals wait)", kindWarning)
+	case e.diffReread:
+		note("⚠ the file changed after the ask arrived; this diff was read again at "+e.diffRead.Format("15:04:05"), kindWarning)
+	case e.diffLate && e.diff != nil:
+		note("file read at "+e.diffRead.Format("15:04:05")+" when this ask was shown, not when it arrived ("+
+			e.ask.At.Format("15:04:05")+"): the console keeps at most "+itoa(diffBudget>>20)+" MiB of diffs", kindMuted)
+	}
+	if e.diff == nil {
+		if e.diffLate || e.diffState == diffWaiting || e.diffState == diffReading {
+			note("change: reading the file for the diff…", kindMuted)
+		}
+		return notes
+	}
+	diff := diffFields(*e.diff)
+	return slices.Insert(diff, 1, notes...) // under the first line: the diff may be long
+}
+
+// pathEnd is where the facts that name who asks for which path end: the
+// change goes there.
+func pathEnd(f []field) int {
+	for i, fl := range f {
+		switch fl.label {
+		case "status", "agent", "principal", "surface", "command", "value", "match", "boundary":
+		default:
+			return i
+		}
+	}
+	return len(f)
+}
+
 // intentFields shows the child's facts; decidingUnit marks the asking unit
 // the verdict names.
 func intentFields(r *wire.Request, decidingUnit string) []field {
 	ai := r.AccessIntent
 	var f []field
-	add := func(label, text string, kind fieldKind) { f = append(f, field{label, text, kind}) }
+	add := func(label, text string, kind fieldKind) { f = append(f, field{label: label, text: text, kind: kind}) }
 	surface := Sanitize(ai.Surface)
 	if tool := deref(r.Surface); tool != "" && tool != ai.Surface {
 		surface += " (tool " + Sanitize(tool) + ")"
@@ -182,13 +212,25 @@ func unitsContain(units []wire.AskingUnit, v string) bool {
 }
 
 // diffFields shows what a write or edit would change. Each line keeps its
-// +, - or space prefix, so it reads the same without colour.
+// +, - or space prefix, so it reads the same without colour. The first hunk
+// line carries the "change" label and what the diff is against, so the
+// change starts on the first line after the path.
 func diffFields(d preview.Diff) []field {
-	heading := "change (diff against the file as it is now)"
+	against := "against the file as it is now"
 	if d.NewFile {
-		heading = "change: a new file (every line added)"
+		against = "a new file: every line added"
 	}
-	f := []field{{text: heading, kind: kindHeading}}
+	if len(d.Lines) == 0 || d.Lines[0].Kind != preview.Hunk {
+		return append([]field{{label: "change", text: against, kind: kindMuted, diff: true}}, diffLines(d)...)
+	}
+	f := diffLines(d)
+	f[0].label, f[0].text = "change", f[0].text+"  ("+against+")"
+	return f
+}
+
+// diffLines are a diff's lines and note as fields.
+func diffLines(d preview.Diff) []field {
+	var f []field
 	for _, l := range d.Lines {
 		kind := kindContext
 		switch l.Kind {
@@ -197,16 +239,16 @@ func diffFields(d preview.Diff) []field {
 		case preview.Removed:
 			kind = kindRemoved
 		case preview.Hunk:
-			f = append(f, field{text: Sanitize(l.Text), kind: kindHunk})
+			f = append(f, field{text: Sanitize(l.Text), kind: kindHunk, diff: true})
 			continue
 		case preview.NoEOL:
-			f = append(f, field{text: `\ no newline at the end`, kind: kindHunk})
+			f = append(f, field{text: `\ no newline at the end`, kind: kindHunk, diff: true})
 			continue
 		}
-		f = append(f, field{text: string(rune(l.Kind)) + " " + Sanitize(l.Text), kind: kind})
+		f = append(f, field{text: string(rune(l.Kind)) + " " + Sanitize(l.Text), kind: kind, diff: true})
 	}
 	if d.Note != "" {
-		f = append(f, field{text: Sanitize(d.Note), kind: kindMuted})
+		f = append(f, field{text: Sanitize(d.Note), kind: kindMuted, diff: true})
 	}
 	return f
 }
@@ -215,7 +257,7 @@ func payloadFields(r *wire.Request) []field {
 	p := r.Payload
 	pr := p.Request
 	var f []field
-	add := func(label, text string, kind fieldKind) { f = append(f, field{label, text, kind}) }
+	add := func(label, text string, kind fieldKind) { f = append(f, field{label: label, text: text, kind: kind}) }
 	add("", "payload ("+Sanitize(p.Kind)+")", kindHeading)
 	if tool := deref(pr.ToolName); tool != "" {
 		if inv := deref(pr.InvokedToolName); inv != "" && inv != tool {

@@ -1,6 +1,9 @@
 package ui
 
 import (
+	"fmt"
+	"os"
+
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/permtui/permtui/internal/preview"
@@ -35,11 +38,55 @@ const (
 )
 
 // previewMsg carries the diff of a write or edit ask, read off the UI loop;
-// none says the ask's payload held no change to preview.
+// none says the ask's payload held no change to preview. stamp is the
+// file's FileStamp taken before the read.
 type previewMsg struct {
-	ask  serve.AskID
-	diff preview.Diff
-	none bool
+	ask   serve.AskID
+	diff  preview.Diff
+	none  bool
+	stamp string
+}
+
+// stampMsg is the highlighted diff's file stamp, taken on a tick.
+type stampMsg struct {
+	ask   serve.AskID
+	stamp string
+}
+
+// statStamp is a file's size and modification time, or the error.
+func statStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano())
+}
+
+// stampCmd checks, on a tick, whether the highlighted ask's file changed
+// since its diff was read.
+func (m *Model) stampCmd() tea.Cmd {
+	e := m.current()
+	if e == nil || e.diffState != diffKept || e.state != statePending {
+		return nil
+	}
+	c, ok := preview.ChangeOf(e.ask.Request)
+	if !ok {
+		return nil
+	}
+	id, stamp := e.ask.ID, m.opts.FileStamp
+	return func() tea.Msg { return stampMsg{ask: id, stamp: stamp(c.Path)} }
+}
+
+// applyStamp marks a diff stale when its file changed, and reads it again
+// first; the stale diff stays shown, marked, until the new one replaces it.
+func (m *Model) applyStamp(msg stampMsg) tea.Cmd {
+	e := m.find(msg.ask)
+	if e == nil || e.diffState != diffKept || msg.stamp == e.diffStamp {
+		return nil
+	}
+	e.diffStale, e.diffState = true, diffWaiting
+	m.diffQueue = append([]serve.AskID{e.ask.ID}, m.diffQueue...)
+	return m.startReads()
 }
 
 // wantDiff queues the read of a new ask's diff when it is a write or edit.
@@ -63,6 +110,7 @@ func (m *Model) startReads() tea.Cmd {
 		switch {
 		case e == nil || e.diffState != diffWaiting:
 		case m.diffBytes >= diffBudget && e.ask.ID != m.highlight:
+			m.dropDiff(e) // a stale diff waiting to be read again goes too
 			e.diffState = diffDropped
 		default:
 			e.diffState = diffReading
@@ -91,14 +139,15 @@ func (m *Model) showDiff() tea.Cmd {
 // previewCmd finds the change a write or edit ask would make, reads the
 // file and computes the diff, in a command: Update never reads a file.
 func (m *Model) previewCmd(a serve.Ask) tea.Cmd {
-	read := m.opts.ReadFile
+	read, stamp := m.opts.ReadFile, m.opts.FileStamp
 	return func() tea.Msg {
 		c, ok := preview.ChangeOf(a.Request)
 		if !ok {
 			return previewMsg{ask: a.ID, none: true}
 		}
+		st := stamp(c.Path) // before the read: a change meanwhile is seen on the next tick
 		data, err := read(c.Path)
-		return previewMsg{ask: a.ID, diff: preview.Compute(c, data, err)}
+		return previewMsg{ask: a.ID, diff: preview.Compute(c, data, err), stamp: st}
 	}
 }
 
@@ -113,6 +162,10 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 	case msg.none:
 		e.diffState = diffNone
 	default:
+		if e.diff != nil { // read again after the file changed: the stale one goes
+			m.diffBytes -= e.diff.Size()
+			e.diff, e.diffReread, e.diffStale = nil, true, false
+		}
 		size := msg.diff.Size()
 		if e.ask.ID == m.highlight {
 			for i := len(m.queue) - 1; i >= 0 && m.diffBytes+size > diffBudget; i-- {
@@ -125,11 +178,12 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 			e.diffState = diffDropped
 			break
 		}
-		e.diff, e.diffState = &msg.diff, diffKept
+		e.diff, e.diffState, e.diffStamp = &msg.diff, diffKept, msg.stamp
 		m.diffBytes += size
-		if e.diffLate {
+		if e.diffLate || e.diffReread {
 			e.diffRead = m.opts.Now()
 		}
+		e.diffStale, e.diffSeen = false, false
 		if m.mode == modeView {
 			m.refreshPager()
 		}
@@ -139,8 +193,64 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 
 // dropDiff lets an ask's diff go; it is read again when the ask is shown.
 func (m *Model) dropDiff(e *entry) {
-	if e.diffState == diffKept {
+	if e.diff != nil {
 		m.diffBytes -= e.diff.Size()
-		e.diff, e.diffState = nil, diffDropped
+		e.diff, e.diffState, e.diffStale = nil, diffDropped, false
 	}
+}
+
+// noteChangeSeen records that the highlighted ask's change has been on
+// screen whole: in the queue's detail, or in the full view scrolled to its
+// end. Approvals wait for it (decision 0154).
+func (m *Model) noteChangeSeen() {
+	var e *entry
+	switch m.mode {
+	case modeQueue:
+		e = m.current()
+		if e == nil || e.diff == nil || e.diffSeen || len(e.diff.Lines) > m.height {
+			return // a diff of more lines than the screen cannot be on it whole
+		}
+		if _, _, height := m.frame(); !m.changeOnScreen(height) {
+			return
+		}
+	case modeView:
+		if e = m.find(m.pager.ask); e == nil || !m.pager.vp.AtBottom() {
+			return
+		}
+	default:
+		return
+	}
+	if e.diff != nil && !e.diffStale {
+		e.diffSeen = true
+	}
+}
+
+func (m *Model) changeOnScreen(height int) bool {
+	_, whole := m.queueLayout(height)
+	return whole
+}
+
+// changeUnseen says why an approval of targets must wait: a change not
+// shown whole, stale, or not read yet. An ask identical to one whose change
+// was seen (same path and payload) counts as seen.
+func (m *Model) changeUnseen(targets []serve.AskID) string {
+	seen := map[askIdentity]bool{}
+	for _, e := range m.queue {
+		if e.diffSeen {
+			seen[e.same] = true
+		}
+	}
+	for _, id := range targets {
+		e := m.find(id)
+		switch {
+		case e == nil || seen[e.same] && !e.diffStale:
+		case e.diffStale:
+			return "⚠ the file of " + label(e) + " changed after its diff was read; it is being read again: look at it, then approve"
+		case e.diff != nil:
+			return "the change of " + label(e) + " is longer than the screen: v shows it whole (G: its end); approving waits until its end was shown"
+		case e.diffState == diffWaiting || e.diffState == diffReading || e.diffState == diffDropped:
+			return "the change of " + label(e) + " has not been shown yet: highlight it to read it; approving waits until it was on screen"
+		}
+	}
+	return ""
 }

@@ -67,6 +67,13 @@ func screen(t *testing.T, width, height int, marker string, steps func(tm *teate
 	return final, raw.Bytes()
 }
 
+// shows waits until the screen has shown text.
+func shows(t *testing.T, tm *teatest.TestModel, text string) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(text)) },
+		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+}
+
 func queued(tm *teatest.TestModel, asks ...serve.Ask) {
 	for _, a := range asks {
 		tm.Send(EventMsg{Event: serve.AskQueued{Ask: a}})
@@ -216,6 +223,7 @@ func TestGoldenApproveIdenticalShowsWhich(t *testing.T) {
 	screen(t, 80, 24, "press a again", func(tm *teatest.TestModel) {
 		serving(tm)
 		queued(tm, pathWrite(), bashChain(), b)
+		shows(t, tm, "+ export const x = 1;") // approving waits for the change on screen
 		press(tm, "a")
 	})
 }

@@ -202,7 +202,7 @@ func TestADiffNotKeptIsReadWhenShown(t *testing.T) {
 	}
 	h.keys("v")
 	v := h.m.View()
-	for _, want := range []string{"change (diff against the file as it is now)", "read at 18:00:", "not when it arrived"} {
+	for _, want := range []string{"(against the file as it is now)", "read at 18:00:", "not when it arrived"} {
 		if !strings.Contains(v, want) {
 			t.Fatalf("the full view lacks %q:\n%s", want, v)
 		}

@@ -65,6 +65,10 @@ type Options struct {
 	// ReadFile reads the current file for a diff preview; nil means
 	// preview.ReadCurrent (regular files only, size-capped).
 	ReadFile func(path string) ([]byte, error)
+	// FileStamp identifies the version of a diff's file (size and
+	// modification time); a change makes the diff stale and it is read
+	// again. Called in commands only. nil means os.Stat's.
+	FileStamp func(path string) string
 	// Attention receives the bell, notification and window-title sequences;
 	// nil means os.Stdout, the terminal the console draws on. Bubble Tea v1
 	// has no command that writes raw bytes through its renderer; writes to
@@ -115,11 +119,19 @@ type entry struct {
 	selected bool
 	// diff previews a write or edit ask against the file as it was read
 	// when the ask arrived, or when it was shown if diffLate (diffs.go);
-	// nil unless diffState is diffKept.
+	// nil unless diffState is diffKept, or diffStale while it is read again.
 	diff      *preview.Diff
 	diffState diffState
 	diffLate  bool      // the diff was not kept and is read when shown
-	diffRead  time.Time // when a late diff was read
+	diffRead  time.Time // when a late diff, or one read again, was read
+	diffStamp string    // the file's stamp (FileStamp) when the diff was read
+	// diffStale: the file changed since the diff was read; it is being
+	// read again and approvals wait. diffReread: the diff shown was read
+	// again after the file changed.
+	diffStale  bool
+	diffReread bool
+	// diffSeen: the whole diff has been on screen (decision 0154).
+	diffSeen bool
 }
 
 type mode int
@@ -242,6 +254,9 @@ func New(opts Options) *Model {
 	if opts.ReadFile == nil {
 		opts.ReadFile = preview.ReadCurrent
 	}
+	if opts.FileStamp == nil {
+		opts.FileStamp = statStamp
+	}
 	if opts.Attention == nil {
 		opts.Attention = os.Stdout
 	}
@@ -287,6 +302,7 @@ func (m *Model) Init() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := m.update(msg)
 	m.releaseClosed()
+	m.noteChangeSeen()
 	if show := m.showDiff(); show != nil {
 		cmd = tea.Batch(cmd, show)
 	}
@@ -320,8 +336,10 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case previewMsg:
 		return m, m.applyPreview(msg)
+	case stampMsg:
+		return m, m.applyStamp(msg)
 	case tickMsg:
-		return m, m.tickCmd()
+		return m, tea.Batch(m.tickCmd(), m.stampCmd())
 	case tea.MouseMsg:
 		return m, m.mouse(msg)
 	case tea.KeyMsg:

@@ -69,7 +69,7 @@ func (h *harness) run(cmd tea.Cmd) {
 		}
 	case tea.QuitMsg:
 		h.quit = true
-	case decidedMsg, revokedMsg, previewMsg, rulePreviewMsg, ruleWrittenMsg:
+	case decidedMsg, revokedMsg, previewMsg, stampMsg, rulePreviewMsg, ruleWrittenMsg:
 		h.send(msg)
 	}
 }

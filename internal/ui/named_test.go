@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/serve"
@@ -186,4 +187,115 @@ func TestScopeDialogKeepsTheMarkedOptionOnScreen(t *testing.T) {
 			}
 		}
 	}
+}
+
+// longSource is a file of n numbered lines; longEdit rewrites every one.
+func longSource(n int) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString("line " + itoa(i) + "\n")
+	}
+	return b.String()
+}
+
+func longEdit(n int) serve.Ask {
+	a := editAsk()
+	a.Request.Payload.Evidence[0].Text = `{"path":"src/app.ts","content":"` + strings.ReplaceAll(strings.ReplaceAll(longSource(n), "line", "LINE"), "\n", `\n`) + `"}`
+	a.Request.Payload.Request.ToolName = sp("write")
+	return a
+}
+
+// For an edit the change follows the agent and the path at every size,
+// before anything else long (cwd, why, payload).
+func TestTheChangeFollowsAgentAndPath(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {60, 20}, {100, 30}} {
+		h := newHarness(t, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", appSource) })
+		h.send(sizeMsg(size[0], size[1]))
+		crowded(h)
+		h.queue(editAsk())
+		v := ansi.Strip(h.m.View())
+		for _, want := range []string{"@@", "- export const x = 1;", "+ export const x = 2; // was 1", "y approve once"} {
+			if !strings.Contains(v, want) {
+				t.Fatalf("%dx%d: the screen lacks %q:\n%s", size[0], size[1], want, v)
+			}
+		}
+		if strings.Index(v, "change    @@") > strings.Index(v, "cwd ") && strings.Contains(v, "cwd ") {
+			t.Fatalf("%dx%d: the change comes after the cwd:\n%s", size[0], size[1], v)
+		}
+	}
+}
+
+// At 120 columns or more the change is shown beside the rest of the detail.
+func TestTheChangeIsBesideTheDetailWhenWide(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", appSource) })
+	h.send(sizeMsg(140, 30))
+	h.queue(editAsk())
+	for _, l := range strings.Split(ansi.Strip(h.m.View()), "\n") {
+		if strings.Contains(l, "agent     reviewer") && strings.Contains(l, "change    @@") {
+			return
+		}
+	}
+	t.Fatalf("the change is not beside the agent:\n%s", ansi.Strip(h.m.View()))
+}
+
+// A change longer than the space refuses y until its end was shown (here
+// in the full view); the status says so.
+func TestALongChangeMustBeSeenToItsEnd(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", longSource(60)) })
+	a := longEdit(60)
+	h.queue(a)
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("longer than the screen")
+	h.keys("v", "y")
+	h.wantDecisions()
+	h.keys("G", "y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+
+	// n denies without it: denying widens nothing.
+	d := newHarness(t, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", longSource(60)) })
+	d.queue(a)
+	d.keys("n")
+	d.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateDenied})
+}
+
+// When the file changes after the diff was read, the diff is marked stale,
+// approvals wait, and the file is read again in a command.
+func TestAChangedFileIsReadAgain(t *testing.T) {
+	content := appSource
+	stamp := "v1"
+	h := newHarness(t, func(o *Options) {
+		o.ReadFile = func(p string) ([]byte, error) { return oneFile("/w/p/src/app.ts", content)(p) }
+		o.FileStamp = func(string) string { return stamp }
+	})
+	a := editAsk()
+	h.queue(a)
+	content, stamp = strings.Replace(appSource, "export const y", "export const z", 1), "v2"
+	_, cmd := h.m.Update(tickMsg(h.now))
+	if !strings.Contains(ansi.Strip(h.m.View()), "+ export const x = 2;") {
+		t.Fatal("the tick itself changed the diff: Update read the file")
+	}
+	stale := false
+	h.m.opts.ReadFile = func(string) ([]byte, error) { stale = h.m.find(a.ID).diffStale; return []byte(content), nil }
+	h.run(cmd)
+	if !stale {
+		t.Fatal("the diff was not marked stale before the file was read again")
+	}
+	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "  export const z") || !strings.Contains(v, "the file changed after the ask arrived") {
+		t.Fatalf("the diff was not read again:\n%s", v)
+	}
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
+
+// An edit ask at 80x24 and 60x20 shows its change and the decision keys
+// together.
+func TestGoldenEditAsk80x24(t *testing.T) { goldenEditAsk(t, 80, 24) }
+func TestGoldenEditAsk60x20(t *testing.T) { goldenEditAsk(t, 60, 20) }
+
+func goldenEditAsk(t *testing.T, width, height int) {
+	screen(t, width, height, "was 1", func(tm *teatest.TestModel) {
+		serving(tm)
+		queued(tm, editAsk(), bashChain())
+	}, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", appSource) })
 }

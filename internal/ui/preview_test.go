@@ -51,7 +51,7 @@ func TestEditAskShowsItsDiff(t *testing.T) {
 			h.keys("v")
 		}
 		v := h.m.View()
-		for _, want := range []string{"change (diff against the file as it is now)", "- export const x = 1;", "+ export const x = 2; // was 1"} {
+		for _, want := range []string{"change    @@ -1,4 +1,4 @@  (against the file as it is now)", "- export const x = 1;", "+ export const x = 2; // was 1"} {
 			if !strings.Contains(v, want) {
 				t.Fatalf("%s lacks %q:\n%s", screen, want, v)
 			}
@@ -64,7 +64,7 @@ func TestEditAskShowsItsDiff(t *testing.T) {
 func TestNewFileAndStaleEdit(t *testing.T) {
 	h := newHarness(t)
 	h.queue(pathWrite())
-	if v := h.m.View(); !strings.Contains(v, "change: a new file (every line added)") || !strings.Contains(v, "+ export const x = 1;") {
+	if v := h.m.View(); !strings.Contains(v, "(a new file: every line added)") || !strings.Contains(v, "+ export const x = 1;") {
 		t.Fatalf("new file not shown as additions:\n%s", v)
 	}
 	s := newHarness(t, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", "something else\n") })

@@ -271,13 +271,20 @@ func (m *Model) statusLines() []string {
 // queueBody is the queue (at most a third of the body, scrolled to keep the
 // highlighted ask in view) over the detail of the highlighted ask.
 func (m *Model) queueBody(height int) []string {
+	lines, _ := m.queueLayout(height)
+	return lines
+}
+
+// queueLayout is queueBody and whether the highlighted ask's change, if it
+// has one, is on screen whole.
+func (m *Model) queueLayout(height int) (lines []string, changeWhole bool) {
 	if len(m.queue) == 0 {
 		return []string{
 			m.rule("queue"),
 			"",
 			"  No asks waiting for you.",
 			m.styles.Muted.Render("  Automatic answers are counted above and listed in the log (l)."),
-		}
+		}, false
 	}
 	all, first, visible := m.queueWindow(height)
 	title := "queue"
@@ -295,7 +302,10 @@ func (m *Model) queueBody(height int) []string {
 		title += fmt.Sprintf(" · %d selected", n)
 	}
 	cols := m.columns()
-	lines := []string{m.rule(title), m.styles.Muted.Render(cols.row("  ", "   ", "agent", "surface", "value", "age", "left"))}
+	lines = []string{m.rule(title)}
+	if m.columnNames() {
+		lines = append(lines, m.styles.Muted.Render(cols.row("  ", "   ", "agent", "surface", "value", "age", "left")))
+	}
 	for _, l := range all[first : first+visible] {
 		if l.e == nil {
 			lines = append(lines, m.styles.Label.Render(l.heading))
@@ -304,7 +314,7 @@ func (m *Model) queueBody(height int) []string {
 		lines = append(lines, m.queueRow(l.e, cols))
 	}
 	if len(shown) == 0 {
-		return append(lines, "", "  No ask matches the filter; esc clears it.")
+		return append(lines, "", "  No ask matches the filter; esc clears it."), false
 	}
 
 	e := m.current()
@@ -320,15 +330,66 @@ func (m *Model) queueBody(height int) []string {
 			text: "⚠ not selected: y n r act on the " + plural(len(sel), "selected ask") + ", not on this one (esc clears)"})
 	}
 	detail := m.renderFields(fields, true, 0)
-	if len(detail) > room {
-		// Values stay whole (up to a few lines); explanations get one line.
-		detail = m.renderFields(fields, false, maxFactLines)
+	detail, whole := m.detailLines(fields, room)
+	return append(lines, detail...), whole
+}
+
+// detailLines fit an ask's detail to room lines and say whether its change
+// (the diff of a write or edit) is on screen whole. The change comes right
+// after the agent and path; at 120 columns or more it is beside the rest
+// (decision 0154).
+func (m *Model) detailLines(fields []field, room int) (lines []string, changeWhole bool) {
+	last := -1 // the change's last field
+	for i, f := range fields {
+		if f.diff {
+			last = i
+		}
 	}
+	if last >= 0 && m.width >= 120 {
+		var rest, change []field
+		for _, f := range fields {
+			if f.diff {
+				change = append(change, f)
+			} else {
+				rest = append(rest, f)
+			}
+		}
+		lw := (m.width - 3) / 2
+		left, _ := m.fitFields(rest, room, lw, -1)
+		right, whole := m.fitFields(change, room, m.width-3-lw, len(change)-1)
+		for i := range max(len(left), len(right)) {
+			l, r := "", ""
+			if i < len(left) {
+				l = left[i]
+			}
+			if i < len(right) {
+				r = right[i]
+			}
+			lines = append(lines, pad(l, lw)+" │ "+r)
+		}
+		return lines, whole
+	}
+	return m.fitFields(fields, room, m.width, last)
+}
+
+// fitFields renders fields in width and fits them to room lines: values
+// stay whole (up to a few lines), explanations get one line, and what is
+// left is counted. It says whether fields[:upto+1] are all on screen.
+func (m *Model) fitFields(fields []field, room, width, upto int) ([]string, bool) {
+	if len(fields) <= room { // each field takes a line at least
+		if detail := m.renderFieldsAt(fields, true, 0, width); len(detail) <= room {
+			return detail, true
+		}
+	}
+	detail := m.renderFieldsAt(fields, false, maxFactLines, width)
+	whole := upto < 0 || upto < room && len(m.renderFieldsAt(fields[:upto+1], false, maxFactLines, width)) <= max(room-1, 0)
 	if len(detail) > room {
 		detail = append(detail[:max(room-1, 0)], m.styles.Muted.Render(
 			fmt.Sprintf("… %d more lines: v shows everything", len(detail)-room+1)))
+	} else {
+		whole = true
 	}
-	return append(lines, detail...)
+	return detail, whole
 }
 
 // detailOf is the detail of an ask with what only the queue knows: how
@@ -392,15 +453,23 @@ func (m *Model) queueWindow(height int) (all []queueLine, first, visible int) {
 }
 
 // askAt is the ask whose queue row is on screen line y, or nil: the queue's
-// rows start two lines (rule and column names) below the header.
+// rows start below the header, its rule and the column names.
 func (m *Model) askAt(y int) *entry {
 	header, _, height := m.frame()
 	all, first, visible := m.queueWindow(height)
-	if i := y - len(header) - 2; i >= 0 && i < visible {
+	rows := y - len(header) - 1
+	if m.columnNames() {
+		rows--
+	}
+	if i := rows; i >= 0 && i < visible {
 		return all[first+i].e
 	}
 	return nil
 }
+
+// columnNames reports whether the queue names its columns: at 20 rows or
+// fewer the line goes to the detail, where a change needs it more.
+func (m *Model) columnNames() bool { return m.height > 20 }
 
 // maxFactLines caps how many lines one value takes on the queue screen.
 const maxFactLines = 3
