@@ -24,6 +24,8 @@ const (
 	GrantsStream    = "KV_" + GrantsBucket
 	// DecisionSubjectPrefix precedes a decision key in the decisions stream.
 	DecisionSubjectPrefix = "$KV." + DecisionsBucket + "."
+	// GrantSubjectPrefix precedes a session key in the grants stream.
+	GrantSubjectPrefix = "$KV." + GrantsBucket + "."
 )
 
 // Limits, stated in docs/hub.md and enforced by the stream and bucket
@@ -72,4 +74,8 @@ func AskSubject(host, key string) string  { return "permtui.ask." + host + "." +
 func GoneSubject(host, key string) string { return "permtui.gone." + host + "." + key }
 func DecisionKey(host, key string) string { return host + "." + key }
 func RelayConsumer(host string) string    { return "relay_" + host }
-func relayInbox(host string) string       { return "_RELAY_" + host }
+
+// GrantsConsumer is host's relay's one consumer of the grants, which it
+// makes anew each time it starts to follow them.
+func GrantsConsumer(host string) string { return "grants_" + host }
+func relayInbox(host string) string     { return "_RELAY_" + host }

@@ -37,6 +37,7 @@ type Hub struct {
 	srv   *server.Server
 	url   string
 	creds map[string]string // role-name → file
+	admin nkeys.KeyPair     // the hub's own user, in process only
 }
 
 // Start runs the embedded server. On first start it issues the credentials
@@ -93,7 +94,7 @@ func Start(cfg Config) (*Hub, error) {
 		}
 	}
 	for _, a := range cfg.Approvers {
-		if err := add(RoleApprover, a, ApproverPermissions()); err != nil {
+		if err := add(RoleApprover, a, ApproverPermissions(cfg.Relays)); err != nil {
 			return nil, err
 		}
 	}
@@ -108,6 +109,7 @@ func Start(cfg Config) (*Hub, error) {
 		return nil, err
 	}
 	users = append(users, &server.NkeyUser{Nkey: adminPub})
+	h.admin = admin
 
 	opts := &server.Options{
 		Host:       host,
@@ -145,7 +147,7 @@ func Start(cfg Config) (*Hub, error) {
 		h.url = u.String()
 	}
 
-	nc, err := nats.Connect("", nats.InProcessServer(srv), nats.Nkey(adminPub, admin.Sign))
+	nc, err := h.Admin()
 	if err != nil {
 		srv.Shutdown()
 		return nil, fmt.Errorf("hub: %w", err)
@@ -163,6 +165,17 @@ func Start(cfg Config) (*Hub, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// Admin connects in process as the hub's own user, whose key is never
+// written anywhere; it may do everything (Start sets up the stream and
+// buckets with it).
+func (h *Hub) Admin() (*nats.Conn, error) {
+	pub, err := h.admin.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	return nats.Connect("", nats.InProcessServer(h.srv), nats.Nkey(pub, h.admin.Sign))
 }
 
 // URL is the client URL to give relays and consoles.

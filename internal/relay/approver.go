@@ -99,7 +99,7 @@ func (a *Approver) Run(ctx context.Context) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		watchGrants(ctx, a.js, a.log, a.grantsChanged)
+		watchGrants(ctx, a.js, a.log, "", a.grantsChanged)
 	}()
 	go func() {
 		defer wg.Done()

@@ -196,8 +196,8 @@ func TestRelayAndHubRestart(t *testing.T) {
 // decision for an ask sent earlier would never be delivered and the child
 // would wait in vain. Here the relay cannot create its consumer at first (a
 // consumer of that name with another delivery policy is in the way, as a
-// slow or failing hub would delay it); ann decides as soon as she sees the
-// ask.
+// slow or failing hub would delay it: it acks nothing, so the relay can
+// neither update it nor use it); ann decides as soon as she sees the ask.
 func TestNoAskBeforeTheDecisionConsumer(t *testing.T) {
 	th := startHub(t)
 	js := th.admin(t)
@@ -207,7 +207,7 @@ func TestNoAskBeforeTheDecisionConsumer(t *testing.T) {
 		Durable:       hub.RelayConsumer("alpha"),
 		FilterSubject: hub.DecisionSubjectPrefix + "alpha.>",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckPolicy:     jetstream.AckNonePolicy,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -488,5 +488,47 @@ func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
 		if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err == nil {
 			t.Fatalf("%d: a second decision was taken", i)
 		}
+	}
+}
+
+// A relay whose decision consumer disappears makes it again from the first
+// decision it has not acked and says so: a decision made while it was gone
+// is delivered, none is skipped (issue 20: the relay logged one warning and
+// never received again).
+func TestDeletedDecisionConsumerIsMadeAgain(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	js := th.admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+
+	first := alpha.ask(bash("alpha", 1, "go test ./..."))
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-1").ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	answered(t, first)
+	second := alpha.ask(bash("alpha", 2, "go vet ./..."))
+	a2 := ann.queued(t, "alpha-2")
+	if err := js.DeleteConsumer(ctx, hub.DecisionsStream, hub.RelayConsumer("alpha")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: a2.ID, State: wire.StateDeniedWithReason, Reason: "not now"}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, second); resp.Approved || resp.DenialReason != "not now" {
+		t.Fatalf("%+v", resp)
+	}
+	alpha.logs.WaitFor(t, "reported", func(m string) bool { return strings.HasPrefix(m, "decision consumer was gone") })
+	// And it keeps receiving.
+	third := alpha.ask(bash("alpha", 3, "go build ./..."))
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-3").ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, third); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 3 {
+		t.Fatalf("%d audit records", len(recs))
 	}
 }
