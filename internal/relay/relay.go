@@ -157,7 +157,7 @@ func (r *Relay) queued(a serve.Ask) {
 	r.mu.Lock()
 	r.open[key] = &openAsk{id: a.ID, data: data}
 	r.keys[a.ID] = key
-	r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: key, key: key, data: data, ask: true})
+	r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true})
 	r.mu.Unlock()
 	r.signal()
 }
@@ -184,7 +184,7 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 		return
 	}
 	r.mu.Lock()
-	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: "gone." + key, key: key, data: data})
+	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key), key: key, data: data})
 	r.mu.Unlock()
 	r.signal()
 }
@@ -192,7 +192,7 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 func (r *Relay) republish() {
 	r.mu.Lock()
 	for key, oa := range r.open {
-		r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: key, key: key, data: oa.data, ask: true})
+		r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: oa.data, ask: true})
 	}
 	r.mu.Unlock()
 	r.signal()

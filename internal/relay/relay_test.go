@@ -532,3 +532,40 @@ func TestDeletedDecisionConsumerIsMadeAgain(t *testing.T) {
 		t.Fatalf("%d audit records", len(recs))
 	}
 }
+
+// A relay restarted under another host name publishes its waiting ask under
+// the new host (its deduplication id names the host, so the hub does not
+// drop it as a repeat), consoles let go of the old copy, and the decision
+// made on the new one reaches the child (issue 20: the old copy stayed, and
+// an approval of it was accepted and never delivered).
+func TestReHostedRelaysAsksMoveToTheNewHost(t *testing.T) {
+	th := startHub(t)
+	tr := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	c := tr.ask(bash("alpha", 1, "npm run deploy"))
+	old := ann.queued(t, "alpha-1")
+	if old.Host != "alpha" {
+		t.Fatalf("host %q", old.Host)
+	}
+	tr.stop()
+	tr.host = "beta"
+	tr.start(th)
+	moved := ann.events.WaitFor(t, "shown under beta", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.Host == "beta"
+	}).(serve.AskQueued).Ask
+	ann.events.WaitFor(t, "old copy gone", func(ev serve.Event) bool {
+		w, ok := ev.(serve.Withdrawn)
+		return ok && w.ID == old.ID
+	})
+	if err := ann.decide(t, serve.Decision{Ask: old.ID, State: wire.StateApproved}); !errors.Is(err, serve.ErrUnknownAsk) {
+		t.Fatalf("the old copy was decided: %v", err)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: moved.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+}
