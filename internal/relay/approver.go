@@ -351,6 +351,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 				winner = wire.QuoteShort(w.Approver)
 			}
 		}
+		a.log.Debug("decision race lost", "key", key, "winner", winner)
 		return fmt.Errorf("%w by %s", serve.ErrAlreadyDecided, winner)
 	}
 	return nil
