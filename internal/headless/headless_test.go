@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -327,5 +328,30 @@ func TestSkippedLineCountsWhatWasNotPrinted(t *testing.T) {
 	line := lineOf(serve.Skipped{Arrived: 5, Approved: 3, Denied: 2, Invalid: 1})
 	if line["event"] != "skipped" || line["arrived"] != 5 || line["approved"] != 3 || line["denied"] != 2 || line["invalid"] != 1 {
 		t.Fatalf("skipped line %v", line)
+	}
+}
+
+// lostSource is a Server over a hub whose every decision another approver
+// made first.
+type lostSource struct{ eventSource }
+
+func (lostSource) Decide(serve.Decision) error {
+	return fmt.Errorf("%w by %q", serve.ErrAlreadyDecided, "bob")
+}
+
+// A headless approver that loses a decision race prints nothing for it:
+// the Decided line that follows names the winner (issue 20: 1,439 error
+// lines for 800 asks two approvers raced over).
+func TestLostDecisionRacesPrintNoError(t *testing.T) {
+	req := pichild.NewestBash(rootID, "builder", "c1", "/w", "ls")
+	events := eventSource(make(chan serve.Event, 1))
+	events <- serve.AskQueued{Ask: serve.Ask{Arrived: inbox.Arrived{ID: 1, Session: rootID, Request: req}}}
+	close(events)
+	var out bytes.Buffer
+	if err := Run(context.Background(), lostSource{events}, &out, Deny); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), `"error"`) {
+		t.Fatalf("a lost race printed an error: %s", out.String())
 	}
 }

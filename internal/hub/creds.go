@@ -43,6 +43,12 @@ func ReadCreds(path string) (Creds, error) {
 	if err != nil {
 		return Creds{}, fmt.Errorf("credentials: %w", err)
 	}
+	// Like ssh with a private key: a seed others could read is not secret.
+	if info, err := os.Stat(path); err != nil {
+		return Creds{}, fmt.Errorf("credentials: %w", err)
+	} else if info.Mode().Perm()&0o077 != 0 {
+		return Creds{}, fmt.Errorf("credentials %s are readable by others (mode %v): chmod 600 them", path, info.Mode().Perm())
+	}
 	if bytes.Contains(data, []byte("BEGIN NATS USER JWT")) {
 		return Creds{jwtFile: path}, nil
 	}

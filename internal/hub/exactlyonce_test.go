@@ -14,16 +14,7 @@ import (
 // role's name.
 func connectAs(t *testing.T, h *Hub, role, name string) jetstream.JetStream {
 	t.Helper()
-	c, err := ReadCreds(h.CredsFile(role, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := Connect(h.URL(), c, role, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(connectAsConn(t, h, role, name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,8 @@ const (
 	GrantsStream    = "KV_" + GrantsBucket
 	// DecisionSubjectPrefix precedes a decision key in the decisions stream.
 	DecisionSubjectPrefix = "$KV." + DecisionsBucket + "."
+	// GrantSubjectPrefix precedes a session key in the grants stream.
+	GrantSubjectPrefix = "$KV." + GrantsBucket + "."
 )
 
 // Limits, stated in docs/hub.md and enforced by the stream and bucket
@@ -67,9 +69,16 @@ func SessionKey(session string) string {
 
 // AskSubject carries an ask of host; GoneSubject says it was answered or
 // withdrawn; DecisionKey is its key in the decisions bucket; RelayConsumer is
-// host's durable consumer of the decisions.
+// host's durable consumer of the decisions. MsgID deduplicates a message of
+// host's about an ask (kind "ask" or "gone"): with the host in it, a relay
+// restarted under another host publishes its waiting asks anew.
 func AskSubject(host, key string) string  { return "permtui.ask." + host + "." + key }
 func GoneSubject(host, key string) string { return "permtui.gone." + host + "." + key }
 func DecisionKey(host, key string) string { return host + "." + key }
 func RelayConsumer(host string) string    { return "relay_" + host }
-func relayInbox(host string) string       { return "_RELAY_" + host }
+func MsgID(kind, host, key string) string { return kind + "." + host + "." + key }
+
+// GrantsConsumer is host's relay's one consumer of the grants, which it
+// makes anew each time it starts to follow them.
+func GrantsConsumer(host string) string { return "grants_" + host }
+func relayInbox(host string) string     { return "_RELAY_" + host }

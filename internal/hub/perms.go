@@ -2,51 +2,68 @@ package hub
 
 import "github.com/nats-io/nats-server/v2/server"
 
-// RelayPermissions is what a relay for host may do, enforced by the server:
-// publish asks and withdrawals for its own host; read the decisions for its
-// own host through its one durable consumer (the filter is part of the
-// create subject, so no other filter is allowed); read the grants. It
-// cannot publish decisions or grants, nor read another host's decisions.
+// RelayPermissions is what a relay for host may do, enforced by the server
+// (docs/hub.md, "Role permissions", decision 0162): publish asks and
+// withdrawals for its own host; read its host's decisions through its one
+// durable consumer (the filter is part of the create subject, so no other
+// filter is allowed); follow the grants through one consumer of its own
+// name and write the grants its server recorded. It cannot create any
+// other consumer, touch stream configurations, publish decisions, nor read
+// another host's decisions or replies.
 func RelayPermissions(host string) *server.Permissions {
-	c := RelayConsumer(host)
+	c, g := RelayConsumer(host), GrantsConsumer(host)
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
 			"permtui.ask." + host + ".*",
 			"permtui.gone." + host + ".*",
-			"$JS.API.CONSUMER.CREATE." + DecisionsStream + "." + c + ".$KV." + DecisionsBucket + "." + host + ".>",
+			"$JS.API.CONSUMER.CREATE." + DecisionsStream + "." + c + "." + DecisionSubjectPrefix + host + ".>",
 			"$JS.API.CONSUMER.INFO." + DecisionsStream + "." + c,
 			"$JS.API.CONSUMER.MSG.NEXT." + DecisionsStream + "." + c,
 			"$JS.ACK." + DecisionsStream + "." + c + ".>",
+			"$JS.API.CONSUMER.CREATE." + GrantsStream + "." + g + "." + GrantSubjectPrefix + ">",
+			"$JS.API.CONSUMER.INFO." + GrantsStream + "." + g,
+			"$JS.API.CONSUMER.DELETE." + GrantsStream + "." + g,
+			"$JS.API.CONSUMER.MSG.NEXT." + GrantsStream + "." + g,
 			"$JS.API.STREAM.INFO." + GrantsStream,
-			"$JS.API.CONSUMER.CREATE." + GrantsStream,
-			"$JS.API.CONSUMER.CREATE." + GrantsStream + ".>",
-			"$JS.API.CONSUMER.DELETE." + GrantsStream + ".>",
-			"$JS.API.DIRECT.GET." + GrantsStream + ".>",
-			"$JS.FC." + GrantsStream + ".>",
-			"$KV." + GrantsBucket + ".*",
+			"$JS.API.DIRECT.GET." + GrantsStream + "." + GrantSubjectPrefix + "*",
+			GrantSubjectPrefix + "*",
 		}},
 		Subscribe: &server.SubjectPermission{Allow: []string{relayInbox(host) + ".>"}},
 	}
 }
 
 // ApproverPermissions is what a console or headless approver may do: read
-// the asks, create decisions, read and write grants. It cannot publish asks
-// or withdrawals, nor change the stream and bucket configurations.
-func ApproverPermissions() *server.Permissions {
+// the asks (its own ordered consumers on the asks stream), create
+// decisions and look up who decided, follow and write the grants. It
+// cannot publish asks or withdrawals, touch the decisions stream's
+// consumers, the relays' grants consumers (denied by name for each of
+// relays) or any stream configuration.
+func ApproverPermissions(relays []string) *server.Permissions {
+	var deny []string
+	for _, h := range relays {
+		g := GrantsStream + "." + GrantsConsumer(h)
+		deny = append(deny, "$JS.API.CONSUMER.*."+g, "$JS.API.CONSUMER.*."+g+".>", "$JS.API.CONSUMER.MSG.NEXT."+g)
+	}
 	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{
-			"$KV." + DecisionsBucket + ".>",
-			"$KV." + GrantsBucket + ".>",
-			"$JS.API.STREAM.INFO.*",
-			"$JS.API.STREAM.MSG.GET.*",
-			"$JS.API.DIRECT.GET.>",
-			"$JS.API.CONSUMER.CREATE.>",
-			"$JS.API.CONSUMER.INFO.>",
-			"$JS.API.CONSUMER.DELETE.>",
-			"$JS.API.CONSUMER.MSG.NEXT.>",
-			"$JS.ACK.>",
-			"$JS.FC.>",
-		}},
+		Publish: &server.SubjectPermission{
+			Allow: []string{
+				"$JS.API.STREAM.INFO." + AsksStream,
+				"$JS.API.CONSUMER.CREATE." + AsksStream + ".*",
+				"$JS.API.CONSUMER.DELETE." + AsksStream + ".*",
+				"$JS.API.CONSUMER.MSG.NEXT." + AsksStream + ".*",
+				"$JS.API.DIRECT.GET." + AsksStream + ".>",
+				"$JS.API.STREAM.INFO." + DecisionsStream,
+				"$JS.API.DIRECT.GET." + DecisionsStream + "." + DecisionSubjectPrefix + "*.*",
+				DecisionSubjectPrefix + "*.*",
+				"$JS.API.STREAM.INFO." + GrantsStream,
+				"$JS.API.CONSUMER.CREATE." + GrantsStream + ".*",
+				"$JS.API.CONSUMER.DELETE." + GrantsStream + ".*",
+				"$JS.API.CONSUMER.MSG.NEXT." + GrantsStream + ".*",
+				"$JS.API.DIRECT.GET." + GrantsStream + "." + GrantSubjectPrefix + "*",
+				GrantSubjectPrefix + "*",
+			},
+			Deny: deny,
+		},
 		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
 	}
 }

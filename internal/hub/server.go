@@ -37,6 +37,7 @@ type Hub struct {
 	srv   *server.Server
 	url   string
 	creds map[string]string // role-name → file
+	admin nkeys.KeyPair     // the hub's own user, in process only
 }
 
 // Start runs the embedded server. On first start it issues the credentials
@@ -93,7 +94,7 @@ func Start(cfg Config) (*Hub, error) {
 		}
 	}
 	for _, a := range cfg.Approvers {
-		if err := add(RoleApprover, a, ApproverPermissions()); err != nil {
+		if err := add(RoleApprover, a, ApproverPermissions(cfg.Relays)); err != nil {
 			return nil, err
 		}
 	}
@@ -108,6 +109,7 @@ func Start(cfg Config) (*Hub, error) {
 		return nil, err
 	}
 	users = append(users, &server.NkeyUser{Nkey: adminPub})
+	h.admin = admin
 
 	opts := &server.Options{
 		Host:       host,
@@ -145,7 +147,7 @@ func Start(cfg Config) (*Hub, error) {
 		h.url = u.String()
 	}
 
-	nc, err := nats.Connect("", nats.InProcessServer(srv), nats.Nkey(adminPub, admin.Sign))
+	nc, err := h.Admin()
 	if err != nil {
 		srv.Shutdown()
 		return nil, fmt.Errorf("hub: %w", err)
@@ -163,6 +165,17 @@ func Start(cfg Config) (*Hub, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// Admin connects in process as the hub's own user, whose key is never
+// written anywhere; it may do everything (Start sets up the stream and
+// buckets with it).
+func (h *Hub) Admin() (*nats.Conn, error) {
+	pub, err := h.admin.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	return nats.Connect("", nats.InProcessServer(h.srv), nats.Nkey(pub, h.admin.Sign))
 }
 
 // URL is the client URL to give relays and consoles.
@@ -264,12 +277,70 @@ func Connect(url string, c Creds, role, name string, extra ...nats.Option) (*nat
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	opts = append(opts, extra...)
 	nc, err := nats.Connect(url, opts...)
-	if err == nil || isAuthError(err) {
-		return nc, err
+	if isAuthError(err) {
+		return nil, err
 	}
-	// The hub is not there yet: keep trying in the background.
-	return nats.Connect(url, append(opts, nats.RetryOnFailedConnect(true))...)
+	if err != nil {
+		// The hub is not there yet: keep trying in the background; the
+		// credentials are checked by what the role does once it is.
+		return nats.Connect(url, append(opts, nats.RetryOnFailedConnect(true))...)
+	}
+	if err := Verify(nc, role, name); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return nc, nil
 }
+
+// Verify checks, before anything is served, that the server lets these
+// credentials act as role's name: it sends the subjects that role's name
+// needs (harmless requests whose replies nobody reads), then a ping, and
+// the server reports a refused subject before it answers the ping.
+// Credentials edited to another name or role authenticate, since the key
+// is known, but would otherwise serve silently and send nothing.
+func Verify(nc *nats.Conn, role, name string) error {
+	var probes []string
+	switch role {
+	case RoleRelay:
+		probes = []string{"$JS.API.CONSUMER.INFO." + DecisionsStream + "." + RelayConsumer(name),
+			"$JS.API.CONSUMER.INFO." + GrantsStream + "." + GrantsConsumer(name)}
+	case RoleApprover:
+		probes = []string{"$JS.API.STREAM.INFO." + AsksStream, "$JS.API.STREAM.INFO." + DecisionsStream,
+			"$JS.API.STREAM.INFO." + GrantsStream}
+	default:
+		return fmt.Errorf("hub: unknown role %q", role)
+	}
+	for _, p := range probes {
+		if err := nc.Publish(p, nil); err != nil {
+			return fmt.Errorf("hub: %w", err)
+		}
+	}
+	if err := nc.FlushTimeout(verifyTimeout); err != nil {
+		return fmt.Errorf("hub: no answer from the hub: %w", err)
+	}
+	if last := nc.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) {
+		return fmt.Errorf("hub: the hub refuses these credentials as the %s %s (%v): use the credentials file issued for it, unedited", role, name, last)
+	}
+	// And the streams the role reads are there (JetStream on, set up).
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), verifyTimeout)
+	defer cancel()
+	streams := []string{GrantsStream}
+	if role == RoleApprover {
+		streams = []string{AsksStream, DecisionsStream, GrantsStream}
+	}
+	for _, st := range streams {
+		if _, err := js.Stream(ctx, st); err != nil {
+			return fmt.Errorf("hub: stream %s: %w (is JetStream enabled for this account, and the hub set up as docs/hub.md says?)", st, err)
+		}
+	}
+	return nil
+}
+
+const verifyTimeout = 10 * time.Second
 
 // isAuthError: the hub refused the credentials; retrying cannot help.
 func isAuthError(err error) bool {

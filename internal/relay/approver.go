@@ -49,6 +49,7 @@ type Approver struct {
 	gen       int // of the consumer whose messages onAsk takes
 	next      serve.AskID
 	byKey     map[string]*hubAsk // host.key: every open ask kept, shown or waiting
+	hostOf    map[string]string  // key → the host of its latest copy in byKey
 	byID      map[serve.AskID]*hubAsk
 	closed    map[string]bool // host.key of asks answered or withdrawn
 	grants    map[string][]wire.Grant
@@ -80,7 +81,7 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, budget inbox.Budg
 	return &Approver{
 		name: name, js: js, log: log, events: serve.NewEventQueue(), now: time.Now, budget: budget.WithDefaults(),
 		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
-		byKey: map[string]*hubAsk{}, byID: map[serve.AskID]*hubAsk{},
+		byKey: map[string]*hubAsk{}, hostOf: map[string]string{}, byID: map[serve.AskID]*hubAsk{},
 		closed: map[string]bool{}, grants: map[string][]wire.Grant{},
 	}, nil
 }
@@ -99,7 +100,7 @@ func (a *Approver) Run(ctx context.Context) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		watchGrants(ctx, a.js, a.log, a.grantsChanged)
+		watchGrants(ctx, a.js, a.log, "", a.grantsChanged)
 	}()
 	go func() {
 		defer wg.Done()
@@ -206,9 +207,15 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 		if !a.keep(meta.Sequence.Stream) {
 			return
 		}
+		if prev, ok := a.hostOf[tok[3]]; ok && prev != host {
+			// Its relay was restarted under another host: the old copy
+			// can no longer be delivered.
+			a.letGo(prev, tok[3], goneMsg{})
+		}
 		a.next++
 		h := &hubAsk{host: host, key: tok[3], id: a.next, size: size}
 		a.byKey[hk] = h
+		a.hostOf[tok[3]] = host
 		if a.memory.waiting.Len() == 0 && a.fits(size) {
 			a.hold(h)
 			a.show(h, m, req, size)
@@ -216,28 +223,46 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 		}
 		h.elem = a.memory.waiting.PushBack(h)
 	case "gone":
-		a.close(hk)
-		h := a.byKey[hk]
-		if h == nil {
-			return
-		}
-		delete(a.byKey, hk)
-		if h.elem != nil {
-			a.memory.waiting.Remove(h.elem) // never shown
-			return
-		}
-		a.release(h)
-		if h.ask == nil {
-			return // being read again; refill drops it
-		}
-		delete(a.byID, h.id)
 		var g goneMsg
-		if err := json.Unmarshal(msg.Data(), &g); err != nil || g.Response == nil {
-			a.events.Push(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.id, Session: h.ask.Session, Path: h.ask.Path}, Pending: true})
-			return
+		if json.Unmarshal(msg.Data(), &g) != nil {
+			g = goneMsg{}
 		}
-		a.events.Push(serve.Decided{Ask: *h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,
-			Latency: a.now().Sub(h.ask.At)})
+		a.letGo(host, tok[3], g)
+	}
+}
+
+// letGo closes the ask of host and key: answered if g carries a response,
+// else withdrawn. a.mu is held.
+func (a *Approver) letGo(host, key string, g goneMsg) {
+	hk := host + "." + key
+	a.close(hk)
+	h := a.byKey[hk]
+	if h == nil {
+		return
+	}
+	a.forget(h)
+	if h.elem != nil {
+		a.memory.waiting.Remove(h.elem) // never shown
+		return
+	}
+	a.release(h)
+	if h.ask == nil {
+		return // being read again; refill drops it
+	}
+	delete(a.byID, h.id)
+	if g.Response == nil {
+		a.events.Push(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.id, Session: h.ask.Session, Path: h.ask.Path}, Pending: true})
+		return
+	}
+	a.events.Push(serve.Decided{Ask: *h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,
+		Latency: a.now().Sub(h.ask.At)})
+}
+
+// forget lets go of h's names. a.mu is held.
+func (a *Approver) forget(h *hubAsk) {
+	delete(a.byKey, h.host+"."+h.key)
+	if a.hostOf[h.key] == h.host {
+		delete(a.hostOf, h.key)
 	}
 }
 
@@ -326,6 +351,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 				winner = wire.QuoteShort(w.Approver)
 			}
 		}
+		a.log.Debug("decision race lost", "key", key, "winner", winner)
 		return fmt.Errorf("%w by %s", serve.ErrAlreadyDecided, winner)
 	}
 	return nil

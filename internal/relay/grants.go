@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,44 +104,103 @@ func merge(list, grants []wire.Grant) []wire.Grant {
 
 // watchGrants follows the grants bucket until ctx ends, calling apply with
 // each session's grants as they are now (nil once deleted). It waits for the
-// hub when it is away.
-func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, apply func(session string, grants []wire.Grant)) {
+// hub when it is away. A relay follows through the one consumer its
+// permissions allow (consumer: hub.GrantsConsumer), made anew each time; an
+// approver through an ordered consumer (consumer empty).
+func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, consumer string, apply func(session string, grants []wire.Grant)) {
+	var mu sync.Mutex               // a stopped consumer's last callback may overlap the next one's
 	sessions := map[string]string{} // bucket key → session
-	for ctx.Err() == nil {
-		kv, err := js.KeyValue(ctx, hub.GrantsBucket)
-		var w jetstream.KeyWatcher
-		if err == nil {
-			w, err = kv.WatchAll(ctx)
+	take := func(msg jetstream.Msg) {
+		mu.Lock()
+		session, grants, ok := decodeGrants(msg, sessions)
+		mu.Unlock()
+		if ok {
+			apply(session, grants)
 		}
+	}
+	for ctx.Err() == nil {
+		cons, err := grantsConsumer(ctx, js, consumer)
 		if err != nil {
 			log.Warn("grants watch not ready; retrying", "err", err)
 			await(ctx, time.After(retryMax))
 			continue
 		}
-		for e := range w.Updates() {
-			if e == nil {
-				continue // the initial values are in
+		lost := make(chan struct{}, 1)
+		cc, err := cons.Consume(take, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if mayBeGone(err) {
+				notify(lost)
 			}
-			if session, grants, ok := decodeGrants(e, sessions); ok {
-				apply(session, grants)
-			}
+		}))
+		if err != nil {
+			log.Warn("grants watch not ready; retrying", "err", err)
+			await(ctx, time.After(retryMax))
+			continue
 		}
-		_ = w.Stop()
+		awaitGone(ctx, js, hub.GrantsStream, consumer, lost)
+		cc.Stop()
 	}
 }
 
-// decodeGrants reads one update of the grants bucket; sessions remembers
+// grantsConsumer makes the consumer that follows the grants: the latest
+// value of every key, then each change.
+func grantsConsumer(ctx context.Context, js jetstream.JetStream, name string) (jetstream.Consumer, error) {
+	if name == "" {
+		return js.OrderedConsumer(ctx, hub.GrantsStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+	}
+	// Made anew, so it starts again from every key's latest value.
+	if err := js.DeleteConsumer(ctx, hub.GrantsStream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, err
+	}
+	return js.CreateConsumer(ctx, hub.GrantsStream, jetstream.ConsumerConfig{
+		Name:              name,
+		FilterSubject:     hub.GrantSubjectPrefix + ">",
+		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: grantsIdle,
+	})
+}
+
+// grantsIdle: the hub removes a relay's grants consumer that nobody pulled
+// from for this long (a relay killed); a relay away longer makes it again.
+const grantsIdle = time.Minute
+
+// mayBeGone: a consume error after which the consumer may no longer exist
+// (deleted, or silent: the hub restarted or removed it).
+func mayBeGone(err error) bool {
+	return errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+		errors.Is(err, jetstream.ErrNoHeartbeat)
+}
+
+// awaitGone returns when ctx ends or, after a signal on lost, the hub says
+// the named consumer does not exist. An ordered consumer (no name) makes
+// itself again, so only ctx ends its wait.
+func awaitGone(ctx context.Context, js jetstream.JetStream, stream, name string, lost <-chan struct{}) {
+	for await(ctx, lost) {
+		if name == "" {
+			continue
+		}
+		if _, err := js.Consumer(ctx, stream, name); errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return
+		}
+	}
+}
+
+// decodeGrants reads one message of the grants stream; sessions remembers
 // which session a key names so that a delete can be applied.
-func decodeGrants(e jetstream.KeyValueEntry, sessions map[string]string) (string, []wire.Grant, bool) {
-	if e.Operation() != jetstream.KeyValuePut {
-		s, ok := sessions[e.Key()]
-		delete(sessions, e.Key())
+func decodeGrants(msg jetstream.Msg, sessions map[string]string) (string, []wire.Grant, bool) {
+	key := strings.TrimPrefix(msg.Subject(), hub.GrantSubjectPrefix)
+	if msg.Headers().Get(kvOperation) != "" {
+		s, ok := sessions[key]
+		delete(sessions, key)
 		return s, nil, ok
 	}
 	var m grantsMsg
-	if err := json.Unmarshal(e.Value(), &m); err != nil || hub.SessionKey(m.Session) != e.Key() {
+	if err := json.Unmarshal(msg.Data(), &m); err != nil || hub.SessionKey(m.Session) != key {
 		return "", nil, false
 	}
-	sessions[e.Key()] = m.Session
+	sessions[key] = m.Session
 	return m.Session, m.Grants, true
 }
+
+// kvOperation is the header of a key-value delete or purge marker.
+const kvOperation = "KV-Operation"

@@ -250,11 +250,20 @@ func (ta *testApprover) decide(t *testing.T, d serve.Decision) error {
 	}
 }
 
-// admin is a JetStream context with ann's credentials, to look at and
+// admin is a JetStream context as the hub's own user, to look at and
 // arrange the hub's state directly.
 func (th *testHub) admin(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	return th.jetStream(t, hub.RoleApprover, "ann")
+	nc, err := th.h.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 // jetStream is a JetStream context with the credentials of role's name.

@@ -160,7 +160,7 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 		h.elem = a.memory.waiting.PushFront(h)
 		return err
 	}
-	delete(a.byKey, hk)
+	a.forget(h)
 	a.release(h)
 	return nil
 }

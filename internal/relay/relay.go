@@ -61,7 +61,8 @@ type Relay struct {
 	queue    []outMsg        // messages to publish, in order
 	wake     chan struct{}
 
-	consumer   chan struct{}  // closed once this host's decision consumer exists
+	consumer   chan struct{} // closed once this host's decision consumer exists
+	floor      decisionFloor
 	delivering sync.WaitGroup // decisions handed to the server, not yet acked
 }
 
@@ -156,7 +157,7 @@ func (r *Relay) queued(a serve.Ask) {
 	r.mu.Lock()
 	r.open[key] = &openAsk{id: a.ID, data: data}
 	r.keys[a.ID] = key
-	r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: key, key: key, data: data, ask: true})
+	r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true})
 	r.mu.Unlock()
 	r.signal()
 }
@@ -183,7 +184,7 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 		return
 	}
 	r.mu.Lock()
-	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: "gone." + key, key: key, data: data})
+	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key), key: key, data: data})
 	r.mu.Unlock()
 	r.signal()
 }
@@ -191,7 +192,7 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 func (r *Relay) republish() {
 	r.mu.Lock()
 	for key, oa := range r.open {
-		r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: key, key: key, data: oa.data, ask: true})
+		r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: oa.data, ask: true})
 	}
 	r.mu.Unlock()
 	r.signal()
@@ -302,36 +303,108 @@ func (r *Relay) isOpen(key string) bool {
 
 // consumeDecisions reads this host's decisions through its durable consumer:
 // a relay that restarts resumes where it stopped, and a decision is acked
-// only once it was delivered (or its ask is known to be gone).
+// only once it was delivered (or its ask is known to be gone). A consumer
+// that disappears (deleted by an operator, lost by the hub) is made again
+// from the first decision this relay has not acked, so none is skipped.
 func (r *Relay) consumeDecisions(ctx context.Context) {
+	name := hub.RelayConsumer(r.host)
 	cfg := jetstream.ConsumerConfig{
-		Durable:       hub.RelayConsumer(r.host),
+		Durable:       name,
 		FilterSubject: hub.DecisionSubjectPrefix + r.host + ".>",
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
 	}
-	var cons jetstream.Consumer
+	var ready sync.Once
 	for {
-		var err error
-		if cons, err = r.js.CreateOrUpdateConsumer(ctx, hub.DecisionsStream, cfg); err == nil {
-			close(r.consumer)
-			break
+		cons, err := r.decisionConsumer(ctx, cfg)
+		if err != nil {
+			r.log.Warn("decision consumer not ready; retrying", "err", err)
+			if !await(ctx, time.After(retryMax)) {
+				return
+			}
+			continue
 		}
-		r.log.Warn("decision consumer not ready; retrying", "err", err)
-		if !await(ctx, time.After(retryMax)) {
+		r.floor.bound(cons.CachedInfo().AckFloor.Stream)
+		ready.Do(func() { close(r.consumer) })
+		lost := make(chan struct{}, 1)
+		cc, err := cons.Consume(r.onDecision, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			r.log.Warn("decision consumer", "err", err)
+			if mayBeGone(err) {
+				notify(lost)
+			}
+		}))
+		if err != nil {
+			r.log.Error("decision consumer failed", "err", err)
 			return
 		}
+		awaitGone(ctx, r.js, hub.DecisionsStream, name, lost)
+		if ctx.Err() != nil {
+			r.stopDecisions(cc)
+			return
+		}
+		cc.Stop()
+		from := r.floor.resume()
+		r.log.Warn("decision consumer was gone; made again from the first decision not acked", "sequence", from)
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
 	}
-	cc, err := cons.Consume(r.onDecision, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		r.log.Warn("decision consumer", "err", err)
-	}))
-	if err != nil {
-		r.log.Error("decision consumer failed", "err", err)
-		return
+}
+
+// decisionConsumer makes this host's consumer, or binds to the one there:
+// one made again from a sequence keeps that start, which a plain update
+// would refuse to change.
+func (r *Relay) decisionConsumer(ctx context.Context, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	cons, err := r.js.CreateOrUpdateConsumer(ctx, hub.DecisionsStream, cfg)
+	if err == nil {
+		return cons, nil
 	}
-	<-ctx.Done()
-	r.stopDecisions(cc)
+	if have, ierr := r.js.Consumer(ctx, hub.DecisionsStream, cfg.Durable); ierr == nil {
+		if c := have.CachedInfo().Config; c.FilterSubject == cfg.FilterSubject && c.AckPolicy == cfg.AckPolicy {
+			return have, nil
+		}
+	}
+	return nil, err
+}
+
+// decisionFloor follows which decisions this relay has acked, so that its
+// consumer can be made again from the first one it has not.
+type decisionFloor struct {
+	mu   sync.Mutex
+	base uint64          // every decision below was acked (the consumer's ack floor when bound)
+	seen uint64          // the highest sequence delivered here
+	open map[uint64]bool // delivered, not acked or terminated
+}
+
+func (f *decisionFloor) bound(ackFloor uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.base = max(f.base, ackFloor+1)
+}
+
+func (f *decisionFloor) received(seq uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.open == nil {
+		f.open = map[uint64]bool{}
+	}
+	f.open[seq] = true
+	f.seen = max(f.seen, seq)
+}
+
+func (f *decisionFloor) settled(seq uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.open, seq)
+}
+
+func (f *decisionFloor) resume() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	from := max(f.base, f.seen+1)
+	for seq := range f.open {
+		from = min(from, seq)
+	}
+	return from
 }
 
 // stopDecisions drains the consumer before the relay lets go of the
@@ -356,6 +429,17 @@ func (r *Relay) stopDecisions(cc jetstream.ConsumeContext) {
 
 func (r *Relay) onDecision(msg jetstream.Msg) {
 	key := strings.TrimPrefix(msg.Subject(), hub.DecisionSubjectPrefix+r.host+".")
+	meta, merr := msg.Metadata()
+	if merr == nil {
+		r.floor.received(meta.Sequence.Stream)
+	}
+	// done settles the decision: acked or terminated, never offered again.
+	done := func(settle func() error) {
+		_ = settle()
+		if merr == nil {
+			r.floor.settled(meta.Sequence.Stream)
+		}
+	}
 	d, err := readDecision(msg)
 	if err != nil {
 		// It holds the ask's one place in the bucket (decision 0161), so
@@ -364,7 +448,7 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 		d = decisionMsg{State: wire.StateDeniedWithReason, Reason: RefusedPrefix + err.Error()}
 	}
 	r.mu.Lock()
-	oa, done := r.open[key], r.finished[key]
+	oa, finished := r.open[key], r.finished[key]
 	r.mu.Unlock()
 	switch {
 	case oa != nil:
@@ -389,13 +473,13 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 			if err != nil && !errors.Is(err, serve.ErrAlreadyDecided) && !serve.IsExpired(err) {
 				r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
 			}
-			_ = msg.Ack()
+			done(msg.Ack)
 		}()
-	case done:
-		_ = msg.Ack()
+	case finished:
+		done(msg.Ack)
 	default:
-		if meta, err := msg.Metadata(); err == nil && meta.NumDelivered >= maxUnknownDeliveries {
-			_ = msg.Term()
+		if merr == nil && meta.NumDelivered >= maxUnknownDeliveries {
+			done(msg.Term)
 			return
 		}
 		_ = msg.NakWithDelay(unknownDelay)
@@ -405,7 +489,7 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 // readDecision reads a decision message; a delete or purge marker is none.
 func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 	var d decisionMsg
-	if op := msg.Headers().Get("KV-Operation"); op != "" {
+	if op := msg.Headers().Get(kvOperation); op != "" {
 		return d, fmt.Errorf("a %s marker in place of a decision", wire.QuoteShort(op))
 	}
 	err := json.Unmarshal(msg.Data(), &d)
@@ -421,7 +505,7 @@ func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 // watchGrants follows the grants bucket; a change reaches the server, which
 // judges later asks with it and re-judges pending ones.
 func (r *Relay) watchGrants(ctx context.Context) {
-	watchGrants(ctx, r.js, r.log, func(session string, grants []wire.Grant) {
+	watchGrants(ctx, r.js, r.log, hub.GrantsConsumer(r.host), func(session string, grants []wire.Grant) {
 		if r.grants.set(session, grants) {
 			r.srv.GrantsUpdated()
 		}

@@ -196,8 +196,8 @@ func TestRelayAndHubRestart(t *testing.T) {
 // decision for an ask sent earlier would never be delivered and the child
 // would wait in vain. Here the relay cannot create its consumer at first (a
 // consumer of that name with another delivery policy is in the way, as a
-// slow or failing hub would delay it); ann decides as soon as she sees the
-// ask.
+// slow or failing hub would delay it: it acks nothing, so the relay can
+// neither update it nor use it); ann decides as soon as she sees the ask.
 func TestNoAskBeforeTheDecisionConsumer(t *testing.T) {
 	th := startHub(t)
 	js := th.admin(t)
@@ -207,7 +207,7 @@ func TestNoAskBeforeTheDecisionConsumer(t *testing.T) {
 		Durable:       hub.RelayConsumer("alpha"),
 		FilterSubject: hub.DecisionSubjectPrefix + "alpha.>",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckPolicy:     jetstream.AckNonePolicy,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -488,5 +488,84 @@ func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
 		if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err == nil {
 			t.Fatalf("%d: a second decision was taken", i)
 		}
+	}
+}
+
+// A relay whose decision consumer disappears makes it again from the first
+// decision it has not acked and says so: a decision made while it was gone
+// is delivered, none is skipped (issue 20: the relay logged one warning and
+// never received again).
+func TestDeletedDecisionConsumerIsMadeAgain(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	js := th.admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+
+	first := alpha.ask(bash("alpha", 1, "go test ./..."))
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-1").ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	answered(t, first)
+	second := alpha.ask(bash("alpha", 2, "go vet ./..."))
+	a2 := ann.queued(t, "alpha-2")
+	if err := js.DeleteConsumer(ctx, hub.DecisionsStream, hub.RelayConsumer("alpha")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: a2.ID, State: wire.StateDeniedWithReason, Reason: "not now"}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, second); resp.Approved || resp.DenialReason != "not now" {
+		t.Fatalf("%+v", resp)
+	}
+	alpha.logs.WaitFor(t, "reported", func(m string) bool { return strings.HasPrefix(m, "decision consumer was gone") })
+	// And it keeps receiving.
+	third := alpha.ask(bash("alpha", 3, "go build ./..."))
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-3").ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, third); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 3 {
+		t.Fatalf("%d audit records", len(recs))
+	}
+}
+
+// A relay restarted under another host name publishes its waiting ask under
+// the new host (its deduplication id names the host, so the hub does not
+// drop it as a repeat), consoles let go of the old copy, and the decision
+// made on the new one reaches the child (issue 20: the old copy stayed, and
+// an approval of it was accepted and never delivered).
+func TestReHostedRelaysAsksMoveToTheNewHost(t *testing.T) {
+	th := startHub(t)
+	tr := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	c := tr.ask(bash("alpha", 1, "npm run deploy"))
+	old := ann.queued(t, "alpha-1")
+	if old.Host != "alpha" {
+		t.Fatalf("host %q", old.Host)
+	}
+	tr.stop()
+	tr.host = "beta"
+	tr.start(th)
+	moved := ann.events.WaitFor(t, "shown under beta", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.Host == "beta"
+	}).(serve.AskQueued).Ask
+	ann.events.WaitFor(t, "old copy gone", func(ev serve.Event) bool {
+		w, ok := ev.(serve.Withdrawn)
+		return ok && w.ID == old.ID
+	})
+	if err := ann.decide(t, serve.Decision{Ask: old.ID, State: wire.StateApproved}); !errors.Is(err, serve.ErrUnknownAsk) {
+		t.Fatalf("the old copy was decided: %v", err)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: moved.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); !resp.Approved {
+		t.Fatalf("%+v", resp)
 	}
 }
