@@ -13,8 +13,10 @@ import (
 	"github.com/permtui/permtui/internal/safefs"
 )
 
-// maxPolicyFileSize caps every config and agent file read.
-const maxPolicyFileSize = 1 << 20
+// maxPolicyFileSize bounds the memory a policy file can take. pi reads any
+// size, so the bound sits far above any written policy; a larger file is a
+// problem, and serve holds every allow while it lasts (decision 0171).
+const maxPolicyFileSize = 4 << 20
 
 // LoadOptions says where the root session's policy lives.
 type LoadOptions struct {

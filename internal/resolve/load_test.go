@@ -633,3 +633,24 @@ func TestLegacyFilesOnlyTurnYoloOff(t *testing.T) {
 		t.Errorf("problems = %+v; want one that names the legacy file without a floor", p.Problems())
 	}
 }
+
+// pi reads a policy file of any size, so a global config over the old 1 MiB
+// cap keeps its denies; a file beyond the memory cap is a problem (serve
+// then holds every allow) whose message says so.
+func TestLargePolicyFilesAreRead(t *testing.T) {
+	f := newFixture(t)
+	pad := "/*" + strings.Repeat("x", 1<<20) + "*/"
+	f.global(`{"permission":{"bash":{` + pad + `"rm *":"deny"}}}`)
+	f.project(`{"permission":{"bash":{"git *":"allow"}}}`)
+	if v := f.eval("", "bash", "rm -rf /"); v.Action != Deny {
+		t.Fatalf("rm under a 1 MiB global config = %s, want deny\n%s", v.Action, v.Explanation)
+	}
+	file := f.global("")
+	if err := os.Truncate(file, maxPolicyFileSize+1); err != nil {
+		t.Fatal(err)
+	}
+	p := Load(f.opts)
+	if probs := p.Problems(); len(probs) != 1 || probs[0].File != file || !strings.Contains(probs[0].Message, "bytes") {
+		t.Errorf("problems = %+v; want one naming the oversized %s", probs, file)
+	}
+}
