@@ -202,10 +202,13 @@ func Load(opts LoadOptions) *Policy {
 	project := opts.TrustProject && opts.ProjectDir != ""
 	if project {
 		p.legacyYolo(LegacyProjectPath(opts.ProjectDir))
+		var files []*permissions
 		for i, file := range ProjectConfigPaths(opts.ProjectDir) {
 			cfg, ok := p.readConfig(file, OriginProject, true)
 			if ok {
-				shared = appendScope(shared, cfg.perms)
+				if cfg.perms != nil {
+					files = append(files, cfg.perms)
+				}
 				// config.local.json may only turn yolo off (decision 0170).
 				if local := i == 1; !local || cfg.yolo != nil && !*cfg.yolo {
 					p.setYolo(cfg.yolo, file)
@@ -213,6 +216,12 @@ func Load(opts LoadOptions) *Policy {
 			} else if n := len(p.problems); n > 0 && p.problems[n-1].File == file {
 				floor = append(floor, p.problems[n-1])
 			}
+		}
+		// As pi (mergeUnifiedConfigs): config.local.json merges over
+		// config.json as raw files, then the one project scope is expanded
+		// and merged with the others (decision 0172).
+		if len(files) > 0 {
+			shared = appendScope(shared, mergeScopes(files))
 		}
 	}
 
