@@ -126,3 +126,24 @@ func BenchmarkLoad(b *testing.B) {
 		Load(opts)
 	}
 }
+
+// BenchmarkLoadAtTheCap loads a global config as large as the cap allows,
+// made of the smallest rules (the most per byte): the memory bound of a
+// policy file (decision 0171).
+func BenchmarkLoadAtTheCap(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"permission":{"bash":{`)
+	for i := 0; sb.Len() < maxPolicyFileSize-32; i++ {
+		fmt.Fprintf(&sb, `"%x":"deny",`, i)
+	}
+	sb.WriteString(`"*":"ask"}}}`)
+	root := b.TempDir()
+	opts := LoadOptions{AgentDir: root + "/agent", Home: "/home/u"}
+	testkit.WriteFile(b, GlobalConfigPath(opts.AgentDir), []byte(sb.String()))
+	b.ReportAllocs()
+	for b.Loop() {
+		if p := Load(opts); len(p.Problems()) > 0 {
+			b.Fatal(p.Problems())
+		}
+	}
+}

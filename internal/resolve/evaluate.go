@@ -27,6 +27,10 @@ func ValueSurface(surface string) bool {
 // surface that carries no value of its own.
 var starValues = []string{"*"}
 
+// mcpStatusValues are pi's mcp targets for an input naming no tool, server
+// or action: a padded "mcp" surface, whose input is {}.
+var mcpStatusValues = []string{"mcp_status", "mcp"}
+
 // Restrictiveness orders actions: deny 2, ask 1, allow 0.
 func Restrictiveness(a Action) int {
 	switch a {
@@ -152,20 +156,27 @@ func (p *Policy) judgeSurface(rs *ruleset, surface string, values []string, floo
 			values = starValues
 		}
 	default:
-		// Every other surface becomes a tool intent, whose name pi trims
-		// before judging it (PermissionManager.check); no fold follows.
+		// Every other surface becomes a tool intent. Its input is built
+		// from the surface as sent ({command} only for exactly "bash",
+		// {name} only for exactly "skill", else {}); pi then trims the name
+		// and reads that input (normalizeInput); no fold follows.
 		name = jsTrim(surface)
+		first := ""
+		if len(values) > 0 && surface == name {
+			first = values[0]
+		}
 		switch name {
-		case "bash", "skill":
-			first := ""
-			if len(values) > 0 {
-				first = values[0]
-			}
-			if name == "bash" {
-				first = bashValue(first)
-			}
+		case "bash":
+			one[0] = bashValue(first)
+			values = one[:]
+		case "skill":
 			one[0] = first
 			values = one[:]
+			if surface != name {
+				values = starValues // no name in the input
+			}
+		case "mcp":
+			values = mcpStatusValues // mcp's targets for an empty input
 		default:
 			values = starValues
 		}

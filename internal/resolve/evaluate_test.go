@@ -389,14 +389,16 @@ func TestAskingUnitsWithGrantsYoloAndFloors(t *testing.T) {
 }
 
 // pi trims the name of a surface it judges as a tool (not a path surface or
-// mcp), so " bash " is bash; a padded family name is not folded.
+// mcp), so " bash " is bash; a padded family name is not folded. The input
+// is built from the surface as sent (decision 0173), so a padded bash has
+// the command "" and a padded skill the name "*", whatever the values.
 func TestPaddedToolSurfacesAreTrimmed(t *testing.T) {
 	f := newFixture(t)
 	f.global(`{"permission":{"*":"allow","bash":{"rm *":"deny"},"skill":{"x":"deny"},"path":"deny"}}`)
 	p := Load(f.opts)
 	for name, c := range map[string]evalCase{
-		"bash":          {surface: " bash\t", values: []string{"rm -rf x"}, want: Deny, pattern: "rm *"},
-		"skill":         {surface: "skill ", values: []string{"x"}, want: Deny, pattern: "x"},
+		"bash":          {surface: " bash\t", values: []string{"rm -rf x"}, want: Allow, origin: OriginGlobal, pattern: "<nil>"},
+		"skill":         {surface: "skill ", values: []string{"x"}, want: Allow, origin: OriginGlobal, pattern: "<nil>"},
 		"padded family": {surface: " path", values: []string{"/x"}, want: Allow, origin: OriginGlobal, pattern: "<nil>"},
 	} {
 		c.check(t, p, name)

@@ -13,8 +13,10 @@ import (
 	"github.com/permtui/permtui/internal/safefs"
 )
 
-// maxPolicyFileSize caps every config and agent file read.
-const maxPolicyFileSize = 1 << 20
+// maxPolicyFileSize bounds the memory a policy file can take. pi reads any
+// size, so the bound sits far above any written policy; a larger file is a
+// problem, and serve holds every allow while it lasts (decision 0171).
+const maxPolicyFileSize = 4 << 20
 
 // LoadOptions says where the root session's policy lives.
 type LoadOptions struct {
@@ -137,6 +139,15 @@ func ProjectConfigPaths(projectDir string) []string {
 	return []string{filepath.Join(dir, "config.json"), filepath.Join(dir, "config.local.json")}
 }
 
+// LegacyProjectPath is the project's legacy policy file. pi merges its
+// runtime settings between the global and the project config.json; permtui
+// takes only a false yoloMode from it (decision 0170). The legacy global
+// file sits below the global config, so under that rule it changes nothing
+// and is not read.
+func LegacyProjectPath(projectDir string) string {
+	return filepath.Join(projectDir, ".pi", "agent", "pi-permissions.jsonc")
+}
+
 // agentDirs lists the agent directories pi reads, lowest precedence first,
 // each with the origin of its rules.
 func agentDirs(opts LoadOptions) [][2]string {
@@ -168,6 +179,7 @@ func watchPaths(opts LoadOptions) []string {
 	}
 	if opts.TrustProject && opts.ProjectDir != "" {
 		paths = append(paths, ProjectConfigPaths(opts.ProjectDir)...)
+		paths = append(paths, LegacyProjectPath(opts.ProjectDir))
 		paths = append(paths, filepath.Join(opts.ProjectDir, ".pi", "agents"))
 	}
 	return paths
@@ -189,14 +201,27 @@ func Load(opts LoadOptions) *Policy {
 	}
 	project := opts.TrustProject && opts.ProjectDir != ""
 	if project {
-		for _, file := range ProjectConfigPaths(opts.ProjectDir) {
+		p.legacyYolo(LegacyProjectPath(opts.ProjectDir))
+		var files []*permissions
+		for i, file := range ProjectConfigPaths(opts.ProjectDir) {
 			cfg, ok := p.readConfig(file, OriginProject, true)
 			if ok {
-				shared = appendScope(shared, cfg.perms)
-				p.setYolo(cfg.yolo, file)
+				if cfg.perms != nil {
+					files = append(files, cfg.perms)
+				}
+				// config.local.json may only turn yolo off (decision 0170).
+				if local := i == 1; !local || cfg.yolo != nil && !*cfg.yolo {
+					p.setYolo(cfg.yolo, file)
+				}
 			} else if n := len(p.problems); n > 0 && p.problems[n-1].File == file {
 				floor = append(floor, p.problems[n-1])
 			}
+		}
+		// As pi (mergeUnifiedConfigs): config.local.json merges over
+		// config.json as raw files, then the one project scope is expanded
+		// and merged with the others (decision 0172).
+		if len(files) > 0 {
+			shared = appendScope(shared, mergeScopes(files))
 		}
 	}
 
@@ -257,6 +282,26 @@ func appendScope(scopes []*permissions, perms *permissions) []*permissions {
 func (p *Policy) setYolo(v *bool, file string) {
 	if v != nil {
 		p.yolo, p.yoloFrom = *v, "yoloMode "+boolWord(*v)+" in "+printable(file)
+	}
+}
+
+// legacyYolo applies a legacy file's yoloMode, only when false: pi honours
+// either value, so taking a true would widen authority from a file the
+// user may have forgotten (decision 0170). A file that exists but cannot
+// be read might hold a false, so it turns yolo off and is a problem; one
+// pi's parser rejects contributes nothing, as in pi.
+func (p *Policy) legacyYolo(file string) {
+	data, err := p.opts.read(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		p.problem(file, "cannot be read ("+printable(err.Error())+")", "; it may set yoloMode false, so yoloMode is off", false)
+		p.yolo, p.yoloFrom = false, "the unreadable legacy file "+printable(file)
+		return
+	}
+	if cfg, err := parseConfig(string(data), OriginProject, file); err == nil && cfg.yolo != nil && !*cfg.yolo {
+		p.setYolo(cfg.yolo, file)
 	}
 }
 

@@ -591,3 +591,66 @@ func TestAgentFileThatIsADirectoryOrADanglingLink(t *testing.T) {
 		}
 	}
 }
+
+// pi merges the legacy pi-permissions.jsonc files into its runtime config
+// (legacy global, global, legacy project, project); permtui takes only a
+// false yoloMode from them, and the project one only when trusted.
+func TestLegacyFilesOnlyTurnYoloOff(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"yoloMode":true,"permission":{"bash":"ask"}}`)
+	legacyProject := filepath.Join(f.opts.ProjectDir, ".pi", "agent", "pi-permissions.jsonc")
+	testkit.WriteFile(t, legacyProject, []byte(`{"yoloMode":false}`))
+	p := Load(f.opts)
+	if yolo, from := p.Yolo(); yolo || !strings.Contains(from, legacyProject) {
+		t.Errorf("yolo = %v from %q; want off from %s", yolo, from, legacyProject)
+	}
+	if !slices.Contains(p.WatchPaths(), legacyProject) {
+		t.Errorf("watch paths %v lack %s", p.WatchPaths(), legacyProject)
+	}
+	f.opts.TrustProject = false
+	if yolo, _ := Load(f.opts).Yolo(); !yolo {
+		t.Error("an untrusted project's legacy file turned yolo off; pi withholds it")
+	}
+	f.opts.TrustProject = true
+	testkit.WriteFile(t, legacyProject, []byte(`{"yoloMode":true}`))
+	f.global(`{"permission":{"bash":"ask"}}`)
+	if yolo, _ := Load(f.opts).Yolo(); yolo {
+		t.Error("a legacy yoloMode true turned yolo on")
+	}
+	// A legacy file permtui cannot read may hold a false: yolo is off.
+	f.global(`{"yoloMode":true}`)
+	if err := os.Remove(legacyProject); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(legacyProject, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p = Load(f.opts)
+	if yolo, from := p.Yolo(); yolo || !strings.Contains(from, legacyProject) {
+		t.Errorf("unreadable legacy file: yolo = %v from %q; want off", yolo, from)
+	}
+	if len(p.Problems()) != 1 || p.Problems()[0].FailClosed {
+		t.Errorf("problems = %+v; want one that names the legacy file without a floor", p.Problems())
+	}
+}
+
+// pi reads a policy file of any size, so a global config over the old 1 MiB
+// cap keeps its denies; a file beyond the memory cap is a problem (serve
+// then holds every allow) whose message says so.
+func TestLargePolicyFilesAreRead(t *testing.T) {
+	f := newFixture(t)
+	pad := "/*" + strings.Repeat("x", 1<<20) + "*/"
+	f.global(`{"permission":{"bash":{` + pad + `"rm *":"deny"}}}`)
+	f.project(`{"permission":{"bash":{"git *":"allow"}}}`)
+	if v := f.eval("", "bash", "rm -rf /"); v.Action != Deny {
+		t.Fatalf("rm under a 1 MiB global config = %s, want deny\n%s", v.Action, v.Explanation)
+	}
+	file := f.global("")
+	if err := os.Truncate(file, maxPolicyFileSize+1); err != nil {
+		t.Fatal(err)
+	}
+	p := Load(f.opts)
+	if probs := p.Problems(); len(probs) != 1 || probs[0].File != file || !strings.Contains(probs[0].Message, "bytes") {
+		t.Errorf("problems = %+v; want one naming the oversized %s", probs, file)
+	}
+}

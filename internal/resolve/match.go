@@ -169,9 +169,9 @@ func globUnits(p, v string) bool {
 // homeTokens are the leading home spellings (NEW adds ${HOME}).
 var homeTokens = [...]string{"~", "$HOME", "${HOME}"}
 
-// expandHome replaces a leading home token that stands alone or is followed
-// by a separator, joining the rest like Node's path.join (normalised, trailing
-// separator kept). ~user, $HOMEDIR and ${HOME:-x} stay literal.
+// expandHome replaces a leading home token that stands alone (by home as it
+// is) or is followed by a separator (by Node's path.join(home, rest)).
+// ~user, $HOMEDIR and ${HOME:-x} stay literal.
 func expandHome(p, home string) string {
 	if home == "" {
 		return p
@@ -181,16 +181,23 @@ func expandHome(p, home string) string {
 			return home
 		}
 		if len(p) > len(tok) && strings.HasPrefix(p, tok) && (p[len(tok)] == '/' || p[len(tok)] == '\\') {
-			rest := p[len(tok)+1:]
-			if rest == "" {
-				return path.Clean(home)
-			}
-			joined := path.Join(home, rest)
-			if strings.HasSuffix(rest, "/") && !strings.HasSuffix(joined, "/") {
-				joined += "/"
-			}
-			return joined
+			return nodeJoin(home, p[len(tok)+1:])
 		}
 	}
 	return p
+}
+
+// nodeJoin is Node's POSIX path.join(home, rest): the non-empty parts joined
+// by "/" and normalised, a trailing separator kept, so a HOME of "/home/u/"
+// makes "~/" "/home/u/" (path.Clean would drop it).
+func nodeJoin(home, rest string) string {
+	joined := home
+	if rest != "" {
+		joined += "/" + rest
+	}
+	clean := path.Clean(joined)
+	if strings.HasSuffix(joined, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean
 }

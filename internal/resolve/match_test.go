@@ -115,6 +115,16 @@ func TestExpandHome(t *testing.T) {
 			t.Errorf("expandHome(%q) = %q, want %q", in, got, want)
 		}
 	}
+	// A HOME that ends in "/" keeps it where Node's path.join does (node 22:
+	// HOME=/home/u/ gives "/home/u/" for join(homedir(), "")).
+	for home, want := range map[[2]string]string{
+		{"/home/u/", "~/"}: "/home/u/", {"/home/u/", "~"}: "/home/u/", {"/home/u/", "~//"}: "/home/u/",
+		{"/home/u/", "~/x"}: "/home/u/x", {"/home/u//", "~/"}: "/home/u/", {"/", "~/"}: "/", {"/", "~/x"}: "/x",
+	} {
+		if got := expandHome(home[1], home[0]); got != want {
+			t.Errorf("HOME=%s: expandHome(%q) = %q, want %q", home[0], home[1], got, want)
+		}
+	}
 	if got := expandHome("~/x", ""); got != "~/x" {
 		t.Errorf("with no home, expandHome = %q, want the pattern unchanged", got)
 	}

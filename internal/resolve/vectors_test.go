@@ -57,6 +57,14 @@ func TestParityRepros(t *testing.T) {
 	}
 }
 
+// TestParityRound3: issue 21's classes of disagreement with pi, each giving
+// pi's answer or, where a vector's why says STRICTER, permtui's stricter one.
+func TestParityRound3(t *testing.T) {
+	for _, v := range testkit.ReadJSONLFile[testkit.Ruleset](t, filepath.Join("testdata", "parity3.jsonl")) {
+		t.Run(v.ID, func(t *testing.T) { checkRulesetVector(t, v) })
+	}
+}
+
 // checkRulesetVector loads the vector's files, judges its facts (or its raw
 // intent) and compares every field the vector states.
 func checkRulesetVector(t *testing.T, v testkit.Ruleset) {

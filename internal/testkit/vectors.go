@@ -54,7 +54,14 @@ func ModuleRoot(t testing.TB) string {
 // file fails the test, so no vector set can be skipped silently.
 func ReadJSONL[T any](t testing.TB, name string) []T {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(Dir(t), name))
+	return ReadJSONLFile[T](t, filepath.Join(Dir(t), name))
+}
+
+// ReadJSONLFile is ReadJSONL for a vectors file anywhere, such as a
+// package's own testdata.
+func ReadJSONLFile[T any](t testing.TB, path string) []T {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +74,7 @@ func ReadJSONL[T any](t testing.TB, name string) []T {
 		}
 		var v T
 		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("%s line %d: %v", name, len(out)+1, err)
+			t.Fatalf("%s line %d: %v", path, len(out)+1, err)
 		}
 		out = append(out, v)
 	}
@@ -75,7 +82,7 @@ func ReadJSONL[T any](t testing.TB, name string) []T {
 		t.Fatal(err)
 	}
 	if len(out) == 0 {
-		t.Fatalf("%s has no vectors", name)
+		t.Fatalf("%s has no vectors", path)
 	}
 	return out
 }
@@ -87,6 +94,9 @@ type Ruleset struct {
 	Global        json.RawMessage   `json:"global"`
 	GlobalText    *string           `json:"globalText"`
 	Project       json.RawMessage   `json:"project"`
+	ProjectLocal  json.RawMessage   `json:"projectLocal"`  // config.local.json
+	LegacyGlobal  json.RawMessage   `json:"legacyGlobal"`  // <agentDir>/pi-permissions.jsonc
+	LegacyProject json.RawMessage   `json:"legacyProject"` // <cwd>/.pi/agent/pi-permissions.jsonc
 	Agents        map[string]string `json:"agents"`
 	ProjectAgents map[string]string `json:"projectAgents"`
 	Yolo          bool              `json:"yolo"`
@@ -127,6 +137,9 @@ func (v Ruleset) WriteFiles(t testing.TB, agentDir, projectDir string) {
 		writeConfigField(t, global, v.Global)
 	}
 	writeConfigField(t, filepath.Join(projectDir, ".pi", "extensions", "pi-permission-system", "config.json"), v.Project)
+	writeConfigField(t, filepath.Join(projectDir, ".pi", "extensions", "pi-permission-system", "config.local.json"), v.ProjectLocal)
+	writeConfigField(t, filepath.Join(agentDir, "pi-permissions.jsonc"), v.LegacyGlobal)
+	writeConfigField(t, filepath.Join(projectDir, ".pi", "agent", "pi-permissions.jsonc"), v.LegacyProject)
 	for name, text := range v.Agents {
 		WriteFile(t, filepath.Join(agentDir, "agents", name+".md"), []byte(text))
 	}
