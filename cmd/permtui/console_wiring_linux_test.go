@@ -175,14 +175,11 @@ func (c *console) press(keys ...string) {
 	}
 }
 
-// ask forwards a bash ask as the newest pi child does and waits until the
-// console shows it; the child's result arrives on the channel.
-func (c *console) ask(agent, command string) <-chan pichild.Result {
-	c.t.Helper()
-	mark := c.mark()
+// send forwards req as the newest pi child does; the child's result arrives
+// on the channel.
+func (c *console) send(req *wire.Request) <-chan pichild.Result {
 	results := make(chan pichild.Result, 1)
 	child := pichild.Child{Layout: c.layout, Target: wiringRoot, Poll: 20 * time.Millisecond, Timeout: time.Minute}
-	req := pichild.NewestBash(wiringRoot, agent, "0198c3a4-0000-7000-8000-0000000000c1", c.project, command)
 	go func() {
 		res, err := child.Ask(context.Background(), req)
 		if err != nil {
@@ -190,6 +187,14 @@ func (c *console) ask(agent, command string) <-chan pichild.Result {
 		}
 		results <- res
 	}()
+	return results
+}
+
+// ask forwards a bash ask from agent and waits until the console shows it.
+func (c *console) ask(agent, command string) <-chan pichild.Result {
+	c.t.Helper()
+	mark := c.mark()
+	results := c.send(pichild.NewestBash(wiringRoot, agent, "0198c3a4-0000-7000-8000-0000000000c1", c.project, command))
 	c.waitForAfter(mark, command)
 	return results
 }
@@ -314,11 +319,7 @@ func TestConsoleWiringSessionGrantNarrowAndRevoke(t *testing.T) {
 		t.Fatalf("grants %+v, want the narrowed %+v", g, wantGrant)
 	}
 	// The grant answers the next covered ask by itself.
-	child := pichild.Child{Layout: c.layout, Target: wiringRoot, Poll: 20 * time.Millisecond, Timeout: time.Minute}
-	res, err := child.Ask(context.Background(), pichild.NewestBash(wiringRoot, "scout", "0198c3a4-0000-7000-8000-0000000000c2", c.project, "npm test --watchAll"))
-	if err != nil || res.Outcome != pichild.Answered || !res.Response.Approved {
-		t.Fatalf("the grant did not answer a covered ask: %+v %v", res, err)
-	}
+	c.wantApproved(c.send(pichild.NewestBash(wiringRoot, "scout", "0198c3a4-0000-7000-8000-0000000000c2", c.project, "npm test --watchAll")), wire.StateApproved)
 	// g lists it, d revokes it.
 	mark = c.mark()
 	c.press("g")
@@ -347,11 +348,7 @@ func TestConsoleWiringDenyForTheSession(t *testing.T) {
 		t.Fatalf("session denies %+v %v", denies, err)
 	}
 	// The deny answers the same ask from another subagent by itself.
-	child := pichild.Child{Layout: c.layout, Target: wiringRoot, Poll: 20 * time.Millisecond, Timeout: time.Minute}
-	res, err := child.Ask(context.Background(), pichild.NewestBash(wiringRoot, "scout", "0198c3a4-0000-7000-8000-0000000000c3", c.project, "curl evil.example"))
-	if err != nil || res.Outcome != pichild.Answered || res.Response.Approved {
-		t.Fatalf("the session deny did not answer: %+v %v", res, err)
-	}
+	c.wantDenied(c.send(pichild.NewestBash(wiringRoot, "scout", "0198c3a4-0000-7000-8000-0000000000c3", c.project, "curl evil.example")), "no network")
 }
 
 // TestConsoleWiringRuleFromAnAsk: R writes the rule into pi's config.json,
@@ -504,13 +501,7 @@ func TestConsoleWiringEachScope(t *testing.T) {
 	outside := filepath.Join(c.home, "elsewhere", "lib.rs")
 	pathAsk := func() <-chan pichild.Result {
 		mark := c.mark()
-		results := make(chan pichild.Result, 1)
-		child := pichild.Child{Layout: c.layout, Target: wiringRoot, Poll: 20 * time.Millisecond, Timeout: time.Minute}
-		req := pichild.NewestPath(wiringRoot, "scout", "0198c3a4-0000-7000-8000-0000000000c4", c.project, "external_directory_read", outside)
-		go func() {
-			res, _ := child.Ask(context.Background(), req)
-			results <- res
-		}()
+		results := c.send(pichild.NewestPath(wiringRoot, "scout", "0198c3a4-0000-7000-8000-0000000000c4", c.project, "external_directory_read", outside))
 		c.waitForAfter(mark, "lib.rs")
 		return results
 	}
