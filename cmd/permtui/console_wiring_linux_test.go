@@ -389,6 +389,11 @@ func TestDemoConsoleWritesRules(t *testing.T) {
 	c.waitForAfter(mark, "this agent (researcher)")
 	mark = c.mark()
 	c.press("\r")
+	// The rule passes the global *.env deny inside notes/ (the authority
+	// diff names it): writing it takes the count the warning gives.
+	c.waitForAfter(mark, "this rule is broad: type 1 and enter")
+	mark = c.mark()
+	c.press("1", "\r")
 	c.waitForAfter(mark, "rule written to")
 	agents, err := filepath.Glob(filepath.Join(c.home, "permtui-demo-*", "agent", "agents", "researcher.md"))
 	if err != nil || len(agents) != 1 {
