@@ -1,0 +1,229 @@
+package policyedit
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/judgment"
+	"github.com/permtui/permtui/internal/resolve"
+)
+
+// The generated trees draw patterns and values from one small alphabet, so
+// a dense set of values (every string over it up to a length, and the same
+// under the home directory) reaches every region the patterns cut.
+var (
+	propAlphabet = []string{"a", "b", "/", " "}
+	propSurfaces = []string{"bash", "read", "mcp", "task"}
+	propActions  = []resolve.Action{resolve.Allow, resolve.Ask, resolve.Deny}
+)
+
+// propPattern is a random pattern: literal runs and stars, sometimes led by
+// a home token (expanded by pi in patterns, never in values).
+func propPattern(r *rand.Rand) string {
+	var b strings.Builder
+	switch r.IntN(6) {
+	case 0:
+		b.WriteString("~/")
+	case 1:
+		b.WriteString("$HOME/")
+	}
+	for range 1 + r.IntN(3) {
+		if r.IntN(3) == 0 {
+			b.WriteString("*")
+		} else {
+			b.WriteString(pick(r, propAlphabet))
+		}
+	}
+	if r.IntN(4) == 0 {
+		b.WriteString(" *")
+	}
+	return b.String()
+}
+
+func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+
+// propPermission is a random permission object: state strings and pattern
+// maps on the surfaces, sometimes the universal "*" and an mcp map.
+func propPermission(r *rand.Rand) map[string]any {
+	perm := map[string]any{}
+	for _, s := range propSurfaces {
+		switch r.IntN(4) {
+		case 0:
+			perm[s] = string(pick(r, propActions))
+		case 1, 2:
+			m := map[string]any{}
+			for range 1 + r.IntN(3) {
+				p := propPattern(r)
+				if s == "mcp" && r.IntN(2) == 0 {
+					p = pick(r, []string{"mcp_status", "mcp_*", "*", "x*"})
+				}
+				m[p] = string(pick(r, propActions))
+			}
+			perm[s] = m
+		}
+	}
+	if r.IntN(3) == 0 {
+		perm["*"] = string(pick(r, propActions))
+	}
+	return perm
+}
+
+// propTree writes a random tree: global and project configs, agent files in
+// both scopes (agent a2 in both).
+func propTree(t *testing.T, r *rand.Rand) env {
+	t.Helper()
+	files := map[string]string{}
+	config := func() string {
+		data, err := json.Marshal(map[string]any{"permission": propPermission(r)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	agent := func(name string) string {
+		data, err := json.Marshal(propPermission(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// YAML is a superset of JSON: the flow mapping is pi's frontmatter.
+		return "---\nname: " + name + "\npermission: " + string(data) + "\n---\n"
+	}
+	if r.IntN(5) > 0 {
+		files["global"] = config()
+	}
+	if r.IntN(2) == 0 {
+		files["project"] = config()
+	}
+	for _, name := range []string{"a1", "a2"} {
+		if r.IntN(2) == 0 {
+			files["agents/"+name+".md"] = agent(name)
+		}
+	}
+	for _, name := range []string{"a2", "a3"} {
+		if r.IntN(3) == 0 {
+			files["project-agents/"+name+".md"] = agent(name)
+		}
+	}
+	return newEnv(t, files)
+}
+
+// propValues is the dense value set: every string over the alphabet up to
+// four characters, the same under the home directory up to three, and the
+// MCP baseline's names.
+func propValues(home string) []string {
+	values := []string{""}
+	for n, layer := 0, []string{""}; n < 4; n++ {
+		var next []string
+		for _, v := range layer {
+			for _, a := range propAlphabet {
+				next = append(next, v+a)
+			}
+		}
+		values = append(values, next...)
+		layer = next
+	}
+	var homed []string
+	for _, v := range values {
+		if len(v) <= 3 {
+			homed = append(homed, home+v, home+"/"+v)
+		}
+	}
+	return slices.Concat(values, homed, resolve.MCPBaseline())
+}
+
+// TestAuthorityDiffNamesEveryLoosening: over random trees and random rule
+// additions, every verdict that any view judges looser after the edit, at
+// any value of the dense set, is the person's own (an ask the new rule now
+// allows) or is named by the change: same view, surface, rule before and
+// rule after. PERMTUI_POLICYEDIT_CASES and PERMTUI_POLICYEDIT_SEED run more.
+func TestAuthorityDiffNamesEveryLoosening(t *testing.T) {
+	cases := propertyEnv(t, "PERMTUI_POLICYEDIT_CASES", 400)
+	seed := uint64(propertyEnv(t, "PERMTUI_POLICYEDIT_SEED", 1))
+	planned, loosening := 0, 0
+	defer func() {
+		t.Logf("%d cases, %d rules planned, %d of them loosen something unnamed", cases, planned, loosening)
+	}()
+	for c := range cases {
+		r := rand.New(rand.NewPCG(seed, uint64(c)))
+		e := propTree(t, r)
+		scope := pick(r, []Scope{ScopeGlobal, ScopeGlobal, ScopeProject, ScopeAgent})
+		agent := ""
+		if scope == ScopeAgent {
+			agent = pick(r, []string{"a1", "a2", "a3"})
+		}
+		target, err := Locate(e.opts, scope, agent)
+		if err != nil {
+			continue // no such agent file
+		}
+		rule := Rule{Surface: pick(r, propSurfaces), Pattern: propPattern(r), Action: pick(r, propActions)}
+		compiled := resolve.CompilePattern(rule.Pattern, e.opts.Home)
+		facts := resolve.Query{Agent: agent, Surface: rule.Surface, Values: []string{fill(compiled.Expanded(), "a")}}
+		ch, err := Plan(e.opts, target, rule, facts)
+		if err != nil {
+			continue // pi's ordering would not let it decide: refused
+		}
+		planned++
+		if len(ch.Loosens) > 0 {
+			loosening++
+		}
+		before, after := resolve.Load(e.opts), resolve.Load(ch.Candidate(e.opts))
+		views := slices.Concat([]string{"", "nobody"}, before.Agents(), after.Agents())
+		dense := propValues(e.opts.Home)
+		for _, view := range views {
+			for _, surface := range append(slices.Clone(propSurfaces), "path_read", "other") {
+				values := []string{"*"} // pi judges an extension tool on "*" alone
+				if resolve.ValueSurface(surface) {
+					values = dense
+				}
+				for _, value := range values {
+					q := resolve.Query{Agent: view, Surface: surface, Values: []string{value}}
+					req := judgment.FactsRequest(q)
+					b, a := judgment.Verdict(before, req, nil, nil), judgment.Verdict(after, req, nil, nil)
+					if resolve.Restrictiveness(a.Action) >= resolve.Restrictiveness(b.Action) {
+						continue
+					}
+					if b.Action == resolve.Ask && ch.IsNewRule(a.Rule) {
+						continue // what the person named
+					}
+					named := slices.ContainsFunc(ch.Loosens, func(l Loosening) bool {
+						sameView := l.Agent == view || (view == "nobody" && l.Agent == "")
+						return sameView && l.Surface == surface && ruleKey(l.Before.Rule) == ruleKey(b.Rule) && ruleKey(l.After.Rule) == ruleKey(a.Rule)
+					})
+					if !named {
+						t.Fatalf("case %d (PERMTUI_POLICYEDIT_SEED=%d): %s written to %s loosens %s %q for agent %q from %s (%s) to %s (%s) unnamed; named: %v\nfiles: %s",
+							c, seed, rule, target.File, surface, value, view, b.Action, DescribeRule(b.Rule), a.Action, DescribeRule(a.Rule), Group(ch.Loosens), dumpTree(e))
+					}
+				}
+			}
+		}
+	}
+}
+
+func propertyEnv(t *testing.T, name string, def int) int {
+	if s := os.Getenv(name); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", name, s, err)
+		}
+		return n
+	}
+	return def
+}
+
+// dumpTree shows the policy files of a failing case.
+func dumpTree(e env) string {
+	var b strings.Builder
+	for _, name := range []string{"global", "project", "agents/a1.md", "agents/a2.md", "project-agents/a2.md", "project-agents/a3.md"} {
+		if data, err := os.ReadFile(e.path(name)); err == nil {
+			fmt.Fprintf(&b, "\n%s: %s", name, data)
+		}
+	}
+	return b.String()
+}
