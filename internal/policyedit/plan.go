@@ -127,6 +127,11 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 			return nil, fmt.Errorf("pi already rejects %s as it is: %s; fix it first", t.File, pr.Message)
 		}
 	}
+	// While any file is broken serve holds every allow at ask, so the
+	// authority diff would see no allow it opens until the file is fixed.
+	if prs := cur.Problems(); len(prs) > 0 {
+		return nil, fmt.Errorf("%s cannot be used as it is (%s): until it is fixed permtui cannot tell what a rule would loosen; fix it first", prs[0].File, prs[0].Message)
+	}
 	next, err := Edit(t, r, old, existed)
 	if err != nil {
 		return nil, err
