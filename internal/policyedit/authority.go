@@ -280,7 +280,7 @@ func (g LooseningGroup) String() string {
 			views = append(views, "agent "+strconv.Quote(v))
 		}
 	}
-	s := fmt.Sprintf("%s %q goes %s → %s for %s (was %s; now %s)", strconv.Quote(l.Surface), l.Value,
+	s := fmt.Sprintf("%s %q: %s → %s for %s (was %s; now %s)", strconv.Quote(l.Surface), l.Value,
 		l.Before.Action, l.After.Action, strings.Join(views, ", "), DescribeRule(l.Before.Rule), DescribeRule(l.After.Rule))
 	if g.Count > 1 {
 		s += fmt.Sprintf("; %d witness values in all", g.Count)
