@@ -1,13 +1,18 @@
 package policyedit
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	json "github.com/goccy/go-json"
 
@@ -146,9 +151,10 @@ func propValues(home string) []string {
 func TestAuthorityDiffNamesEveryLoosening(t *testing.T) {
 	cases := propertyEnv(t, "PERMTUI_POLICYEDIT_CASES", 400)
 	seed := uint64(propertyEnv(t, "PERMTUI_POLICYEDIT_SEED", 1))
-	planned, loosening := 0, 0
+	planned, loosening, piChecked := 0, 0, 0
+	pi := startPiJudge(t, "/home/u")
 	defer func() {
-		t.Logf("%d cases, %d rules planned, %d of them loosen something unnamed", cases, planned, loosening)
+		t.Logf("%d cases, %d rules planned, %d of them loosen something unnamed; pi judged %d queries twice", cases, planned, loosening, piChecked)
 	}()
 	for c := range cases {
 		r := rand.New(rand.NewPCG(seed, uint64(c)))
@@ -177,11 +183,16 @@ func TestAuthorityDiffNamesEveryLoosening(t *testing.T) {
 		views := slices.Concat([]string{"", "nobody"}, before.Agents(), after.Agents())
 		dense := propValues(e.opts.Home)
 		pairs := rand.New(rand.NewPCG(seed, uint64(c)|1<<63)) // apart from the tree's stream
+		var asked []resolve.Query                             // for pi, when it judges too
+		var verdicts [][2]resolve.Action
 		// check reports whether the edit changed the verdict at all.
 		check := func(view, surface string, values ...string) bool {
 			q := resolve.Query{Agent: view, Surface: surface, Values: values}
 			req := judgment.FactsRequest(q)
 			b, a := judgment.Verdict(before, req, nil, nil), judgment.Verdict(after, req, nil, nil)
+			if pi != nil && surface != "mcp" { // the driver builds no MCP input
+				asked, verdicts = append(asked, q), append(verdicts, [2]resolve.Action{b.Action, a.Action})
+			}
 			changed := a.Action != b.Action || ruleKey(a.Rule) != ruleKey(b.Rule)
 			if resolve.Restrictiveness(a.Action) >= resolve.Restrictiveness(b.Action) {
 				return changed
@@ -221,7 +232,98 @@ func TestAuthorityDiffNamesEveryLoosening(t *testing.T) {
 				}
 			}
 		}
+		if pi != nil {
+			// pi's own evaluator must give every verdict checked above,
+			// before and after the rule is written: then what holds for
+			// permtui's resolver holds for pi.
+			if facts.Surface != "mcp" {
+				asked, verdicts = append(asked, facts), append(verdicts, [2]resolve.Action{ch.Before.Action, rule.Action})
+			}
+			was := pi.judge(t, e, asked)
+			if _, err := Apply(ch, e.opts, e.state, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			now := pi.judge(t, e, asked)
+			for i, q := range asked {
+				if was[i] != verdicts[i][0] || now[i] != verdicts[i][1] {
+					t.Fatalf("case %d (PERMTUI_POLICYEDIT_SEED=%d): %s written to %s: pi judges %+v %s → %s, permtui %s → %s\nfiles: %s",
+						c, seed, rule, target.File, q, was[i], now[i], verdicts[i][0], verdicts[i][1], dumpTree(e))
+				}
+			}
+			piChecked += len(asked)
+		}
 	}
+}
+
+// piJudge runs testdata/pi-judge.mts, which judges queries with the
+// published pi-permission-system's own PermissionManager on the files as
+// they are on disk. PERMTUI_PI_PEER names the pi-peer tsx.sh
+// (../shared/pi-peer/tsx.sh after its setup.sh); without it, nil.
+type piJudge struct {
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func startPiJudge(t *testing.T, home string) *piJudge {
+	tsx := os.Getenv("PERMTUI_PI_PEER")
+	if tsx == "" {
+		return nil
+	}
+	cmd := exec.Command(tsx, filepath.Join("testdata", "pi-judge.mts"))
+	cmd.Env = append(os.Environ(), "HOME="+home) // pi expands ~ with the home directory
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		_ = cmd.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 64<<20)
+	return &piJudge{in: in, out: sc}
+}
+
+func (p *piJudge) judge(t *testing.T, e env, qs []resolve.Query) []resolve.Action {
+	t.Helper()
+	type query struct {
+		Agent   string   `json:"agent"`
+		Surface string   `json:"surface"`
+		Values  []string `json:"values"`
+	}
+	job := struct {
+		AgentDir string  `json:"agentDir"`
+		Cwd      string  `json:"cwd"`
+		Queries  []query `json:"queries"`
+	}{AgentDir: e.opts.AgentDir, Cwd: e.opts.ProjectDir}
+	for _, q := range qs {
+		job.Queries = append(job.Queries, query{q.Agent, q.Surface, q.Values})
+	}
+	line, err := json.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.in.Write(append(line, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	if !p.out.Scan() {
+		t.Fatalf("pi-judge ended: %v", p.out.Err())
+	}
+	var res struct {
+		States []resolve.Action `json:"states"`
+	}
+	if err := json.Unmarshal(p.out.Bytes(), &res); err != nil || len(res.States) != len(qs) {
+		t.Fatalf("pi-judge answered %q: %v", p.out.Bytes(), err)
+	}
+	return res.States
 }
 
 func propertyEnv(t *testing.T, name string, def int) int {
