@@ -74,6 +74,10 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := c.resolveDefaults(); err != nil {
 		return err
 	}
+	// A mistyped --agent-dir would write a new tree pi never reads.
+	if err := c.checkAgentDir(); err != nil {
+		return err
+	}
 	if len(values) == 0 {
 		values = listFlag{r.Pattern}
 	}
@@ -172,9 +176,7 @@ func (s ruleService) plan(scope policyedit.Scope, agent string, r policyedit.Rul
 		return rulePlan{}, err
 	}
 	cand := resolve.Load(ch.Candidate(s.opts))
-	isNew := func(ref *resolve.RuleRef) bool {
-		return ref != nil && ref.File == target.File && ref.Pattern == r.Pattern && ref.Action == r.Action
-	}
+	isNew := ch.IsNewRule
 	p := rulePlan{ch: ch, cov: simulate.Replay(log, resolve.Load(s.opts), cand).CoverageOf(isNew)}
 	for _, q := range waiting {
 		if isNew(cand.Evaluate(q, nil).Rule) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,8 +31,10 @@ func newRuleEnv(t *testing.T, global string) ruleEnv {
 	if global != "" {
 		testkit.WriteFile(t, e.global(), []byte(global))
 	}
-	if err := os.MkdirAll(e.project, 0o700); err != nil {
-		t.Fatal(err)
+	for _, dir := range []string{e.project, e.agentDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return e
 }
@@ -306,7 +309,7 @@ func TestRuleAddNamesALoosenedDeny(t *testing.T) {
 	e := newRuleEnv(t, `{"permission":{"read":{"*":"ask","~/.ssh/*":"deny"}}}`)
 	add := e.args("rule", "add", "--surface", "read", "--pattern", "/home/u/*", "--action", "allow", "--value", "/home/u/notes.txt", "--yes")
 	code, out, errOut := runCmd(t, "", add...)
-	if code != 1 || !strings.Contains(out, `warning: it loosens "read" "/home/u/.ssh/x" goes deny → allow for no agent`) || !strings.Contains(errOut, "--confirm-broad 1") {
+	if code != 1 || !strings.Contains(out, `warning: it loosens "read" "/home/u/.ssh/x": deny → allow for no agent`) || !strings.Contains(errOut, "--confirm-broad 1") {
 		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
 	}
 	if strings.Contains(readFile(t, e.global()), "/home/u/*") {
@@ -323,7 +326,7 @@ func TestRuleAddNamesALoosenedDeny(t *testing.T) {
 func TestSimulateReportsPolicyLoosening(t *testing.T) {
 	e := newRuleEnv(t, `{"permission":{"bash":{"*":"ask","rm -rf /":"deny"}}}`)
 	code, out, errOut := runCmd(t, "", e.args("simulate", "--rule", "bash", "rm *", "allow")...)
-	if code != 1 || !strings.Contains(out, `the policy loosens 1 verdicts`) || !strings.Contains(out, `"bash" "rm -rf /" goes deny → allow for no agent`) {
+	if code != 1 || !strings.Contains(out, `the policy loosens 1 verdicts`) || !strings.Contains(out, `"bash" "rm -rf /": deny → allow for no agent`) {
 		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
 	}
 	code, out, _ = runCmd(t, "", e.args("simulate", "--rule", "bash", "rm *", "allow", "--json")...)
@@ -396,5 +399,34 @@ func TestRuleAddSaysTheRuleWasWrittenWhenTheAuditFails(t *testing.T) {
 	}
 	if !strings.Contains(readFile(t, e.global()), `"ls": "allow"`) || !strings.Contains(errOut, "the rule WAS written to "+e.global()) || !strings.Contains(errOut, "disk full") {
 		t.Fatalf("the error does not say the rule is in force: %s", errOut)
+	}
+}
+
+// TestCoverageCountsOnlyTheNewRulesSurface (issue 18): asks on bash decided
+// by bash "*" → ask are not decided by a new task "*" → ask in the same file.
+func TestCoverageCountsOnlyTheNewRulesSurface(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	e.record(t, asked("a", "ls", true, wire.UserDecision()), asked("a", "rm x", false, wire.UserDecision()))
+	code, out, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "task", "--pattern", "*", "--action", "ask", "--dry-run")...)
+	if code != 0 || !strings.Contains(out, "coverage: would have decided 0 of the last 2 recorded asks") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestRuleAddAndSimulateRefuseAMissingAgentDir (issue 18): as serve does,
+// naming where they looked; nothing is created there.
+func TestRuleAddAndSimulateRefuseAMissingAgentDir(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	e.agentDir += "-typo"
+	code, _, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "bash", "--pattern", "ls", "--action", "allow", "--yes")...)
+	if code != 1 || !strings.Contains(errOut, strconv.Quote(e.agentDir)+" does not exist") {
+		t.Errorf("rule add: exit %d %s", code, errOut)
+	}
+	if _, err := os.Stat(e.agentDir); err == nil {
+		t.Errorf("rule add created %s", e.agentDir)
+	}
+	code, _, errOut = runCmd(t, "", e.args("simulate", "--rule", "bash", "ls", "allow")...)
+	if code != 2 || !strings.Contains(errOut, strconv.Quote(e.agentDir)+" does not exist") {
+		t.Errorf("simulate: exit %d %s", code, errOut)
 	}
 }

@@ -76,6 +76,10 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 	if err := c.resolveDefaults(); err != nil {
 		return err
 	}
+	// A mistyped --agent-dir would judge by no policy at all.
+	if err := c.checkAgentDir(); err != nil {
+		return err
+	}
 	opts := c.loadOptions()
 	cand, file, err := candidate(opts, rules, scopeFlag, agent, config)
 	if err != nil {

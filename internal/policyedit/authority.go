@@ -60,11 +60,13 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loos
 	judge := func(p *resolve.Policy, q resolve.Query) resolve.Verdict {
 		return judgment.Verdict(p, judgment.FactsRequest(q), nil, nil)
 	}
-	compare := func(q resolve.Query, value string) {
+	// compare reports whether the edit changed q's verdict at all.
+	compare := func(q resolve.Query) bool {
 		b, a := judge(before, q), judge(after, q)
 		if resolve.Restrictiveness(a.Action) < resolve.Restrictiveness(b.Action) {
-			out = append(out, Loosening{Agent: q.Agent, Surface: q.Surface, Value: value, Before: b, After: a})
+			out = append(out, Loosening{Agent: q.Agent, Surface: q.Surface, Value: strings.Join(q.Values, " | "), Before: b, After: a})
 		}
+		return a.Action != b.Action || ruleKey(a.Rule) != ruleKey(b.Rule)
 	}
 	for _, s := range surfaces.list {
 		values := []string{"*"}
@@ -72,13 +74,28 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loos
 			values = valueWitnesses(s, refs, home)
 		}
 		for _, view := range views {
+			var changed []string
 			for _, v := range values {
-				compare(resolve.Query{Agent: view, Surface: s, Values: []string{v}}, v)
+				if compare(resolve.Query{Agent: view, Surface: s, Values: []string{v}}) {
+					changed = append(changed, v)
+				}
+			}
+			// A path comes with its aliases, and the highest rule matching
+			// any of them decides: a value the new rule now decides,
+			// judged beside another, can pass a deny of the other's.
+			if resolve.AliasSurface(s) {
+				for _, c := range changed {
+					for _, v := range values {
+						if v != c {
+							compare(resolve.Query{Agent: view, Surface: s, Values: []string{v, c}})
+						}
+					}
+				}
 			}
 		}
 	}
 	for _, q := range facts {
-		compare(q, strings.Join(q.Values, " | "))
+		compare(q)
 	}
 	return out
 }
@@ -263,7 +280,7 @@ func (g LooseningGroup) String() string {
 			views = append(views, "agent "+strconv.Quote(v))
 		}
 	}
-	s := fmt.Sprintf("%s %q goes %s → %s for %s (was %s; now %s)", strconv.Quote(l.Surface), l.Value,
+	s := fmt.Sprintf("%s %q: %s → %s for %s (was %s; now %s)", strconv.Quote(l.Surface), l.Value,
 		l.Before.Action, l.After.Action, strings.Join(views, ", "), DescribeRule(l.Before.Rule), DescribeRule(l.After.Rule))
 	if g.Count > 1 {
 		s += fmt.Sprintf("; %d witness values in all", g.Count)

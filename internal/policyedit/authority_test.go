@@ -63,3 +63,34 @@ func BenchmarkAuthorityDiff(b *testing.B) {
 		AuthorityDiff(before, after)
 	}
 }
+
+// TestAliasesPassingADenyAreNamed: a path comes with its aliases and the
+// highest rule matching any of them decides, so a relative allow passes an
+// absolute deny where both aliases are judged together, though neither
+// value alone loosens beyond what the person named.
+func TestAliasesPassingADenyAreNamed(t *testing.T) {
+	e := newEnv(t, map[string]string{"global": `{"permission":{"read":{"*":"ask","/w/p/secrets/*":"deny"}}}`})
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "read", Pattern: "secrets/*", Action: resolve.Allow}, "secrets/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := Group(ch.Loosens)
+	if len(g) != 1 || g[0].First.Before.Rule.Pattern != "/w/p/secrets/*" || g[0].First.After.Action != resolve.Allow {
+		t.Fatalf("Loosens = %v", g)
+	}
+}
+
+// TestOnlyTheOverlapShowsAPassedDeny: neither pattern's own witnesses
+// ("git x", "git ", "xpush", "push") match the other, only their overlap
+// "git push" shows the allow passing the deny.
+func TestOnlyTheOverlapShowsAPassedDeny(t *testing.T) {
+	e := newEnv(t, map[string]string{"global": `{"permission":{"bash":{"*":"ask","git *":"deny"}}}`})
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "*push", Action: resolve.Allow}, "hg push")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := Group(ch.Loosens)
+	if len(g) != 1 || g[0].First.Before.Rule.Pattern != "git *" || g[0].First.Value != "git push" {
+		t.Fatalf("Loosens = %v", g)
+	}
+}

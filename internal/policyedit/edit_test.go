@@ -126,9 +126,29 @@ func TestRuleValidate(t *testing.T) {
 		{Surface: "bash\u2028", Pattern: "x", Action: resolve.Allow},
 		{Surface: "bash", Pattern: "x", Action: resolve.Deny, Reason: "see\u0085"},
 		{Surface: "bash", Pattern: "x", Action: resolve.Deny, Reason: strings.Repeat("r", 501)},
+		{Surface: "**", Pattern: "*", Action: resolve.Allow},
+		{Surface: "mcp__*", Pattern: "*", Action: resolve.Allow},
+		{Surface: " bash", Pattern: "x", Action: resolve.Allow},
 	} {
 		if r.Validate() == nil {
 			t.Errorf("%+v validated", r)
+		}
+	}
+	// Unicode's Default_Ignorable_Code_Point, the Hangul fillers and the
+	// braille blank all print as nothing (issue 18).
+	for _, c := range []rune{'\u3164', '\u2800', '\u115f', '\u1160', '\uffa0', '\u034f', '\ufe0f', '\u180b', '\U000e0100', '\u00ad'} {
+		r := Rule{Surface: "bash", Pattern: "git" + string(c) + " *", Action: resolve.Allow}
+		if r.Validate() == nil {
+			t.Errorf("%U validated", c)
+		}
+	}
+	for _, r := range []Rule{
+		{Surface: "bash", Pattern: "git status", Action: resolve.Allow},
+		{Surface: "read", Pattern: "~/notes/é*", Action: resolve.Allow},
+		{Surface: "mcp__github__search", Pattern: "*", Action: resolve.Allow},
+	} {
+		if err := r.Validate(); err != nil {
+			t.Errorf("%+v: %v", r, err)
 		}
 	}
 }
@@ -165,5 +185,30 @@ func TestDiffShowsOnlyTheAddedLines(t *testing.T) {
 	d := ch.Diff()
 	if strings.Contains(d, "\n-") || !strings.Contains(d, "\n+    \"ls\": allow\n") {
 		t.Errorf("diff:\n%s", d)
+	}
+}
+
+// TestAMovedMemberKeepsItsComments (issue 18): a pattern already in its map
+// moves last with the comments around it, however the object is laid out.
+func TestAMovedMemberKeepsItsComments(t *testing.T) {
+	for _, in := range []string{
+		`{"permission": {"bash": {"*": "ask", /* keep */ "rm *": "ask"}}}`,
+		`{"permission": {"bash": {/* keep */ "rm *": "ask", "*": "ask"}}}`,
+		"{\"permission\": {\"bash\": {\n  \"*\": \"ask\",\n  // keep\n  \"rm *\": \"ask\"}}}\n",
+		"{\"permission\": {\"bash\": {\n  // keep\n  \"rm *\": \"ask\", // trailing\n  \"*\": \"ask\"}}}\n",
+		"{\"permission\": {\"bash\": {\n  \"*\": \"ask\", /* keep */ \"rm *\": \"ask\",\n  \"ls\": \"ask\"\n}}}\n",
+	} {
+		out, err := editConfig([]byte(in), Rule{Surface: "bash", Pattern: "rm *", Action: resolve.Deny})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []string{"keep", "trailing"} {
+			if strings.Contains(in, c) && !strings.Contains(string(out), c) {
+				t.Errorf("comment %q dropped:\n%s\n→\n%s", c, in, out)
+			}
+		}
+		if !strings.HasSuffix(strings.TrimRight(strings.TrimRight(string(out), "}\n "), "}\n "), `"rm *": "deny"`) && !strings.Contains(string(out), `"rm *": "deny" // trailing`) {
+			t.Errorf("not moved last:\n%s", out)
+		}
 	}
 }

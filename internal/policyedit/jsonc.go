@@ -102,8 +102,11 @@ func editConfigLF(text []byte, r Rule) ([]byte, error) {
 			return nil, err
 		}
 		m := &v.Members[len(v.Members)-1].Name
-		if len(above) > 0 {
+		switch {
+		case bytes.IndexByte(above, '\n') >= 0:
 			m.BeforeExtra = append(m.BeforeExtra[:max(0, bytes.LastIndexByte(m.BeforeExtra, '\n'))], above...)
+		case len(above) > 0: // a comment on the member's own line goes before its name
+			m.BeforeExtra = append(m.BeforeExtra, bytes.TrimLeft(above, " \t")...)
 		}
 		v.AfterExtra = append(trailing, v.AfterExtra...)
 		return pack(&root, nil)
@@ -204,12 +207,15 @@ func appendMember(obj *hujson.Object, key, valueText, ownIndent, indent string) 
 // removeMember drops member i; a trailing comma moves to the new last member.
 // Each comment stays with the line it is on: one after the previous member
 // stays there, and the comment lines above member i (above, from the
-// newline that ends the previous line) and the comment after it on its line
-// (trailing) are returned, to go with it.
+// newline that ends the previous line, or all that precedes its name on one
+// line) and the comment after it on its line (trailing) are returned, to go
+// with it.
 func removeMember(obj *hujson.Object, i int) (above, trailing []byte) {
 	comma := obj.Members[len(obj.Members)-1].Value.AfterExtra != nil
 	own := obj.Members[i].Name.BeforeExtra
-	prev, lines := own, []byte(nil)
+	// Without a newline (an object on one line) everything before the
+	// name is the member's own.
+	prev, lines := []byte(nil), own
 	if nl := bytes.IndexByte(own, '\n'); nl >= 0 {
 		prev, lines = own[:nl], own[nl:]
 	}

@@ -35,6 +35,11 @@ type Change struct {
 	Loosens []Loosening
 }
 
+// IsNewRule reports whether ref is the rule the change writes (its surface
+// included: another surface's rule with the same pattern in the same file
+// is not it).
+func (c *Change) IsNewRule(ref *resolve.RuleRef) bool { return isRule(ref, c.Target.File, c.Rule) }
+
 // Diff is the change as a unified diff of the file, line by line: a
 // character diff shows the line an insertion follows as taken out and put
 // back.
@@ -122,6 +127,11 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 			return nil, fmt.Errorf("pi already rejects %s as it is: %s; fix it first", t.File, pr.Message)
 		}
 	}
+	// While any file is broken serve holds every allow at ask, so the
+	// authority diff would see no allow it opens until the file is fixed.
+	if prs := cur.Problems(); len(prs) > 0 {
+		return nil, fmt.Errorf("%s cannot be used as it is (%s): until it is fixed permtui cannot tell what a rule would loosen; fix it first", prs[0].File, prs[0].Message)
+	}
 	next, err := Edit(t, r, old, existed)
 	if err != nil {
 		return nil, err
@@ -179,7 +189,7 @@ func Read(opts resolve.LoadOptions, file string) ([]byte, bool, error) {
 // decides reports why v was not decided by rule r written to t, or nil.
 func decides(v resolve.Verdict, t Target, r Rule, facts resolve.Query) error {
 	got := v.Rule
-	if got == nil || got.File != t.File || got.Pattern != r.Pattern || got.Action != r.Action || !sameSurface(got.Surface, r.Surface) {
+	if !isRule(got, t.File, r) {
 		hint := ""
 		switch {
 		case integerLike(r.Pattern):

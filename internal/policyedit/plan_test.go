@@ -418,3 +418,19 @@ func TestProjectLinkOutsideTheProjectIsRefused(t *testing.T) {
 		t.Fatalf("Real = %q, diff:\n%s", ch.Real, ch.Diff())
 	}
 }
+
+// TestABrokenFileElsewhereRefusesTheEdit: while any policy file is broken,
+// serve holds every allow at ask, so the authority diff could not see the
+// allows a rule opens (here: the global state string spelled out, which the
+// project map then merges with); the edit waits until the file is fixed.
+func TestABrokenFileElsewhereRefusesTheEdit(t *testing.T) {
+	e := newEnv(t, map[string]string{
+		"global":        `{"permission":{"bash":"allow"}}`,
+		"project":       `{"permission":{"bash":{"git status":"allow"}}}`,
+		"project.local": `{"permission":`,
+	})
+	_, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "rm -rf *", Action: resolve.Deny}, "rm -rf /x")
+	if err == nil || !strings.Contains(err.Error(), e.path("project.local")) || !strings.Contains(err.Error(), "fix it first") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -69,13 +69,23 @@ func (r Rule) Validate() error {
 		if strings.ContainsFunc(s, unicode.IsControl) {
 			return fmt.Errorf("%q holds a control character", s)
 		}
-		// A bidi override or zero-width rune makes a terminal or editor
-		// show another rule than the one pi would match.
-		if strings.ContainsFunc(s, termsafe.Hidden) {
-			return fmt.Errorf("%q holds an invisible or reordering character (bidi, zero-width, line separator)", s)
+		// A bidi override or a rune that prints as nothing makes a terminal
+		// or editor show another rule than the one pi would match.
+		if strings.ContainsFunc(s, unseen) {
+			return fmt.Errorf("%q holds an invisible or reordering character (bidi, zero-width, filler, variation selector, line separator)", s)
 		}
 	}
 	return nil
+}
+
+// unseen: a rune a terminal must not show as it is (termsafe.Hidden) or
+// that prints as nothing: Unicode's Default_Ignorable_Code_Point (format
+// characters, variation selectors and the other ignorables, which include
+// the Hangul fillers U+115F, U+1160, U+3164 and U+FFA0) and the braille
+// blank U+2800, which fonts draw empty.
+func unseen(r rune) bool {
+	return termsafe.Hidden(r) || r == '\u2800' ||
+		unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }
 
 // String is the rule in one line, e.g. bash "npm install *" → allow.

@@ -20,8 +20,12 @@ var pathSurfaces = map[string]bool{
 // other surface (an extension tool) is judged on the literal value "*".
 func ValueSurface(surface string) bool {
 	name := jsTrim(surface)
-	return pathSurfaces[surface] || surface == "mcp" || name == "bash" || name == "skill"
+	return AliasSurface(surface) || name == "bash" || name == "skill"
 }
+
+// AliasSurface reports whether pi judges every value of surface (a path
+// and its aliases, mcp's names), not only the first.
+func AliasSurface(surface string) bool { return pathSurfaces[surface] || surface == "mcp" }
 
 // starValues stands in for an empty value list, and is the only value of a
 // surface that carries no value of its own.
@@ -151,7 +155,7 @@ func (p *Policy) judgeSurface(rs *ruleset, surface string, values []string, floo
 	var one [1]string
 	name := surface // what rule surfaces are matched against
 	switch {
-	case pathSurfaces[surface] || surface == "mcp":
+	case AliasSurface(surface):
 		if len(values) == 0 {
 			values = starValues
 		}

@@ -70,7 +70,7 @@ func (d *Dir) holder() string {
 	if err != nil {
 		return "another process"
 	}
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino) // Dev is narrower on macOS, which has no /proc/locks
 	for _, line := range strings.Split(string(locks), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 6 || f[1] != "FLOCK" || f[5] != id {
