@@ -294,7 +294,7 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 // rather than the decoder's.
 func parseBatchLine(data []byte) (batchLine, error) {
 	var line batchLine
-	err := json.Unmarshal(data, &line)
+	err := json.Unmarshal(wire.KeepLoneSurrogates(data), &line) // facts keep lone surrogates, as from a request file
 	const want = `want one JSON object per line, such as {"agent":"a","surface":"bash","values":["ls"]}`
 	trimmed := bytes.TrimSpace(data)
 	switch {

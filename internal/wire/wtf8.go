@@ -80,6 +80,17 @@ func ToValidWTF8(s string) string {
 	return string(out)
 }
 
+// KeepLoneSurrogates prepares a JSON text for a decoder that writes U+FFFD
+// for a lone surrogate escape (goccy/go-json, encoding/json): decoded, its
+// string values hold the surrogates as WTF-8, as JSON.parse keeps them. A
+// text that is not valid JSON is returned as it is.
+func KeepLoneSurrogates(data []byte) []byte {
+	if !validJSON(data) {
+		return data
+	}
+	return keepLoneSurrogates(data)
+}
+
 // keepLoneSurrogates rewrites each lone surrogate escape in a string value
 // of a valid JSON text as its raw WTF-8 bytes, which the decoder copies into
 // the string, so the value keeps the surrogate JSON.parse keeps (the decoder
@@ -94,11 +105,14 @@ func keepLoneSurrogates(data []byte) []byte {
 			continue
 		}
 		end := i + 1
-		for data[end] != '"' {
+		for end < len(data) && data[end] != '"' {
 			if data[end] == '\\' {
 				end++
 			}
 			end++
+		}
+		if end >= len(data) {
+			break // not valid JSON: nothing more to keep
 		}
 		if !isKey(data[end+1:]) {
 			for j := i + 1; j < end; j++ {

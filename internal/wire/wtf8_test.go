@@ -72,6 +72,14 @@ func TestDecodeJSONKeepsLoneSurrogates(t *testing.T) {
 		arr[1].(map[string]any)["k\ufffd"] != `\`+string(AppendSurrogate(nil, 0xD800)) {
 		t.Errorf("keys and nested values: %#v, %v", v, err)
 	}
+	for _, bad := range []string{`"\ud83d`, `["\ud83d",`, `{"a":"\`, `"`} {
+		if got := string(KeepLoneSurrogates([]byte(bad))); got != bad {
+			t.Errorf("KeepLoneSurrogates(%s) = %q; invalid JSON is left as it is", bad, got)
+		}
+	}
+	if got := KeepLoneSurrogates([]byte(`{"v":"\ud83d"}`)); string(got) != "{\"v\":\"\xed\xa0\xbd\"}" {
+		t.Errorf("KeepLoneSurrogates = %q", got)
+	}
 	// A request's match values carry the surrogate to the resolver.
 	req, err := ParseRequest([]byte(`{"id":"r1","createdAt":1,"requesterSessionId":"c","targetSessionId":"t","requesterAgentName":"a",` +
 		`"accessIntent":{"surface":"bash","matchValues":["x\ud83d"],"boundaryValue":null,"requesterCwd":"/w","principal":{"sessionId":"s","agentName":"a"}}}`))
