@@ -60,7 +60,9 @@ func TestResolveBatchKeepsLoneSurrogates(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `"state":"deny"`) || !strings.Contains(lines[1], `"state":"allow"`) {
+	// The pattern is printed as JSON.stringify would, not as U+FFFD.
+	if len(lines) != 2 || !strings.Contains(lines[0], `"state":"deny"`) || !strings.Contains(lines[1], `"state":"allow"`) ||
+		!strings.Contains(lines[1], `"pattern":"x\ud83d*"`) {
 		t.Errorf("verdicts:\n%s", out)
 	}
 }

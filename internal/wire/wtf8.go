@@ -174,3 +174,47 @@ func hexEscape(b []byte) (uint16, bool) {
 	}
 	return u, true
 }
+
+// JSString is a string that JSON output writes as JSON.stringify does: a
+// lone surrogate as its \u escape, where an encoder writes U+FFFD for each
+// of its bytes.
+type JSString string
+
+// MarshalJSON implements json.Marshaler.
+func (s JSString) MarshalJSON() ([]byte, error) { return AppendJSONString(nil, string(s)), nil }
+
+// AppendJSONString appends s as a JSON string: a quote, a backslash and a
+// control character escaped, a lone surrogate as \uXXXX, any other invalid
+// byte as \ufffd, everything else as it is.
+func AppendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+			i++
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			i++
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			if u, ok := SurrogateAt(s[i:]); ok {
+				b = append(b, '\\', 'u', hex[u>>12], hex[u>>8&0xF], hex[u>>4&0xF], hex[u&0xF])
+				i += 3
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, `\ufffd`...)
+			} else {
+				b = append(b, s[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	return append(b, '"')
+}

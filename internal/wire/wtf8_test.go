@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -88,5 +89,28 @@ func TestDecodeJSONKeepsLoneSurrogates(t *testing.T) {
 	}
 	if strings.Contains(req.AccessIntent.MatchValues[0], "\ufffd") {
 		t.Error("the match value holds U+FFFD")
+	}
+}
+
+// AppendJSONString writes what decodeJSON reads back as the same string, a
+// lone surrogate as its \u escape; invalid bytes become U+FFFD.
+func TestAppendJSONStringRoundTrip(t *testing.T) {
+	atoms := []string{"a", `"`, `\`, "\n", "\x00", "\x1f", "é", "😀", "\u2028", "\ufffd",
+		string(AppendSurrogate(nil, 0xD83D)), string(AppendSurrogate(nil, 0xDC00)), "/", "<"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			b.WriteString(atoms[rng.IntN(len(atoms))])
+		}
+		s := ToValidWTF8(b.String())
+		out := AppendJSONString(nil, s)
+		v, err := decodeJSON(out)
+		if err != nil || v != s {
+			t.Fatalf("%q → %s → %q, %v", s, out, v, err)
+		}
+	}
+	if got := string(AppendJSONString(nil, "x\xed\xa0\xbd\xff")); got != `"x\ud83d\ufffd"` {
+		t.Errorf("AppendJSONString = %s", got)
 	}
 }
