@@ -47,6 +47,14 @@ func TestResolveBatchParityRepros(t *testing.T) {
 	}
 }
 
+// TestResolveBatchParityRound3: issue 21's classes through the command.
+func TestResolveBatchParityRound3(t *testing.T) {
+	file := filepath.Join(testkit.ModuleRoot(t), "internal", "resolve", "testdata", "parity3.jsonl")
+	for _, v := range testkit.ReadJSONLFile[testkit.Ruleset](t, file) {
+		t.Run(v.ID, func(t *testing.T) { checkVectorThroughCommand(t, v) })
+	}
+}
+
 // A lone surrogate in --batch facts is judged as in a request file: kept,
 // not U+FFFD, and matched by UTF-16 unit (decision 0175).
 func TestResolveBatchKeepsLoneSurrogates(t *testing.T) {
