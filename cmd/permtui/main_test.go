@@ -47,6 +47,34 @@ func TestResolveBatchParityRepros(t *testing.T) {
 	}
 }
 
+// TestResolveBatchParityRound3: issue 21's classes through the command.
+func TestResolveBatchParityRound3(t *testing.T) {
+	file := filepath.Join(testkit.ModuleRoot(t), "internal", "resolve", "testdata", "parity3.jsonl")
+	for _, v := range testkit.ReadJSONLFile[testkit.Ruleset](t, file) {
+		t.Run(v.ID, func(t *testing.T) { checkVectorThroughCommand(t, v) })
+	}
+}
+
+// A lone surrogate in --batch facts is judged as in a request file: kept,
+// not U+FFFD, and matched by UTF-16 unit (decision 0175).
+func TestResolveBatchKeepsLoneSurrogates(t *testing.T) {
+	root := t.TempDir()
+	agentDir := filepath.Join(root, "agent")
+	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
+		[]byte(`{"permission":{"bash":{"*":"deny","\ufffd":"allow","x\ud83d*":"allow"}}}`))
+	code, out, errOut := runCmd(t, `{"surface":"bash","values":["\ud83d"]}`+"\n"+`{"surface":"bash","values":["x\ud83d\ude00"]}`+"\n",
+		"resolve", "--agent-dir", agentDir, "--project", filepath.Join(root, "proj"), "--state-dir", filepath.Join(root, "state"), "--batch")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	// The pattern is printed as JSON.stringify would, not as U+FFFD.
+	if len(lines) != 2 || !strings.Contains(lines[0], `"state":"deny"`) || !strings.Contains(lines[1], `"state":"allow"`) ||
+		!strings.Contains(lines[1], `"pattern":"x\ud83d*"`) {
+		t.Errorf("verdicts:\n%s", out)
+	}
+}
+
 // checkVectorThroughCommand lays the vector's policy out and judges it with
 // 'permtui resolve --batch' (or --request for a vector without usable facts).
 func checkVectorThroughCommand(t *testing.T, v testkit.Ruleset) {

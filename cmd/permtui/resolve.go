@@ -67,13 +67,15 @@ func stricter(a, b int) int {
 	return a
 }
 
-// verdictJSON is the printed form of a verdict.
+// verdictJSON is the printed form of a verdict. Strings from policy files
+// and requests are printed as JSON.stringify would, a lone surrogate
+// included (decision 0175).
 type verdictJSON struct {
 	State       resolve.Action `json:"state"`
-	Pattern     *string        `json:"pattern"`
+	Pattern     *wire.JSString `json:"pattern"`
 	Origin      *string        `json:"origin"`
-	Reason      *string        `json:"reason"`
-	Surface     string         `json:"surface"`
+	Reason      *wire.JSString `json:"reason"`
+	Surface     wire.JSString  `json:"surface"`
 	Explanation string         `json:"explanation"`
 }
 
@@ -221,12 +223,17 @@ func isFlagSet(fs flagSet, name string) bool {
 }
 
 func toVerdictJSON(v resolve.Verdict) verdictJSON {
-	out := verdictJSON{State: v.Action, Pattern: v.Pattern, Surface: v.Surface, Explanation: v.Explanation}
+	out := verdictJSON{State: v.Action, Surface: wire.JSString(v.Surface), Explanation: v.Explanation}
+	if v.Pattern != nil {
+		p := wire.JSString(*v.Pattern)
+		out.Pattern = &p
+	}
 	if v.Origin != "" {
 		out.Origin = &v.Origin
 	}
 	if v.Action == resolve.Deny && v.Reason != "" {
-		out.Reason = &v.Reason
+		r := wire.JSString(v.Reason)
+		out.Reason = &r
 	}
 	return out
 }
@@ -294,7 +301,7 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 // rather than the decoder's.
 func parseBatchLine(data []byte) (batchLine, error) {
 	var line batchLine
-	err := json.Unmarshal(data, &line)
+	err := json.Unmarshal(wire.KeepLoneSurrogates(data), &line) // facts keep lone surrogates, as from a request file
 	const want = `want one JSON object per line, such as {"agent":"a","surface":"bash","values":["ls"]}`
 	trimmed := bytes.TrimSpace(data)
 	switch {

@@ -6,7 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // entry is one pattern's decision inside a surface's pattern map, with the
@@ -172,7 +173,7 @@ var directionalKeys = map[string]bool{
 }
 
 // maxReasonLength counts code points, as zod's string max does (a
-// surrogate pair is one).
+// surrogate pair is one, and so is a lone surrogate).
 const maxReasonLength = 500
 
 // protoKey is the one key zod's record parser skips without checking its
@@ -291,7 +292,7 @@ func parsePatternEntry(v jsonValue) (entry, error) {
 				if f.kind != jsonString {
 					return entry{}, fmt.Errorf(".reason is %s, not a string", f.kind)
 				}
-				if utf8.RuneCountInString(f.str) > maxReasonLength {
+				if wire.CodePoints(f.str) > maxReasonLength {
 					return entry{}, fmt.Errorf(".reason is longer than %d characters", maxReasonLength)
 				}
 				e.reason = f.str

@@ -440,3 +440,29 @@ func TestCoversFailsClosed(t *testing.T) {
 		}
 	}
 }
+
+// A request's lone surrogates reach the matcher as JSON.parse keeps them
+// (decision 0175): not U+FFFD, and matched by UTF-16 unit.
+func TestLoneSurrogatesInRequestValues(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"bash":{"*":"deny","\ufffd":"allow","\ud800":"allow","a?":"allow","x\ud83d*":"allow"}}}`)
+	p := Load(f.opts)
+	for value, want := range map[string]Action{
+		`\ud83d`:        Deny,  // not U+FFFD, not \ud800
+		`\ud800`:        Allow, // the rule's own lone surrogate
+		`\ufffd`:        Allow,
+		`a\ud83d`:       Allow, // one unit for ?
+		`a\ud83d\ude00`: Deny,  // two units
+		`x\ud83d\ude00`: Allow, // the pair's first half
+		`x\ude00`:       Deny,
+	} {
+		req, err := wire.ParseRequest([]byte(`{"id":"r1","createdAt":1,"requesterSessionId":"c","targetSessionId":"t","requesterAgentName":"a",` +
+			`"accessIntent":{"surface":"bash","matchValues":["` + value + `"],"boundaryValue":null,"requesterCwd":"/w","principal":{"sessionId":"s","agentName":""}}}`))
+		if err != nil || req.AccessIntent == nil {
+			t.Fatalf("%s: %+v %v", value, req, err)
+		}
+		if v := p.Resolve(req, nil); v.Action != want {
+			t.Errorf("%s: %s, want %s\n%s", value, v.Action, want, v.Explanation)
+		}
+	}
+}

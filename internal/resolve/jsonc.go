@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // stripJSONComments removes // line comments (keeping the newline) and
@@ -357,8 +359,8 @@ func (p *jsonParser) number() (jsonValue, error) {
 	return jsonValue{kind: jsonNumber, str: p.s[start:p.i]}, nil
 }
 
-// str decodes a JSON string. A lone surrogate escape becomes U+FFFD (Go
-// strings cannot hold one).
+// str decodes a JSON string. A lone surrogate escape is kept in its WTF-8
+// form (wire.AppendSurrogate).
 func (p *jsonParser) str() (string, error) {
 	p.i++ // opening quote
 	start := p.i
@@ -426,7 +428,13 @@ func (p *jsonParser) str() (string, error) {
 					p.i = save
 				}
 			}
-			b.WriteRune(r) // a lone surrogate is written as U+FFFD
+			if utf16.IsSurrogate(r) {
+				// JSON.parse keeps a lone surrogate (decision 0175).
+				var scratch [3]byte
+				b.Write(wire.AppendSurrogate(scratch[:0], uint16(r)))
+				continue
+			}
+			b.WriteRune(r)
 		default:
 			return "", p.errorf("invalid escape \\%c", esc)
 		}

@@ -3,10 +3,12 @@ package resolve
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -17,6 +19,10 @@ import (
 // size, so the bound sits far above any written policy; a larger file is a
 // problem, and serve holds every allow while it lasts (decision 0171).
 const maxPolicyFileSize = 4 << 20
+
+// maxComposedRules bounds the rules compiled for all rulesets of a policy
+// together, about 0.9 KB each (decision 0171).
+const maxComposedRules = 500_000
 
 // LoadOptions says where the root session's policy lives.
 type LoadOptions struct {
@@ -262,14 +268,50 @@ func Load(opts LoadOptions) *Policy {
 	}
 
 	home := opts.Home
-	p.base = compose(mergeScopes(shared), floor, home)
-	for name, scopes := range agentScopes {
-		p.agents[name] = compose(mergeScopes(slices.Concat(shared, scopes)), slices.Concat(floor, listFloor, agentFloor[name]), home)
+	// Every ruleset repeats the shared rules, so the rules compiled in all
+	// are bounded, not just each file (decision 0171). What does not fit is
+	// a problem, and serve holds every allow while it lasts (decision 0052).
+	budget := maxComposedRules
+	base := mergeScopes(shared)
+	if n := ruleCount(base); n > budget {
+		p.problem(GlobalConfigPath(opts.AgentDir), "the global and project configs hold "+strconv.Itoa(n)+" rules, over the "+
+			strconv.Itoa(maxComposedRules)+" permtui compiles", "; none of them is used, so every request is asked about", false)
+		base = newOrdered[surfaceValue]()
+	}
+	p.base = compose(base, floor, home)
+	budget -= len(p.base.rules)
+	var over []string
+	for _, name := range slices.Sorted(maps.Keys(agentScopes)) {
+		merged := mergeScopes(slices.Concat(shared, agentScopes[name]))
+		if ruleCount(merged) > budget {
+			over = append(over, printable(name))
+			p.agents[name] = p.base // its own rules left out: the problem below says so
+			continue
+		}
+		p.agents[name] = compose(merged, slices.Concat(floor, listFloor, agentFloor[name]), home)
+		budget -= len(p.agents[name].rules)
+	}
+	if len(over) > 0 {
+		p.problem(filepath.Join(opts.AgentDir, "agents"), "the agent files would make more than "+strconv.Itoa(maxComposedRules)+
+			" rules in all", "; the agents "+strings.Join(over, ", ")+" are judged without their own files", false)
 	}
 	if len(listFloor) > 0 {
-		p.unlisted = compose(mergeScopes(shared), slices.Concat(floor, listFloor), home)
+		p.unlisted = p.base // only with the problems that hold every allow
+		if ruleCount(base) <= budget {
+			p.unlisted = compose(base, slices.Concat(floor, listFloor), home)
+		}
 	}
 	return p
+}
+
+// ruleCount is about the number of rules compose makes of merged.
+func ruleCount(merged *permissions) int {
+	n := 1 + len(mcpBaseline)
+	keys, vals := merged.all()
+	for i := range keys {
+		n += asPatterns(vals[i]).Len()
+	}
+	return n
 }
 
 func appendScope(scopes []*permissions, perms *permissions) []*permissions {

@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -267,7 +268,7 @@ func TestJSONObjectOrder(t *testing.T) {
 		}
 	}
 	s, err := parseJSON(`"\ud83d\ude00 \u00e9 \ud800 \/"`)
-	if err != nil || s.str != "😀 é \uFFFD /" {
+	if err != nil || s.str != "😀 é \xed\xa0\x80 /" { // the lone \ud800 kept (decision 0175)
 		t.Errorf("string escapes = %q, %v", s.str, err)
 	}
 }
@@ -652,5 +653,49 @@ func TestLargePolicyFilesAreRead(t *testing.T) {
 	p := Load(f.opts)
 	if probs := p.Problems(); len(probs) != 1 || probs[0].File != file || !strings.Contains(probs[0].Message, "bytes") {
 		t.Errorf("problems = %+v; want one naming the oversized %s", probs, file)
+	}
+}
+
+// Each agent ruleset repeats the shared rules, so a large global config and
+// a few agent files could take gigabytes: the rules compiled in all are
+// bounded, and the agents that do not fit are a problem (serve then holds
+// every allow) judged by the agent-less rules.
+func TestComposedRulesAreBounded(t *testing.T) {
+	f := newFixture(t)
+	var sb strings.Builder
+	sb.WriteString(`{"permission":{"bash":{"*":"allow",`)
+	for i := range maxComposedRules / 2 {
+		fmt.Fprintf(&sb, `"%x":"deny",`, i)
+	}
+	sb.WriteString(`"rm *":"deny"}}}`)
+	f.global(sb.String())
+	f.agent("a", "---\npermission:\n  bash:\n    git *: deny\n---\n")
+	f.agent("b", "---\npermission:\n  bash:\n    git *: deny\n---\n")
+	p := Load(f.opts)
+	total := len(p.base.rules)
+	for _, name := range p.Agents() {
+		if rs := p.agents[name]; rs != p.base {
+			total += len(rs.rules)
+		}
+	}
+	if total > maxComposedRules {
+		t.Errorf("%d rules compiled, over %d", total, maxComposedRules)
+	}
+	probs := p.Problems()
+	if len(probs) != 1 || !strings.Contains(probs[0].Message, "a, b") {
+		t.Fatalf("problems = %+v; want one naming agents a and b", probs)
+	}
+	if v := p.Evaluate(Query{Agent: "a", Surface: "bash", Values: []string{"rm x"}}, nil); v.Action != Deny {
+		t.Errorf("the shared deny: %s", v.Action)
+	}
+	// Shared rules over the bound are not compiled at all: every request is
+	// asked about (and the agents, which repeat them, do not fit either).
+	f.project(strings.ReplaceAll(sb.String(), `":"deny"`, `x":"deny"`))
+	p = Load(f.opts)
+	if probs := p.Problems(); len(probs) != 2 || !strings.Contains(probs[0].Message, "every request is asked about") {
+		t.Fatalf("problems = %+v", probs)
+	}
+	if v := p.Evaluate(Query{Surface: "bash", Values: []string{"rm x"}}, nil); v.Action != Ask || len(p.base.rules) != 1 {
+		t.Errorf("over the bound: %s with %d rules", v.Action, len(p.base.rules))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // Pattern is a compiled pi wildcard pattern (ruleset-semantics §5): `*` (and
@@ -40,12 +42,9 @@ type glob struct {
 // CompilePattern expands a leading home token against home (nothing is
 // expanded when home is "") and prepares the pattern for matching.
 func CompilePattern(text, home string) Pattern {
-	expanded := text
-	if !utf8.ValidString(expanded) {
-		// A valid pattern keeps byte-wise and unit-wise matching in agreement.
-		expanded = strings.ToValidUTF8(expanded, "\uFFFD")
-	}
-	expanded = expandHome(expanded, home)
+	// Only what a JavaScript string can hold: valid UTF-8 and lone
+	// surrogates, which compileGlob matches by unit.
+	expanded := expandHome(wire.ToValidWTF8(text), home)
 	p := Pattern{text: text, full: compileGlob(expanded)}
 	if n := len(expanded); n >= 2 && expanded[n-1] == '*' && expanded[n-2] == ' ' {
 		p.alt, p.hasAlt = compileGlob(expanded[:n-2]), true
@@ -68,6 +67,11 @@ func compileGlob(expr string) glob {
 	first := strings.IndexAny(expr, "*?")
 	if first < 0 {
 		return glob{expr: expr, literal: true}
+	}
+	if wire.HasSurrogate(expr) {
+		// A lone surrogate can match half of a value's astral character,
+		// which its bytes cannot: the whole pattern is matched by unit.
+		return glob{expr: expr, mid: expr, byUnits: true}
 	}
 	last := strings.LastIndexAny(expr, "*?")
 	g := glob{expr: expr, prefix: expr[:first], suffix: expr[last+1:], mid: expr[first : last+1]}
@@ -115,11 +119,15 @@ type unitPos struct {
 	low bool
 }
 
-// nextUnit decodes the UTF-16 unit at pos without allocating. Each byte of
-// invalid UTF-8 becomes its own unit 0xDC00|byte (a lone low surrogate, which
-// valid text never decodes to), so it matches only the same byte, exactly as
-// byte-wise matching does.
+// nextUnit decodes the UTF-16 unit at pos without allocating: a lone
+// surrogate's WTF-8 form is that surrogate. Any other byte of invalid UTF-8
+// (only in a value from outside pi: wire and the parsers replace them)
+// becomes its own unit 0xDC00|byte, matching the same byte as byte-wise
+// matching does, and also a lone \udc80..\udcff.
 func nextUnit(s string, pos unitPos) (uint16, unitPos) {
+	if u, ok := wire.SurrogateAt(s[pos.off:]); ok {
+		return u, unitPos{off: pos.off + 3}
+	}
 	r, size := utf8.DecodeRuneInString(s[pos.off:])
 	if r == utf8.RuneError && size == 1 {
 		return 0xDC00 | uint16(s[pos.off]), unitPos{off: pos.off + 1}

@@ -1,16 +1,19 @@
 package resolve
 
 // The differential property test: random policies (configs with pattern
-// maps, integer-like keys, special characters and invalid UTF-8, agent files
-// with quirky frontmatter, project files, yolo, several alias values) and
-// random queries, checked against invariants that need no pi:
+// maps, integer-like keys, special characters, invalid UTF-8 and lone
+// surrogates, agent files with quirky frontmatter, project files with a
+// config.local.json and a legacy pi-permissions.jsonc, yolo, HOME variants,
+// several alias values, padded surfaces) and random queries, checked
+// against invariants that need no pi:
 //
 //   - parsing is total: loading and judging never panic, also on mangled files;
 //   - an explanation names the deciding rule and carries no control character;
 //   - the rule index agrees with a full scan done with the reference matcher;
 //   - a stricter file (some allow → ask/deny, some ask → deny) never allows
 //     more;
-//   - comments, blank lines and whitespace between tokens change nothing.
+//   - comments, blank lines and whitespace between tokens change nothing;
+//   - a legacy project file never allows more (it only turns yolo off).
 //
 // The pools are seeded from the ruleset vectors, whose policies are
 // also checked. PERMTUI_PROPERTY_CASES sets the number of random policies
@@ -63,6 +66,8 @@ type genAgent struct {
 
 type genPolicy struct {
 	global, project, local *genConfig
+	legacy                 *genConfig // <cwd>/.pi/agent/pi-permissions.jsonc
+	home                   string
 	agents, projectAgents  []genAgent
 	grants                 []wire.Grant
 }
@@ -75,18 +80,22 @@ type pools struct {
 var (
 	baseSurfaces = []string{"bash", "skill", "read", "write", "edit", "find", "grep", "ls", "path", "path_read", "path_write",
 		"external_directory", "external_directory_read", "external_directory_write", "mcp", "task", "*", "mcp__srv__tool",
-		"mcp__*", " bash", "Bash", "0", "1", "10", "__proto__", "b?sh", "ba*"}
+		"mcp__*", " bash", "Bash", "0", "1", "10", "__proto__", "b?sh", "ba*", "skill\t", "mcp ", "\u3000mcp", "bash\u00a0"}
 	basePatterns = []string{"*", "**", "?", "?*", "git *", "git status", "rm *", "/tmp/*", "~/x/*", "$HOME/y", "0", "1", "2", "10",
 		"01", "4294967294", "4294967295", "__proto__", "a b *", "😀", "??", "a\xff\xfeb", "a\xe2\x82b", "x:y", "'q'", "\"dq\"",
-		" lead", "trail ", "tab\tin", "line\nbreak", "\u2028", "é*", "* *", "mcp_list", "sudo *", "nohup mytool *", "#c"}
+		" lead", "trail ", "tab\tin", "line\nbreak", "\u2028", "é*", "* *", "mcp_list", "sudo *", "nohup mytool *", "#c",
+		loneHigh + "*", "*" + loneLow, "?" + loneLow, loneHigh, "\ufffd", "~/", "$HOME/*", "mcp_status"}
 	baseValues = []string{"git status", "git status --short", "rm -rf /", "ls", "", "*", "/tmp/a", "/home/u/x/y", "~/x/y", "0",
 		"10", "__proto__", "a b", "a b c", "😀", "a\uFFFD\uFFFDb", "a\uFFFDb", "x:y", "mcp_list", "sudo rm y", "nohup mytool x",
-		"line\nbreak", "# comment\nls", " ls ", "\x1b[2J"}
-	states       = []string{"allow", "ask", "deny"}
-	intKnobs     = []string{"forwardingTimeoutMs", "promptMaxRows", "promptFieldMaxWidth", "reviewLogFieldMaxWidth", "toolInputPreviewMaxLength", "toolTextSummaryMaxLength"}
-	intKnobVals  = []string{"1", "500", "9007199254740991", "9007199254740992", "1e300", "0", "-1", "1.5", `"7"`}
-	otherKnobs   = []string{`"debugLog":true`, `"debugLog":"on"`, `"shellTools":{"__proto__":5}`, `"shellTools":{"sh":{"commandArgument":"c"}}`, `"$schema":"x"`, `"commandEffects":{}`}
-	quirkyQuotes = []string{"", `"`, "'"}
+		"line\nbreak", "# comment\nls", " ls ", "\x1b[2J", loneHigh, "x" + loneLow, "😀x", "\ufffd", "/home/u/", "/"}
+	// WTF-8 lone \ud83d and \ude00 (wire.AppendSurrogate), written to files as \u escapes.
+	loneHigh, loneLow = "\xed\xa0\xbd", "\xed\xb8\x80"
+	homes             = []string{"/home/u", "/home/u/", "/", ""}
+	states            = []string{"allow", "ask", "deny"}
+	intKnobs          = []string{"forwardingTimeoutMs", "promptMaxRows", "promptFieldMaxWidth", "reviewLogFieldMaxWidth", "toolInputPreviewMaxLength", "toolTextSummaryMaxLength"}
+	intKnobVals       = []string{"1", "500", "9007199254740991", "9007199254740992", "1e300", "0", "-1", "1.5", `"7"`}
+	otherKnobs        = []string{`"debugLog":true`, `"debugLog":"on"`, `"shellTools":{"__proto__":5}`, `"shellTools":{"sh":{"commandArgument":"c"}}`, `"$schema":"x"`, `"commandEffects":{}`}
+	quirkyQuotes      = []string{"", `"`, "'"}
 )
 
 // vectorPools adds every surface, pattern key, value and agent file of the
@@ -184,7 +193,7 @@ func (pl pools) agentsOf(r *rand.Rand, names []string) []genAgent {
 }
 
 func (pl pools) policy(r *rand.Rand) genPolicy {
-	g := genPolicy{global: pl.config(r), project: pl.config(r), local: pl.config(r)}
+	g := genPolicy{global: pl.config(r), project: pl.config(r), local: pl.config(r), legacy: pl.config(r), home: pick(r, homes)}
 	g.agents = pl.agentsOf(r, []string{"a", "b", "0"})
 	g.projectAgents = pl.agentsOf(r, []string{"a", "c"})
 	for range r.IntN(3) {
@@ -217,7 +226,7 @@ func tighten(r *rand.Rand, g *genPolicy) {
 			}
 		}
 	}
-	for _, c := range []*genConfig{g.global, g.project, g.local} {
+	for _, c := range []*genConfig{g.global, g.project, g.local, g.legacy} {
 		if c != nil {
 			perms(c.perms)
 		}
@@ -230,11 +239,16 @@ func tighten(r *rand.Rand, g *genPolicy) {
 }
 
 // rawJSONString quotes s for JSON, keeping invalid UTF-8 bytes raw (as a file
-// on disk may hold them).
+// on disk may hold them) and writing a lone surrogate as its \u escape.
 func rawJSONString(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for i := 0; i < len(s); i++ {
+		if u, ok := wire.SurrogateAt(s[i:]); ok {
+			fmt.Fprintf(&b, `\u%04x`, u)
+			i += 2
+			continue
+		}
 		switch c := s[i]; {
 		case c == '"' || c == '\\':
 			b.WriteByte('\\')
@@ -340,15 +354,16 @@ func (a *genAgent) render(noise bool) string {
 // write lays the policy out under root (with noise, see render); mangle,
 // when set, may change each file's text.
 func (g *genPolicy) write(t testing.TB, root string, noise bool, mangle func(string) string) LoadOptions {
-	opts := LoadOptions{AgentDir: filepath.Join(root, "agent"), ProjectDir: filepath.Join(root, "proj"), TrustProject: true}
+	opts := LoadOptions{AgentDir: filepath.Join(root, "agent"), ProjectDir: filepath.Join(root, "proj"), TrustProject: true, Home: g.home}
 	put := func(path, text string) {
 		if mangle != nil {
 			text = mangle(text)
 		}
 		testkit.WriteFile(t, path, []byte(text))
 	}
-	files := []string{GlobalConfigPath(opts.AgentDir), ProjectConfigPaths(opts.ProjectDir)[0], ProjectConfigPaths(opts.ProjectDir)[1]}
-	for i, c := range []*genConfig{g.global, g.project, g.local} {
+	files := []string{GlobalConfigPath(opts.AgentDir), ProjectConfigPaths(opts.ProjectDir)[0], ProjectConfigPaths(opts.ProjectDir)[1],
+		LegacyProjectPath(opts.ProjectDir)}
+	for i, c := range []*genConfig{g.global, g.project, g.local, g.legacy} {
 		if c != nil {
 			put(files[i], c.render(noise))
 		}
@@ -491,6 +506,9 @@ func TestPropertyRandomPolicies(t *testing.T) {
 		p := Load(orig.write(t, filepath.Join(dir, "orig"), false, nil))
 		ps := Load(strict.write(t, filepath.Join(dir, "strict"), false, nil))
 		pn := Load(orig.write(t, filepath.Join(dir, "noisy"), true, nil))
+		noLegacy := orig
+		noLegacy.legacy = nil
+		pl0 := Load(noLegacy.write(t, filepath.Join(dir, "nolegacy"), false, nil))
 		if len(p.Problems()) > 0 {
 			problems++
 		}
@@ -510,6 +528,9 @@ func TestPropertyRandomPolicies(t *testing.T) {
 			}
 			if vs.Action != v.Action {
 				tightened++
+			}
+			if v0 := pl0.Evaluate(q, orig.grants); restrictiveness(v.Action) < restrictiveness(v0.Action) {
+				fail("the legacy file allows more for %+v: %s without it, %s with it\n%s", q, v0.Action, v.Action, v.Explanation)
 			}
 			if vn := pn.Evaluate(q, orig.grants); vn.Action != v.Action || vn.Origin != v.Origin || deref(vn.Pattern) != deref(v.Pattern) || vn.Reason != v.Reason {
 				fail("comments and blank lines changed the verdict for %+v:\n%s\n%s", q, v.Explanation, vn.Explanation)

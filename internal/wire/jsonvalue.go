@@ -30,6 +30,7 @@ func decodeJSON(data []byte) (any, error) {
 	if !utf8.Valid(data) {
 		data = replaceInvalidUTF8(data)
 	}
+	data = keepLoneSurrogates(data)
 	v, err := decodeValue(data)
 	if err == nil {
 		return v, nil
