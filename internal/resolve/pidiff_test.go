@@ -139,7 +139,7 @@ func TestDifferentialAgainstPi(t *testing.T) {
 		switch {
 		case string(v.Action) == res.State:
 			agree++
-		case restrictiveness(v.Action) < restrictiveness(Action(res.State)):
+		case Restrictiveness(v.Action) < Restrictiveness(Action(res.State)):
 			t.Errorf("permissive: %+v: pi %s, permtui %s\n%s", c, res.State, v.Action, v.Explanation)
 		case v.Floor == "" && strings.Contains(v.Explanation, "fail-closed floor"):
 			kinds["an invalid project file floors (NEW; 20.7.3 has no floor)"]++

@@ -529,7 +529,7 @@ func TestPropertyRandomPolicies(t *testing.T) {
 			if vs.Action != v.Action {
 				tightened++
 			}
-			if v0 := pl0.Evaluate(q, orig.grants); restrictiveness(v.Action) < restrictiveness(v0.Action) {
+			if v0 := pl0.Evaluate(q, orig.grants); Restrictiveness(v.Action) < Restrictiveness(v0.Action) {
 				fail("the legacy file allows more for %+v: %s without it, %s with it\n%s", q, v0.Action, v.Action, v.Explanation)
 			}
 			if vn := pn.Evaluate(q, orig.grants); vn.Action != v.Action || vn.Origin != v.Origin || deref(vn.Pattern) != deref(v.Pattern) || vn.Reason != v.Reason {
