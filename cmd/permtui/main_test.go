@@ -459,3 +459,26 @@ func TestResolveExitCodeFollowsServeWhileAPolicyFileIsBroken(t *testing.T) {
 		t.Fatalf("without --exit-code: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A global config over what permtui holds is one pi still reads: stdout is
+// what permtui's resolver makes of the rest, the exit status is serve's
+// deny (decision 0177), for a single query and for a batch alike.
+func TestResolveExitCodeDeniesWhileAPolicyFileIsUnheld(t *testing.T) {
+	root := t.TempDir()
+	agentDir, project := filepath.Join(root, "agent"), filepath.Join(root, "proj")
+	global := resolve.GlobalConfigPath(agentDir)
+	testkit.WriteFile(t, global, []byte(`{"permission":{"bash":{"rm *":"deny"}}}`))
+	if err := os.Truncate(global, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, filepath.Join(project, ".pi", "extensions", "pi-permission-system", "config.json"), []byte(`{"permission":{"bash":"allow"}}`))
+	common := []string{"resolve", "--agent-dir", agentDir, "--project", project, "--state-dir", filepath.Join(root, "s"), "--exit-code"}
+	code, out, errOut := runCmd(t, "", append(common, "--surface", "bash", "--value", "rm -rf /")...)
+	if !strings.Contains(out, `"state":"allow"`) || code != exitDeny || !strings.Contains(errOut, "serve would deny instead") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want pi's allow printed, exit %d and the reason", code, out, errOut, exitDeny)
+	}
+	code, _, errOut = runCmd(t, `{"surface":"bash","values":["ls"]}`+"\n", append(common, "--batch")...)
+	if code != exitDeny || !strings.Contains(errOut, global) {
+		t.Fatalf("--batch: exit %d, stderr %q", code, errOut)
+	}
+}

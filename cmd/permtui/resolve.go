@@ -15,6 +15,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/grants"
+	"github.com/permtui/permtui/internal/judgment"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/termsafe"
@@ -56,15 +57,6 @@ func verdictStatus(a resolve.Action) int {
 		return exitDeny
 	}
 	return exitAsk
-}
-
-// stricter returns the more restrictive of two --exit-code statuses.
-func stricter(a, b int) int {
-	rank := map[int]int{exitAllow: 0, exitAsk: 1, exitDeny: 2}
-	if rank[b] > rank[a] {
-		return b
-	}
-	return a
 }
 
 // verdictJSON is the printed form of a verdict. Strings from policy files
@@ -155,7 +147,9 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		sessionGrants = store.For(c.sessions[0])
 	}
 
-	var verdict resolve.Action
+	// served is what serve would do; differs says it is not what stdout says.
+	var served resolve.Verdict
+	var differs bool
 	switch {
 	case request != "":
 		data, err := safefs.ReadRegularFile(request, wire.MaxFileSize)
@@ -172,29 +166,31 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 			}
 		}
 		v := policy.Resolve(req, sessionGrants)
-		verdict = v.Action
+		served = judgment.Served(policy, req, v)
+		differs = served.Action != v.Action
 		if err := writeVerdict(stdout, v); err != nil {
 			return err
 		}
 	case batch:
-		strictest, err := resolveBatch(policy, sessionGrants, stdin, stdout)
-		if err != nil {
+		var err error
+		if served, differs, err = resolveBatch(policy, sessionGrants, stdin, stdout); err != nil {
 			return err
 		}
-		verdict = strictest
 	default:
 		warnUnknownSurface(stderr, policy, surface)
-		v := policy.Evaluate(resolve.Query{Agent: agent, Surface: surface, Values: values}, sessionGrants)
-		verdict = v.Action
+		q := resolve.Query{Agent: agent, Surface: surface, Values: values}
+		v := policy.Evaluate(q, sessionGrants)
+		served = judgment.Served(policy, judgment.FactsRequest(q), v)
+		differs = served.Action != v.Action
 		if err := writeVerdict(stdout, v); err != nil {
 			return err
 		}
 	}
-	status := verdictStatus(verdict)
-	if status == exitAllow && len(policy.Problems()) > 0 {
-		// stdout stays pi's verdict; the exit status is what serve does.
-		fmt.Fprintln(stderr, "permtui: serve would ask a person instead: it auto-allows nothing while a policy file is unreadable or invalid (decision 0052)")
-		status = exitAsk
+	// stdout stays pi's verdict; the exit status is what serve does
+	// (decision 0112), and stderr says when the two differ.
+	status := verdictStatus(served.Action)
+	if differs {
+		fmt.Fprintln(stderr, "permtui: serve would "+servedWord(served.Action)+" instead: "+served.Explanation)
 	}
 	if exitCode && status != exitAllow {
 		return exitStatus(status)
@@ -258,17 +254,21 @@ func writeJSONLine(w io.Writer, v any) error {
 var errBatchLines = errors.New("some --batch lines were not valid JSON facts")
 
 // resolveBatch judges each input line and returns the strictest verdict.
-func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, stdout io.Writer) (resolve.Action, error) {
+// resolveBatch prints pi's verdict for each line and returns the strictest
+// of what serve would do, and whether serve would differ from a printed line
+// (then served is the first such line's, when it is the strictest).
+func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, stdout io.Writer) (served resolve.Verdict, differs bool, err error) {
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 64*1024), wire.MaxFileSize)
 	out := bufio.NewWriterSize(stdout, 64*1024)
-	failed, strictest := 0, resolve.Allow
+	failed := 0
+	served.Action = resolve.Allow
 	for lineNo := 1; in.Scan(); lineNo++ {
 		line, err := parseBatchLine(in.Bytes())
 		if err != nil {
 			failed++
 			if err := writeJSONLine(out, batchError{Error: fmt.Sprintf("line %d: %v", lineNo, err)}); err != nil {
-				return "", err
+				return served, false, err
 			}
 			continue
 		}
@@ -277,23 +277,37 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 			q.AskingUnits = append(q.AskingUnits, wire.AskingUnit{Command: u.Command, Floor: u.Floor})
 		}
 		v := policy.Evaluate(q, grants)
-		if stricter(verdictStatus(strictest), verdictStatus(v.Action)) != verdictStatus(strictest) {
-			strictest = v.Action
+		s := judgment.Served(policy, judgment.FactsRequest(q), v)
+		lineDiffers := s.Action != v.Action
+		if resolve.Restrictiveness(s.Action) > resolve.Restrictiveness(served.Action) || (lineDiffers && !differs && s.Action == served.Action) {
+			served = s
 		}
+		differs = differs || lineDiffers
 		if err := writeVerdict(out, v); err != nil {
-			return "", err
+			return served, false, err
 		}
 	}
 	if err := in.Err(); err != nil {
-		return "", fmt.Errorf("reading --batch input: %w", err)
+		return served, false, fmt.Errorf("reading --batch input: %w", err)
 	}
 	if err := out.Flush(); err != nil {
-		return "", err
+		return served, false, err
 	}
 	if failed > 0 {
-		return "", fmt.Errorf("%w (%d)", errBatchLines, failed)
+		return served, false, fmt.Errorf("%w (%d)", errBatchLines, failed)
 	}
-	return strictest, nil
+	return served, differs, nil
+}
+
+// servedWord says what serve would do, for the stderr note.
+func servedWord(a resolve.Action) string {
+	switch a {
+	case resolve.Deny:
+		return "deny"
+	case resolve.Ask:
+		return "ask a person"
+	}
+	return "allow"
 }
 
 // parseBatchLine reads one line of facts strictly (an unknown field such as

@@ -24,15 +24,27 @@ type Judge interface {
 type problemLister interface{ Problems() []resolve.Problem }
 
 // Verdict judges req. In order: a session deny that covers the request denies it
-// (decision 0104); else the policy with the session's grants; a request
-// without facts goes to a person whatever the judge says (ADR 0008 §4); an
-// allow is held at ask while a policy file is broken (decision 0052). It
-// does no IO.
+// (decision 0104); else the policy with the session's grants, as Served
+// takes it. It does no IO.
 func Verdict(j Judge, req *wire.Request, sessionGrants []wire.Grant, denies []grants.Deny) resolve.Verdict {
 	if v, denied := sessionDenied(j, req, denies); denied {
 		return v
 	}
-	v := j.Resolve(req, sessionGrants)
+	return Served(j, req, j.Resolve(req, sessionGrants))
+}
+
+// Served is what serve does with the policy's verdict v on req: a policy pi
+// reads but permtui cannot hold denies every ask (decision 0177); a request
+// without facts goes to a person whatever the judge says (ADR 0008 §4); an
+// allow is held at ask while a policy file is broken (decision 0052).
+// 'permtui resolve' prints v, pi's answer, and exits with Served's.
+func Served(j Judge, req *wire.Request, v resolve.Verdict) resolve.Verdict {
+	if unheld, ok := unheldFile(j, req); ok {
+		return resolve.Verdict{Action: resolve.Deny, Surface: v.Surface, Reason: "permtui cannot hold the policy file " + unheld +
+			" (pi reads it), so it denies every ask until the file is smaller",
+			Explanation: v.Explanation + " But permtui denies every ask: the policy file " + strconv.Quote(unheld) +
+				" is over what it holds while pi reads it, so one of its denies may apply (decision 0177)."}
+	}
 	if req.AccessIntent == nil && v.Action != resolve.Ask {
 		v = resolve.Verdict{Action: resolve.Ask, Explanation: "The request carries no accessIntent, so a person decides."}
 	}
@@ -40,6 +52,25 @@ func Verdict(j Judge, req *wire.Request, sessionGrants []wire.Grant, denies []gr
 		v = holdAllow(j, v)
 	}
 	return v
+}
+
+// unheldFile names a policy file pi reads for req that permtui could not
+// hold: a shared one, or the requesting agent's.
+func unheldFile(j Judge, req *wire.Request) (string, bool) {
+	pl, ok := j.(problemLister)
+	if !ok {
+		return "", false
+	}
+	agent := req.RequesterAgentName // without facts, the child's own word: enough to deny on
+	if req.AccessIntent != nil {
+		agent = req.AccessIntent.Principal.AgentName
+	}
+	for _, pr := range pl.Problems() {
+		if pr.Unheld && (pr.Agent == "" || pr.Agent == agent) {
+			return pr.File, true
+		}
+	}
+	return "", false
 }
 
 // FactsRequest is a request that carries only q's facts: for judging facts

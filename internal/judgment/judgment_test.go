@@ -1,7 +1,9 @@
 package judgment
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/permtui/permtui/internal/grants"
@@ -41,5 +43,56 @@ func TestVerdictSteps(t *testing.T) {
 	}
 	if v := Verdict(broken, git, nil, nil); v.Action != resolve.Ask {
 		t.Fatalf("a broken file holds the allow: %+v", v)
+	}
+}
+
+// TestAPolicyPermtuiCannotHoldDeniesEveryAsk: pi reads a global config of
+// any size; over the size permtui holds, its denies are missing here, so
+// neither an allow nor an ask stands (decision 0177), and the reason names
+// the file.
+func TestAPolicyPermtuiCannotHoldDeniesEveryAsk(t *testing.T) {
+	dir := t.TempDir()
+	opts := resolve.LoadOptions{AgentDir: dir, ProjectDir: filepath.Join(dir, "p"), TrustProject: true}
+	testkit.WriteFile(t, resolve.ProjectConfigPaths(opts.ProjectDir)[0], []byte(`{"permission":{"bash":{"git *":"allow"}}}`))
+	global := resolve.GlobalConfigPath(dir)
+	testkit.WriteFile(t, global, []byte(`{"permission":{"bash":{"rm *":"deny"}}}`))
+	if err := os.Truncate(global, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	p := resolve.Load(opts)
+	for _, values := range []string{"git push", "rm -rf /", "make"} {
+		req := FactsRequest(resolve.Query{Surface: "bash", Values: []string{values}})
+		v := Verdict(p, req, []wire.Grant{{Surface: "bash", Pattern: "*"}}, nil)
+		if v.Action != resolve.Deny || !strings.Contains(v.Reason, global) {
+			t.Errorf("%s with an unheld global config: %s %q", values, v.Action, v.Reason)
+		}
+	}
+	if v := Verdict(p, &wire.Request{}, nil, nil); v.Action != resolve.Deny {
+		t.Errorf("no facts with an unheld global config: %s", v.Action)
+	}
+}
+
+// TestAnAgentFilePermtuiCannotHoldDeniesThatAgentsAsks: an oversized agent
+// file is that agent's policy only.
+func TestAnAgentFilePermtuiCannotHoldDeniesThatAgentsAsks(t *testing.T) {
+	dir := t.TempDir()
+	opts := resolve.LoadOptions{AgentDir: dir, ProjectDir: filepath.Join(dir, "p"), TrustProject: true}
+	testkit.WriteFile(t, resolve.GlobalConfigPath(dir), []byte(`{"permission":{"bash":{"*":"allow"}}}`))
+	big := filepath.Join(dir, "agents", "big.md")
+	testkit.WriteFile(t, big, []byte("---\npermission:\n  bash:\n    rm *: deny\n---\n"))
+	if err := os.Truncate(big, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	p := resolve.Load(opts)
+	for agent, want := range map[string]resolve.Action{"big": resolve.Deny, "other": resolve.Allow, "": resolve.Allow} {
+		req := FactsRequest(resolve.Query{Agent: agent, Surface: "bash", Values: []string{"ls"}})
+		// Allows are held while a file is a problem, so "allow" reads ask here.
+		got := Verdict(p, req, nil, nil).Action
+		if want == resolve.Allow {
+			want = resolve.Ask
+		}
+		if got != want {
+			t.Errorf("agent %q: %s, want %s", agent, got, want)
+		}
 	}
 }

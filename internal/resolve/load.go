@@ -41,7 +41,21 @@ type Problem struct {
 	Message string
 	// FailClosed: this invalid non-global scope floors allow → ask.
 	FailClosed bool
-	cause      string // Message without its consequence, for explanations
+	// Unheld: pi reads this policy but it is over what permtui holds (a file
+	// over maxPolicyFileSize, rules over maxComposedRules), so a deny pi
+	// applies may be missing here; every ask is then denied (decision 0177):
+	// the asks of Agent when it is an agent's file, else all of them.
+	Unheld bool
+	Agent  string
+	cause  string // Message without its consequence, for explanations
+}
+
+// unheldConsequence is what an Unheld problem does, for its message.
+func unheldConsequence(agent string) string {
+	if agent != "" {
+		return "; pi reads it, so any of its denies may apply: permtui denies every ask of agent " + printable(agent) + " until it is smaller"
+	}
+	return "; pi reads it, so any of its denies may apply: permtui denies every ask until it is smaller"
 }
 
 // Policy is an immutable, fully compiled snapshot of the root's policy: one
@@ -255,8 +269,12 @@ func Load(opts LoadOptions) *Policy {
 				continue
 			}
 			if err != nil {
-				pr := p.problem(file, "the agent file cannot be read ("+printable(err.Error())+")", "; agent "+printable(name)+"'s policy is held to ask by the fail-closed floor", true)
-				agentFloor[name] = append(agentFloor[name], pr)
+				if errors.Is(err, safefs.ErrTooLarge) {
+					p.unheld(file, name, "the agent file is over the "+strconv.Itoa(maxPolicyFileSize>>20)+" MiB permtui reads")
+				} else {
+					pr := p.problem(file, "the agent file cannot be read ("+printable(err.Error())+")", "; agent "+printable(name)+"'s policy is held to ask by the fail-closed floor", true)
+					agentFloor[name] = append(agentFloor[name], pr)
+				}
 				if _, ok := agentScopes[name]; !ok {
 					agentScopes[name] = nil // the agent exists, with no rules
 				}
@@ -274,8 +292,8 @@ func Load(opts LoadOptions) *Policy {
 	budget := maxComposedRules
 	base := mergeScopes(shared)
 	if n := ruleCount(base); n > budget {
-		p.problem(GlobalConfigPath(opts.AgentDir), "the global and project configs hold "+strconv.Itoa(n)+" rules, over the "+
-			strconv.Itoa(maxComposedRules)+" permtui compiles", "; none of them is used, so every request is asked about", false)
+		p.unheld(GlobalConfigPath(opts.AgentDir), "", "the global and project configs hold "+strconv.Itoa(n)+" rules, over the "+
+			strconv.Itoa(maxComposedRules)+" permtui compiles")
 		base = newOrdered[surfaceValue]()
 	}
 	p.base = compose(base, floor, home)
@@ -284,16 +302,16 @@ func Load(opts LoadOptions) *Policy {
 	for _, name := range slices.Sorted(maps.Keys(agentScopes)) {
 		merged := mergeScopes(slices.Concat(shared, agentScopes[name]))
 		if ruleCount(merged) > budget {
-			over = append(over, printable(name))
+			over = append(over, name)
 			p.agents[name] = p.base // its own rules left out: the problem below says so
 			continue
 		}
 		p.agents[name] = compose(merged, slices.Concat(floor, listFloor, agentFloor[name]), home)
 		budget -= len(p.agents[name].rules)
 	}
-	if len(over) > 0 {
-		p.problem(filepath.Join(opts.AgentDir, "agents"), "the agent files would make more than "+strconv.Itoa(maxComposedRules)+
-			" rules in all", "; the agents "+strings.Join(over, ", ")+" are judged without their own files", false)
+	for _, name := range over {
+		p.unheld(filepath.Join(opts.AgentDir, "agents"), name, "the agent files would make more than "+strconv.Itoa(maxComposedRules)+
+			" rules in all with agent "+printable(name)+"'s")
 	}
 	if len(listFloor) > 0 {
 		p.unlisted = p.base // only with the problems that hold every allow
@@ -354,6 +372,12 @@ func boolWord(b bool) string {
 	return "false"
 }
 
+// unheld records a policy pi reads that permtui cannot hold (decision 0177):
+// agent's, or with agent "" the shared one.
+func (p *Policy) unheld(file, agent, cause string) {
+	p.problems = append(p.problems, Problem{File: file, Message: cause + unheldConsequence(agent), Unheld: true, Agent: agent, cause: cause})
+}
+
 func (p *Policy) problem(file, cause, consequence string, failClosed bool) Problem {
 	pr := Problem{File: file, Message: cause + consequence, FailClosed: failClosed, cause: cause}
 	p.problems = append(p.problems, pr)
@@ -369,6 +393,10 @@ func (p *Policy) readConfig(file, origin string, nonGlobal bool) (configFile, bo
 	}
 	data, err := p.opts.read(file)
 	if errors.Is(err, fs.ErrNotExist) {
+		return configFile{}, false
+	}
+	if errors.Is(err, safefs.ErrTooLarge) {
+		p.unheld(file, "", "is over the "+strconv.Itoa(maxPolicyFileSize>>20)+" MiB permtui reads ("+printable(err.Error())+")")
 		return configFile{}, false
 	}
 	if err != nil {

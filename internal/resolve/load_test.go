@@ -149,10 +149,12 @@ func TestOversizedAgentFileFloorsOnlyThatAgent(t *testing.T) {
 	f.agent("big", "---\npermission:\n  bash: allow\n---\n"+strings.Repeat("x", maxPolicyFileSize))
 	f.agent("ok", "---\npermission:\n  bash: allow\n---\n")
 	p := Load(f.opts)
-	if probs := p.Problems(); len(probs) != 1 || !probs[0].FailClosed || !strings.HasSuffix(probs[0].File, "big.md") {
+	// pi reads the big file: its agent's asks are denied by the judgment
+	// (decision 0177); here the agent has no rules of its own.
+	if probs := p.Problems(); len(probs) != 1 || !probs[0].Unheld || probs[0].Agent != "big" || !strings.HasSuffix(probs[0].File, "big.md") {
 		t.Fatalf("problems = %+v", probs)
 	}
-	for agent, want := range map[string]Action{"big": Ask, "ok": Allow, "": Allow, "other": Allow} {
+	for agent, want := range map[string]Action{"big": Allow, "ok": Allow, "": Allow, "other": Allow} {
 		if v := p.Evaluate(Query{Agent: agent, Surface: "bash", Values: []string{"ls"}}, nil); v.Action != want {
 			t.Errorf("agent %q: %s, want %s", agent, v.Action, want)
 		}
@@ -651,8 +653,8 @@ func TestLargePolicyFilesAreRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Load(f.opts)
-	if probs := p.Problems(); len(probs) != 1 || probs[0].File != file || !strings.Contains(probs[0].Message, "bytes") {
-		t.Errorf("problems = %+v; want one naming the oversized %s", probs, file)
+	if probs := p.Problems(); len(probs) != 1 || probs[0].File != file || !strings.Contains(probs[0].Message, "bytes") || !probs[0].Unheld {
+		t.Errorf("problems = %+v; want one naming the oversized %s, unheld (decision 0177)", probs, file)
 	}
 }
 
@@ -682,8 +684,8 @@ func TestComposedRulesAreBounded(t *testing.T) {
 		t.Errorf("%d rules compiled, over %d", total, maxComposedRules)
 	}
 	probs := p.Problems()
-	if len(probs) != 1 || !strings.Contains(probs[0].Message, "a, b") {
-		t.Fatalf("problems = %+v; want one naming agents a and b", probs)
+	if len(probs) != 2 || probs[0].Agent != "a" || probs[1].Agent != "b" || !probs[0].Unheld || !probs[1].Unheld {
+		t.Fatalf("problems = %+v; want agents a and b unheld", probs)
 	}
 	if v := p.Evaluate(Query{Agent: "a", Surface: "bash", Values: []string{"rm x"}}, nil); v.Action != Deny {
 		t.Errorf("the shared deny: %s", v.Action)
@@ -692,8 +694,8 @@ func TestComposedRulesAreBounded(t *testing.T) {
 	// asked about (and the agents, which repeat them, do not fit either).
 	f.project(strings.ReplaceAll(sb.String(), `":"deny"`, `x":"deny"`))
 	p = Load(f.opts)
-	if probs := p.Problems(); len(probs) != 2 || !strings.Contains(probs[0].Message, "every request is asked about") {
-		t.Fatalf("problems = %+v", probs)
+	if probs := p.Problems(); len(probs) != 3 || !probs[0].Unheld || probs[0].Agent != "" || !strings.Contains(probs[0].Message, "permtui denies every ask") {
+		t.Fatalf("problems = %+v; want the configs over the bound, unheld (decision 0177)", probs)
 	}
 	if v := p.Evaluate(Query{Surface: "bash", Values: []string{"rm x"}}, nil); v.Action != Ask || len(p.base.rules) != 1 {
 		t.Errorf("over the bound: %s with %d rules", v.Action, len(p.base.rules))
