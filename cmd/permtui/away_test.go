@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,10 +32,11 @@ func waitForFile(t *testing.T, path, want string) {
 	}
 }
 
-// serve --events and --status-file: the status file says who waits while
-// an ask waits and is empty once the child gave up; the events
-// file has the blocked and unblocked lines and, with the default detail,
-// none of the command, its value or the working directory.
+// serve --events, --status-file, --notify-cmd and --ntfy: the status file
+// says who waits while an ask waits and is empty once the child gave up;
+// the events file has the blocked and unblocked lines, the command ran and
+// ntfy got a message for the ask, and with the default detail none of them
+// has the command, its value or the working directory.
 func TestServeWritesEventsAndStatusForAwayFromTheKeyboard(t *testing.T) {
 	root := t.TempDir()
 	agentDir := filepath.Join(root, "agent")
@@ -40,13 +44,24 @@ func TestServeWritesEventsAndStatusForAwayFromTheKeyboard(t *testing.T) {
 	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
 		[]byte(`{"permission":{"*":"ask"}}`))
 	eventsFile, statusFile := filepath.Join(root, "events.jsonl"), filepath.Join(root, "status")
+	notified := filepath.Join(root, "notified")
+	if err := os.Mkdir(notified, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var posts testkit.SyncBuffer
+	ntfy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		posts.Write(append(body, '\n'))
+	}))
+	defer ntfy.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
 	stderr := &testkit.SyncBuffer{}
 	go func() {
 		done <- run(ctx, []string{"serve", "--headless", "--ask=leave", "--project", root, "--state-dir", filepath.Join(root, "state"),
-			"--session", rootID, "--events", eventsFile, "--status-file", statusFile}, strings.NewReader(""), &testkit.SyncBuffer{}, stderr)
+			"--session", rootID, "--events", eventsFile, "--status-file", statusFile,
+			"--notify-cmd", `cat > "` + notified + `/$$.json"`, "--ntfy", ntfy.URL + "/alerts"}, strings.NewReader(""), &testkit.SyncBuffer{}, stderr)
 	}()
 	const command, cwd = "curl https://secret.example/?k=hunter2", "/home/ann/secret-project"
 	child := pichild.Child{Layout: wire.NewLayout(agentDir), Target: rootID, Liveness: true}
@@ -72,14 +87,39 @@ func TestServeWritesEventsAndStatusForAwayFromTheKeyboard(t *testing.T) {
 		t.Fatalf("events file: %v %v", info, err)
 	}
 	events := string(data)
+	runs, _ := filepath.Glob(filepath.Join(notified, "*.json"))
+	if len(runs) != 1 {
+		t.Fatalf("--notify-cmd ran %d times, want once", len(runs))
+	}
+	stdin, _ := os.ReadFile(runs[0])
+	if !strings.Contains(posts.String(), `"title":"permtui: builder is waiting"`) {
+		t.Errorf("ntfy got %q", posts.String())
+	}
 	for _, want := range []string{`"event":"blocked"`, `"agent":"builder"`, `"event":"unblocked"`, `"outcome":"expired"`} {
 		if !strings.Contains(events, want) {
 			t.Errorf("no %s in\n%s", want, events)
 		}
 	}
-	for _, secret := range []string{"hunter2", "secret", "curl", "/home/ann"} {
-		if strings.Contains(events, secret) {
-			t.Errorf("%q left with the default detail:\n%s", secret, events)
+	for _, out := range []string{events, string(stdin), posts.String()} {
+		for _, secret := range []string{"hunter2", "secret", "curl", "/home/ann"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%q left with the default detail:\n%s", secret, out)
+			}
+		}
+	}
+}
+
+// The away flags are checked before serving starts.
+func TestAwayFlagsAreCheckedFirst(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{"--detail=most", "--detail must be counts or full"},
+		{"--ntfy=ntfy.sh", "--ntfy wants a topic URL"},
+		{"--ntfy=https://ntfy.sh/", "--ntfy wants a topic URL"},
+		{"--hub=nats://127.0.0.1:4222 --creds=x.creds --status-file=s", "not available with --hub yet"},
+	} {
+		code, _, errOut := runCmd(t, "", append([]string{"serve", "--headless"}, strings.Fields(c.args)...)...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: exit %d, %q", c.args, code, errOut)
 		}
 	}
 }
