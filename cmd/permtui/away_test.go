@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +123,118 @@ func TestAwayFlagsAreCheckedFirst(t *testing.T) {
 		code, _, errOut := runCmd(t, "", append([]string{"serve", "--headless"}, strings.Fields(c.args)...)...)
 		if code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%s: exit %d, %q", c.args, code, errOut)
+		}
+	}
+}
+
+// The approve page end to end: the link comes on --notify-cmd's stdin, the
+// page shows the ask, Approve once answers the child approved, the audit
+// names the page's link, and the same link is refused afterwards.
+func TestApprovePageAnswersTheChild(t *testing.T) {
+	root := t.TempDir()
+	agentDir := filepath.Join(root, "agent")
+	t.Setenv("PI_CODING_AGENT_DIR", agentDir)
+	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"), []byte(`{"permission":{"*":"ask"}}`))
+	notified, state := filepath.Join(root, "notified"), filepath.Join(root, "state")
+	if err := os.Mkdir(notified, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	stderr := &testkit.SyncBuffer{}
+	go func() {
+		done <- run(ctx, []string{"serve", "--headless", "--ask=leave", "--project", root, "--state-dir", state, "--session", rootID,
+			"--web", "127.0.0.1:0", "--notify-cmd", `cat > "` + notified + `/$$.json"`}, strings.NewReader(""), &testkit.SyncBuffer{}, stderr)
+	}()
+	child := pichild.Child{Layout: wire.NewLayout(agentDir), Target: rootID, Liveness: true}
+	asked := make(chan pichild.Result, 1)
+	go func() {
+		res, _ := child.Ask(context.Background(), pichild.NewestBash(rootID, "builder", "0198c3b0-1111-7222-8333-944455556666", "/w", "make <b>deploy</b>"))
+		asked <- res
+	}()
+	var note struct{ Link string }
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for note.Link == "" {
+		if runs, _ := filepath.Glob(filepath.Join(notified, "*.json")); len(runs) > 0 {
+			data, _ := os.ReadFile(runs[0])
+			_ = json.Unmarshal(data, &note)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no link notified: %s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, err := http.Get(note.Link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "make &lt;b&gt;deploy&lt;/b&gt;") {
+		t.Fatalf("page %d:\n%s", resp.StatusCode, body)
+	}
+	form := url.Values{"decision": {"approve"}}
+	for _, m := range regexp.MustCompile(`name="(form|shown)" value="([^"]*)"`).FindAllStringSubmatch(string(body), 2) {
+		form.Set(m[1], m[2])
+	}
+	post := func() int {
+		u, _ := url.Parse(note.Link)
+		req, _ := http.NewRequest(http.MethodPost, note.Link, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", u.Scheme+"://"+u.Host)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	if res := <-asked; res.Outcome != pichild.Answered || !res.Response.Approved || res.Response.State != wire.StateApproved {
+		t.Fatalf("child: %+v", res)
+	}
+	if code := post(); code != http.StatusGone {
+		t.Fatalf("second use: %d", code)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	audit, err := os.ReadFile(filepath.Join(state, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`"approver":"web:[0-9a-f]{12}"`).Match(audit) {
+		t.Fatalf("audit does not name the page:\n%s", audit)
+	}
+}
+
+// The approve page is refused on the network in clear text unless a proxy
+// is said to terminate TLS.
+func TestWebFlagsRefuseClearTextOnTheNetwork(t *testing.T) {
+	for _, c := range []struct {
+		f    webFlags
+		want string
+	}{
+		{webFlags{addr: "127.0.0.1:8765"}, ""},
+		{webFlags{addr: "[::1]:8765"}, ""},
+		{webFlags{addr: "localhost:8765"}, ""},
+		{webFlags{addr: "192.168.1.5:8765"}, "reachable from the network"},
+		{webFlags{addr: "0.0.0.0:8765", cert: "c", key: "k"}, "listens on every address"},
+		{webFlags{addr: ":8765", behindProxy: true, url: "https://box.ts.net"}, ""},
+		{webFlags{addr: "100.64.0.1:8765", behindProxy: true}, "needs the https address"},
+		{webFlags{addr: "100.64.0.1:8765", behindProxy: true, url: "http://box"}, "needs the https address"},
+		{webFlags{addr: "100.64.0.1:8765", cert: "c"}, "go together"},
+		{webFlags{addr: "100.64.0.1:8765", cert: "c", key: "k"}, ""},
+		{webFlags{url: "https://box"}, "need --web ADDR"},
+		{webFlags{addr: "127.0.0.1:8765", url: "https://box/approve"}, "nothing after"},
+	} {
+		err := c.f.check()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c.f, err, c.want)
 		}
 	}
 }

@@ -117,6 +117,7 @@ func Run(events <-chan serve.Event, o Options) {
 	quit := make(chan struct{})
 	var fired sync.WaitGroup
 	notify := func(l status.Line) {
+		l.Link = o.Link(l.Ask)
 		for _, s := range sinks {
 			s.send(l)
 		}

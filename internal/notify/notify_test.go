@@ -83,11 +83,13 @@ func readAll(t *testing.T, dir string) []string {
 	return out
 }
 
-// --notify-cmd gets each new ask as one JSON line on stdin, with no
-// command text, value or path by default; an answered ask runs nothing.
+// --notify-cmd gets each new ask as one JSON line on stdin, with its
+// approve page's link and no command text, value or path by default; an
+// answered ask runs nothing.
 func TestNotifyCmdGetsEachNewAskAsJSON(t *testing.T) {
 	dir := t.TempDir()
-	events, stop := start(t, Options{Command: fmt.Sprintf(`cat > %s/"$$".json`, dir)})
+	link := func(id serve.AskID) string { return fmt.Sprintf("https://phone.example/a/%d", id) }
+	events, stop := start(t, Options{Command: fmt.Sprintf(`cat > %s/"$$".json`, dir), Link: link})
 	events <- queued(1, "builder")
 	events <- queued(2, "scout")
 	events <- serve.Decided{Ask: queued(1, "builder").Ask, Queued: true, Response: wire.Response{Approved: true}}
@@ -103,6 +105,9 @@ func TestNotifyCmdGetsEachNewAskAsJSON(t *testing.T) {
 			t.Fatalf("stdin %q: %v", raw, err)
 		}
 		agents[l.Agent] = true
+		if l.Link != link(l.Ask) {
+			t.Errorf("ask %d: link %q", l.Ask, l.Link)
+		}
 		for _, s := range secrets {
 			if strings.Contains(raw, s) {
 				t.Errorf("%q on the command's stdin: %s", s, raw)

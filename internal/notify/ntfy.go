@@ -183,9 +183,9 @@ func (n *ntfy) message(l status.Line) ntfyMessage {
 		fmt.Fprintf(&b, "\nin %s", clip(l.Cwd, 200))
 	}
 	m.Message = b.String()
-	if link := n.o.Link(l.Ask); link != "" {
-		m.Click = link
-		m.Actions = []ntfyAction{{Action: "view", Label: "Review", URL: link}}
+	if l.Link != "" {
+		m.Click = l.Link
+		m.Actions = []ntfyAction{{Action: "view", Label: "Review", URL: l.Link}}
 	}
 	return m
 }

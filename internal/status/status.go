@@ -71,6 +71,8 @@ type Line struct {
 	ByAgent   map[string]int `json:"byAgent"`
 	// Decisions counts the answers since start, by outcome.
 	Decisions map[string]int `json:"decisions"`
+	// Link is the ask's approve page, on notifications when it is served.
+	Link string `json:"link,omitempty"`
 	// Full detail only.
 	Value  *string `json:"value,omitempty"`
 	Cwd    string  `json:"cwd,omitempty"`
