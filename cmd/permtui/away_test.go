@@ -127,31 +127,48 @@ func TestAwayFlagsAreCheckedFirst(t *testing.T) {
 	}
 }
 
-// The approve page end to end: the link comes on --notify-cmd's stdin, the
-// page shows the ask, Approve once answers the child approved, the audit
-// names the page's link, and the same link is refused afterwards.
-func TestApprovePageAnswersTheChild(t *testing.T) {
+// approveFixture is 'permtui serve --headless --ask=leave --web' with a
+// child waiting on one ask, and the ask's link as --notify-cmd got it.
+type approveFixture struct {
+	link, state string
+	asked       chan pichild.Result
+	stop        func()
+}
+
+func startApproveFixture(t *testing.T, command string) *approveFixture {
+	t.Helper()
 	root := t.TempDir()
 	agentDir := filepath.Join(root, "agent")
 	t.Setenv("PI_CODING_AGENT_DIR", agentDir)
 	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"), []byte(`{"permission":{"*":"ask"}}`))
-	notified, state := filepath.Join(root, "notified"), filepath.Join(root, "state")
+	notified := filepath.Join(root, "notified")
 	if err := os.Mkdir(notified, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	f := &approveFixture{state: filepath.Join(root, "state"), asked: make(chan pichild.Result, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	done := make(chan int, 1)
 	stderr := &testkit.SyncBuffer{}
 	go func() {
-		done <- run(ctx, []string{"serve", "--headless", "--ask=leave", "--project", root, "--state-dir", state, "--session", rootID,
+		done <- run(ctx, []string{"serve", "--headless", "--ask=leave", "--project", root, "--state-dir", f.state, "--session", rootID,
 			"--web", "127.0.0.1:0", "--notify-cmd", `cat > "` + notified + `/$$.json"`}, strings.NewReader(""), &testkit.SyncBuffer{}, stderr)
 	}()
+	stopped := false
+	f.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("exit %d: %s", code, stderr.String())
+		}
+	}
+	t.Cleanup(f.stop)
 	child := pichild.Child{Layout: wire.NewLayout(agentDir), Target: rootID, Liveness: true}
-	asked := make(chan pichild.Result, 1)
 	go func() {
-		res, _ := child.Ask(context.Background(), pichild.NewestBash(rootID, "builder", "0198c3b0-1111-7222-8333-944455556666", "/w", "make <b>deploy</b>"))
-		asked <- res
+		res, _ := child.Ask(context.Background(), pichild.NewestBash(rootID, "builder", "0198c3b0-1111-7222-8333-944455556666", "/w", command))
+		f.asked <- res
 	}()
 	var note struct{ Link string }
 	deadline := time.Now().Add(testkit.WaitLimit)
@@ -165,7 +182,33 @@ func TestApprovePageAnswersTheChild(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	resp, err := http.Get(note.Link)
+	f.link = note.Link
+	return f
+}
+
+// approved checks that the child was answered approved and, once permtui
+// stopped, that the audit names the approve page.
+func (f *approveFixture) approved(t *testing.T) {
+	t.Helper()
+	if res := <-f.asked; res.Outcome != pichild.Answered || !res.Response.Approved || res.Response.State != wire.StateApproved {
+		t.Fatalf("child: %+v", res)
+	}
+	f.stop()
+	audit, err := os.ReadFile(filepath.Join(f.state, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`"approver":"web:[0-9a-f]{12}"`).Match(audit) {
+		t.Fatalf("audit does not name the page:\n%s", audit)
+	}
+}
+
+// The approve page end to end: the link comes on --notify-cmd's stdin, the
+// page shows the ask, Approve once answers the child approved, the audit
+// names the page's link, and the same link is refused afterwards.
+func TestApprovePageAnswersTheChild(t *testing.T) {
+	f := startApproveFixture(t, "make <b>deploy</b>")
+	resp, err := http.Get(f.link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +222,8 @@ func TestApprovePageAnswersTheChild(t *testing.T) {
 		form.Set(m[1], m[2])
 	}
 	post := func() int {
-		u, _ := url.Parse(note.Link)
-		req, _ := http.NewRequest(http.MethodPost, note.Link, strings.NewReader(form.Encode()))
+		u, _ := url.Parse(f.link)
+		req, _ := http.NewRequest(http.MethodPost, f.link, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", u.Scheme+"://"+u.Host)
 		resp, err := http.DefaultClient.Do(req)
@@ -193,23 +236,10 @@ func TestApprovePageAnswersTheChild(t *testing.T) {
 	if code := post(); code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
 	}
-	if res := <-asked; res.Outcome != pichild.Answered || !res.Response.Approved || res.Response.State != wire.StateApproved {
-		t.Fatalf("child: %+v", res)
-	}
 	if code := post(); code != http.StatusGone {
 		t.Fatalf("second use: %d", code)
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	audit, err := os.ReadFile(filepath.Join(state, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !regexp.MustCompile(`"approver":"web:[0-9a-f]{12}"`).Match(audit) {
-		t.Fatalf("audit does not name the page:\n%s", audit)
-	}
+	f.approved(t)
 }
 
 // The approve page is refused on the network in clear text unless a proxy
