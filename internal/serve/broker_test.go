@@ -1,8 +1,10 @@
 package serve
 
 import (
+	"fmt"
 	"reflect"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,5 +125,31 @@ func TestNoGoroutineOutlivesTheBroker(t *testing.T) {
 		}
 		runtime.Gosched()
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// BenchmarkBrokerPublish is the serving loop's cost of one event with the
+// front end alone and with two more subscribers (a status file and a
+// notifier), each drained by its own reader (docs/performance.md).
+func BenchmarkBrokerPublish(b *testing.B) {
+	for _, subs := range []int{1, 3} {
+		b.Run(fmt.Sprintf("subscribers=%d", subs), func(b *testing.B) {
+			br := NewBroker()
+			var drained sync.WaitGroup
+			for range subs {
+				ch, _ := br.Subscribe()
+				drained.Go(func() {
+					for range ch {
+					}
+				})
+			}
+			ev := Arrived{Ask: Ask{Arrived: inbox.Arrived{ID: 1}}}
+			b.ReportAllocs()
+			for b.Loop() {
+				br.Publish(ev)
+			}
+			br.Close()
+			drained.Wait()
+		})
 	}
 }
