@@ -133,6 +133,7 @@ type approveFixture struct {
 	link, state string
 	asked       chan pichild.Result
 	stop        func()
+	ntfy        *testkit.SyncBuffer // the bodies --ntfy posted, one a line
 }
 
 func startApproveFixture(t *testing.T, command string) *approveFixture {
@@ -145,13 +146,18 @@ func startApproveFixture(t *testing.T, command string) *approveFixture {
 	if err := os.Mkdir(notified, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	f := &approveFixture{state: filepath.Join(root, "state"), asked: make(chan pichild.Result, 1)}
+	f := &approveFixture{state: filepath.Join(root, "state"), asked: make(chan pichild.Result, 1), ntfy: &testkit.SyncBuffer{}}
+	ntfy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.ntfy.Write(append(body, '\n'))
+	}))
+	t.Cleanup(ntfy.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	stderr := &testkit.SyncBuffer{}
 	go func() {
 		done <- run(ctx, []string{"serve", "--headless", "--ask=leave", "--project", root, "--state-dir", f.state, "--session", rootID,
-			"--web", "127.0.0.1:0", "--notify-cmd", `cat > "` + notified + `/$$.json"`}, strings.NewReader(""), &testkit.SyncBuffer{}, stderr)
+			"--web", "127.0.0.1:0", "--notify-cmd", `cat > "` + notified + `/$$.json"`, "--ntfy", ntfy.URL + "/alerts"}, strings.NewReader(""), &testkit.SyncBuffer{}, stderr)
 	}()
 	stopped := false
 	f.stop = func() {
@@ -203,11 +209,20 @@ func (f *approveFixture) approved(t *testing.T) {
 	}
 }
 
-// The approve page end to end: the link comes on --notify-cmd's stdin, the
-// page shows the ask, Approve once answers the child approved, the audit
-// names the page's link, and the same link is refused afterwards.
+// The approve page end to end: the link comes on --notify-cmd's stdin and
+// as ntfy's Review button, the page shows the ask, Approve once answers the
+// child approved, the audit names the page's link, and the same link is
+// refused afterwards.
 func TestApprovePageAnswersTheChild(t *testing.T) {
 	f := startApproveFixture(t, "make <b>deploy</b>")
+	review := `"actions":[{"action":"view","label":"Review","url":"` + f.link + `"}]`
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for !strings.Contains(f.ntfy.String(), review) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ntfy got no Review button for %s: %s", f.link, f.ntfy.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	resp, err := http.Get(f.link)
 	if err != nil {
 		t.Fatal(err)

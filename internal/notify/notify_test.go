@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,4 +251,29 @@ func TestNtfyCoalescesAFloodOfAsks(t *testing.T) {
 	if last := msgs[2]; last.Title != "permtui: 4 more asks" || !strings.Contains(last.Message, "6 waiting") {
 		t.Fatalf("count message %+v", last)
 	}
+}
+
+// Asks held over the rate go out as counts once the window has room, on
+// the rate's own timer: every ask is in a message or a count.
+func TestNtfySendsHeldAsksWhenTheWindowMoves(t *testing.T) {
+	srv := newNtfyServer(t)
+	events, stop := start(t, Options{Ntfy: srv.URL + "/t", Burst: 1, Window: 20 * time.Millisecond})
+	defer stop()
+	for i := range 5 {
+		events <- queued(serve.AskID(i+1), "builder")
+	}
+	counted := regexp.MustCompile(`^permtui: (\d+) more asks$`)
+	waitFor(t, "every ask in a message or a count", func() bool {
+		msgs, _ := srv.messages()
+		total := 0
+		for _, m := range msgs {
+			if c := counted.FindStringSubmatch(m.Title); c != nil {
+				n, _ := strconv.Atoi(c[1])
+				total += n
+			} else {
+				total++
+			}
+		}
+		return total == 5
+	})
 }
