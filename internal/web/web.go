@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"strconv"
@@ -67,7 +68,7 @@ type link struct {
 func New(o Options) (*Server, error) {
 	u, err := url.Parse(o.BaseURL)
 	if err != nil || u.Host == "" {
-		return nil, &url.Error{Op: "web base URL", URL: o.BaseURL, Err: err}
+		return nil, fmt.Errorf("the approve page's base URL %q names no host", o.BaseURL)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -346,3 +346,12 @@ func TestARaceWithTheConsoleIsReported(t *testing.T) {
 		t.Fatalf("%d %s", code, body)
 	}
 }
+
+// A base URL without a host would make links no phone can open.
+func TestABaseURLNeedsAHost(t *testing.T) {
+	for _, base := range []string{"", "/approve", "http://"} {
+		if _, err := New(Options{BaseURL: base}); err == nil || !strings.Contains(err.Error(), "names no host") {
+			t.Errorf("%q: %v", base, err)
+		}
+	}
+}
