@@ -33,7 +33,8 @@ from the root's pi-permission-system policy and queues the rest in the console.`
 type serveFlags struct {
 	common
 	frontEnd
-	hub hubFlags
+	hub  hubFlags
+	away awayFlags
 }
 
 // frontEnd holds the flags that choose and tune how asks are served.
@@ -52,6 +53,7 @@ func (f *serveFlags) register(fs flagSet) {
 	f.common.register(fs)
 	f.frontEnd.register(fs)
 	f.hub.register(fs, "as", "approver name at the hub, with a standard NATS .creds file (default: the name in --creds)")
+	f.away.register(fs)
 }
 
 func (f *frontEnd) register(fs flagSet) {
@@ -84,6 +86,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if err := f.hub.check(fs); err != nil {
+		return err
+	}
+	if err := f.away.check(fs, f.hub.url != ""); err != nil {
 		return err
 	}
 	if err := f.resolveDefaults(); err != nil {
@@ -126,6 +131,11 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	awayDone, err := startAway(srv, f.away, logger)
+	if err != nil {
+		return err
+	}
+	defer awayDone()
 	served := make(chan error, 1)
 	go func() { served <- srv.Run(ctx) }()
 	rules := consoleRules{ruleService{opts: f.loadOptions(), stateDir: f.stateDir}}

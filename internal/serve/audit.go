@@ -42,7 +42,7 @@ type AuditRecord struct {
 	CreatedAt         float64              `json:"createdAt"` // the request's, ms epoch
 	DecidedAt         int64                `json:"decidedAt"` // ms epoch
 	Auto              bool                 `json:"auto"`
-	Approver          string               `json:"approver,omitempty"` // the hub approver who decided (docs/hub.md)
+	Approver          string               `json:"approver,omitempty"` // the hub approver (docs/hub.md) or approve page link (decision 0183) that decided
 	// WireState is the state written on the wire when it differs from State
 	// (a 3.x child gets approved for a session approval; a blank reason
 	// turns denied_with_reason into denied), so a replay writes the same.

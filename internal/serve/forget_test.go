@@ -10,7 +10,8 @@ import (
 // earlier one is still settling; it is another delivery with its own AskID,
 // and settling the earlier one must not drop it.
 func TestSettlingAnEarlierAskKeepsALaterAskFromTheSameFile(t *testing.T) {
-	s := &Server{asks: map[AskID]*pending{}, events: NewEventQueue()}
+	s := &Server{asks: map[AskID]*pending{}, events: NewBroker()}
+	events, _ := s.events.Subscribe()
 	file := inbox.Arrived{Session: "root", Path: "/inbox/requests/same.json"}
 	earlier := &pending{Ask: Ask{Arrived: file}, deciding: true}
 	earlier.ID = 1
@@ -25,7 +26,7 @@ func TestSettlingAnEarlierAskKeepsALaterAskFromTheSameFile(t *testing.T) {
 		t.Fatal("the later ask was dropped")
 	}
 	s.events.Close()
-	for ev := range s.events.Out() {
+	for ev := range events {
 		t.Errorf("unexpected event %#v", ev)
 	}
 	if !s.forget(later.ID) || len(s.asks) != 0 {

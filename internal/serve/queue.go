@@ -19,6 +19,8 @@ import (
 type EventQueue struct {
 	out    chan Event
 	signal chan struct{}
+	stop   chan struct{} // closed by Stop
+	once   sync.Once
 
 	mu     sync.Mutex
 	buf    []Event
@@ -27,7 +29,7 @@ type EventQueue struct {
 
 // NewEventQueue starts a queue; read its events from Out.
 func NewEventQueue() *EventQueue {
-	q := &EventQueue{out: make(chan Event, 64), signal: make(chan struct{}, 1)}
+	q := &EventQueue{out: make(chan Event, 64), signal: make(chan struct{}, 1), stop: make(chan struct{})}
 	go q.pump()
 	return q
 }
@@ -124,6 +126,13 @@ func (q *EventQueue) Close() {
 	q.wake()
 }
 
+// Stop closes Out without delivering what is queued, for a consumer that
+// stopped reading: its pump does not wait on it for ever.
+func (q *EventQueue) Stop() {
+	q.once.Do(func() { close(q.stop) })
+	q.Close()
+}
+
 func (q *EventQueue) wake() {
 	select {
 	case q.signal <- struct{}{}:
@@ -141,13 +150,23 @@ func (q *EventQueue) pump() {
 				return
 			}
 			q.mu.Unlock()
-			<-q.signal
+			select {
+			case <-q.signal:
+			case <-q.stop:
+				close(q.out)
+				return
+			}
 			q.mu.Lock()
 		}
 		ev := q.buf[0]
 		q.buf[0] = nil
 		q.buf = q.buf[1:]
 		q.mu.Unlock()
-		q.out <- ev
+		select {
+		case q.out <- ev:
+		case <-q.stop:
+			close(q.out)
+			return
+		}
 	}
 }

@@ -106,7 +106,8 @@ type Server struct {
 	cfg    Config
 	inbox  *inbox.Inbox
 	audit  *auditLog
-	events *EventQueue
+	events *Broker
+	front  <-chan Event // the front end's subscription (Events)
 
 	mu   sync.Mutex
 	asks map[AskID]*pending
@@ -167,13 +168,21 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.inbox = in
-	s.events = NewEventQueue()
+	s.events = NewBroker()
+	s.front, _ = s.events.Subscribe() // read to the end by the front end
 	return s, nil
 }
 
-// Events delivers everything the server reports, in order, never dropping
-// one; the channel closes after Run returns. Consumers must keep reading.
-func (s *Server) Events() <-chan Event { return s.events.Out() }
+// Events is the front end's subscription: everything the server reports,
+// in order (folded only while it stalls, decision 0118); the channel closes
+// after Run returns. The front end must keep reading.
+func (s *Server) Events() <-chan Event { return s.front }
+
+// Subscribe adds a subscriber beside the front end (a status line, a
+// notifier): its own buffer, so it never holds up serving or the front
+// end. Subscribe before Run to miss nothing; call cancel if it stops
+// reading before the channel closes.
+func (s *Server) Subscribe() (events <-chan Event, cancel func()) { return s.events.Subscribe() }
 
 // Run serves until ctx is done. On the way out it denies the asks still
 // waiting for a person (decision 0041), then removes the heartbeats.
@@ -453,7 +462,7 @@ func (s *Server) emit(ev Event) {
 	case WriteFailed:
 		s.cfg.Logger.Warn("answer not written", "ask", ev.Ask, "err", ev.Err)
 	}
-	s.events.Push(ev)
+	s.events.Publish(ev)
 }
 
 // Decide answers an ask a person decided. It returns once the answer is

@@ -50,8 +50,10 @@ type Decision struct {
 	// approver (headless). Only a denial may be unattended, and it goes on
 	// the wire as decidedBy {kind:"unavailable"}, never as a user's choice.
 	Unattended bool
-	// Approver names who decided through a hub (the approver's credentials);
-	// it is recorded in the audit record, never sent to the child.
+	// Approver names where a person decided other than this console: a
+	// hub approver's credentials, or web:<link id> for the approve page
+	// (decision 0183). It is recorded in the audit record, never sent to
+	// the child.
 	Approver string
 }
 
@@ -69,7 +71,7 @@ type Decided struct {
 	Response wire.Response
 	Auto     bool          // decided by recorded authority, not a person
 	Latency  time.Duration // arrival to response written
-	Approver string        // the hub approver who decided, if any
+	Approver string        // Decision.Approver: the hub approver or approve page, if any
 	// Replayed: answered with the decision an earlier run recorded for this
 	// request (decision 0054), not judged again.
 	Replayed bool

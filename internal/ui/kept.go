@@ -89,6 +89,9 @@ func decidedEntry(ev serve.Decided) (logEntry, autoAnswer) {
 	}
 	l := logEntry{outcome: outcomeOf(ev.Response), label: label,
 		by: decidedBy(ev.Response.DecidedBy, ev.Auto), reason: clip(ev.Response.DenialReason, textBytes)}
+	if ev.Approver != "" && !ev.Auto { // where the person answered: the approve page, a hub approver
+		l.by += " · " + clip(Sanitize(ev.Approver), nameBytes)
+	}
 	return l, autoAnswer{outcome: l.outcome, agent: agent, by: l.by, surface: surface, value: value}
 }
 

@@ -1,0 +1,75 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/permtui/permtui/internal/status"
+)
+
+// command runs the person's --notify-cmd, at most Parallel at a time; a
+// send while all run is dropped and logged, never queued.
+type command struct {
+	cmd     string
+	timeout time.Duration
+	slots   chan struct{}
+	log     *slog.Logger
+	running sync.WaitGroup
+}
+
+func newCommand(o Options) *command {
+	return &command{cmd: o.Command, timeout: o.Timeout, slots: make(chan struct{}, o.Parallel), log: o.Logger}
+}
+
+func (c *command) send(l status.Line) {
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		c.log.Warn("notify-cmd not run: all slots busy", "ask", l.Ask, "event", l.Event, "slots", cap(c.slots))
+		return
+	}
+	line, err := status.EncodeLine(l)
+	if err != nil {
+		<-c.slots
+		c.log.Warn("notify-cmd not run", "ask", l.Ask, "err", err)
+		return
+	}
+	c.running.Go(func() {
+		defer func() { <-c.slots }()
+		c.run(l, line)
+	})
+}
+
+// run runs the command in its own process group, so a timeout kills what
+// it started too.
+func (c *command) run(l status.Line, stdin []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c.cmd)
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second // a grandchild holding stdin open
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		c.log.Warn("notify-cmd killed after its timeout", "ask", l.Ask, "event", l.Event, "timeout", c.timeout)
+	case errors.As(err, &exit):
+		c.log.Warn("notify-cmd failed", "ask", l.Ask, "event", l.Event, "exit", exit.ExitCode(), "took", took)
+	case err != nil:
+		c.log.Warn("notify-cmd failed", "ask", l.Ask, "event", l.Event, "err", err)
+	default:
+		c.log.Info("notify-cmd ran", "ask", l.Ask, "event", l.Event, "took", took)
+	}
+}
+
+func (c *command) close() { c.running.Wait() }

@@ -1,0 +1,171 @@
+// Package notify tells a person away from the console that an ask waits:
+// a command of theirs gets each new ask (and each ask about to expire) as
+// a JSON line on stdin, and an ntfy topic gets a push with a button to the
+// approve page. Neither may delay serving: sends are bounded, timed and
+// logged, and dropped rather than queued without end (decision 0182).
+package notify
+
+import (
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/status"
+)
+
+// Defaults for Options left zero.
+const (
+	// DefaultExpiring reminds a minute before a child's default ten-minute
+	// wait ends (a child may be configured to wait less; its deadline is
+	// not on the wire).
+	DefaultExpiring = 9 * time.Minute
+	DefaultTimeout  = 10 * time.Second
+	DefaultParallel = 4
+	DefaultBurst    = 5
+	DefaultWindow   = time.Minute
+)
+
+// Options choose the notifiers; at least one of Command and Ntfy.
+type Options struct {
+	Detail status.Detail
+	// Command is run with /bin/sh -c for each new and expiring ask, the
+	// Line as JSON on stdin.
+	Command string
+	// Ntfy is a topic URL (https://ntfy.sh/mytopic or a self-hosted one).
+	Ntfy string
+	// NtfyToken, when set, is sent as a bearer token.
+	NtfyToken string
+	// Link gives the approve page's link for an ask ("" for none).
+	Link func(serve.AskID) string
+
+	Expiring time.Duration // after queueing, a still-waiting ask is reminded
+	Timeout  time.Duration // a command is killed, a post given up after this
+	Parallel int           // commands running at once; more are dropped
+	// At most Burst ntfy messages per Window; the asks beyond are counted
+	// and sent as one message when the window allows.
+	Burst  int
+	Window time.Duration
+
+	Logger *slog.Logger
+	Client *http.Client
+	Now    func() time.Time
+}
+
+func (o *Options) defaults() {
+	o.Expiring = orDefault(o.Expiring, DefaultExpiring)
+	o.Timeout = orDefault(o.Timeout, DefaultTimeout)
+	o.Window = orDefault(o.Window, DefaultWindow)
+	o.Parallel = orDefault(o.Parallel, DefaultParallel)
+	o.Burst = orDefault(o.Burst, DefaultBurst)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Link == nil {
+		o.Link = func(serve.AskID) string { return "" }
+	}
+}
+
+func orDefault[T int | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// sink is one notifier; send must not block.
+type sink interface {
+	send(l status.Line)
+	close() // waits for what is in flight
+}
+
+// Check refuses options Run cannot use, before serving starts.
+func Check(o Options) error {
+	if o.Ntfy == "" {
+		return nil
+	}
+	_, _, err := ntfyTopic(o.Ntfy)
+	return err
+}
+
+// Run follows one subscription until it closes, then waits for the sends
+// in flight (each bounded by Timeout).
+func Run(events <-chan serve.Event, o Options) {
+	o.defaults()
+	var sinks []sink
+	if o.Command != "" {
+		sinks = append(sinks, newCommand(o))
+	}
+	if o.Ntfy != "" {
+		n, err := newNtfy(o)
+		if err != nil {
+			o.Logger.Error("ntfy not used", "err", err) // Check refuses it before serving
+		} else {
+			sinks = append(sinks, n)
+		}
+	}
+	t := status.NewTracker(o.Detail)
+	timers := map[serve.AskID]*time.Timer{}
+	remind := make(chan serve.AskID)
+	quit := make(chan struct{})
+	var fired sync.WaitGroup
+	notify := func(l status.Line) {
+		l.Link = o.Link(l.Ask)
+		for _, s := range sinks {
+			s.send(l)
+		}
+	}
+	for events != nil {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			l, changed := t.Apply(ev, o.Now())
+			switch {
+			case !changed:
+			case l.Event == status.Blocked:
+				notify(l)
+				if timers[l.Ask] == nil {
+					id := l.Ask
+					fired.Add(1)
+					timers[id] = time.AfterFunc(o.Expiring, func() {
+						defer fired.Done()
+						select {
+						case remind <- id:
+						case <-quit:
+						}
+					})
+				}
+			case l.Event == status.Unblocked:
+				if tm := timers[l.Ask]; tm != nil && tm.Stop() {
+					fired.Done()
+				}
+				delete(timers, l.Ask)
+			}
+		case id := <-remind:
+			delete(timers, id)
+			if l, waiting := t.Reminder(id, o.Now()); waiting {
+				notify(l)
+			}
+		}
+	}
+	close(quit)
+	for _, tm := range timers {
+		if tm.Stop() {
+			fired.Done()
+		}
+	}
+	fired.Wait()
+	for _, s := range sinks {
+		s.close()
+	}
+}

@@ -1,0 +1,246 @@
+package notify
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/status"
+)
+
+// ntfyMessage is ntfy's JSON publish body (https://docs.ntfy.sh/publish/#publish-as-json).
+type ntfyMessage struct {
+	Topic    string       `json:"topic"`
+	Title    string       `json:"title"`
+	Message  string       `json:"message"`
+	Priority int          `json:"priority"`
+	Tags     []string     `json:"tags,omitempty"`
+	Click    string       `json:"click,omitempty"`
+	Actions  []ntfyAction `json:"actions,omitempty"`
+}
+
+type ntfyAction struct {
+	Action string `json:"action"` // view: the phone opens the URL
+	Label  string `json:"label"`
+	URL    string `json:"url"`
+}
+
+// ntfy priorities.
+const (
+	priorityHigh = 4
+	priorityMax  = 5
+)
+
+// ntfyQueue bounds the messages waiting for the poster; more are dropped.
+const ntfyQueue = 64
+
+// ntfy posts to one topic from one goroutine. Send decides the rate: at
+// most Burst messages per Window, the asks beyond held as a count that goes
+// out as one message when the window allows.
+type ntfy struct {
+	o      Options
+	server string // the publish URL: the topic URL without its topic
+	topic  string
+	out    chan ntfyMessage
+	posts  sync.WaitGroup
+
+	mu      sync.Mutex
+	sent    []time.Time // messages queued within the last window
+	held    int         // asks not sent one by one
+	waiting int         // the latest waiting count
+	timer   *time.Timer // armed while asks are held
+	closed  bool
+}
+
+// ntfyTopic splits a topic URL into the publish URL and the topic.
+func ntfyTopic(topicURL string) (server, topic string, err error) {
+	u, err := url.Parse(topicURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || path.Base(u.Path) == "/" || path.Base(u.Path) == "." {
+		return "", "", fmt.Errorf("--ntfy wants a topic URL such as https://ntfy.sh/mytopic, not %q", topicURL)
+	}
+	topic = path.Base(u.Path)
+	u.Path = strings.TrimSuffix(u.Path, topic)
+	return u.String(), topic, nil
+}
+
+func newNtfy(o Options) (*ntfy, error) {
+	server, topic, err := ntfyTopic(o.Ntfy)
+	if err != nil {
+		return nil, err
+	}
+	n := &ntfy{o: o, server: server, topic: topic, out: make(chan ntfyMessage, ntfyQueue)}
+	n.posts.Go(func() {
+		for m := range n.out {
+			n.post(m)
+		}
+	})
+	return n, nil
+}
+
+func (n *ntfy) send(l status.Line) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.waiting = l.Waiting
+	if n.room() {
+		n.queue(n.message(l))
+		return
+	}
+	n.held++
+	if n.timer == nil {
+		n.timer = time.AfterFunc(n.untilRoom(), n.later)
+	}
+}
+
+// later sends the held count once the window has room. n.mu is not held.
+func (n *ntfy) later() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.timer = nil
+	if n.closed {
+		return
+	}
+	n.flush()
+	if n.held > 0 {
+		n.timer = time.AfterFunc(n.untilRoom(), n.later)
+	}
+}
+
+// room says whether a message may go now. n.mu is held.
+func (n *ntfy) room() bool {
+	now := n.o.Now()
+	for len(n.sent) > 0 && now.Sub(n.sent[0]) >= n.o.Window {
+		n.sent = n.sent[1:]
+	}
+	return len(n.sent) < n.o.Burst
+}
+
+func (n *ntfy) untilRoom() time.Duration { return n.o.Window - n.o.Now().Sub(n.sent[0]) }
+
+// flush sends the held count if the window has room. n.mu is held.
+func (n *ntfy) flush() {
+	if n.held > 0 && n.room() {
+		n.queue(n.summary(n.held, n.waiting))
+		n.held = 0
+	}
+}
+
+// queue hands m to the poster; it drops m when the poster is that far
+// behind. n.mu is held.
+func (n *ntfy) queue(m ntfyMessage) {
+	n.sent = append(n.sent, n.o.Now())
+	select {
+	case n.out <- m:
+	default:
+		n.o.Logger.Warn("ntfy message dropped: the poster is behind", "title", m.Title)
+	}
+}
+
+// close sends the held count if the rate allows, then waits for the posts.
+func (n *ntfy) close() {
+	n.mu.Lock()
+	if n.timer != nil {
+		n.timer.Stop()
+	}
+	n.flush()
+	if n.held > 0 {
+		n.o.Logger.Warn("ntfy: asks not sent at exit, over the rate", "asks", n.held)
+	}
+	n.closed = true
+	close(n.out)
+	n.mu.Unlock()
+	n.posts.Wait()
+}
+
+func (n *ntfy) message(l status.Line) ntfyMessage {
+	m := ntfyMessage{Topic: n.topic, Priority: priorityHigh, Tags: []string{"lock"}}
+	agent := cmp.Or(l.Agent, "an agent")
+	m.Title = fmt.Sprintf("permtui: %s is waiting", agent)
+	if l.Event == status.Expiring {
+		m.Title = fmt.Sprintf("permtui: %s's ask expires soon", agent)
+		m.Priority, m.Tags = priorityMax, []string{"hourglass"}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s ask · session %s", cmp.Or(l.Surface, "an"), shortID(l.Session))
+	if l.Host != "" {
+		fmt.Fprintf(&b, " on %s", l.Host)
+	}
+	fmt.Fprintf(&b, " · %d waiting", l.Waiting)
+	if l.Value != nil {
+		fmt.Fprintf(&b, "\n%s", clip(*l.Value, 300))
+	}
+	if l.Cwd != "" {
+		fmt.Fprintf(&b, "\nin %s", clip(l.Cwd, 200))
+	}
+	m.Message = b.String()
+	if l.Link != "" {
+		m.Click = l.Link
+		m.Actions = []ntfyAction{{Action: "view", Label: "Review", URL: l.Link}}
+	}
+	return m
+}
+
+func (n *ntfy) summary(held, waiting int) ntfyMessage {
+	return ntfyMessage{
+		Topic: n.topic, Priority: priorityHigh, Tags: []string{"lock"},
+		Title:   fmt.Sprintf("permtui: %d more asks", held),
+		Message: fmt.Sprintf("%d more asks arrived faster than one message each · %d waiting", held, waiting),
+	}
+}
+
+func (n *ntfy) post(m ntfyMessage) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		n.o.Logger.Warn("ntfy message not encoded", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.server, bytes.NewReader(body))
+	if err != nil {
+		n.o.Logger.Warn("ntfy post not made", "err", err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if n.o.NtfyToken != "" {
+		req.Header.Set("Authorization", "Bearer "+n.o.NtfyToken)
+	}
+	resp, err := n.o.Client.Do(req)
+	if err != nil {
+		n.o.Logger.Warn("ntfy post failed", "err", err)
+		return
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	level := slog.LevelInfo
+	if resp.StatusCode/100 != 2 {
+		level = slog.LevelWarn
+	}
+	n.o.Logger.Log(ctx, level, "ntfy post", "status", resp.StatusCode, "title", m.Title)
+}
+
+// shortID is a session id's first eight characters, enough to tell
+// sessions apart on a lock screen.
+func shortID(s string) string {
+	if len(s) > 8 {
+		return s[:8] + "…"
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

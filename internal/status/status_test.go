@@ -1,0 +1,155 @@
+package status
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/inbox"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Strings of an ask that must not leave the process with default detail.
+const (
+	secretValue  = "curl https://secret.example/token?k=hunter2"
+	secretCwd    = "/home/ann/secret-project"
+	secretWhy    = "no rule allows curl https://secret.example"
+	secretReason = "not the secret endpoint"
+	secretPath   = "/home/ann/.pi/agent/sessions/x/requests/r1.json"
+)
+
+func ask(id serve.AskID, session, agent string) serve.Ask {
+	v, msg := secretValue, "Allow "+secretValue+"?"
+	return serve.Ask{
+		Arrived: inbox.Arrived{ID: id, Session: session, Path: secretPath, Request: &wire.Request{
+			ID: "r", RequesterAgentName: agent, Value: &v, Message: &msg,
+			AccessIntent: &wire.AccessIntent{Surface: "bash", MatchValues: []string{secretValue}, RequesterCwd: secretCwd},
+		}},
+		Verdict: resolve.Verdict{Action: resolve.Ask, Surface: "bash", Explanation: secretWhy},
+	}
+}
+
+// feed runs Run over evs and returns what it wrote.
+func feed(t *testing.T, o Options, evs ...serve.Event) string {
+	t.Helper()
+	ch := make(chan serve.Event, len(evs))
+	for _, ev := range evs {
+		ch <- ev
+	}
+	close(ch)
+	var out bytes.Buffer
+	o.Lines = &out
+	Run(ch, o)
+	return out.String()
+}
+
+func story() []serve.Event {
+	a1, a2, a3 := ask(1, "s1", "builder"), ask(2, "s1", "builder"), ask(3, "s2", "scout")
+	return []serve.Event{
+		serve.Arrived{Ask: a1},
+		serve.AskQueued{Ask: a1}, serve.AskQueued{Ask: a2}, serve.AskQueued{Ask: a3},
+		serve.Decided{Ask: a1, Queued: true, Response: wire.Response{State: wire.StateDeniedWithReason, DenialReason: secretReason}},
+		serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: 2, Session: "s1"}, Pending: true},
+		serve.Decided{Ask: ask(4, "s1", "builder"), Auto: true, Response: wire.Response{Approved: true}},
+		serve.Skipped{Approved: 5, Denied: 1, Expired: 2},
+	}
+}
+
+// With the default detail no command text, value, path, working directory,
+// explanation or reason leaves in the events; full detail carries them
+// (so the check below can fail).
+func TestDefaultDetailCarriesNoCommandValueOrPath(t *testing.T) {
+	secrets := []string{"secret", "hunter2", "/home/ann"}
+	counts := feed(t, Options{Detail: Counts}, story()...)
+	for _, s := range secrets {
+		if strings.Contains(counts, s) {
+			t.Errorf("default detail let %q out:\n%s", s, counts)
+		}
+	}
+	full := feed(t, Options{Detail: Full}, story()...)
+	for _, s := range []string{"hunter2", secretCwd, "no rule allows", secretReason} {
+		if !strings.Contains(full, s) {
+			t.Errorf("full detail does not carry %q:\n%s", s, full)
+		}
+	}
+}
+
+// Each change is one line with the waiting counts per session and agent
+// and the decisions by kind so far.
+func TestLinesCountWaitingAsksAndDecisions(t *testing.T) {
+	out := feed(t, Options{Detail: Counts, Now: func() time.Time { return time.Unix(0, 0) }}, story()...)
+	var lines []Line
+	for _, raw := range strings.Split(strings.TrimSpace(out), "\n") {
+		var l Line
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		lines = append(lines, l)
+	}
+	want := []struct {
+		event, outcome string
+		waiting        int
+		builder        int
+	}{
+		{Blocked, "", 1, 1}, {Blocked, "", 2, 2}, {Blocked, "", 3, 2},
+		{Unblocked, Denied, 2, 1}, {Unblocked, Expired, 1, 0}, {Answered, AutoApproved, 1, 0}, {Counted, "", 1, 0},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		l := lines[i]
+		if l.Event != w.event || l.Outcome != w.outcome || l.Waiting != w.waiting || l.ByAgent["builder"] != w.builder {
+			t.Errorf("line %d: %+v, want %+v", i, l, w)
+		}
+	}
+	if l := lines[2]; l.BySession["s1"] != 2 || l.BySession["s2"] != 1 || l.ByAgent["scout"] != 1 || l.Agent != "scout" || l.Surface != "bash" {
+		t.Errorf("third ask's line: %+v", l)
+	}
+	last := lines[len(lines)-1].Decisions
+	if last[Denied] != 1 || last[Expired] != 3 || last[AutoApproved] != 6 || last[AutoDenied] != 1 || last[Approved] != 0 {
+		t.Errorf("decisions by kind: %v", last)
+	}
+}
+
+// The status file holds the summary, rewritten as asks come and go, 0600;
+// an agent name cannot put a status-bar format or an escape in it.
+func TestStatusFileKeepsTheSummary(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "status")
+	evs := []serve.Event{
+		serve.AskQueued{Ask: ask(1, "s1", "builder")}, serve.AskQueued{Ask: ask(2, "s1", "scout")},
+		serve.AskQueued{Ask: ask(3, "s2", "builder")},
+	}
+	feed(t, Options{File: file}, evs...)
+	if got := read(t, file); got != "⏸ 3 waiting · builder 2 · scout 1\n" {
+		t.Fatalf("status %q", got)
+	}
+	if info, err := os.Stat(file); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("status file mode: %v %v", info, err)
+	}
+	evs = append(evs, serve.AskQueued{Ask: ask(4, "s1", "#[fg=red]\x1b]0;x\a")}, serve.AskQueued{Ask: ask(5, "s1", "zed")})
+	feed(t, Options{File: file}, evs...)
+	if got := read(t, file); got != "⏸ 5 waiting · builder 2 · ??fg?red???0?x? 1 · scout 1 · +1\n" {
+		t.Fatalf("status %q", got)
+	}
+	feed(t, Options{File: file}) // nothing waits
+	if got := read(t, file); got != "\n" {
+		t.Fatalf("status with nothing waiting %q", got)
+	}
+}
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
