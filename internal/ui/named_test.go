@@ -299,3 +299,30 @@ func goldenEditAsk(t *testing.T, width, height int) {
 		queued(tm, editAsk(), bashChain())
 	}, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", appSource) })
 }
+
+// With a policy file unusable, an ask's detail says which file's rules,
+// its denies among them, are out of force for this judgment; the header's
+// problem line is not cut at 100 columns.
+func TestABrokenPolicyFileIsNamedInTheDetail(t *testing.T) {
+	h := newHarness(t)
+	h.send(sizeMsg(100, 30))
+	problem := `"/home/u/.pi/agent/config.json": invalid JSON at 12:3; its rules are not used`
+	h.events(serve.PolicyStatus{Problems: []string{problem}, NoAutoAllow: true})
+	a := bashAsk(1, "builder", "/w/p", "rm -rf build")
+	a.Verdict = askVerdict("No specific rule matches; the built-in default is ask.")
+	h.queue(a)
+	v := ansi.Strip(h.m.View())
+	for _, want := range []string{
+		"policy ⚠ 1 problem, nothing auto-allowed (l: log)",
+		`⚠ out of force: every rule of "/home/u/.pi/agent/config.json", its denies included`,
+	} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("the screen lacks %q:\n%s", want, v)
+		}
+	}
+	for _, l := range strings.Split(v, "\n") {
+		if strings.HasPrefix(l, "policy ⚠") && strings.HasSuffix(l, "…") {
+			t.Fatalf("the header's policy line is cut: %q", l)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -399,6 +400,14 @@ func (m *Model) detailOf(e *entry) []field {
 	if e.state != statePending {
 		return f
 	}
+	if out := m.outOfForce(); len(out) > 0 {
+		// Right after why: the why was reached without these rules.
+		at := slices.IndexFunc(f, func(fl field) bool { return fl.label == "why" }) + 1
+		if at == 0 {
+			at = pathEnd(f)
+		}
+		f = slices.Insert(f, at, out...)
+	}
 	n := 0
 	for _, o := range m.queue {
 		if o != e && o.state == statePending && o.same == e.same {
@@ -440,6 +449,27 @@ func (m *Model) selectionLines() []string {
 		lines[i] = m.styles.Warning.Render(lines[i])
 	}
 	return lines
+}
+
+// outOfForce names, for an ask's detail, the policy files whose rules —
+// denies included — were not used to judge it because they are unusable
+// (decision 0155). serve reports each problem as "<quoted file>: message".
+func (m *Model) outOfForce() []field {
+	var f []field
+	for i, p := range m.policyProblems {
+		if i == 3 {
+			f = append(f, field{label: "policy", text: "⚠ and " + plural(len(m.policyProblems)-3, "more unusable file") + " (l: log)", kind: kindWarning})
+			break
+		}
+		what := "the rules the policy problem names"
+		if q, err := strconv.QuotedPrefix(p); err == nil {
+			what = "every rule of " + q
+			p = strings.TrimPrefix(strings.TrimPrefix(p, q), ": ")
+		}
+		f = append(f, field{label: "policy", kind: kindWarning,
+			text: "⚠ out of force: " + Sanitize(what) + ", its denies included, so this ask was judged without them (" + Sanitize(p) + ")"})
+	}
+	return f
 }
 
 // queueWindow is the part of the queue list shown in a body of height: at
