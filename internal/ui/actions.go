@@ -92,6 +92,10 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		m.move(-1)
 	case key.Matches(msg, m.keys.Down):
 		m.move(1)
+	case key.Matches(msg, m.keys.Top):
+		m.move(-len(m.queue))
+	case key.Matches(msg, m.keys.Bottom):
+		m.move(len(m.queue))
 	case key.Matches(msg, m.keys.Select):
 		m.toggleSelect()
 	case key.Matches(msg, m.keys.ApproveOnce):

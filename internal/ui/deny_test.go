@@ -81,7 +81,7 @@ func TestGrantsPaneListsAndRevokesDenies(t *testing.T) {
 	d := serve.SessionDeny{Grant: wire.Grant{Surface: "bash", Pattern: "rm *"}, Reason: "no deleting"}
 	h.events(serve.GrantsChanged{Grants: map[string][]wire.Grant{rootSession: {g}}},
 		serve.DeniesChanged{Denies: map[string][]serve.SessionDeny{rootSession: {d}}})
-	h.keys("g")
+	h.keys("p")
 	screen := ansi.Strip(h.m.View())
 	for _, w := range []string{"git status *", "session denies", "rm *", "no deleting"} {
 		if !strings.Contains(screen, w) {

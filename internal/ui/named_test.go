@@ -326,3 +326,30 @@ func TestABrokenPolicyFileIsNamedInTheDetail(t *testing.T) {
 		}
 	}
 }
+
+// g and G go to the top and bottom of the queue as in every list; the
+// grants pane is on p; ? lists every key.
+func TestQueueTopBottomAndGrantsOnP(t *testing.T) {
+	h := newHarness(t)
+	a, b, c := pathWrite(), bashChain(), externalRead()
+	h.queue(a, b, c)
+	h.keys("G")
+	if h.m.highlight != c.ID {
+		t.Fatal("G did not go to the last ask")
+	}
+	h.keys("g")
+	if h.m.highlight != a.ID || h.m.mode != modeQueue {
+		t.Fatalf("g: highlight %v mode %d, want the first ask in the queue", h.m.highlight, h.m.mode)
+	}
+	h.keys("p")
+	if h.m.mode != modeGrants {
+		t.Fatal("p did not open the grants pane")
+	}
+	h.keys("esc", "?")
+	v := ansi.Strip(h.m.View())
+	for _, want := range []string{"g/home", "G/end", "p grants"} {
+		if !strings.Contains(strings.Join(strings.Fields(v), " "), want) {
+			t.Errorf("? lacks %q:\n%s", want, v)
+		}
+	}
+}
