@@ -173,7 +173,7 @@ func (m *Model) decisionKey(msg tea.KeyMsg) bool {
 // move is the person moving the highlight: what they see is what they
 // chose, so the settle time and any status about the old row end.
 func (m *Model) move(delta int) {
-	m.settleUntil = time.Time{}
+	m.settleUntil, m.cursorShifted = time.Time{}, false
 	m.status = ""
 	shown := m.shown()
 	if len(shown) == 0 {

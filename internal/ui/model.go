@@ -540,7 +540,8 @@ func (m *Model) applyRevoked(msg revokedMsg) {
 		kind = "session deny "
 	}
 	note := "revoked " + kind + what + " of " + Sanitize(msg.Session)
-	if msg.Err != nil {
+	if msg.Err != nil { // d may be pressed on it again
+		delete(m.grantList.revoked, rowKey{msg.Session, msg.Grant, msg.Deny})
 		note = "⚠ could not revoke " + what + ": " + Sanitize(msg.Err.Error())
 	}
 	m.addLog(logEntry{note: note})
@@ -678,6 +679,16 @@ func (m *Model) addLog(l logEntry) {
 	if l.at.IsZero() {
 		l.at = m.opts.Now()
 	}
+	// The same answer again, right after, is counted on one line: a burst of
+	// twenty identical answers would push everything else out of sight.
+	if n := len(m.log); n > 0 && m.log[n-1].same(l) {
+		m.log[n-1].at = l.at
+		m.log[n-1].count = max(m.log[n-1].count, 1) + 1
+		if m.mode == modeLog {
+			m.refreshPager()
+		}
+		return
+	}
 	m.log = append(m.log, l)
 	if len(m.log) > logCap {
 		m.log = slices.Delete(m.log, 0, len(m.log)-logCap)
@@ -721,7 +732,7 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 		}
 		l := logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()), label: label,
 			outcome: outcomeOf(wire.Response{Approved: r.Approved, State: state}),
-			by:      decidedBy(r.DecidedBy, r.Auto), reason: clip(r.Reason, textBytes)}
+			by:      decidedBy(r.DecidedBy, r.Auto, r.Approved), reason: clip(r.Reason, textBytes)}
 		if len(r.Grants) > 0 {
 			l.choice = clip("recorded for the whole session "+grantsText(r.Grants), textBytes)
 		}

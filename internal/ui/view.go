@@ -182,6 +182,10 @@ func (m *Model) policyLines(short bool) []string {
 		return lines
 	}
 	switch {
+	case m.opts.OverHub && !m.policyLoaded:
+		// Over a hub each relay judges with its own policy and reports
+		// nothing here (docs/hub.md).
+		return []string{s.Muted.Render("policy: each relay's own")}
 	case !m.policyLoaded:
 		return []string{s.Muted.Render("policy: not loaded yet")}
 	case len(m.policyProblems) == 0 && m.policyNoFile != "":
@@ -652,11 +656,15 @@ func (m *Model) logLines() []string {
 	var out []string
 	for _, l := range m.log {
 		stamp := l.at.Format("15:04:05") + " "
+		times := ""
+		if l.count > 1 {
+			times = "  ×" + itoa(l.count)
+		}
 		if l.note != "" {
-			out = append(out, m.logWrap(stamp, l.note)...)
+			out = append(out, m.logWrap(stamp, l.note+times)...)
 			continue
 		}
-		out = append(out, m.logWrap(stamp, m.stateWords(l.outcome)+"  "+l.label)...)
+		out = append(out, m.logWrap(stamp, m.stateWords(l.outcome)+"  "+l.label+times)...)
 		by := "by " + l.by
 		if l.choice != "" {
 			by += " · " + l.choice
@@ -694,7 +702,7 @@ func (m *Model) stateWords(o outcome) string {
 }
 
 // decidedBy names the rule or person behind a response, clipped.
-func decidedBy(ds *wire.DecisionSource, auto bool) string {
+func decidedBy(ds *wire.DecisionSource, auto, approved bool) string {
 	if ds == nil {
 		if auto {
 			return "recorded policy"
@@ -707,8 +715,9 @@ func decidedBy(ds *wire.DecisionSource, auto bool) string {
 	case wire.DecidedByRule:
 		origin := deref(ds.Origin)
 		pattern := clip(deref(ds.Pattern), textBytes)
-		if origin == "session" {
-			return "session grant " + clip(ds.Surface, nameBytes) + " " + pattern
+		if origin == "session" { // a session rule: a grant, or a session deny (decision 0104)
+			kind := map[bool]string{true: "session grant ", false: "session deny "}[approved]
+			return kind + clip(ds.Surface, nameBytes) + " " + pattern
 		}
 		return "rule (" + clip(origin, nameBytes) + ") " + clip(ds.Surface, nameBytes) + ": " + pattern
 	}
