@@ -439,7 +439,7 @@ func (m *Model) selectionLines() []string {
 	}
 	names := make([]string, len(sel))
 	for i, e := range sel {
-		names[i] = label(e)
+		names[i] = endLabel(e, 60)
 	}
 	text := "y approves " + itoa(len(sel)) + " selected: " + strings.Join(names, "; ")
 	if hidden := m.selectedCount() - len(sel); hidden > 0 {
@@ -474,6 +474,18 @@ func (m *Model) outOfForce() []field {
 			text: "⚠ out of force: " + Sanitize(what) + ", its denies included, so this ask was judged without them (" + Sanitize(p) + ")"})
 	}
 	return f
+}
+
+// endLabel names an ask in at most w cells: agent · surface · value, a
+// path's value cut at its start so the file name shows, as in its row.
+func endLabel(e *entry, w int) string {
+	r := e.ask.Request
+	head := Sanitize(agentOf(r)) + " · " + Sanitize(serve.SurfaceOf(r)) + " · "
+	value, keepEnd := rowValue(r)
+	if room := w - ansi.StringWidth(head); keepEnd && room > 8 && ansi.StringWidth(value) > room {
+		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-room+1, "…")
+	}
+	return truncate(head+value, w)
 }
 
 // queueWindow is the part of the queue list shown in a body of height: at
