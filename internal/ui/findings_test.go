@@ -134,3 +134,22 @@ func TestFullViewWrapsAtWords(t *testing.T) {
 		t.Fatalf("the full view does not wrap at words:\n%s", v)
 	}
 }
+
+// A revocation of an earlier run, from the audit log, is in the log after
+// a restart, worded as it was when it happened.
+func TestRevocationsSurviveARestartInTheLog(t *testing.T) {
+	h := newHarness(t)
+	g := wire.Grant{Surface: "bash", Pattern: "npm test"}
+	rm := serve.SessionDeny{Grant: wire.Grant{Surface: "bash", Pattern: "rm *"}, Reason: "no deletes"}
+	h.events(serve.History{Records: []serve.AuditRecord{
+		{Kind: serve.AuditRevoked, ServedSession: rootSession, Surface: "bash", Grants: []wire.Grant{g}, DecidedAt: testNow.UnixMilli()},
+		{Kind: serve.AuditRevoked, ServedSession: rootSession, Surface: "bash", SessionDeny: &rm, DecidedAt: testNow.UnixMilli()},
+	}})
+	h.keys("l")
+	v := ansi.Strip(h.m.View())
+	for _, want := range []string{"revoked whole-session grant bash npm test of " + rootSession, "revoked session deny bash rm * of " + rootSession} {
+		if !strings.Contains(strings.Join(strings.Fields(v), " "), want) {
+			t.Fatalf("the log lacks %q:\n%s", want, v)
+		}
+	}
+}

@@ -534,18 +534,23 @@ func (m *Model) applyDecided(msg decidedMsg) {
 }
 
 func (m *Model) applyRevoked(msg revokedMsg) {
-	what := Sanitize(msg.Grant.Surface) + " " + Sanitize(msg.Grant.Pattern)
-	kind := "whole-session grant "
-	if msg.Deny {
-		kind = "session deny "
-	}
-	note := "revoked " + kind + what + " of " + Sanitize(msg.Session)
+	note := revokedNote(msg.Session, msg.Grant, msg.Deny)
 	if msg.Err != nil { // d may be pressed on it again
 		delete(m.grantList.revoked, rowKey{msg.Session, msg.Grant, msg.Deny})
-		note = "⚠ could not revoke " + what + ": " + Sanitize(msg.Err.Error())
+		note = "⚠ could not revoke " + Sanitize(msg.Grant.Surface) + " " + Sanitize(msg.Grant.Pattern) + ": " + Sanitize(msg.Err.Error())
 	}
 	m.addLog(logEntry{note: note})
 	m.setStatus(note)
+}
+
+// revokedNote is the log's line for a revoked grant or session deny, now
+// or, from the audit log, in an earlier run.
+func revokedNote(session string, g wire.Grant, deny bool) string {
+	kind := "whole-session grant "
+	if deny {
+		kind = "session deny "
+	}
+	return "revoked " + kind + Sanitize(g.Surface) + " " + Sanitize(g.Pattern) + " of " + Sanitize(session)
 }
 
 // maxExpiredKept bounds the expired asks the queue keeps: serve has let
@@ -720,6 +725,18 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 		label := clip(r.Agent, nameBytes) + " · " + clip(r.Surface, nameBytes)
 		if len(r.MatchValues) > 0 {
 			label += " · " + clip(r.MatchValues[0], textBytes)
+		}
+		if r.Kind == serve.AuditRevoked {
+			g, deny := wire.Grant{}, r.SessionDeny != nil
+			switch {
+			case deny:
+				g = r.SessionDeny.Grant
+			case len(r.Grants) > 0:
+				g = r.Grants[0]
+			}
+			m.addLog(logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()),
+				note: revokedNote(clip(r.ServedSession, nameBytes), wire.Grant{Surface: clip(g.Surface, nameBytes), Pattern: clip(g.Pattern, textBytes)}, deny)})
+			continue
 		}
 		if r.Kind == serve.AuditExpired {
 			m.addLog(logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()),
