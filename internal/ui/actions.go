@@ -359,8 +359,9 @@ func describe(q asks, ids []serve.AskID) string {
 	return plural(len(ids), "ask")
 }
 
-// label names an ask in status messages and dialog titles.
-func label(e *entry) string { return truncate(askLabel(e.ask), 60) }
+// label names an ask in status messages and dialog titles, a path by its
+// end as its row does.
+func label(e *entry) string { return endLabel(e, 60) }
 
 func (m *Model) openScope() {
 	if e := m.answerable(); e != nil {

@@ -283,6 +283,35 @@ func (m *Model) queueBody(height int) []string {
 // queueLayout is queueBody and whether the highlighted ask's change, if it
 // has one, is on screen whole.
 func (m *Model) queueLayout(height int) (lines []string, changeWhole bool) {
+	return m.layoutWith(height, m.shape(height))
+}
+
+// queueShape is how much of the body the queue list takes: its rows and
+// whether it names its columns.
+type queueShape struct {
+	rows  int
+	names bool
+}
+
+// shape is the queue list's share of the body: a third of it, with column
+// names above 20 rows; when the highlighted ask's change would not fit
+// whole, the list gives way, down to the highlighted row alone, before the
+// change is cut (decision 0154).
+func (m *Model) shape(height int) queueShape {
+	def := queueShape{rows: max(3, height/3), names: m.height > 20}
+	e := m.current()
+	if e == nil || e.diff == nil || len(e.diff.Lines) > height {
+		return def
+	}
+	for _, sh := range []queueShape{def, {3, def.names}, {3, false}, {1, false}} {
+		if _, whole := m.layoutWith(height, sh); whole {
+			return sh
+		}
+	}
+	return def
+}
+
+func (m *Model) layoutWith(height int, sh queueShape) (lines []string, changeWhole bool) {
 	if len(m.queue) == 0 {
 		return []string{
 			m.rule("queue"),
@@ -291,7 +320,7 @@ func (m *Model) queueLayout(height int) (lines []string, changeWhole bool) {
 			m.styles.Muted.Render("  Automatic answers are counted above and listed in the log (l)."),
 		}, false
 	}
-	all, first, visible := m.queueWindow(height)
+	all, first, visible := m.queueWindow(sh.rows)
 	title := "queue"
 	if visible < len(all) {
 		title = fmt.Sprintf("queue %d–%d of %d", first+1, first+visible, len(all))
@@ -308,7 +337,7 @@ func (m *Model) queueLayout(height int) (lines []string, changeWhole bool) {
 	}
 	cols := m.columns()
 	lines = []string{m.rule(title)}
-	if m.columnNames() {
+	if sh.names {
 		lines = append(lines, m.styles.Muted.Render(cols.row("  ", "   ", "agent", "surface", "value", "age", "left")))
 	}
 	for _, l := range all[first : first+visible] {
@@ -421,7 +450,14 @@ func (m *Model) detailOf(e *entry) []field {
 	if n > 0 {
 		note := field{label: "identical", text: plural(n, "more identical ask waits", "more identical asks wait") +
 			"; a approves all " + itoa(n+1) + " (after showing which)", kind: kindWarning}
-		f = slices.Insert(f, 0, note)
+		// First, or after the change: the change stays right under the path.
+		at := 0
+		for i, fl := range f {
+			if fl.diff {
+				at = i + 1
+			}
+		}
+		f = slices.Insert(f, at, note)
 	}
 	return f
 }
@@ -488,11 +524,11 @@ func endLabel(e *entry, w int) string {
 	return truncate(head+value, w)
 }
 
-// queueWindow is the part of the queue list shown in a body of height: at
-// most a third of it, scrolled to keep the highlighted ask in view.
-func (m *Model) queueWindow(height int) (all []queueLine, first, visible int) {
+// queueWindow is the part of the queue list shown in at most rows lines,
+// scrolled to keep the highlighted ask in view.
+func (m *Model) queueWindow(rows int) (all []queueLine, first, visible int) {
 	all = m.queueLines()
-	visible = min(len(all), max(3, height/3))
+	visible = min(len(all), rows)
 	cur := max(lineOf(all, m.highlight), 0)
 	first = min(max(cur-visible+1, 0), len(all)-visible)
 	return all, first, visible
@@ -502,9 +538,10 @@ func (m *Model) queueWindow(height int) (all []queueLine, first, visible int) {
 // rows start below the header, its rule and the column names.
 func (m *Model) askAt(y int) *entry {
 	header, _, height := m.frame()
-	all, first, visible := m.queueWindow(height)
+	sh := m.shape(height)
+	all, first, visible := m.queueWindow(sh.rows)
 	rows := y - len(header) - 1
-	if m.columnNames() {
+	if sh.names {
 		rows--
 	}
 	if i := rows; i >= 0 && i < visible {
@@ -512,10 +549,6 @@ func (m *Model) askAt(y int) *entry {
 	}
 	return nil
 }
-
-// columnNames reports whether the queue names its columns: at 20 rows or
-// fewer the line goes to the detail, where a change needs it more.
-func (m *Model) columnNames() bool { return m.height > 20 }
 
 // maxFactLines caps how many lines one value takes on the queue screen.
 const maxFactLines = 3
