@@ -296,19 +296,22 @@ type queueShape struct {
 // shape is the queue list's share of the body: a third of it, with column
 // names above 20 rows; when the highlighted ask's change would not fit
 // whole, the list gives way, down to the highlighted row alone, before the
-// change is cut (decision 0154).
+// change is cut; when it cannot fit at all, three rows (decision 0154).
 func (m *Model) shape(height int) queueShape {
 	def := queueShape{rows: max(3, height/3), names: m.height > 20}
 	e := m.current()
-	if e == nil || e.diff == nil || len(e.diff.Lines) > height {
+	switch {
+	case e == nil || e.diff == nil:
 		return def
+	case len(e.diff.Lines) > height:
+		return queueShape{rows: 3}
 	}
 	for _, sh := range []queueShape{def, {3, def.names}, {3, false}, {1, false}} {
 		if _, whole := m.layoutWith(height, sh); whole {
 			return sh
 		}
 	}
-	return def
+	return queueShape{rows: 3} // it will not fit: as much of it as leaves the list readable
 }
 
 func (m *Model) layoutWith(height int, sh queueShape) (lines []string, changeWhole bool) {
