@@ -366,7 +366,6 @@ func (m *Model) layoutWith(height int, sh queueShape) (lines []string, changeWho
 		fields = slices.Insert(fields, 0, field{label: "selection", kind: kindWarning,
 			text: "⚠ not selected: y n r act on the " + plural(len(sel), "selected ask") + ", not on this one (esc clears)"})
 	}
-	detail := m.renderFields(fields, true, 0)
 	detail, whole := m.detailLines(fields, room)
 	return append(lines, detail...), whole
 }
