@@ -353,3 +353,19 @@ func TestQueueTopBottomAndGrantsOnP(t *testing.T) {
 		}
 	}
 }
+
+// A change line longer than the detail shows a value is not seen whole:
+// approving waits for the full view.
+func TestALongChangeLineMustBeSeenWhole(t *testing.T) {
+	long := strings.Repeat("word ", 80)
+	h := newHarness(t, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", "short\n") })
+	a := editAsk()
+	a.Request.Payload.Request.ToolName = sp("write")
+	a.Request.Payload.Evidence[0].Text = `{"path":"src/app.ts","content":"` + long + `\n"}`
+	h.queue(a)
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("longer than the screen")
+	h.keys("v", "G", "y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}

@@ -425,7 +425,15 @@ func (m *Model) fitFields(fields []field, room, width, upto int) ([]string, bool
 	} else {
 		whole = true
 	}
-	return detail, whole
+	return detail, whole && (upto < 0 || !lineCut(fields[:upto+1], width))
+}
+
+// lineCut reports whether a line of a change is longer than the lines the
+// compact detail gives a value, so part of it is not on screen.
+func lineCut(fields []field, width int) bool {
+	return slices.ContainsFunc(fields, func(f field) bool {
+		return f.diff && !f.prose() && len(wrapKeep(f.text, max(width-labelWidth-1, 10))) > maxFactLines
+	})
 }
 
 // detailOf is the detail of an ask with what only the queue knows: how
