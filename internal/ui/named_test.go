@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/permtui/permtui/internal/inbox"
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -368,4 +369,18 @@ func TestALongChangeLineMustBeSeenWhole(t *testing.T) {
 	h.wantStatus("longer than the screen")
 	h.keys("v", "G", "y")
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
+
+// When resolve could read the denies of a rejected file, the detail names
+// them first: the person sees which written deny is out of force.
+func TestTheDetailNamesTheDeniesOutOfForce(t *testing.T) {
+	h := newHarness(t)
+	problem := `"/home/u/.pi/agent/config.json": rejected: expected ',' or '}' at 4:41; it contributes no rules (other scopes stay in force)` +
+		resolve.OutOfForceDenies + `bash "rm -rf *", read "*"`
+	h.events(serve.PolicyStatus{Problems: []string{problem}, NoAutoAllow: true})
+	h.queue(bashAsk(1, "builder", "/w/p", "rm -rf build"))
+	v := ansi.Strip(h.m.View())
+	if !strings.Contains(v, `policy    ⚠ out of force: the denies bash "rm -rf *", read "*" written in`) {
+		t.Fatalf("the detail does not name the denies out of force:\n%s", v)
+	}
 }

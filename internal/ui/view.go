@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -511,13 +512,18 @@ func (m *Model) outOfForce() []field {
 			f = append(f, field{label: "policy", text: "⚠ and " + plural(len(m.policyProblems)-3, "more unusable file") + " (l: log)", kind: kindWarning})
 			break
 		}
-		what := "the rules the policy problem names"
+		file, what := "the file the policy problem names", "the rules the policy problem names"
 		if q, err := strconv.QuotedPrefix(p); err == nil {
-			what = "every rule of " + q
+			file, what = q, "every rule of "+q
 			p = strings.TrimPrefix(strings.TrimPrefix(p, q), ": ")
 		}
-		f = append(f, field{label: "policy", kind: kindWarning,
-			text: "⚠ out of force: " + Sanitize(what) + ", its denies included, so this ask was judged without them (" + Sanitize(p) + ")"})
+		text := "⚠ out of force: " + Sanitize(what) + ", its denies included, so this ask was judged without them (" + Sanitize(p) + ")"
+		if why, denies, ok := strings.Cut(p, resolve.OutOfForceDenies); ok {
+			// The denies first: in a short detail this line is cut.
+			text = "⚠ out of force: the denies " + Sanitize(denies) + " written in " + Sanitize(file) +
+				", which could not be used, so this ask was judged without them (" + Sanitize(why) + ")"
+		}
+		f = append(f, field{label: "policy", kind: kindWarning, text: text})
 	}
 	return f
 }
