@@ -59,11 +59,15 @@ func denyAt(path []string) string {
 	if len(path) < 2 || path[0] != "permission" || strings.Contains(strings.Join(path, ""), "\x00") {
 		return ""
 	}
+	surface := path[1]
+	if surface == "" || strings.ContainsAny(surface, " \t\"") {
+		surface = strconv.Quote(surface) // not a surface name: show where it starts and ends
+	}
 	switch {
 	case len(path) == 2:
-		return path[1] + ` "*"`
+		return surface + ` "*"`
 	case len(path) == 3, len(path) == 4 && path[3] == "action":
-		return path[1] + " " + strconv.Quote(path[2])
+		return surface + " " + strconv.Quote(path[2])
 	}
 	return ""
 }

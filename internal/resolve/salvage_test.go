@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,4 +49,23 @@ func TestSalvageDenies(t *testing.T) {
 			t.Errorf("salvageDenies(%s) = %q, want %q", c.text, got, c.want)
 		}
 	}
+}
+
+// Any text, however broken, is read without a panic, and a named deny
+// always has a surface and a quoted pattern.
+func FuzzSalvageDenies(f *testing.F) {
+	f.Add(`{"permission":{"bash":{"rm *":"deny" "x":{"action":"deny"}}}}`)
+	f.Add(`{"permission":{"read":'deny',`)
+	f.Add(`"`)
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, d := range salvageDenies(text) {
+			surface, pattern, _ := strings.Cut(d, " ")
+			if q, err := strconv.QuotedPrefix(d); err == nil {
+				surface, pattern = q, strings.TrimPrefix(d[len(q):], " ")
+			}
+			if _, err := strconv.Unquote(pattern); (surface == "" || err != nil) && !strings.HasPrefix(d, "and ") {
+				t.Fatalf("deny %q names no surface and quoted pattern", d)
+			}
+		}
+	})
 }
