@@ -34,6 +34,10 @@ func TestSelectionIsNamedWhereTheDecisionIsMade(t *testing.T) {
 	if !strings.Contains(v, "⚠ not selected: y n r act on the 1 selected ask, not on this one") {
 		t.Fatalf("the detail does not warn that the highlight is not selected:\n%s", v)
 	}
+	h.keys("space")
+	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "selection y approves 2 selected, this one and 1 other") {
+		t.Fatalf("the detail does not say the highlighted ask is one of 2 selected:\n%s", v)
+	}
 	h.keys("esc")
 	if h.m.selectedCount() != 0 {
 		t.Fatal("esc did not clear the selection")

@@ -363,9 +363,13 @@ func (m *Model) layoutWith(height int, sh queueShape) (lines []string, changeWho
 	lines = append(lines, m.rule(pos))
 	room := height - len(lines)
 	fields := m.detailOf(e)
-	if sel := m.selectedShown(); len(sel) > 0 && !slices.Contains(sel, e) {
+	switch sel := m.selectedShown(); {
+	case len(sel) > 0 && !slices.Contains(sel, e):
 		fields = slices.Insert(fields, 0, field{label: "selection", kind: kindWarning,
 			text: "⚠ not selected: y n r act on the " + plural(len(sel), "selected ask") + ", not on this one (esc clears)"})
+	case len(sel) > 1:
+		fields = slices.Insert(fields, 0, field{label: "selection", kind: kindWarning,
+			text: "y approves " + itoa(len(sel)) + " selected, this one and " + plural(len(sel)-1, "other") + " (named above the status)"})
 	}
 	detail, whole := m.detailLines(fields, room)
 	return append(lines, detail...), whole
