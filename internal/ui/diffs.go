@@ -186,6 +186,11 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 		e.diffStale, e.diffSeen = false, false
 		if m.mode == modeView {
 			m.refreshPager()
+			if m.pager.ask == e.ask.ID {
+				// A full view at its end must not count the new diff, which
+				// follows the path near the top, as seen.
+				m.pager.vp.GotoTop()
+			}
 		}
 	}
 	return m.startReads()

@@ -388,3 +388,23 @@ func TestTheDetailNamesTheDeniesOutOfForce(t *testing.T) {
 		t.Fatalf("the detail does not name the denies out of force:\n%s", v)
 	}
 }
+
+// A diff read again while the full view is open at its end is not taken as
+// seen: the view goes back to the top, and y waits for its end again.
+func TestADiffReadAgainInTheFullViewMustBeSeenAgain(t *testing.T) {
+	content, stamp := longSource(60), "v1"
+	h := newHarness(t, func(o *Options) {
+		o.ReadFile = func(p string) ([]byte, error) { return oneFile("/w/p/src/app.ts", content)(p) }
+		o.FileStamp = func(string) string { return stamp }
+	})
+	a := longEdit(60)
+	h.queue(a)
+	h.keys("v", "G")
+	content, stamp = strings.Replace(longSource(60), "line 7\n", "line X\n", 1), "v2"
+	h.send(tickMsg(h.now))
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("longer than the screen")
+	h.keys("G", "y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
