@@ -406,6 +406,9 @@ func (p *Policy) readConfig(file, origin string, nonGlobal bool) (configFile, bo
 	p.read = append(p.read, file)
 	cfg, err := parseConfig(string(data), origin, file)
 	if err != nil {
+		if denies := salvageDenies(string(data)); len(denies) > 0 {
+			consequence += OutOfForceDenies + printable(strings.Join(denies, ", "))
+		}
 		p.problem(file, "rejected: "+printable(err.Error()), consequence, nonGlobal)
 		return configFile{}, false
 	}

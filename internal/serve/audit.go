@@ -21,8 +21,9 @@ import (
 // AuditRecord is one line of <StateDir>/audit.jsonl: a decision, made
 // durable before its response is written.
 type AuditRecord struct {
-	// Kind is "" for a decision and AuditExpired for an ask the child
-	// stopped waiting for before a person decided (no decision: replay and
+	// Kind is "" for a decision, AuditExpired for an ask the child
+	// stopped waiting for before a person decided, and AuditRevoked for a
+	// whole-session grant or session deny revoked (no decisions: replay and
 	// simulate pass such lines over).
 	Kind              string               `json:"kind,omitempty"`
 	AskID             AskID                `json:"askId"` // the delivery decided; unique within one permtui process
@@ -139,8 +140,14 @@ const maxAuditLine = 4 << 20
 // person, so the log after a restart shows it too.
 const AuditExpired = "expired"
 
-// ReadAuditHistory calls fn with every decision record and every expiry of
-// an audit log, in order: what a restarted console's log shows.
+// AuditRevoked marks the audit line of a revoked whole-session grant
+// (Grants) or session deny (SessionDeny), so the log after a restart shows
+// it too.
+const AuditRevoked = "revoked"
+
+// ReadAuditHistory calls fn with every decision record, expiry and
+// revocation of an audit log, in order: what a restarted console's log
+// shows.
 func ReadAuditHistory(r io.Reader, fn func(AuditRecord)) (bad int, err error) {
 	return readAudit(r, fn, true)
 }
@@ -191,7 +198,7 @@ func readAuditLine(line []byte, fn func(AuditRecord), expiries bool) int {
 	if json.Unmarshal(line, &head) != nil {
 		return 1
 	}
-	if head.Kind != "" && (!expiries || head.Kind != AuditExpired) {
+	if head.Kind != "" && (!expiries || head.Kind != AuditExpired && head.Kind != AuditRevoked) {
 		return 0
 	}
 	var rec AuditRecord

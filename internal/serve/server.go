@@ -962,8 +962,22 @@ func (s *Server) RevokeGrant(session string, g wire.Grant) error {
 	if err := s.cfg.Grants.Revoke(session, g); err != nil {
 		return err
 	}
+	s.recordRevocation(AuditRecord{ServedSession: session, Surface: g.Surface, Grants: []wire.Grant{g}})
 	s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
 	return nil
+}
+
+// recordRevocation notes a revocation in the audit log for the console's
+// log after a restart. Like an expiry it decides nothing and is not waited
+// for; before Run there is no log to note it in.
+func (s *Server) recordRevocation(rec AuditRecord) {
+	s.mu.Lock()
+	audit := s.audit
+	s.mu.Unlock()
+	if audit != nil {
+		rec.Kind, rec.DecidedAt = AuditRevoked, s.cfg.Now().UnixMilli()
+		audit.appendAsync(rec)
+	}
 }
 
 // RevokeDeny withdraws a session deny; later asks are judged without it.
@@ -974,6 +988,7 @@ func (s *Server) RevokeDeny(session string, d SessionDeny) error {
 	if err := s.cfg.Denies.RevokeDeny(session, d); err != nil {
 		return err
 	}
+	s.recordRevocation(AuditRecord{ServedSession: session, Surface: d.Grant.Surface, SessionDeny: &d})
 	s.emit(DeniesChanged{Denies: s.cfg.Denies.AllDenies()})
 	return nil
 }

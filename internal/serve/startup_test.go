@@ -123,3 +123,25 @@ func TestExpiryIsInTheHistoryAndIsNoDecision(t *testing.T) {
 		t.Fatalf("a request under an expired id was not judged: %+v", resp)
 	}
 }
+
+// A revoked whole-session grant leaves a line in the audit log, so a
+// restarted console's log still says it was revoked; it is no decision.
+func TestRevocationIsInTheHistory(t *testing.T) {
+	first := startServer(t, options{})
+	first.rec.WaitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+	grant := wire.Grant{Surface: "bash", Pattern: "npm test"}
+	if err := first.grants.Add(rootID, []wire.Grant{grant}); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.s.RevokeGrant(rootID, grant); err != nil {
+		t.Fatal(err)
+	}
+	first.shutdown() // the line is written before the log closes
+
+	second := startServer(t, options{reuse: first})
+	ev := second.rec.WaitFor(t, "history", func(ev Event) bool { _, ok := ev.(History); return ok }).(History)
+	if len(ev.Records) != 1 || ev.Records[0].Kind != AuditRevoked || ev.Records[0].ServedSession != rootID ||
+		!reflect.DeepEqual(ev.Records[0].Grants, []wire.Grant{grant}) || ev.Records[0].DecidedAt == 0 {
+		t.Fatalf("history %+v", ev.Records)
+	}
+}

@@ -92,6 +92,10 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		m.move(-1)
 	case key.Matches(msg, m.keys.Down):
 		m.move(1)
+	case key.Matches(msg, m.keys.Top):
+		m.move(-len(m.queue))
+	case key.Matches(msg, m.keys.Bottom):
+		m.move(len(m.queue))
 	case key.Matches(msg, m.keys.Select):
 		m.toggleSelect()
 	case key.Matches(msg, m.keys.ApproveOnce):
@@ -169,7 +173,7 @@ func (m *Model) decisionKey(msg tea.KeyMsg) bool {
 // move is the person moving the highlight: what they see is what they
 // chose, so the settle time and any status about the old row end.
 func (m *Model) move(delta int) {
-	m.settleUntil = time.Time{}
+	m.settleUntil, m.cursorShifted = time.Time{}, false
 	m.status = ""
 	shown := m.shown()
 	if len(shown) == 0 {
@@ -355,8 +359,9 @@ func describe(q asks, ids []serve.AskID) string {
 	return plural(len(ids), "ask")
 }
 
-// label names an ask in status messages and dialog titles.
-func label(e *entry) string { return truncate(askLabel(e.ask), 60) }
+// label names an ask in status messages and dialog titles, a path by its
+// end as its row does.
+func label(e *entry) string { return endLabel(e, 60) }
 
 func (m *Model) openScope() {
 	if e := m.answerable(); e != nil {

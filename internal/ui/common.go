@@ -34,6 +34,42 @@ func (c *common) indented(text string, indent, maxLines int) []string {
 	return chunks
 }
 
+// wrapKeep wraps a value at a single space when one is on the line, else
+// at the cell, keeping every character: the lines joined are the value, and
+// a run of spaces is never hidden at a line's end. Linear in the value: a
+// value may be a MiB.
+func wrapKeep(text string, width int) []string {
+	var out []string
+	line, lineW := "", 0
+	add := func(token string) {
+		w := ansi.StringWidth(token)
+		switch {
+		case lineW+w <= width:
+			line, lineW = line+token, lineW+w
+		case w <= width:
+			out = append(out, line)
+			line, lineW = token, w
+		default: // a word longer than a line is cut at the cell
+			if line != "" {
+				out = append(out, line)
+			}
+			parts := strings.Split(ansi.Hardwrap(token, width, true), "\n")
+			out = append(out, parts[:len(parts)-1]...)
+			line = parts[len(parts)-1]
+			lineW = ansi.StringWidth(line)
+		}
+	}
+	from := 0
+	for i := 1; i < len(text); i++ {
+		if text[i] == ' ' && text[i-1] != ' ' && (i+1 == len(text) || text[i+1] != ' ') {
+			add(text[from : i+1])
+			from = i + 1
+		}
+	}
+	add(text[from:])
+	return append(out, line)
+}
+
 // renderFields lays fields out as label and text. Values (commands, paths)
 // wrap at the exact cell so their spacing shows as it is, up to factLines
 // lines (0: all); prose wraps at words when wrapProse, else takes one
@@ -76,7 +112,7 @@ func (c *common) renderFieldsAt(fields []field, wrapProse bool, factLines, width
 		case f.prose():
 			chunks = []string{ansi.Truncate(f.text, textWidth, "…")}
 		default:
-			chunks = strings.Split(ansi.Hardwrap(f.text, textWidth, true), "\n")
+			chunks = wrapKeep(f.text, textWidth)
 			if factLines > 0 && len(chunks) > factLines {
 				chunks = chunks[:factLines]
 				chunks[factLines-1] = ansi.Truncate(chunks[factLines-1], textWidth-1, "") + "…"

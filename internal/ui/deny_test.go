@@ -22,7 +22,7 @@ func TestDenySessionDialog(t *testing.T) {
 	h.queue(a, other)
 	h.keys("N")
 	screen := ansi.Strip(h.m.View())
-	for _, w := range []string{"deny for the session", "pattern: /w/p/src/*", "surface path_write; covers this ask", "g lists and revokes it"} {
+	for _, w := range []string{"deny for the session", "pattern: /w/p/src/*", "surface path_write; covers this ask", "p lists and revokes it"} {
 		if !strings.Contains(screen, w) {
 			t.Errorf("dialog lacks %q:\n%s", w, screen)
 		}
@@ -81,7 +81,7 @@ func TestGrantsPaneListsAndRevokesDenies(t *testing.T) {
 	d := serve.SessionDeny{Grant: wire.Grant{Surface: "bash", Pattern: "rm *"}, Reason: "no deleting"}
 	h.events(serve.GrantsChanged{Grants: map[string][]wire.Grant{rootSession: {g}}},
 		serve.DeniesChanged{Denies: map[string][]serve.SessionDeny{rootSession: {d}}})
-	h.keys("g")
+	h.keys("p")
 	screen := ansi.Strip(h.m.View())
 	for _, w := range []string{"git status *", "session denies", "rm *", "no deleting"} {
 		if !strings.Contains(screen, w) {

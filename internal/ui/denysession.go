@@ -138,7 +138,7 @@ func (d *denyDialog) view(height int) []string {
 		text += "; also " + plural(cov.others, "other waiting ask") + ", denied at once"
 	}
 	lines = append(lines, "  "+style.Render(text), "")
-	for _, l := range wrapWords("Every later ask of this root session that the pattern covers is denied with this reason, before grants and the policy; g lists and revokes it.", max(d.width-2, 10)) {
+	for _, l := range wrapWords("Every later ask of this root session that the pattern covers is denied with this reason, before grants and the policy; p lists and revokes it.", max(d.width-2, 10)) {
 		lines = append(lines, "  "+s.Muted.Render(l))
 	}
 	lines = append(lines, "", s.Muted.Render("tab moves between reason and pattern; enter denies; esc cancels, decides nothing"))

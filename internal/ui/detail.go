@@ -113,9 +113,9 @@ func changeFields(e *entry) []field {
 	note := func(text string, kind fieldKind) { notes = append(notes, field{text: text, kind: kind, diff: true}) }
 	switch {
 	case e.diffStale:
-		note("⚠ stale: the file changed after this diff was read; reading it again (approvals wait)", kindWarning)
+		note("⚠ stale: the file changed; reading it again (approvals wait)", kindWarning)
 	case e.diffReread:
-		note("⚠ the file changed after the ask arrived; this diff was read again at "+e.diffRead.Format("15:04:05"), kindWarning)
+		note("⚠ file changed after the ask arrived; diff read again at "+e.diffRead.Format("15:04:05"), kindWarning)
 	case e.diffLate && e.diff != nil:
 		note("file read at "+e.diffRead.Format("15:04:05")+" when this ask was shown, not when it arrived ("+
 			e.ask.At.Format("15:04:05")+"): the console keeps at most "+itoa(diffBudget>>20)+" MiB of diffs", kindMuted)

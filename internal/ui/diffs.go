@@ -69,12 +69,14 @@ func (m *Model) stampCmd() tea.Cmd {
 	if e == nil || e.diffState != diffKept || e.state != statePending {
 		return nil
 	}
-	c, ok := preview.ChangeOf(e.ask.Request)
-	if !ok {
-		return nil
+	id, req, stamp := e.ask.ID, e.ask.Request, m.opts.FileStamp
+	return func() tea.Msg {
+		c, ok := preview.ChangeOf(req) // parses the input: off the UI loop
+		if !ok {
+			return nil
+		}
+		return stampMsg{ask: id, stamp: stamp(c.Path)}
 	}
-	id, stamp := e.ask.ID, m.opts.FileStamp
-	return func() tea.Msg { return stampMsg{ask: id, stamp: stamp(c.Path)} }
 }
 
 // applyStamp marks a diff stale when its file changed, and reads it again
@@ -186,6 +188,11 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 		e.diffStale, e.diffSeen = false, false
 		if m.mode == modeView {
 			m.refreshPager()
+			if m.pager.ask == e.ask.ID {
+				// A full view at its end must not count the new diff, which
+				// follows the path near the top, as seen.
+				m.pager.vp.GotoTop()
+			}
 		}
 	}
 	return m.startReads()

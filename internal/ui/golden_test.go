@@ -145,7 +145,7 @@ func TestGoldenGrantsPane(t *testing.T) {
 			rootSession:  {{Surface: "path_write", Pattern: "/w/p/src/*"}, {Surface: "external_directory", Pattern: "/w/other/*"}},
 			"other-root": {{Surface: "bash", Pattern: "git status *"}},
 		}}})
-		press(tm, "g", "j")
+		press(tm, "p", "j")
 	})
 }
 

@@ -27,7 +27,20 @@ type grantList struct {
 	denies map[string][]serve.SessionDeny
 	rows   []grantRow
 	cursor int
+	// revoked are the rows d was pressed on, until serve's new list drops
+	// them: a second d (a habit: vim's dd) must not revoke twice, nor the
+	// row that takes the place of the first.
+	revoked map[rowKey]bool
 }
+
+// rowKey names a row by value: a rebuilt list has new deny pointers.
+type rowKey struct {
+	session string
+	grant   wire.Grant
+	deny    bool
+}
+
+func (r grantRow) key() rowKey { return rowKey{r.session, r.grant, r.deny != nil} }
 
 // set replaces the grants.
 func (g *grantList) set(grants map[string][]wire.Grant) {
@@ -56,6 +69,11 @@ func (g *grantList) rebuild() {
 	}
 	g.rows = slices.Clip(g.rows)
 	g.cursor = min(g.cursor, max(0, len(g.rows)-1))
+	for k := range g.revoked {
+		if !slices.ContainsFunc(g.rows, func(r grantRow) bool { return r.key() == k }) {
+			delete(g.revoked, k)
+		}
+	}
 }
 
 func (g *grantList) update(msg tea.Msg) (action, tea.Cmd) {
@@ -70,11 +88,23 @@ func (g *grantList) update(msg tea.Msg) (action, tea.Cmd) {
 		g.cursor = max(g.cursor-1, 0)
 	case key.Matches(k, g.keys.Down):
 		g.cursor = min(g.cursor+1, max(len(g.rows)-1, 0))
+	case key.Matches(k, g.keys.Top):
+		g.cursor = 0
+	case key.Matches(k, g.keys.Bottom):
+		g.cursor = max(len(g.rows)-1, 0)
 	case key.Matches(k, g.keys.Revoke):
 		if g.cursor >= len(g.rows) {
 			return statusAction{"nothing to revoke"}, nil
 		}
-		return revokeAction{g.rows[g.cursor]}, nil
+		r := g.rows[g.cursor]
+		if g.revoked[r.key()] {
+			return statusAction{"already revoked; it leaves the list when serve confirms"}, nil
+		}
+		if g.revoked == nil {
+			g.revoked = map[rowKey]bool{}
+		}
+		g.revoked[r.key()] = true
+		return revokeAction{r}, nil
 	}
 	return nil, nil
 }
@@ -82,10 +112,10 @@ func (g *grantList) update(msg tea.Msg) (action, tea.Cmd) {
 func (g *grantList) gone() string { return "" }
 
 func (g *grantList) help() help.KeyMap {
-	return g.keys.overlayHelp(g.keys.Up, g.keys.Down, g.keys.Revoke)
+	return g.keys.overlayHelp(g.keys.Up, g.keys.Down, g.keys.Top, g.keys.Bottom, g.keys.Revoke)
 }
 
-func (g *grantList) view(int) []string {
+func (g *grantList) view(height int) []string {
 	s := g.styles
 	lines := []string{g.rule("whole-session grants"),
 		s.Muted.Render("permtui approves every later ask of the session that one of these covers."),
@@ -93,7 +123,7 @@ func (g *grantList) view(int) []string {
 	if len(g.rows) == 0 {
 		return append(lines, "", "  No whole-session grants.")
 	}
-	session, denies := "", false
+	session, denies, at := "", false, 0
 	for i, r := range g.rows {
 		if r.deny != nil && !denies {
 			denies, session = true, ""
@@ -113,10 +143,13 @@ func (g *grantList) view(int) []string {
 		if r.deny != nil {
 			line += " — " + Sanitize(r.deny.Reason)
 		}
+		if g.revoked[r.key()] {
+			line += " (revoked)"
+		}
 		if i == g.cursor {
-			line = s.Cursor.Render(line)
+			line, at = s.Cursor.Render(line), len(lines)
 		}
 		lines = append(lines, line)
 	}
-	return lines
+	return g.scrolled(lines, height, at, at+1)
 }

@@ -42,6 +42,13 @@ type logEntry struct {
 	choice  string // the session scope a person chose, with its grants
 	reason  string
 	note    string
+	count   int // identical entries in a row, the latest's time kept; 0 is one
+}
+
+// same reports whether two entries say the same thing, whenever they were.
+func (l logEntry) same(o logEntry) bool {
+	l.at, l.count, o.at, o.count = time.Time{}, 0, time.Time{}, 0
+	return l == o
 }
 
 // autoAnswer is the latest answer by policy or grant, for the activity line.
@@ -88,7 +95,7 @@ func decidedEntry(ev serve.Decided) (logEntry, autoAnswer) {
 		label = joinLabel(agent, surface, value)
 	}
 	l := logEntry{outcome: outcomeOf(ev.Response), label: label,
-		by: decidedBy(ev.Response.DecidedBy, ev.Auto), reason: clip(ev.Response.DenialReason, textBytes)}
+		by: decidedBy(ev.Response.DecidedBy, ev.Auto, ev.Response.Approved), reason: clip(ev.Response.DenialReason, textBytes)}
 	if ev.Approver != "" && !ev.Auto { // where the person answered: the approve page, a hub approver
 		l.by += " · " + clip(Sanitize(ev.Approver), nameBytes)
 	}

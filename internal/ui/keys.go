@@ -54,7 +54,7 @@ func DefaultKeyMap() KeyMap {
 		Select:           key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "select")),
 		ApproveIdentical: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve identical")),
 		View:             key.NewBinding(key.WithKeys("v", "enter"), key.WithHelp("v/enter", "full view")),
-		Grants:           key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "grants")),
+		Grants:           key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "grants")),
 		Log:              key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "decision log")),
 		Rule:             key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "make a rule…")),
 		ClearExpired:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "clear expired")),
@@ -96,15 +96,15 @@ func (k KeyMap) queueHelp(width int, rules bool) helpKeys {
 		k.Rule.SetEnabled(false) // k is a copy: the help skips disabled keys
 	}
 	closeHelp := relabel(k.Close, "close")
-	revokeInGrants := relabel(k.Revoke, "revoke (in g)")
+	revokeInGrants := relabel(k.Revoke, "revoke (in p)")
 	full := [][]key.Binding{
-		{k.Up, k.Down, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp},
+		{k.Up, k.Down, k.Top, k.Bottom, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp},
 		{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.DenySession, k.ClearExpired},
 		{k.Grants, revokeInGrants, k.Log, k.Rule, k.Help, k.Quit, k.ForceQuit},
 	}
 	if width < 80 {
 		full = [][]key.Binding{
-			{k.Up, k.Down, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp, k.Grants, revokeInGrants, k.Log, k.Help},
+			{k.Up, k.Down, k.Top, k.Bottom, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp, k.Grants, revokeInGrants, k.Log, k.Help},
 			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.DenySession, k.ClearExpired, k.Rule, k.Quit, k.ForceQuit},
 		}
 	}

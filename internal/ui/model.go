@@ -534,17 +534,23 @@ func (m *Model) applyDecided(msg decidedMsg) {
 }
 
 func (m *Model) applyRevoked(msg revokedMsg) {
-	what := Sanitize(msg.Grant.Surface) + " " + Sanitize(msg.Grant.Pattern)
-	kind := "whole-session grant "
-	if msg.Deny {
-		kind = "session deny "
-	}
-	note := "revoked " + kind + what + " of " + Sanitize(msg.Session)
-	if msg.Err != nil {
-		note = "⚠ could not revoke " + what + ": " + Sanitize(msg.Err.Error())
+	note := revokedNote(msg.Session, msg.Grant, msg.Deny)
+	if msg.Err != nil { // d may be pressed on it again
+		delete(m.grantList.revoked, rowKey{msg.Session, msg.Grant, msg.Deny})
+		note = "⚠ could not revoke " + Sanitize(msg.Grant.Surface) + " " + Sanitize(msg.Grant.Pattern) + ": " + Sanitize(msg.Err.Error())
 	}
 	m.addLog(logEntry{note: note})
 	m.setStatus(note)
+}
+
+// revokedNote is the log's line for a revoked grant or session deny, now
+// or, from the audit log, in an earlier run.
+func revokedNote(session string, g wire.Grant, deny bool) string {
+	kind := "whole-session grant "
+	if deny {
+		kind = "session deny "
+	}
+	return "revoked " + kind + Sanitize(g.Surface) + " " + Sanitize(g.Pattern) + " of " + Sanitize(session)
 }
 
 // maxExpiredKept bounds the expired asks the queue keeps: serve has let
@@ -678,6 +684,16 @@ func (m *Model) addLog(l logEntry) {
 	if l.at.IsZero() {
 		l.at = m.opts.Now()
 	}
+	// The same answer again, right after, is counted on one line: a burst of
+	// twenty identical answers would push everything else out of sight.
+	if n := len(m.log); n > 0 && m.log[n-1].same(l) {
+		m.log[n-1].at = l.at
+		m.log[n-1].count = max(m.log[n-1].count, 1) + 1
+		if m.mode == modeLog {
+			m.refreshPager()
+		}
+		return
+	}
 	m.log = append(m.log, l)
 	if len(m.log) > logCap {
 		m.log = slices.Delete(m.log, 0, len(m.log)-logCap)
@@ -710,6 +726,18 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 		if len(r.MatchValues) > 0 {
 			label += " · " + clip(r.MatchValues[0], textBytes)
 		}
+		if r.Kind == serve.AuditRevoked {
+			g, deny := wire.Grant{}, r.SessionDeny != nil
+			switch {
+			case deny:
+				g = r.SessionDeny.Grant
+			case len(r.Grants) > 0:
+				g = r.Grants[0]
+			}
+			m.addLog(logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()),
+				note: revokedNote(clip(r.ServedSession, nameBytes), wire.Grant{Surface: clip(g.Surface, nameBytes), Pattern: clip(g.Pattern, textBytes)}, deny)})
+			continue
+		}
 		if r.Kind == serve.AuditExpired {
 			m.addLog(logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()),
 				note: "⌛ expired  " + label + " (the child stopped waiting)"})
@@ -721,7 +749,7 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 		}
 		l := logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()), label: label,
 			outcome: outcomeOf(wire.Response{Approved: r.Approved, State: state}),
-			by:      decidedBy(r.DecidedBy, r.Auto), reason: clip(r.Reason, textBytes)}
+			by:      decidedBy(r.DecidedBy, r.Auto, r.Approved), reason: clip(r.Reason, textBytes)}
 		if len(r.Grants) > 0 {
 			l.choice = clip("recorded for the whole session "+grantsText(r.Grants), textBytes)
 		}

@@ -264,7 +264,7 @@ func TestScopeWithoutSuggestionExplains(t *testing.T) {
 func TestEscNeverDecides(t *testing.T) {
 	h := newHarness(t, withRules(&fakeRules{}))
 	h.queue(pathWrite(), bashChain())
-	for _, opener := range [][]string{{"s"}, {"s", "j", "j"}, {"r", "x"}, {"v"}, {"g"}, {"l"}, {"q"}, {"?"}, {"R"}} {
+	for _, opener := range [][]string{{"s"}, {"s", "j", "j"}, {"r", "x"}, {"v"}, {"p"}, {"l"}, {"q"}, {"?"}, {"R"}} {
 		h.keys(opener...)
 		h.keys("esc")
 		if h.m.mode != modeQueue {
@@ -525,7 +525,7 @@ func TestGrantsPaneRevokes(t *testing.T) {
 	g1 := wire.Grant{Surface: "bash", Pattern: "git status *"}
 	g2 := wire.Grant{Surface: "path_write", Pattern: "/w/p/src/*"}
 	h.events(serve.GrantsChanged{Grants: map[string][]wire.Grant{rootSession: {g1, g2}}})
-	h.keys("g", "j", "d")
+	h.keys("p", "j", "d")
 	want := []revocation{{rootSession, g2}}
 	if !reflect.DeepEqual(h.backend.revoked, want) {
 		t.Fatalf("revoked %+v, want %+v", h.backend.revoked, want)
@@ -646,11 +646,11 @@ func TestLayoutFitsTheTerminal(t *testing.T) {
 		h := newHarness(t)
 		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
 		h.queue(legacyBash(), pathWrite(), bashChain(), externalRead(), hostile())
-		for _, screen := range [][]string{nil, {"s"}, {"r"}, {"v"}, {"g"}, {"l"}, {"q"}, {"?"}} {
+		for _, screen := range [][]string{nil, {"s"}, {"r"}, {"v"}, {"p"}, {"l"}, {"q"}, {"?"}} {
 			h.keys(screen...)
 			v := h.m.View()
 			if len(screen) == 1 && screen[0] == "?" && size[1] >= 24 {
-				for _, k := range []string{`q +quit`, `x +clear expired`, `r +deny with reason`, `g +grants`} {
+				for _, k := range []string{`q +quit`, `x +clear expired`, `r +deny with reason`, `p +grants`} {
 					if !regexp.MustCompile(k).MatchString(v) {
 						t.Errorf("%v: full help lacks %s:\n%s", size, k, v)
 					}

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/permtui/permtui/internal/inbox"
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -32,6 +33,10 @@ func TestSelectionIsNamedWhereTheDecisionIsMade(t *testing.T) {
 	}
 	if !strings.Contains(v, "⚠ not selected: y n r act on the 1 selected ask, not on this one") {
 		t.Fatalf("the detail does not warn that the highlight is not selected:\n%s", v)
+	}
+	h.keys("space")
+	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "selection y approves 2 selected, this one and 1 other") {
+		t.Fatalf("the detail does not say the highlighted ask is one of 2 selected:\n%s", v)
 	}
 	h.keys("esc")
 	if h.m.selectedCount() != 0 {
@@ -281,7 +286,7 @@ func TestAChangedFileIsReadAgain(t *testing.T) {
 	if !stale {
 		t.Fatal("the diff was not marked stale before the file was read again")
 	}
-	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "  export const z") || !strings.Contains(v, "the file changed after the ask arrived") {
+	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "  export const z") || !strings.Contains(v, "file changed after the ask arrived; diff read again at") {
 		t.Fatalf("the diff was not read again:\n%s", v)
 	}
 	h.keys("y")
@@ -298,4 +303,108 @@ func goldenEditAsk(t *testing.T, width, height int) {
 		serving(tm)
 		queued(tm, editAsk(), bashChain())
 	}, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", appSource) })
+}
+
+// With a policy file unusable, an ask's detail says which file's rules,
+// its denies among them, are out of force for this judgment; the header's
+// problem line is not cut at 100 columns.
+func TestABrokenPolicyFileIsNamedInTheDetail(t *testing.T) {
+	h := newHarness(t)
+	h.send(sizeMsg(100, 30))
+	problem := `"/home/u/.pi/agent/config.json": invalid JSON at 12:3; its rules are not used`
+	h.events(serve.PolicyStatus{Problems: []string{problem}, NoAutoAllow: true})
+	a := bashAsk(1, "builder", "/w/p", "rm -rf build")
+	a.Verdict = askVerdict("No specific rule matches; the built-in default is ask.")
+	h.queue(a)
+	v := ansi.Strip(h.m.View())
+	for _, want := range []string{
+		"policy ⚠ 1 problem, nothing auto-allowed (l: log)",
+		`⚠ out of force: every rule of "/home/u/.pi/agent/config.json", its denies included`,
+	} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("the screen lacks %q:\n%s", want, v)
+		}
+	}
+	for _, l := range strings.Split(v, "\n") {
+		if strings.HasPrefix(l, "policy ⚠") && strings.HasSuffix(l, "…") {
+			t.Fatalf("the header's policy line is cut: %q", l)
+		}
+	}
+}
+
+// g and G go to the top and bottom of the queue as in every list; the
+// grants pane is on p; ? lists every key.
+func TestQueueTopBottomAndGrantsOnP(t *testing.T) {
+	h := newHarness(t)
+	a, b, c := pathWrite(), bashChain(), externalRead()
+	h.queue(a, b, c)
+	h.keys("G")
+	if h.m.highlight != c.ID {
+		t.Fatal("G did not go to the last ask")
+	}
+	h.keys("g")
+	if h.m.highlight != a.ID || h.m.mode != modeQueue {
+		t.Fatalf("g: highlight %v mode %d, want the first ask in the queue", h.m.highlight, h.m.mode)
+	}
+	h.keys("p")
+	if h.m.mode != modeGrants {
+		t.Fatal("p did not open the grants pane")
+	}
+	h.keys("esc", "?")
+	v := ansi.Strip(h.m.View())
+	for _, want := range []string{"g/home", "G/end", "p grants"} {
+		if !strings.Contains(strings.Join(strings.Fields(v), " "), want) {
+			t.Errorf("? lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+// A change line longer than the detail shows a value is not seen whole:
+// approving waits for the full view.
+func TestALongChangeLineMustBeSeenWhole(t *testing.T) {
+	long := strings.Repeat("word ", 80)
+	h := newHarness(t, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", "short\n") })
+	a := editAsk()
+	a.Request.Payload.Request.ToolName = sp("write")
+	a.Request.Payload.Evidence[0].Text = `{"path":"src/app.ts","content":"` + long + `\n"}`
+	h.queue(a)
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("longer than the screen")
+	h.keys("v", "G", "y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
+
+// When resolve could read the denies of a rejected file, the detail names
+// them first: the person sees which written deny is out of force.
+func TestTheDetailNamesTheDeniesOutOfForce(t *testing.T) {
+	h := newHarness(t)
+	problem := `"/home/u/.pi/agent/config.json": rejected: expected ',' or '}' at 4:41; it contributes no rules (other scopes stay in force)` +
+		resolve.OutOfForceDenies + `bash "rm -rf *", read "*"`
+	h.events(serve.PolicyStatus{Problems: []string{problem}, NoAutoAllow: true})
+	h.queue(bashAsk(1, "builder", "/w/p", "rm -rf build"))
+	v := ansi.Strip(h.m.View())
+	if !strings.Contains(v, `policy    ⚠ out of force: the denies bash "rm -rf *", read "*" written in`) {
+		t.Fatalf("the detail does not name the denies out of force:\n%s", v)
+	}
+}
+
+// A diff read again while the full view is open at its end is not taken as
+// seen: the view goes back to the top, and y waits for its end again.
+func TestADiffReadAgainInTheFullViewMustBeSeenAgain(t *testing.T) {
+	content, stamp := longSource(60), "v1"
+	h := newHarness(t, func(o *Options) {
+		o.ReadFile = func(p string) ([]byte, error) { return oneFile("/w/p/src/app.ts", content)(p) }
+		o.FileStamp = func(string) string { return stamp }
+	})
+	a := longEdit(60)
+	h.queue(a)
+	h.keys("v", "G")
+	content, stamp = strings.Replace(longSource(60), "line 7\n", "line X\n", 1), "v2"
+	h.send(tickMsg(h.now))
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("longer than the screen")
+	h.keys("G", "y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 }

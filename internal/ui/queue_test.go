@@ -101,7 +101,7 @@ func TestEscClosesHelpAndHelpListsEveryKey(t *testing.T) {
 	h.queue(pathWrite())
 	h.keys("?")
 	v := h.m.View()
-	for _, want := range []string{"esc", "v/enter", "ctrl+c", "revoke (in g)"} {
+	for _, want := range []string{"esc", "v/enter", "ctrl+c", "revoke (in p)", "g/home", "G/end"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("expanded help lacks %q:\n%s", want, v)
 		}

@@ -1,7 +1,7 @@
 package ui
 
 import (
-	"fmt"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -66,28 +66,29 @@ func (d *quitDialog) help() help.KeyMap {
 func (d *quitDialog) view(int) []string {
 	n := d.q.pendingCount()
 	them := map[bool]string{true: "it", false: "them"}[n == 1]
-	stays := d.styles.Muted.Render("  esc, q, n or enter stays (the default)")
+	lines := []string{d.rule("quit?"), ""}
+	lines = append(lines, d.hanging("  ", plural(n, "ask is", "asks are")+" still waiting for a person.")...)
 	if d.overHub {
-		return []string{
-			d.rule("quit?"),
-			"",
-			fmt.Sprintf("  %s still waiting for a person.", plural(n, "ask is", "asks are")),
-			fmt.Sprintf("  L quits; the hub keeps %s for another console.", them),
-			"",
-			stays,
+		lines = append(lines, d.hanging("  ", "L quits; the hub keeps "+them+" for another console.")...)
+	} else {
+		lines = append(append(lines, ""), d.hanging("  D: ", "deny "+them+" as \"permtui exited\" (the children go on at once)")...)
+		if d.canLeave {
+			lines = append(lines, d.hanging("  L: ", "leave "+them+" for the next server (the children keep waiting until "+
+				"their timeout; one that watches the heartbeat may give up sooner)")...)
 		}
 	}
-	lines := []string{
-		d.rule("quit?"),
-		"",
-		fmt.Sprintf("  %s still waiting for a person. Quit and", plural(n, "ask is", "asks are")),
-		"",
-		fmt.Sprintf("  D: deny %s as \"permtui exited\" (the children go on at once)", them),
+	return append(lines, "", d.styles.Muted.Render("  esc, q, n or enter stays (the default)"))
+}
+
+// hanging wraps text at words after prefix, continuing under the text.
+func (d *quitDialog) hanging(prefix, text string) []string {
+	lines := wrapWords(text, max(d.width-len(prefix), 10))
+	for i := range lines {
+		if i == 0 {
+			lines[i] = prefix + lines[i]
+		} else {
+			lines[i] = strings.Repeat(" ", len(prefix)) + lines[i]
+		}
 	}
-	if d.canLeave {
-		lines = append(lines,
-			fmt.Sprintf("  L: leave %s for the next server (the children keep waiting until their", them),
-			"     timeout; one that watches the heartbeat may give up sooner)")
-	}
-	return append(lines, "", stays)
+	return lines
 }

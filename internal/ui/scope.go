@@ -150,7 +150,7 @@ func (d *scopeDialog) coverage() coverage {
 }
 
 // coverageOf is what a session rule written as g covers: the ask, and how
-// many other waiting asks. With units (a session deny, decision 0104) any
+// many other waiting asks of its root session. With units (a session deny, decision 0104) any
 // asking unit of a chain counts too, as serve judges a deny.
 func coverageOf(q asks, ask serve.AskID, g wire.Grant, units bool) coverage {
 	var c coverage
@@ -169,7 +169,8 @@ func coverageOf(q asks, ask serve.AskID, g wire.Grant, units bool) coverage {
 	}
 	c.ask = covers(e.ask)
 	for _, o := range q.pending() {
-		if o.ask.ID != ask && covers(o.ask) {
+		// A session rule answers only its own root session's asks.
+		if o.ask.ID != ask && o.ask.Session == e.ask.Session && o.ask.Host == e.ask.Host && covers(o.ask) {
 			c.others++
 		}
 	}

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -181,6 +183,10 @@ func (m *Model) policyLines(short bool) []string {
 		return lines
 	}
 	switch {
+	case m.opts.OverHub && !m.policyLoaded:
+		// Over a hub each relay judges with its own policy and reports
+		// nothing here (docs/hub.md).
+		return []string{s.Muted.Render("policy: each relay's own")}
 	case !m.policyLoaded:
 		return []string{s.Muted.Render("policy: not loaded yet")}
 	case len(m.policyProblems) == 0 && m.policyNoFile != "":
@@ -278,6 +284,38 @@ func (m *Model) queueBody(height int) []string {
 // queueLayout is queueBody and whether the highlighted ask's change, if it
 // has one, is on screen whole.
 func (m *Model) queueLayout(height int) (lines []string, changeWhole bool) {
+	return m.layoutWith(height, m.shape(height))
+}
+
+// queueShape is how much of the body the queue list takes: its rows and
+// whether it names its columns.
+type queueShape struct {
+	rows  int
+	names bool
+}
+
+// shape is the queue list's share of the body: a third of it, with column
+// names above 20 rows; when the highlighted ask's change would not fit
+// whole, the list gives way, down to the highlighted row alone, before the
+// change is cut; when it cannot fit at all, three rows (decision 0154).
+func (m *Model) shape(height int) queueShape {
+	def := queueShape{rows: max(3, height/3), names: m.height > 20}
+	e := m.current()
+	switch {
+	case e == nil || e.diff == nil:
+		return def
+	case len(e.diff.Lines) > height:
+		return queueShape{rows: 3}
+	}
+	for _, sh := range []queueShape{def, {3, def.names}, {3, false}, {1, false}} {
+		if _, whole := m.layoutWith(height, sh); whole {
+			return sh
+		}
+	}
+	return queueShape{rows: 3} // it will not fit: as much of it as leaves the list readable
+}
+
+func (m *Model) layoutWith(height int, sh queueShape) (lines []string, changeWhole bool) {
 	if len(m.queue) == 0 {
 		return []string{
 			m.rule("queue"),
@@ -286,7 +324,7 @@ func (m *Model) queueLayout(height int) (lines []string, changeWhole bool) {
 			m.styles.Muted.Render("  Automatic answers are counted above and listed in the log (l)."),
 		}, false
 	}
-	all, first, visible := m.queueWindow(height)
+	all, first, visible := m.queueWindow(sh.rows)
 	title := "queue"
 	if visible < len(all) {
 		title = fmt.Sprintf("queue %d–%d of %d", first+1, first+visible, len(all))
@@ -303,7 +341,7 @@ func (m *Model) queueLayout(height int) (lines []string, changeWhole bool) {
 	}
 	cols := m.columns()
 	lines = []string{m.rule(title)}
-	if m.columnNames() {
+	if sh.names {
 		lines = append(lines, m.styles.Muted.Render(cols.row("  ", "   ", "agent", "surface", "value", "age", "left")))
 	}
 	for _, l := range all[first : first+visible] {
@@ -325,11 +363,14 @@ func (m *Model) queueLayout(height int) (lines []string, changeWhole bool) {
 	lines = append(lines, m.rule(pos))
 	room := height - len(lines)
 	fields := m.detailOf(e)
-	if sel := m.selectedShown(); len(sel) > 0 && !slices.Contains(sel, e) {
+	switch sel := m.selectedShown(); {
+	case len(sel) > 0 && !slices.Contains(sel, e):
 		fields = slices.Insert(fields, 0, field{label: "selection", kind: kindWarning,
 			text: "⚠ not selected: y n r act on the " + plural(len(sel), "selected ask") + ", not on this one (esc clears)"})
+	case len(sel) > 1:
+		fields = slices.Insert(fields, 0, field{label: "selection", kind: kindWarning,
+			text: "y approves " + itoa(len(sel)) + " selected, this one and " + plural(len(sel)-1, "other") + " (named above the status)"})
 	}
-	detail := m.renderFields(fields, true, 0)
 	detail, whole := m.detailLines(fields, room)
 	return append(lines, detail...), whole
 }
@@ -389,7 +430,15 @@ func (m *Model) fitFields(fields []field, room, width, upto int) ([]string, bool
 	} else {
 		whole = true
 	}
-	return detail, whole
+	return detail, whole && (upto < 0 || !lineCut(fields[:upto+1], width))
+}
+
+// lineCut reports whether a line of a change is longer than the lines the
+// compact detail gives a value, so part of it is not on screen.
+func lineCut(fields []field, width int) bool {
+	return slices.ContainsFunc(fields, func(f field) bool {
+		return f.diff && !f.prose() && len(wrapKeep(f.text, max(width-labelWidth-1, 10))) > maxFactLines
+	})
 }
 
 // detailOf is the detail of an ask with what only the queue knows: how
@@ -398,6 +447,14 @@ func (m *Model) detailOf(e *entry) []field {
 	f := detailFields(e)
 	if e.state != statePending {
 		return f
+	}
+	if out := m.outOfForce(); len(out) > 0 {
+		// Right after why: the why was reached without these rules.
+		at := slices.IndexFunc(f, func(fl field) bool { return fl.label == "why" }) + 1
+		if at == 0 {
+			at = pathEnd(f)
+		}
+		f = slices.Insert(f, at, out...)
 	}
 	n := 0
 	for _, o := range m.queue {
@@ -408,7 +465,14 @@ func (m *Model) detailOf(e *entry) []field {
 	if n > 0 {
 		note := field{label: "identical", text: plural(n, "more identical ask waits", "more identical asks wait") +
 			"; a approves all " + itoa(n+1) + " (after showing which)", kind: kindWarning}
-		f = slices.Insert(f, 0, note)
+		// First, or after the change: the change stays right under the path.
+		at := 0
+		for i, fl := range f {
+			if fl.diff {
+				at = i + 1
+			}
+		}
+		f = slices.Insert(f, at, note)
 	}
 	return f
 }
@@ -426,7 +490,7 @@ func (m *Model) selectionLines() []string {
 	}
 	names := make([]string, len(sel))
 	for i, e := range sel {
-		names[i] = label(e)
+		names[i] = endLabel(e, 60)
 	}
 	text := "y approves " + itoa(len(sel)) + " selected: " + strings.Join(names, "; ")
 	if hidden := m.selectedCount() - len(sel); hidden > 0 {
@@ -442,11 +506,49 @@ func (m *Model) selectionLines() []string {
 	return lines
 }
 
-// queueWindow is the part of the queue list shown in a body of height: at
-// most a third of it, scrolled to keep the highlighted ask in view.
-func (m *Model) queueWindow(height int) (all []queueLine, first, visible int) {
+// outOfForce names, for an ask's detail, the policy files whose rules —
+// denies included — were not used to judge it because they are unusable
+// (decision 0155). serve reports each problem as "<quoted file>: message".
+func (m *Model) outOfForce() []field {
+	var f []field
+	for i, p := range m.policyProblems {
+		if i == 3 {
+			f = append(f, field{label: "policy", text: "⚠ and " + plural(len(m.policyProblems)-3, "more unusable file") + " (l: log)", kind: kindWarning})
+			break
+		}
+		file, what := "the file the policy problem names", "the rules the policy problem names"
+		if q, err := strconv.QuotedPrefix(p); err == nil {
+			file, what = q, "every rule of "+q
+			p = strings.TrimPrefix(strings.TrimPrefix(p, q), ": ")
+		}
+		text := "⚠ out of force: " + Sanitize(what) + ", its denies included, so this ask was judged without them (" + Sanitize(p) + ")"
+		if why, denies, ok := strings.Cut(p, resolve.OutOfForceDenies); ok {
+			// The denies first: in a short detail this line is cut.
+			text = "⚠ out of force: the denies " + Sanitize(denies) + " written in " + Sanitize(file) +
+				", which could not be used, so this ask was judged without them (" + Sanitize(why) + ")"
+		}
+		f = append(f, field{label: "policy", kind: kindWarning, text: text})
+	}
+	return f
+}
+
+// endLabel names an ask in at most w cells: agent · surface · value, a
+// path's value cut at its start so the file name shows, as in its row.
+func endLabel(e *entry, w int) string {
+	r := e.ask.Request
+	head := Sanitize(agentOf(r)) + " · " + Sanitize(serve.SurfaceOf(r)) + " · "
+	value, keepEnd := rowValue(r)
+	if room := w - ansi.StringWidth(head); keepEnd && room > 8 && ansi.StringWidth(value) > room {
+		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-room+1, "…")
+	}
+	return truncate(head+value, w)
+}
+
+// queueWindow is the part of the queue list shown in at most rows lines,
+// scrolled to keep the highlighted ask in view.
+func (m *Model) queueWindow(rows int) (all []queueLine, first, visible int) {
 	all = m.queueLines()
-	visible = min(len(all), max(3, height/3))
+	visible = min(len(all), rows)
 	cur := max(lineOf(all, m.highlight), 0)
 	first = min(max(cur-visible+1, 0), len(all)-visible)
 	return all, first, visible
@@ -456,9 +558,10 @@ func (m *Model) queueWindow(height int) (all []queueLine, first, visible int) {
 // rows start below the header, its rule and the column names.
 func (m *Model) askAt(y int) *entry {
 	header, _, height := m.frame()
-	all, first, visible := m.queueWindow(height)
+	sh := m.shape(height)
+	all, first, visible := m.queueWindow(sh.rows)
 	rows := y - len(header) - 1
-	if m.columnNames() {
+	if sh.names {
 		rows--
 	}
 	if i := rows; i >= 0 && i < visible {
@@ -466,10 +569,6 @@ func (m *Model) askAt(y int) *entry {
 	}
 	return nil
 }
-
-// columnNames reports whether the queue names its columns: at 20 rows or
-// fewer the line goes to the detail, where a change needs it more.
-func (m *Model) columnNames() bool { return m.height > 20 }
 
 // maxFactLines caps how many lines one value takes on the queue screen.
 const maxFactLines = 3
@@ -622,11 +721,15 @@ func (m *Model) logLines() []string {
 	var out []string
 	for _, l := range m.log {
 		stamp := l.at.Format("15:04:05") + " "
+		times := ""
+		if l.count > 1 {
+			times = "  ×" + itoa(l.count)
+		}
 		if l.note != "" {
-			out = append(out, m.logWrap(stamp, l.note)...)
+			out = append(out, m.logWrap(stamp, l.note+times)...)
 			continue
 		}
-		out = append(out, m.logWrap(stamp, m.stateWords(l.outcome)+"  "+l.label)...)
+		out = append(out, m.logWrap(stamp, m.stateWords(l.outcome)+"  "+l.label+times)...)
 		by := "by " + l.by
 		if l.choice != "" {
 			by += " · " + l.choice
@@ -664,7 +767,7 @@ func (m *Model) stateWords(o outcome) string {
 }
 
 // decidedBy names the rule or person behind a response, clipped.
-func decidedBy(ds *wire.DecisionSource, auto bool) string {
+func decidedBy(ds *wire.DecisionSource, auto, approved bool) string {
 	if ds == nil {
 		if auto {
 			return "recorded policy"
@@ -677,8 +780,9 @@ func decidedBy(ds *wire.DecisionSource, auto bool) string {
 	case wire.DecidedByRule:
 		origin := deref(ds.Origin)
 		pattern := clip(deref(ds.Pattern), textBytes)
-		if origin == "session" {
-			return "session grant " + clip(ds.Surface, nameBytes) + " " + pattern
+		if origin == "session" { // a session rule: a grant, or a session deny (decision 0104)
+			kind := map[bool]string{true: "session grant ", false: "session deny "}[approved]
+			return kind + clip(ds.Surface, nameBytes) + " " + pattern
 		}
 		return "rule (" + clip(origin, nameBytes) + ") " + clip(ds.Surface, nameBytes) + ": " + pattern
 	}

@@ -155,7 +155,7 @@ func TestLogNamesTheChosenScopeAndRevocations(t *testing.T) {
 	h.events(serve.Decided{Ask: a, Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: wire.UserDecision()}})
 	g := wire.Grant{Surface: "external_directory", Pattern: "/w/other/*"}
 	h.events(serve.GrantsChanged{Grants: map[string][]wire.Grant{rootSession: {g}}})
-	h.keys("g", "d", "esc", "l")
+	h.keys("p", "d", "esc", "l")
 	v := h.m.View()
 	for _, want := range []string{
 		"by you · for the whole session, both directions (read and write); permtui records",
