@@ -320,15 +320,15 @@ func TestConsoleWiringSessionGrantNarrowAndRevoke(t *testing.T) {
 	}
 	// The grant answers the next covered ask by itself.
 	c.wantApproved(c.send(pichild.NewestBash(wiringRoot, "scout", "0198c3a4-0000-7000-8000-0000000000c2", c.project, "npm test --watchAll")), wire.StateApproved)
-	// g lists it, d revokes it.
+	// p lists it, d revokes it.
 	mark = c.mark()
-	c.press("g")
+	c.press("p")
 	c.waitForAfter(mark, "npm test --w*")
 	c.press("d")
 	deadline := time.Now().Add(10 * time.Second)
 	for len(c.store().For(wiringRoot)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("d in g did not revoke the grant: %+v", c.store().For(wiringRoot))
+			t.Fatalf("d in p did not revoke the grant: %+v", c.store().For(wiringRoot))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -189,7 +189,7 @@ func TestThePageDisclosesTheAsk(t *testing.T) {
 func TestThePageShowsTheDiffOfAWrite(t *testing.T) {
 	p := newPage(t)
 	_, body := p.get(p.queue(writeAsk(1)))
-	for _, want := range []string{"- old line", "&#43; new line", "change (diff against the file as it is now)"} {
+	for _, want := range []string{"- old line", "&#43; new line", "<dt>change</dt>", "against the file as it is now"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q:\n%s", want, body)
 		}
