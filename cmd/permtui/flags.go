@@ -60,10 +60,17 @@ func (fs flagSet) printHelp() {
 }
 
 func (c *common) register(fs flagSet) {
+	c.registerPolicy(fs)
+	fs.Var(&c.sessions, "session", "root session id to serve (repeatable; default: every session no other node serves)")
+}
+
+// registerPolicy registers the flags that say where the policy and
+// permtui's state are, for the commands that serve no session (rule add,
+// simulate): their help lists only the flags they use.
+func (c *common) registerPolicy(fs flagSet) {
 	fs.StringVar(&c.agentDir, "agent-dir", "", "pi agent dir (default $PI_CODING_AGENT_DIR, else ~/.pi/agent)")
 	fs.StringVar(&c.project, "project", "", "the root session's working directory (default: current directory)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "permtui state: audit log, grants, log (default $PERMTUI_STATE_DIR, else $XDG_STATE_HOME/permtui, else ~/.local/state/permtui)")
-	fs.Var(&c.sessions, "session", "root session id to serve (repeatable; default: every session no other node serves)")
 	fs.BoolVar(&c.untrustedProject, "untrusted-project", false, "leave out the project's config and agent files, as pi does for an untrusted project")
 }
 

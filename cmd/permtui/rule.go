@@ -49,7 +49,7 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var dryRun, yes bool
 	confirmBroad := -1
 	fs := newFlagSet("rule add", ruleAddSynopsis, stdout, stderr)
-	c.register(fs)
+	c.registerPolicy(fs)
 	fs.StringVar(&r.Surface, "surface", "", "the rule's surface, e.g. bash, path_write, skill")
 	fs.StringVar(&r.Pattern, "pattern", "", "the rule's value pattern, e.g. 'npm install *'")
 	fs.StringVar(&action, "action", "", "allow, ask or deny")

@@ -430,3 +430,17 @@ func TestRuleAddAndSimulateRefuseAMissingAgentDir(t *testing.T) {
 		t.Errorf("simulate: exit %d %s", code, errOut)
 	}
 }
+
+// TestRuleAddAndSimulateHelpListOnlyTheirFlags: neither serves a session, so
+// neither offers --session (issue 19's smaller findings).
+func TestRuleAddAndSimulateHelpListOnlyTheirFlags(t *testing.T) {
+	for _, args := range [][]string{{"rule", "add", "--help"}, {"simulate", "--help"}} {
+		code, out, _ := runCmd(t, "", args...)
+		if code != 0 || !strings.Contains(out, "-agent-dir") || strings.Contains(out, "-session") {
+			t.Errorf("%v: exit %d, help:\n%s", args, code, out)
+		}
+	}
+	if _, out, _ := runCmd(t, "", "resolve", "--help"); !strings.Contains(out, "-session") {
+		t.Error("resolve judges with a session's grants and must still offer --session")
+	}
+}

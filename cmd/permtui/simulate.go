@@ -58,7 +58,7 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 	var since time.Duration
 	var asJSON bool
 	fs := newFlagSet("simulate", simulateSynopsis, stdout, stderr)
-	c.register(fs)
+	c.registerPolicy(fs)
 	fs.StringVar(&scopeFlag, "scope", "global", "where the --rule edits go: global, project or agent")
 	fs.StringVar(&agent, "agent", "", "the agent whose file --scope agent edits")
 	fs.StringVar(&config, "config", "", "a whole candidate global config.json")
