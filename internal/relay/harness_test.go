@@ -33,6 +33,12 @@ type testHub struct {
 
 func startHub(t testing.TB) *testHub {
 	t.Helper()
+	return startHubWith(t, func(*hub.Config) {})
+}
+
+// startHubWith starts a hub whose configuration change has adjusted.
+func startHubWith(t testing.TB, change func(*hub.Config)) *testHub {
+	t.Helper()
 	dir := t.TempDir()
 	th := &testHub{t: t, cfg: hub.Config{
 		Listen:    "127.0.0.1:0",
@@ -41,6 +47,7 @@ func startHub(t testing.TB) *testHub {
 		Relays:    []string{"alpha", "beta"},
 		Approvers: []string{"ann", "bob"},
 	}}
+	change(&th.cfg)
 	th.start()
 	_, port, err := net.SplitHostPort(th.h.URL()[len("nats://"):])
 	if err != nil {

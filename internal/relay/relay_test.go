@@ -569,3 +569,65 @@ func TestReHostedRelaysAsksMoveToTheNewHost(t *testing.T) {
 		t.Fatalf("%+v", resp)
 	}
 }
+
+// bigBash is a bash request whose file is just under n bytes.
+func bigBash(t *testing.T, host string, i, n int) *wire.Request {
+	t.Helper()
+	size := func(c int) int {
+		raw, err := wire.MarshalRequest(bash(host, i, "echo "+strings.Repeat("a", c)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(raw)
+	}
+	per := size(2) - size(1) // the command is carried more than once in a request
+	base := size(1) - per
+	req := bash(host, i, "echo "+strings.Repeat("a", (n-base)/per))
+	if got := size((n - base) / per); got > n || got < n-4*per {
+		t.Fatalf("request of %d bytes, want just under %d", got, n)
+	}
+	return req
+}
+
+// Every request the inbox accepts (a file up to 1 MiB) reaches a console
+// through the embedded hub: the ask carries the request once, and the
+// verdict beside it only as much of the request's text as a person reads
+// (issue 20: a 750 KB request made a 1.5 MB ask and was denied).
+func TestTheLargestRequestTravelsThroughTheHub(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	req := bigBash(t, "alpha", 1, wire.MaxFileSize)
+	c := alpha.ask(req)
+	a := ann.queued(t, "alpha-1")
+	if a.Request.Value == nil || *a.Request.Value != *req.Value {
+		t.Fatal("the request changed on the way")
+	}
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+}
+
+// A hub whose max_payload is below an ask's size: the relay reads the limit
+// when it connects and denies the ask at once with the reason, instead of
+// retrying "maximum payload exceeded" for ever while the child waits.
+func TestAnAskAboveTheHubsMaxPayloadIsDenied(t *testing.T) {
+	th := startHubWith(t, func(cfg *hub.Config) { cfg.MaxPayload = 256 << 10 })
+	alpha := newRelay(t, th, "alpha")
+	resp := answered(t, alpha.ask(bigBash(t, "alpha", 1, 300<<10)))
+	if resp.Approved || !strings.Contains(resp.DenialReason, "max_payload") || resp.DecidedBy.Kind != wire.DecidedByUnavailable {
+		t.Fatalf("%+v", resp)
+	}
+	// A smaller one still goes.
+	ann := newApprover(t, th, "ann")
+	c := alpha.ask(bigBash(t, "alpha", 2, 200<<10))
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-2").ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+}
