@@ -631,3 +631,31 @@ func TestAnAskAboveTheHubsMaxPayloadIsDenied(t *testing.T) {
 		t.Fatalf("%+v", resp)
 	}
 }
+
+// A decision the hub does not confirm (it is down, or electing a leader)
+// is not lost: the person is told it is still being delivered, the
+// approver keeps sending it until the hub takes it, and the child gets it
+// (issue 20: a decision write that failed during a leader election was
+// never retried and the child never answered).
+func TestADecisionIsDeliveredThroughAHubOutage(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	c := alpha.ask(bash("alpha", 1, "make release"))
+	a := ann.queued(t, "alpha-1")
+	th.stop()
+	err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: "after the freeze"})
+	if !errors.Is(err, ErrDelivering) {
+		t.Fatalf("decision while the hub is down: %v", err)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); !errors.Is(err, ErrDelivering) {
+		t.Fatalf("a second decision while the first is sent: %v", err)
+	}
+	th.start()
+	if resp := answered(t, c); resp.Approved || resp.DenialReason != "after the freeze" {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
+	}
+}
