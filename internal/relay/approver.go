@@ -174,7 +174,7 @@ func (a *Approver) follow(ctx context.Context) (jetstream.ConsumeContext, error)
 	gen := a.gen
 	a.memory.replayFrom = 0
 	a.mu.Unlock()
-	cc, err := cons.Consume(func(msg jetstream.Msg) { a.onAsk(gen, msg) })
+	cc, err := cons.Consume(func(msg jetstream.Msg) { a.onAsk(gen, msg) }, pullExpiry)
 	if err != nil {
 		a.mu.Lock()
 		a.memory.replayFrom = from // nothing was read: the next try starts there

@@ -44,6 +44,14 @@ const (
 	retryMax             = 2 * time.Second
 	unknownDelay         = time.Second
 	maxUnknownDeliveries = 30
+	// pullExpiry renews every pull request this often: a pull request held
+	// by a node that stopped (a consumer's leader) is replaced within about
+	// this long, rather than after the client's default 30 s.
+	pullExpiry = jetstream.PullExpiry(5 * time.Second)
+	// decisionAckWait: a decision sent out but not acked (lost with a node
+	// or a relay) is sent again after this long. A second delivery is
+	// refused by serve, so a short wait costs nothing but a look.
+	decisionAckWait = 10 * time.Second
 )
 
 // Relay is a front end of this host's serve.Server: the server answers what
@@ -303,16 +311,21 @@ func (r *Relay) send(ctx context.Context, batch []outMsg) []outMsg {
 		}
 		inFlight = append(inFlight, sent{m, ack})
 	}
-	timeout := time.After(publishTimeout)
+	// One deadline for the batch that stays passed: a time.After channel
+	// fires once, and the next unanswered acknowledgement (one lost with a
+	// stopping node is never answered) then blocked publishing for good.
+	deadline, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
 	for _, s := range inFlight {
 		select {
 		case <-s.ack.Ok():
 			continue
 		case err := <-s.ack.Err():
 			r.log.Warn("hub publish failed; retrying", "subject", s.m.subject, "err", err)
-		case <-timeout:
-			r.log.Warn("hub publish unacknowledged; retrying", "subject", s.m.subject)
-		case <-ctx.Done():
+		case <-deadline.Done():
+			if ctx.Err() == nil {
+				r.log.Warn("hub publish unacknowledged; retrying", "subject", s.m.subject)
+			}
 		}
 		failed = append(failed, s.m)
 	}
@@ -341,7 +354,7 @@ func (r *Relay) consumeDecisions(ctx context.Context) {
 		FilterSubject: hub.DecisionSubjectPrefix + r.host + ".>",
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       decisionAckWait,
 	}
 	var ready sync.Once
 	for {
@@ -356,7 +369,7 @@ func (r *Relay) consumeDecisions(ctx context.Context) {
 		r.floor.bound(cons.CachedInfo().AckFloor.Stream)
 		ready.Do(func() { close(r.consumer) })
 		lost := make(chan struct{}, 1)
-		cc, err := cons.Consume(r.onDecision, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		cc, err := cons.Consume(r.onDecision, pullExpiry, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			r.log.Warn("decision consumer", "err", err)
 			if mayBeGone(err) {
 				notify(lost)
@@ -440,7 +453,7 @@ func (f *decisionFloor) resume() uint64 {
 // already sent here is acked or handed back. Stopping without draining left
 // the pull request at the hub until it noticed the closed connection; a
 // decision made in between went to the relay that was gone and reached the
-// next one only after the ack wait (30 s).
+// next one only after the ack wait.
 func (r *Relay) stopDecisions(cc jetstream.ConsumeContext) {
 	cc.Drain()
 	if !r.nc.IsConnected() {
