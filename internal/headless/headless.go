@@ -67,9 +67,10 @@ func Run(ctx context.Context, s Server, out io.Writer, ask string) error {
 		if q, isAsk := ev.(serve.AskQueued); isAsk && ask == Deny {
 			err := s.Decide(serve.Decision{Ask: q.Ask.ID, State: wire.StateDeniedWithReason, Reason: serve.NoApproverReason, Unattended: true})
 			// Expired and stopped asks are reported by their own events, and
-			// so is an ask another approver decided first (over a hub).
+			// so is an ask another approver decided first (over a hub), or
+			// one answered or withdrawn before this decision reached it.
 			if err != nil && !errors.Is(err, serve.ErrExpired) && !errors.Is(err, serve.ErrStopped) &&
-				!errors.Is(err, serve.ErrAlreadyDecided) {
+				!errors.Is(err, serve.ErrAlreadyDecided) && !errors.Is(err, serve.ErrUnknownAsk) {
 				if werr := writeLine(out, map[string]any{"event": "error", "ask": q.Ask.ID, "error": err.Error()}); werr != nil {
 					return werr
 				}

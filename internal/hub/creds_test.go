@@ -16,11 +16,7 @@ import (
 func TestEditedCredentialsFailAtConnect(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Relays = []string{"alpha", "beta"}
-	h, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Shutdown)
+	h := started(t, cfg)
 	edit := func(path string, change func(*Creds)) Creds {
 		c, err := ReadCreds(path)
 		if err != nil {

@@ -10,6 +10,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// started runs a hub of cfg until the test ends.
+func started(t *testing.T, cfg Config) *Hub {
+	t.Helper()
+	h, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Shutdown)
+	return h
+}
+
 // connectAs opens a JetStream context with the credentials h issued to a
 // role's name.
 func connectAs(t *testing.T, h *Hub, role, name string) jetstream.JetStream {
@@ -28,11 +39,7 @@ func connectAs(t *testing.T, h *Hub, role, name string) jetstream.JetStream {
 func TestOneDecisionPerAskEnforcedByTheServer(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Approvers = []string{"ann", "bob"}
-	h, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Shutdown)
+	h := started(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	short := func() context.Context {

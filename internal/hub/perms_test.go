@@ -111,11 +111,7 @@ func allowed(t *testing.T, nc *nats.Conn, row permRow) bool {
 func TestRolePermissionsTable(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Relays = []string{"alpha", "beta"}
-	h, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Shutdown)
+	h := started(t, cfg)
 	relay := connectAsConn(t, h, RoleRelay, "alpha")
 	appr := connectAsConn(t, h, RoleApprover, "ann")
 	for _, row := range readPermsTable(t) {

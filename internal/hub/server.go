@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,7 +30,10 @@ type Config struct {
 	TLSCert   string
 	TLSKey    string
 	Retention time.Duration // 0 means DefaultRetention
-	Logger    *slog.Logger  // the server's notices, warnings and errors; nil discards them
+	// MaxPayload is the server's max_payload; 0 means room for the largest
+	// ask. A smaller one stands for an existing deployment's limit.
+	MaxPayload int32
+	Logger     *slog.Logger // the server's notices, warnings and errors; nil discards them
 }
 
 // Hub is a running embedded NATS server with JetStream.
@@ -117,7 +121,7 @@ func Start(cfg Config) (*Hub, error) {
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
 		Nkeys:      users,
-		MaxPayload: MaxAskBytes + 64<<10,
+		MaxPayload: cmp.Or(cfg.MaxPayload, MaxAskBytes+64<<10),
 		NoSigs:     true,
 	}
 	if tlsOn {

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"errors"
@@ -42,7 +43,11 @@ type Approver struct {
 	room   chan struct{} // wakes refill
 	replay chan struct{} // wakes Run to read the stream again from replayFrom
 
+	senders sync.WaitGroup // keepSending, until Run returns
+
 	mu        sync.Mutex
+	run       context.Context      // Run's
+	sending   map[serve.AskID]bool // unconfirmed decisions being sent again
 	decisions jetstream.KeyValue
 	grantsKV  jetstream.KeyValue
 	stream    jetstream.Stream
@@ -82,7 +87,7 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, budget inbox.Budg
 		name: name, js: js, log: log, events: serve.NewEventQueue(), now: time.Now, budget: budget.WithDefaults(),
 		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
 		byKey: map[string]*hubAsk{}, hostOf: map[string]string{}, byID: map[serve.AskID]*hubAsk{},
-		closed: map[string]bool{}, grants: map[string][]wire.Grant{},
+		closed: map[string]bool{}, grants: map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
 	}, nil
 }
 
@@ -94,8 +99,12 @@ func (a *Approver) Events() <-chan serve.Event { return a.events.Out() }
 
 // Run follows the hub until ctx ends, waiting for it while it is away.
 func (a *Approver) Run(ctx context.Context) {
+	a.mu.Lock()
+	a.run = ctx
+	a.mu.Unlock()
 	defer a.events.Close()
 	defer a.stopReports()
+	defer a.senders.Wait()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -165,7 +174,7 @@ func (a *Approver) follow(ctx context.Context) (jetstream.ConsumeContext, error)
 	gen := a.gen
 	a.memory.replayFrom = 0
 	a.mu.Unlock()
-	cc, err := cons.Consume(func(msg jetstream.Msg) { a.onAsk(gen, msg) })
+	cc, err := cons.Consume(func(msg jetstream.Msg) { a.onAsk(gen, msg) }, pullExpiry)
 	if err != nil {
 		a.mu.Lock()
 		a.memory.replayFrom = from // nothing was read: the next try starts there
@@ -337,24 +346,89 @@ func (a *Approver) Decide(d serve.Decision) error {
 		return fmt.Errorf("%w: the decision is %d bytes, the hub carries at most %d (shorten the edited pattern)",
 			serve.ErrInvalidDecision, len(data), hub.MaxDecisionBytes)
 	}
+	key := hub.DecisionKey(h.host, h.key)
+	a.mu.Lock()
+	if a.sending[d.Ask] {
+		a.mu.Unlock()
+		return ErrDelivering
+	}
+	a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
 	defer cancel()
-	key := hub.DecisionKey(h.host, h.key)
-	if _, err := dec.Create(ctx, key, data); err != nil {
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return fmt.Errorf("hub: %w", err)
-		}
-		winner := "another approver"
-		if e, gerr := dec.Get(ctx, key); gerr == nil {
-			var w decisionMsg
-			if json.Unmarshal(e.Value(), &w) == nil && w.Approver != "" {
-				winner = wire.QuoteShort(w.Approver)
-			}
-		}
-		a.log.Debug("decision race lost", "key", key, "winner", winner)
-		return fmt.Errorf("%w by %s", serve.ErrAlreadyDecided, winner)
+	err = a.record(ctx, dec, key, data)
+	if !errors.Is(err, errUnconfirmed) {
+		return err
 	}
-	return nil
+	a.mu.Lock()
+	a.sending[d.Ask] = true
+	a.mu.Unlock()
+	a.senders.Add(1)
+	go a.keepSending(d.Ask, key, data)
+	return fmt.Errorf("%w (%v)", ErrDelivering, err)
+}
+
+// ErrDelivering: the hub has not confirmed a decision (it is away, or its
+// stream is electing a leader); the approver keeps sending it.
+var ErrDelivering = errors.New("the hub has not confirmed the decision yet; permtui keeps sending it until it does or the ask ends")
+
+// errUnconfirmed: the hub did not answer a decision's create, so it may or
+// may not have taken it.
+var errUnconfirmed = errors.New("decision unconfirmed")
+
+// record creates the decision at key. A create refused because the key
+// holds a value is ours if the value is exactly ours (an earlier try that
+// the hub took without its answer reaching us), else the winner's.
+func (a *Approver) record(ctx context.Context, dec jetstream.KeyValue, key string, data []byte) error {
+	_, err := dec.Create(ctx, key, data)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("%w: %w", errUnconfirmed, err)
+	}
+	winner := "another approver"
+	if e, gerr := dec.Get(ctx, key); gerr == nil {
+		if bytes.Equal(e.Value(), data) {
+			return nil
+		}
+		var w decisionMsg
+		if json.Unmarshal(e.Value(), &w) == nil && w.Approver != "" {
+			winner = wire.QuoteShort(w.Approver)
+		}
+	}
+	a.log.Debug("decision race lost", "key", key, "winner", winner)
+	return fmt.Errorf("%w by %s", serve.ErrAlreadyDecided, winner)
+}
+
+// keepSending sends an unconfirmed decision again, with backoff, until the
+// hub takes it or refuses it for another's, the ask ends, or Run does.
+func (a *Approver) keepSending(id serve.AskID, key string, data []byte) {
+	defer a.senders.Done()
+	defer func() {
+		a.mu.Lock()
+		delete(a.sending, id)
+		a.mu.Unlock()
+	}()
+	a.mu.Lock()
+	run := a.run
+	a.mu.Unlock()
+	wait := retryFirst
+	for await(run, time.After(wait)) {
+		a.mu.Lock()
+		open, dec := a.byID[id] != nil, a.decisions
+		a.mu.Unlock()
+		if !open {
+			return // answered or withdrawn meanwhile
+		}
+		ctx, cancel := context.WithTimeout(run, hubTimeout)
+		err := a.record(ctx, dec, key, data)
+		cancel()
+		if !errors.Is(err, errUnconfirmed) {
+			a.log.Info("unconfirmed decision settled", "key", key, "err", err)
+			return
+		}
+		wait = min(wait*2, retryMax)
+	}
 }
 
 // errDenyAtHub: session denies (decision 0104) are kept by a local server

@@ -126,7 +126,7 @@ func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, 
 			continue
 		}
 		lost := make(chan struct{}, 1)
-		cc, err := cons.Consume(take, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		cc, err := cons.Consume(take, pullExpiry, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if mayBeGone(err) {
 				notify(lost)
 			}

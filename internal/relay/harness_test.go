@@ -7,11 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/pichild"
@@ -33,6 +37,12 @@ type testHub struct {
 
 func startHub(t testing.TB) *testHub {
 	t.Helper()
+	return startHubWith(t, func(*hub.Config) {})
+}
+
+// startHubWith starts a hub whose configuration change has adjusted.
+func startHubWith(t testing.TB, change func(*hub.Config)) *testHub {
+	t.Helper()
 	dir := t.TempDir()
 	th := &testHub{t: t, cfg: hub.Config{
 		Listen:    "127.0.0.1:0",
@@ -41,6 +51,7 @@ func startHub(t testing.TB) *testHub {
 		Relays:    []string{"alpha", "beta"},
 		Approvers: []string{"ann", "bob"},
 	}}
+	change(&th.cfg)
 	th.start()
 	_, port, err := net.SplitHostPort(th.h.URL()[len("nats://"):])
 	if err != nil {
@@ -80,6 +91,13 @@ func (th *testHub) creds(role, name string) hub.Creds {
 	return c
 }
 
+// hubAt is where relays and approvers connect: an embedded hub or a
+// cluster.
+type hubAt interface {
+	url() string
+	creds(role, name string) hub.Creds
+}
+
 // testRelay is one host: its own agent dir, state dir and relay.
 type testRelay struct {
 	t        *testing.T
@@ -92,7 +110,7 @@ type testRelay struct {
 	done     chan struct{}
 }
 
-func newRelay(t *testing.T, th *testHub, host string) *testRelay {
+func newRelay(t *testing.T, th hubAt, host string) *testRelay {
 	t.Helper()
 	tr := &testRelay{t: t, host: host, agentDir: t.TempDir(), stateDir: t.TempDir()}
 	tr.start(th)
@@ -100,7 +118,7 @@ func newRelay(t *testing.T, th *testHub, host string) *testRelay {
 	return tr
 }
 
-func (tr *testRelay) start(th *testHub) {
+func (tr *testRelay) start(th hubAt) {
 	t := tr.t
 	t.Helper()
 	policy := resolve.Load(resolve.LoadOptions{AgentDir: tr.agentDir, Home: tr.agentDir})
@@ -181,14 +199,20 @@ func (tr *testRelay) audit() []serve.AuditRecord {
 	return recs
 }
 
-// logRecorder is a slog handler that records each message.
+// logRecorder is a slog handler that records each message, its attributes
+// after it.
 type logRecorder struct{ *testkit.Recorder[string] }
 
 func (h logRecorder) Enabled(context.Context, slog.Level) bool { return true }
 func (h logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h logRecorder) WithGroup(string) slog.Handler            { return h }
 func (h logRecorder) Handle(_ context.Context, r slog.Record) error {
-	h.Add(r.Message)
+	line := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
+	h.Add(line)
 	return nil
 }
 
@@ -198,13 +222,13 @@ type testApprover struct {
 	events *testkit.Recorder[serve.Event]
 }
 
-func newApprover(t *testing.T, th *testHub, name string) *testApprover {
+func newApprover(t *testing.T, th hubAt, name string) *testApprover {
 	t.Helper()
 	return newApproverWith(t, th, name, inbox.Budget{})
 }
 
 // newApproverWith attaches an approver that holds asks within budget.
-func newApproverWith(t testing.TB, th *testHub, name string, budget inbox.Budget) *testApprover {
+func newApproverWith(t testing.TB, th hubAt, name string, budget inbox.Budget) *testApprover {
 	t.Helper()
 	nc, err := hub.Connect(th.url(), th.creds(hub.RoleApprover, name), hub.RoleApprover, name)
 	if err != nil {
@@ -255,6 +279,20 @@ func (ta *testApprover) decide(t *testing.T, d serve.Decision) error {
 func (th *testHub) admin(t *testing.T) jetstream.JetStream {
 	t.Helper()
 	nc, err := th.h.Admin()
+	return jetStreamOf(t, nc, err)
+}
+
+// jetStream is a JetStream context with the credentials of role's name.
+func (th *testHub) jetStream(t testing.TB, role, name string) jetstream.JetStream {
+	t.Helper()
+	nc, err := hub.Connect(th.url(), th.creds(role, name), role, name)
+	return jetStreamOf(t, nc, err)
+}
+
+// jetStreamOf is a JetStream context over a connection just opened, closed
+// when the test ends.
+func jetStreamOf(t testing.TB, nc *nats.Conn, err error) jetstream.JetStream {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,19 +304,43 @@ func (th *testHub) admin(t *testing.T) jetstream.JetStream {
 	return js
 }
 
-// jetStream is a JetStream context with the credentials of role's name.
-func (th *testHub) jetStream(t testing.TB, role, name string) jetstream.JetStream {
+// raceHeadless attaches a headless approver (serve --headless --hub) for
+// each name that denies every ask it is shown, until ctx ends; wait for
+// the returned group after ending ctx.
+func raceHeadless(t *testing.T, ctx context.Context, at hubAt, names ...string) *sync.WaitGroup {
 	t.Helper()
-	nc, err := hub.Connect(th.url(), th.creds(role, name), role, name)
-	if err != nil {
-		t.Fatal(err)
+	var racers sync.WaitGroup
+	for _, name := range names {
+		nc, err := hub.Connect(at.url(), at.creds(hub.RoleApprover, name), hub.RoleApprover, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		logs, out := testkit.NewRecorder[string](), &testkit.SyncBuffer{}
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s's log: %q", name, logs.Snapshot())
+				for _, l := range strings.Split(out.String(), "\n") {
+					if strings.Contains(l, `"error"`) {
+						t.Logf("%s: %s", name, l)
+					}
+				}
+			}
+		})
+		a, err := NewApprover(nc, name, slog.New(logRecorder{logs}), inbox.Budget{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		racers.Add(2)
+		go func() { defer racers.Done(); a.Run(ctx) }()
+		go func() {
+			defer racers.Done()
+			if err := headless.Run(ctx, a, out, headless.Deny); err != nil {
+				t.Error(err)
+			}
+		}()
 	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
+	return &racers
 }
 
 // consumerInfo is the state of a host's decision consumer at the hub.

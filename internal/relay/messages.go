@@ -8,6 +8,7 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	json "github.com/goccy/go-json"
 
@@ -60,6 +61,33 @@ type grantsMsg struct {
 }
 
 var errBadMessage = errors.New("malformed hub message")
+
+// maxVerdictText caps each text of the verdict an ask carries for display.
+// The request is in the ask once; a verdict quoting it again in full (the
+// explanation, the matched value) made an ask 1.5 times its request.
+const maxVerdictText = 4 << 10
+
+// shownVerdict is v as an ask carries it: its long texts cut at a rune
+// boundary, marked with "…".
+func shownVerdict(v resolve.Verdict) resolve.Verdict {
+	v.Explanation, v.Value = cutText(v.Explanation), cutText(v.Value)
+	if v.Hint != nil {
+		h := shownVerdict(*v.Hint)
+		v.Hint = &h
+	}
+	return v
+}
+
+func cutText(s string) string {
+	if len(s) <= maxVerdictText {
+		return s
+	}
+	i := maxVerdictText
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
 
 // decodeAsk reads an ask message; the request passes the inbox's reader.
 func decodeAsk(data []byte) (askMsg, *wire.Request, error) {

@@ -24,9 +24,15 @@ import (
 // scope it does not offer).
 const RefusedPrefix = "the decision made at the hub was refused: "
 
-// TooLargeReason denies an ask whose message would exceed hub.MaxAskBytes:
-// no approver could see it, so nobody may approve it (fail closed).
-const TooLargeReason = "the ask is too large to send to the hub"
+// tooLarge is the denial reason of an ask larger than the hub carries: no
+// approver could see it, so nobody may approve it (fail closed).
+func tooLarge(size, limit int, by string) string {
+	return fmt.Sprintf("the ask is too large to send to the hub (%d bytes; %s is %d)", size, by, limit)
+}
+
+// payloadHeadroom is left of the server's max_payload for the message's
+// headers (its deduplication id).
+const payloadHeadroom = 1 << 10
 
 // Timings of the hub side. A decision for an ask this relay does not know
 // yet (it restarted and the inbox has not delivered the request again) is
@@ -38,6 +44,14 @@ const (
 	retryMax             = 2 * time.Second
 	unknownDelay         = time.Second
 	maxUnknownDeliveries = 30
+	// pullExpiry renews every pull request this often: a pull request held
+	// by a node that stopped (a consumer's leader) is replaced within about
+	// this long, rather than after the client's default 30 s.
+	pullExpiry = jetstream.PullExpiry(5 * time.Second)
+	// decisionAckWait: a decision sent out but not acked (lost with a node
+	// or a relay) is sent again after this long. A second delivery is
+	// refused by serve, so a short wait costs nothing but a look.
+	decisionAckWait = 10 * time.Second
 )
 
 // Relay is a front end of this host's serve.Server: the server answers what
@@ -145,13 +159,11 @@ func (r *Relay) queued(a serve.Ask) {
 	raw, err := wire.MarshalRequest(req)
 	var data []byte
 	if err == nil {
-		data, err = json.Marshal(askMsg{Host: r.host, Session: a.Session, Path: a.Path, At: a.At.UnixMilli(), Request: raw, Verdict: a.Verdict})
+		data, err = json.Marshal(askMsg{Host: r.host, Session: a.Session, Path: a.Path, At: a.At.UnixMilli(), Request: raw,
+			Verdict: shownVerdict(a.Verdict)})
 	}
 	if err != nil || len(data) > hub.MaxAskBytes {
-		r.log.Warn("ask not sent to the hub; denied", "ask", a.ID, "size", len(data), "err", err)
-		if err := r.srv.Decide(serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: TooLargeReason, Unattended: true}); err != nil {
-			r.log.Warn("denial failed", "ask", a.ID, "err", err)
-		}
+		r.denyTooLarge(a.ID, len(data), hub.MaxAskBytes, "the largest ask", err)
 		return
 	}
 	r.mu.Lock()
@@ -160,6 +172,15 @@ func (r *Relay) queued(a serve.Ask) {
 	r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true})
 	r.mu.Unlock()
 	r.signal()
+}
+
+// denyTooLarge denies an ask whose message is larger than the hub
+// carries: no approver could see it, so nobody may approve it.
+func (r *Relay) denyTooLarge(id serve.AskID, size, limit int, by string, err error) {
+	r.log.Warn("ask not sent to the hub; denied", "ask", id, "size", size, "limit", limit, "err", err)
+	if err := r.srv.Decide(serve.Decision{Ask: id, State: wire.StateDeniedWithReason, Reason: tooLarge(size, limit, by), Unattended: true}); err != nil {
+		r.log.Warn("denial failed", "ask", id, "err", err)
+	}
 }
 
 // gone tells the hub an ask it carries is no longer open.
@@ -268,10 +289,21 @@ func (r *Relay) send(ctx context.Context, batch []outMsg) []outMsg {
 	var inFlight []sent
 	var failed []outMsg
 	for _, m := range batch {
-		if m.ask && !r.isOpen(m.key) {
+		id, open := r.openID(m.key)
+		if m.ask && !open {
 			continue // answered or withdrawn before it was sent
 		}
+		// The server's limit, from its INFO at the last connect: a
+		// deployment with a smaller max_payload would refuse the ask for ever.
+		if limit := int(r.nc.MaxPayload()) - payloadHeadroom; m.ask && limit > 0 && len(m.data) > limit {
+			r.denyTooLarge(id, len(m.data), limit, "the hub's max_payload less headers", nil)
+			continue
+		}
 		ack, err := r.js.PublishAsync(m.subject, m.data, jetstream.WithMsgID(m.msgID))
+		if m.ask && errors.Is(err, nats.ErrMaxPayload) {
+			r.denyTooLarge(id, len(m.data), int(r.nc.MaxPayload()), "the hub's max_payload", err)
+			continue
+		}
 		if err != nil {
 			r.log.Warn("hub publish failed; retrying", "subject", m.subject, "err", err)
 			failed = append(failed, m)
@@ -279,26 +311,35 @@ func (r *Relay) send(ctx context.Context, batch []outMsg) []outMsg {
 		}
 		inFlight = append(inFlight, sent{m, ack})
 	}
-	timeout := time.After(publishTimeout)
+	// One deadline for the batch that stays passed: a time.After channel
+	// fires once, and the next unanswered acknowledgement (one lost with a
+	// stopping node is never answered) then blocked publishing for good.
+	deadline, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
 	for _, s := range inFlight {
 		select {
 		case <-s.ack.Ok():
 			continue
 		case err := <-s.ack.Err():
 			r.log.Warn("hub publish failed; retrying", "subject", s.m.subject, "err", err)
-		case <-timeout:
-			r.log.Warn("hub publish unacknowledged; retrying", "subject", s.m.subject)
-		case <-ctx.Done():
+		case <-deadline.Done():
+			if ctx.Err() == nil {
+				r.log.Warn("hub publish unacknowledged; retrying", "subject", s.m.subject)
+			}
 		}
 		failed = append(failed, s.m)
 	}
 	return failed
 }
 
-func (r *Relay) isOpen(key string) bool {
+// openID is the AskID of the open ask key, if it is open.
+func (r *Relay) openID(key string) (serve.AskID, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.open[key] != nil
+	if oa := r.open[key]; oa != nil {
+		return oa.id, true
+	}
+	return 0, false
 }
 
 // consumeDecisions reads this host's decisions through its durable consumer:
@@ -313,7 +354,7 @@ func (r *Relay) consumeDecisions(ctx context.Context) {
 		FilterSubject: hub.DecisionSubjectPrefix + r.host + ".>",
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       decisionAckWait,
 	}
 	var ready sync.Once
 	for {
@@ -328,7 +369,7 @@ func (r *Relay) consumeDecisions(ctx context.Context) {
 		r.floor.bound(cons.CachedInfo().AckFloor.Stream)
 		ready.Do(func() { close(r.consumer) })
 		lost := make(chan struct{}, 1)
-		cc, err := cons.Consume(r.onDecision, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		cc, err := cons.Consume(r.onDecision, pullExpiry, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			r.log.Warn("decision consumer", "err", err)
 			if mayBeGone(err) {
 				notify(lost)
@@ -412,7 +453,7 @@ func (f *decisionFloor) resume() uint64 {
 // already sent here is acked or handed back. Stopping without draining left
 // the pull request at the hub until it noticed the closed connection; a
 // decision made in between went to the relay that was gone and reached the
-// next one only after the ack wait (30 s).
+// next one only after the ack wait.
 func (r *Relay) stopDecisions(cc jetstream.ConsumeContext) {
 	cc.Drain()
 	if !r.nc.IsConnected() {
