@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -29,15 +29,6 @@ func TestMain(m *testing.M) {
 		return
 	}
 	os.Exit(m.Run())
-}
-
-// Crash test sizes: CI runs the short one; `task crash` sets
-// PERMTUI_CRASH_REQUESTS and PERMTUI_CRASH_KILLS for a longer run.
-func crashSize(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	return def
 }
 
 const crashRoot = "0198c3a4-5b6d-7e8f-9a0b-c0ffeec0ffee"
@@ -165,8 +156,9 @@ func (c *crashChild) answered(id string) []*wire.ChildResponse {
 // answered exactly once, or is still pending and answered after a restart;
 // the audit log holds exactly one decision per request; grants are intact.
 func TestCrashAndTakeoverKeepOneDecisionPerRequest(t *testing.T) {
-	requests := crashSize("PERMTUI_CRASH_REQUESTS", 240)
-	kills := crashSize("PERMTUI_CRASH_KILLS", 6)
+	// CI runs the short one; `task crash` sets these for a longer run.
+	requests := testkit.EnvInt(t, "PERMTUI_CRASH_REQUESTS", 240)
+	kills := testkit.EnvInt(t, "PERMTUI_CRASH_KILLS", 6)
 	dir := t.TempDir()
 	r := &crashRig{t: t, agentDir: filepath.Join(dir, "agent"), state: filepath.Join(dir, "state"),
 		logs: t.TempDir(), procs: map[int]*exec.Cmd{}}

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/permtui/permtui/internal/judgment"
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/testkit"
 )
 
 // The generated trees draw patterns and values from one small alphabet, so
@@ -149,8 +149,8 @@ func propValues(home string) []string {
 // allows) or is named by the change: same view, surface, rule before and
 // rule after. PERMTUI_POLICYEDIT_CASES and PERMTUI_POLICYEDIT_SEED run more.
 func TestAuthorityDiffNamesEveryLoosening(t *testing.T) {
-	cases := propertyEnv(t, "PERMTUI_POLICYEDIT_CASES", 400)
-	seed := uint64(propertyEnv(t, "PERMTUI_POLICYEDIT_SEED", 1))
+	cases := testkit.EnvInt(t, "PERMTUI_POLICYEDIT_CASES", 400)
+	seed := uint64(testkit.EnvInt(t, "PERMTUI_POLICYEDIT_SEED", 1))
 	planned, loosening, piChecked := 0, 0, 0
 	pi := startPiJudge(t, "/home/u")
 	defer func() {
@@ -324,17 +324,6 @@ func (p *piJudge) judge(t *testing.T, e env, qs []resolve.Query) []resolve.Actio
 		t.Fatalf("pi-judge answered %q: %v", p.out.Bytes(), err)
 	}
 	return res.States
-}
-
-func propertyEnv(t *testing.T, name string, def int) int {
-	if s := os.Getenv(name); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatalf("%s=%q: %v", name, s, err)
-		}
-		return n
-	}
-	return def
 }
 
 // dumpTree shows the policy files of a failing case.

@@ -23,14 +23,7 @@ func stripJSONComments(text string) string {
 		c := text[i]
 		switch {
 		case c == '"' || c == '\'':
-			j := i + 1
-			for j < len(text) && text[j] != c {
-				if text[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			j = min(j+1, len(text))
+			j := quotedEnd(text, i)
 			b.WriteString(text[i:j])
 			i = j
 		case c == '/' && i+1 < len(text) && text[i+1] == '/':
@@ -452,4 +445,18 @@ func (p *jsonParser) hex4() (rune, bool) {
 	}
 	p.i += 4
 	return rune(n), true
+}
+
+// quotedEnd is the index just past the string literal opening at text[i]
+// (quoted with text[i], backslash escapes skipped), or len(text) when it is
+// not closed.
+func quotedEnd(text string, i int) int {
+	quote, j := text[i], i+1
+	for j < len(text) && text[j] != quote {
+		if text[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	return min(j+1, len(text))
 }

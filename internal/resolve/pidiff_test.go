@@ -66,11 +66,11 @@ func TestDifferentialAgainstPi(t *testing.T) {
 	if _, err := os.Stat(tsx); err != nil {
 		t.Skipf("no pi peer beside the module (%v)", err)
 	}
-	policies := propertyEnv(t, "PERMTUI_PI_DIFF_POLICIES", 300)
+	policies := testkit.EnvInt(t, "PERMTUI_PI_DIFF_POLICIES", 300)
 	base := vectorPools(t)
 	// 20.7.3 leaves ${HOME} literal; NEW expands it (ruleset vector B20).
 	base.patterns = slices.DeleteFunc(slices.Clone(base.patterns), func(p string) bool { return strings.Contains(p, "${HOME}") })
-	r := rand.New(rand.NewPCG(21, uint64(propertyEnv(t, "PERMTUI_PROPERTY_SEED", 1))))
+	r := rand.New(rand.NewPCG(21, uint64(testkit.EnvInt(t, "PERMTUI_PROPERTY_SEED", 1))))
 	dir := t.TempDir()
 	var input bytes.Buffer
 	verdicts := map[string]Verdict{}

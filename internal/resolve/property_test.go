@@ -24,10 +24,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -473,20 +471,9 @@ func checkIndex(p *Policy, q Query) error {
 	return nil
 }
 
-func propertyEnv(t *testing.T, name string, def int) int {
-	if s := os.Getenv(name); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatalf("%s=%q: %v", name, s, err)
-		}
-		return n
-	}
-	return def
-}
-
 func TestPropertyRandomPolicies(t *testing.T) {
-	cases := propertyEnv(t, "PERMTUI_PROPERTY_CASES", 150)
-	seed := uint64(propertyEnv(t, "PERMTUI_PROPERTY_SEED", 1))
+	cases := testkit.EnvInt(t, "PERMTUI_PROPERTY_CASES", 150)
+	seed := uint64(testkit.EnvInt(t, "PERMTUI_PROPERTY_SEED", 1))
 	pl := vectorPools(t)
 	actions, problems, tightened := map[Action]int{}, 0, 0
 	defer func() {

@@ -85,14 +85,7 @@ func jsonTokens(text string) []string {
 			toks = append(toks, text[i:i+1])
 			i++
 		case c == '"' || c == '\'':
-			j := i + 1
-			for j < len(text) && text[j] != c {
-				if text[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			j = min(j+1, len(text))
+			j := quotedEnd(text, i)
 			toks = append(toks, text[i:j])
 			i = j
 		default:
