@@ -34,6 +34,9 @@ audit, automatic answers at once) and sends each ask that needs a person to
 the hub; the decision that comes back is audited here, then written.`
 
 func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if ok, err := runHubSub(ctx, args, stdout, stderr); ok {
+		return err
+	}
 	var (
 		stateDir, listen, store, tlsCert, tlsKey string
 		relays, approvers                        listFlag

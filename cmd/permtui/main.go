@@ -29,6 +29,7 @@ Usage:
   permtui rule add [flags]    write a rule into pi's policy, after a diff and a coverage preview
   permtui simulate [flags]    replay the audit log's asks against a candidate policy
   permtui hub [flags]         run the hub relays and consoles meet at (docs/hub.md)
+  permtui hub users|provision set up an existing NATS cluster as the hub (docs/hub.md)
   permtui relay --hub URL --creds FILE
                               serve this host's inbox; asks that need a person go to the hub
   permtui --hub URL --creds FILE

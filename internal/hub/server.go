@@ -164,7 +164,7 @@ func Start(cfg Config) (*Hub, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := Setup(ctx, js, cfg.Retention); err != nil {
+	if err := Setup(ctx, js, cfg.Retention, 1); err != nil {
 		srv.Shutdown()
 		return nil, err
 	}
@@ -194,14 +194,28 @@ func (h *Hub) Shutdown() {
 	h.srv.WaitForShutdown()
 }
 
-// Setup creates or updates the stream and buckets permtui uses. The hub
-// runs it on start; an operator pointing permtui at an existing cluster runs
-// the same configuration (docs/hub.md).
-func Setup(ctx context.Context, js jetstream.JetStream, retention time.Duration) error {
+// Setup creates or updates the stream and buckets permtui uses, each with
+// replicas copies (1 for the embedded hub; 3 on a cluster, so that a node
+// lost does not stall asks). The hub runs it on start; `permtui hub
+// provision` runs it on an existing deployment (docs/hub.md).
+func Setup(ctx context.Context, js jetstream.JetStream, retention time.Duration, replicas int) error {
+	for _, cfg := range StreamConfigs(retention, replicas) {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("hub: stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+// StreamConfigs are the asks stream and the two buckets' streams. The
+// grants bucket's is what a key-value bucket with history 1 makes; the
+// decisions bucket's is made directly (decisionsConfig).
+func StreamConfigs(retention time.Duration, replicas int) []jetstream.StreamConfig {
 	if retention <= 0 {
 		retention = DefaultRetention
 	}
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	replicas = max(replicas, 1)
+	asks := jetstream.StreamConfig{
 		Name:              AsksStream,
 		Subjects:          []string{"permtui.ask.*.*", "permtui.gone.*.*"},
 		Storage:           jetstream.FileStorage,
@@ -210,34 +224,33 @@ func Setup(ctx context.Context, js jetstream.JetStream, retention time.Duration)
 		MaxMsgsPerSubject: 1,
 		Duplicates:        dedupWindow,
 		AllowDirect:       true,
-	})
-	if err != nil {
-		return fmt.Errorf("hub: stream %s: %w", AsksStream, err)
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, DecisionsConfig(retention)); err != nil {
-		return fmt.Errorf("hub: bucket %s: %w", DecisionsBucket, err)
+	grants := jetstream.StreamConfig{
+		Name:              GrantsStream,
+		Subjects:          []string{GrantSubjectPrefix + ">"},
+		Storage:           jetstream.FileStorage,
+		MaxMsgSize:        MaxGrantsBytes,
+		MaxMsgsPerSubject: 1,
+		Discard:           jetstream.DiscardNew,
+		Duplicates:        dedupWindow,
+		AllowRollup:       true,
+		DenyDelete:        true,
+		AllowDirect:       true,
 	}
-	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:       GrantsBucket,
-		History:      1,
-		MaxValueSize: MaxGrantsBytes,
-		Storage:      jetstream.FileStorage,
-	}); err != nil {
-		return fmt.Errorf("hub: bucket %s: %w", GrantsBucket, err)
+	out := []jetstream.StreamConfig{asks, decisionsConfig(retention), grants}
+	for i := range out {
+		out[i].Replicas = replicas
 	}
-	return nil
+	return out
 }
 
-// DecisionsConfig is the decisions bucket's stream, configured so that the
+// decisionsConfig is the decisions bucket's stream, configured so that the
 // server itself keeps one decision per ask (decision 0161): a second
 // message on a key is refused (one per subject, discard new per subject),
 // and no message can be deleted, purged or rolled up. Only the retention
 // removes a decision. A key-value bucket's own options cannot say this, so
 // the stream is made directly; it is still read as the bucket.
-func DecisionsConfig(retention time.Duration) jetstream.StreamConfig {
-	if retention <= 0 {
-		retention = DefaultRetention
-	}
+func decisionsConfig(retention time.Duration) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:                 DecisionsStream,
 		Subjects:             []string{DecisionSubjectPrefix + ">"},

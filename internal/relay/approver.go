@@ -247,6 +247,9 @@ func (a *Approver) letGo(host, key string, g goneMsg) {
 	a.close(hk)
 	h := a.byKey[hk]
 	if h == nil {
+		if g.Ask != nil && g.Response != nil {
+			a.showDenied(host, g)
+		}
 		return
 	}
 	a.forget(h)
@@ -265,6 +268,21 @@ func (a *Approver) letGo(host, key string, g goneMsg) {
 	}
 	a.events.Push(serve.Decided{Ask: *h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,
 		Latency: a.now().Sub(h.ask.At)})
+}
+
+// showDenied reports the answer of an ask its relay never sent, too large
+// for the hub, from the cut ask its gone message carries. a.mu is held.
+func (a *Approver) showDenied(host string, g goneMsg) {
+	m := *g.Ask
+	req, err := wire.ParseRequest(m.Request)
+	if err != nil || m.Host != host {
+		a.log.Warn("denied ask not shown", "host", host, "err", err)
+		return
+	}
+	a.next++
+	ask := serve.Ask{Arrived: inbox.Arrived{ID: a.next, Session: m.Session, Path: m.Path, Request: req, At: time.UnixMilli(m.At)},
+		Verdict: m.Verdict, Host: host}
+	a.events.Push(serve.Decided{Ask: ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver})
 }
 
 // forget lets go of h's names. a.mu is held.

@@ -37,6 +37,9 @@ type goneMsg struct {
 	Response *wire.Response `json:"response,omitempty"`
 	Auto     bool           `json:"auto,omitempty"`
 	Approver string         `json:"approver,omitempty"`
+	// Ask is the ask of one never sent (too large for the hub), with its
+	// request cut, so that consoles can show its denial.
+	Ask *askMsg `json:"ask,omitempty"`
 }
 
 // decisionMsg is the value of <host>.<key> in the decisions bucket: created
@@ -76,6 +79,21 @@ func shownVerdict(v resolve.Verdict) resolve.Verdict {
 		v.Hint = &h
 	}
 	return v
+}
+
+// cutAsk is m with its request cut to what names it (ids, agent, display
+// surface and value, the value cut as the verdict's texts are): the form in
+// which an ask too large for the hub still reaches consoles.
+func cutAsk(m askMsg, req *wire.Request) (askMsg, error) {
+	cut := &wire.Request{ID: req.ID, CreatedAt: req.CreatedAt, RequesterSessionID: req.RequesterSessionID,
+		TargetSessionID: req.TargetSessionID, RequesterAgentName: req.RequesterAgentName, Source: req.Source, Surface: req.Surface}
+	if req.Value != nil {
+		v := cutText(*req.Value)
+		cut.Value = &v
+	}
+	raw, err := wire.MarshalRequest(cut)
+	m.Request, m.Verdict = raw, shownVerdict(m.Verdict)
+	return m, err
 }
 
 func cutText(s string) string {

@@ -71,8 +71,9 @@ type Relay struct {
 	mu       sync.Mutex
 	open     map[string]*openAsk // by hub key: asks waiting at the hub
 	keys     map[serve.AskID]string
-	finished map[string]bool // keys answered or withdrawn in this process
-	queue    []outMsg        // messages to publish, in order
+	finished map[string]bool        // keys answered or withdrawn in this process
+	tooLarge map[serve.AskID]askMsg // cut asks denied as too large, until their gone message
+	queue    []outMsg               // messages to publish, in order
 	wake     chan struct{}
 
 	consumer   chan struct{} // closed once this host's decision consumer exists
@@ -107,6 +108,7 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 		open:     map[string]*openAsk{},
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
+		tooLarge: map[serve.AskID]askMsg{},
 		wake:     make(chan struct{}, 1),
 		consumer: make(chan struct{}),
 	}
@@ -147,8 +149,19 @@ func (r *Relay) handle(ev serve.Event) {
 	case serve.AskQueued:
 		r.queued(ev.Ask)
 	case serve.Decided:
-		r.gone(ev.Ask.ID, goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver})
+		r.mu.Lock()
+		cut, ok := r.tooLarge[ev.Ask.ID]
+		delete(r.tooLarge, ev.Ask.ID)
+		r.mu.Unlock()
+		g := goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver}
+		if ok {
+			g.Ask = &cut
+		}
+		r.gone(ev.Ask.ID, g)
 	case serve.Withdrawn:
+		r.mu.Lock()
+		delete(r.tooLarge, ev.ID)
+		r.mu.Unlock()
 		r.gone(ev.ID, goneMsg{})
 	}
 }
@@ -156,14 +169,18 @@ func (r *Relay) handle(ev serve.Event) {
 func (r *Relay) queued(a serve.Ask) {
 	req := a.Request
 	key := hub.AskKey(a.Session, req.ID, req.CreatedAt)
+	m := askMsg{Host: r.host, Session: a.Session, Path: a.Path, At: a.At.UnixMilli(), Verdict: shownVerdict(a.Verdict)}
 	raw, err := wire.MarshalRequest(req)
 	var data []byte
 	if err == nil {
-		data, err = json.Marshal(askMsg{Host: r.host, Session: a.Session, Path: a.Path, At: a.At.UnixMilli(), Request: raw,
-			Verdict: shownVerdict(a.Verdict)})
+		m.Request = raw
+		data, err = json.Marshal(m)
 	}
 	if err != nil || len(data) > hub.MaxAskBytes {
-		r.denyTooLarge(a.ID, len(data), hub.MaxAskBytes, "the largest ask", err)
+		r.mu.Lock()
+		r.keys[a.ID] = key // for its gone message
+		r.mu.Unlock()
+		r.denyTooLarge(a.ID, m, req, len(data), hub.MaxAskBytes, "the largest ask", err)
 		return
 	}
 	r.mu.Lock()
@@ -176,11 +193,25 @@ func (r *Relay) queued(a serve.Ask) {
 
 // denyTooLarge denies an ask whose message is larger than the hub
 // carries: no approver could see it, so nobody may approve it.
-func (r *Relay) denyTooLarge(id serve.AskID, size, limit int, by string, err error) {
+func (r *Relay) denyTooLarge(id serve.AskID, m askMsg, req *wire.Request, size, limit int, by string, err error) {
 	r.log.Warn("ask not sent to the hub; denied", "ask", id, "size", size, "limit", limit, "err", err)
+	if cut, cerr := cutAsk(m, req); cerr == nil {
+		r.mu.Lock()
+		r.tooLarge[id] = cut
+		r.mu.Unlock()
+	}
 	if err := r.srv.Decide(serve.Decision{Ask: id, State: wire.StateDeniedWithReason, Reason: tooLarge(size, limit, by), Unattended: true}); err != nil {
 		r.log.Warn("denial failed", "ask", id, "err", err)
 	}
+}
+
+// denySent denies an ask whose message the hub's max_payload refuses.
+func (r *Relay) denySent(id serve.AskID, data []byte, limit int, by string, err error) {
+	m, req, derr := decodeAsk(data)
+	if derr != nil {
+		req = &wire.Request{}
+	}
+	r.denyTooLarge(id, m, req, len(data), limit, by, err)
 }
 
 // gone tells the hub an ask it carries is no longer open.
@@ -296,12 +327,12 @@ func (r *Relay) send(ctx context.Context, batch []outMsg) []outMsg {
 		// The server's limit, from its INFO at the last connect: a
 		// deployment with a smaller max_payload would refuse the ask for ever.
 		if limit := int(r.nc.MaxPayload()) - payloadHeadroom; m.ask && limit > 0 && len(m.data) > limit {
-			r.denyTooLarge(id, len(m.data), limit, "the hub's max_payload less headers", nil)
+			r.denySent(id, m.data, limit, "the hub's max_payload less headers", nil)
 			continue
 		}
 		ack, err := r.js.PublishAsync(m.subject, m.data, jetstream.WithMsgID(m.msgID))
 		if m.ask && errors.Is(err, nats.ErrMaxPayload) {
-			r.denyTooLarge(id, len(m.data), int(r.nc.MaxPayload()), "the hub's max_payload", err)
+			r.denySent(id, m.data, int(r.nc.MaxPayload()), "the hub's max_payload", err)
 			continue
 		}
 		if err != nil {

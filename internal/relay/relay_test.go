@@ -594,12 +594,20 @@ func TestTheLargestRequestTravelsThroughTheHub(t *testing.T) {
 func TestAnAskAboveTheHubsMaxPayloadIsDenied(t *testing.T) {
 	th := startHubWith(t, func(cfg *hub.Config) { cfg.MaxPayload = 256 << 10 })
 	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
 	resp := answered(t, alpha.ask(bigBash(t, "alpha", 1, 300<<10)))
 	if resp.Approved || !strings.Contains(resp.DenialReason, "max_payload") || resp.DecidedBy.Kind != wire.DecidedByUnavailable {
 		t.Fatalf("%+v", resp)
 	}
+	// The console shows the denial, with the request's text cut.
+	shown := ann.events.WaitFor(t, "the denial shown", func(ev serve.Event) bool {
+		d, ok := ev.(serve.Decided)
+		return ok && d.Ask.Request.ID == "alpha-1"
+	}).(serve.Decided)
+	if shown.Response.DenialReason != resp.DenialReason || shown.Ask.Host != "alpha" || len(*shown.Ask.Request.Value) > 8<<10 {
+		t.Fatalf("%+v", shown)
+	}
 	// A smaller one still goes.
-	ann := newApprover(t, th, "ann")
 	c := alpha.ask(bigBash(t, "alpha", 2, 200<<10))
 	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-2").ID, State: wire.StateApproved}); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,103 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/permtui/permtui/internal/safefs"
+)
+
+// Provision sets up the streams on an existing deployment (Setup) and reads
+// them back, reporting what differs from what permtui needs: a setting the
+// server did not take (an older server without per-subject discard), or
+// fewer replicas than asked for.
+func Provision(ctx context.Context, js jetstream.JetStream, retention time.Duration, replicas int) error {
+	if err := Setup(ctx, js, retention, replicas); err != nil {
+		return err
+	}
+	var problems []string
+	for _, want := range StreamConfigs(retention, replicas) {
+		st, err := js.Stream(ctx, want.Name)
+		if err != nil {
+			return fmt.Errorf("hub: stream %s: %w", want.Name, err)
+		}
+		got := st.CachedInfo().Config
+		check := func(what string, ok bool) {
+			if !ok {
+				problems = append(problems, want.Name+": "+what)
+			}
+		}
+		check("replicas "+strconv.Itoa(got.Replicas)+", want "+strconv.Itoa(want.Replicas), got.Replicas == want.Replicas)
+		check("one message per subject", got.MaxMsgsPerSubject == want.MaxMsgsPerSubject)
+		check("max message size", got.MaxMsgSize == want.MaxMsgSize)
+		check("discard new per subject", got.DiscardNewPerSubject == want.DiscardNewPerSubject)
+		check("deny delete", got.DenyDelete == want.DenyDelete)
+		check("deny purge", got.DenyPurge == want.DenyPurge)
+		check("rollup", got.AllowRollup == want.AllowRollup)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("hub: the streams differ from what permtui needs: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// AccountsConfig issues (or reuses) the credentials of each relay host and
+// approver under credsDir, as the embedded hub does, and returns the
+// accounts block of a nats-server configuration (docs/hub.md): one account
+// with JetStream, an admin user whose password the server reads from the
+// environment variable PERMTUI_ADMIN_PASSWORD (for provision), and each
+// relay's and approver's public nkey with exactly its role's permissions.
+func AccountsConfig(credsDir string, relays, approvers []string) (string, error) {
+	if err := safefs.MkdirPrivate(credsDir); err != nil {
+		return "", fmt.Errorf("hub: %w", err)
+	}
+	var b strings.Builder
+	b.WriteString("accounts {\n  PERMTUI {\n    jetstream: enabled\n    users: [\n      { user: admin, password: $PERMTUI_ADMIN_PASSWORD }\n")
+	add := func(role, name string, perms *server.Permissions) error {
+		if !ValidHost(name) {
+			return fmt.Errorf("hub: invalid %s name %q (letters, digits, '-' and '_')", role, name)
+		}
+		c, err := ensureCreds(credsFile(credsDir, role, name), role, name)
+		if err != nil {
+			return err
+		}
+		pub, err := c.public()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "      # %s %s\n      { nkey: %s, permissions: { publish: { allow: %s", role, name, pub, quoteList(perms.Publish.Allow))
+		if len(perms.Publish.Deny) > 0 {
+			fmt.Fprintf(&b, ", deny: %s", quoteList(perms.Publish.Deny))
+		}
+		fmt.Fprintf(&b, " }, subscribe: { allow: %s } } }\n", quoteList(perms.Subscribe.Allow))
+		return nil
+	}
+	for _, r := range relays {
+		if err := add(RoleRelay, r, RelayPermissions(r)); err != nil {
+			return "", err
+		}
+	}
+	for _, a := range approvers {
+		if err := add(RoleApprover, a, ApproverPermissions(relays)); err != nil {
+			return "", err
+		}
+	}
+	b.WriteString("    ]\n  }\n}\n")
+	return b.String(), nil
+}
+
+// quoteList writes subjects as a configuration list of quoted strings, so
+// that '$' is not read as a variable.
+func quoteList(subjects []string) string {
+	q := make([]string, len(subjects))
+	for i, s := range subjects {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
