@@ -94,7 +94,8 @@ func runHubProvision(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// A cluster started just now elects its JetStream leader first.
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := hub.Provision(ctx, js, retention, replicas); err != nil {
 		return err

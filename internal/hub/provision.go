@@ -18,6 +18,9 @@ import (
 // server did not take (an older server without per-subject discard), or
 // fewer replicas than asked for.
 func Provision(ctx context.Context, js jetstream.JetStream, retention time.Duration, replicas int) error {
+	if err := awaitJetStream(ctx, js); err != nil {
+		return err
+	}
 	if err := Setup(ctx, js, retention, replicas); err != nil {
 		return err
 	}
@@ -45,6 +48,26 @@ func Provision(ctx context.Context, js jetstream.JetStream, retention time.Durat
 		return fmt.Errorf("hub: the streams differ from what permtui needs: %s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// awaitJetStream waits until the account's JetStream answers: a cluster
+// just started answers nothing until it has elected its meta leader, a few
+// seconds after its nodes meet, and the recipe provisions right after
+// starting the nodes.
+func awaitJetStream(ctx context.Context, js jetstream.JetStream) error {
+	for {
+		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.AccountInfo(try)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("hub: JetStream does not answer (a cluster without a meta leader yet, or JetStream not enabled for this account): %w", err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // AccountsConfig issues (or reuses) the credentials of each relay host and

@@ -109,13 +109,13 @@ func startCluster(t *testing.T, relays, approvers []string) *testCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The cluster elects its JetStream leader first.
-	c.waitLonger("provisioned", formation, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		err = hub.Provision(ctx, js, 0, 3)
-		return err == nil
-	})
+	// Right after the nodes start, as the recipe does: Provision waits for
+	// the cluster to elect its JetStream leader.
+	ctx, cancel := context.WithTimeout(context.Background(), formation)
+	defer cancel()
+	if err := hub.Provision(ctx, js, 0, 3); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -176,23 +176,18 @@ func (c *testCluster) admin() *nats.Conn {
 // waitUntil checks cond until it holds, for at most the wait limit.
 func (c *testCluster) waitUntil(what string, cond func() bool) {
 	c.t.Helper()
-	c.waitLonger(what, testkit.WaitLimit, cond)
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("not %s within %v", what, testkit.WaitLimit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // formation bounds the wait for three nodes to elect their JetStream
 // leader, which under the race detector on a loaded machine took over 20 s.
 const formation = time.Minute
-
-func (c *testCluster) waitLonger(what string, limit time.Duration, cond func() bool) {
-	c.t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("not %s within %v", what, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // leader is the index of the node leading stream.
 func (c *testCluster) leader(js jetstream.JetStream, stream string) int {
