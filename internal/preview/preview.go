@@ -272,6 +272,24 @@ func parseUnified(text string) []Line {
 	return lines
 }
 
+// ElsewhereError is the read error of a file on another host: an ask a
+// relay sent over the hub names a path on its own machine, and a file at
+// that path here is another file, so no diff is computed against it.
+type ElsewhereError struct{ Host string }
+
+func (e ElsewhereError) Error() string {
+	return "the file is on host " + e.Host + ", not on this machine; the child's change is in the evidence"
+}
+
+// ReadFor reads the current file of a change asked about on host ("" for
+// this machine) with read; a file on another host is an ElsewhereError.
+func ReadFor(host, path string, read func(string) ([]byte, error)) ([]byte, error) {
+	if host != "" {
+		return nil, ElsewhereError{Host: host}
+	}
+	return read(path)
+}
+
 // ReadCurrent reads the file a change targets, as the safe-read rules say: a
 // regular file, not through a symlink at the last component, at most
 // MaxFileSize bytes. Run it off the UI goroutine.

@@ -66,7 +66,7 @@ func statStamp(path string) string {
 // since its diff was read.
 func (m *Model) stampCmd() tea.Cmd {
 	e := m.current()
-	if e == nil || e.diffState != diffKept || e.state != statePending {
+	if e == nil || e.diffState != diffKept || e.state != statePending || e.ask.Host != "" {
 		return nil
 	}
 	id, req, stamp := e.ask.ID, e.ask.Request, m.opts.FileStamp
@@ -147,8 +147,11 @@ func (m *Model) previewCmd(a serve.Ask) tea.Cmd {
 		if !ok {
 			return previewMsg{ask: a.ID, none: true}
 		}
-		st := stamp(c.Path) // before the read: a change meanwhile is seen on the next tick
-		data, err := read(c.Path)
+		var st string
+		if a.Host == "" { // a file on another host is not read here
+			st = stamp(c.Path) // before the read: a change meanwhile is seen on the next tick
+		}
+		data, err := preview.ReadFor(a.Host, c.Path, read)
 		return previewMsg{ask: a.ID, diff: preview.Compute(c, data, err), stamp: st}
 	}
 }

@@ -82,3 +82,26 @@ func TestGoldenEditDiff(t *testing.T) {
 		press(tm, "v")
 	}, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", appSource) })
 }
+
+// An ask from a relay names a path on the relay's machine: a file at that
+// path here is another file, so the console reads nothing and says where
+// the file is, rather than a diff against the wrong file.
+func TestAChangeOnAnotherHostIsNotDiffedAgainstAFileHere(t *testing.T) {
+	reads := 0
+	h := newHarness(t, func(o *Options) {
+		read := oneFile("/w/p/src/app.ts", appSource)
+		o.ReadFile = func(p string) ([]byte, error) { reads++; return read(p) }
+		o.FileStamp = func(string) string { reads++; return "" }
+	})
+	a := editAsk()
+	a.Host = "alpha"
+	h.queue(a)
+	if reads != 0 {
+		t.Fatalf("the console read or stamped %d local files for a change on host alpha", reads)
+	}
+	h.keys("v")
+	v := h.m.View()
+	if !strings.Contains(v, "the file is on host alpha") || strings.Contains(v, "- export const x = 1;") {
+		t.Fatalf("the change on alpha:\n%s", v)
+	}
+}

@@ -118,7 +118,7 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 func (s *Server) disclose(a serve.Ask) []ui.Fact {
 	var diff *preview.Diff
 	if c, ok := preview.ChangeOf(a.Request); ok && s.o.ReadFile != nil {
-		data, err := s.o.ReadFile(c.Path)
+		data, err := preview.ReadFor(a.Host, c.Path, s.o.ReadFile)
 		d := preview.Compute(c, data, err)
 		diff = &d
 	}

@@ -196,6 +196,18 @@ func TestThePageShowsTheDiffOfAWrite(t *testing.T) {
 	}
 }
 
+// A write asked on another host (over the hub) is not diffed against the
+// file at that path here: the page says where the file is.
+func TestThePageDoesNotDiffAFileOnAnotherHost(t *testing.T) {
+	p := newPage(t)
+	a := writeAsk(2)
+	a.Host = "alpha"
+	_, body := p.get(p.queue(a))
+	if !strings.Contains(body, "the file is on host alpha") || strings.Contains(body, "- old line") {
+		t.Errorf("page of a write on alpha:\n%s", body)
+	}
+}
+
 // Approve once goes to the decision path with the approver web and the
 // link's id; the same link is refused afterwards, for a post (a replay)
 // and a page alike.
