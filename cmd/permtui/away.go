@@ -53,7 +53,7 @@ func (f *awayFlags) register(fs flagSet) {
 	fs.BoolVar(&f.web.behindProxy, "web-behind-proxy", false, "serve the approve page without TLS on a non-loopback address: a trusted proxy terminates TLS (needs an https --web-url)")
 }
 
-func (f *awayFlags) check(fs flagSet, overHub bool) error {
+func (f *awayFlags) check(fs flagSet) error {
 	if _, err := status.ParseDetail(f.detail); err != nil {
 		fmt.Fprintln(fs.Output(), err)
 		return errUsage
@@ -64,10 +64,6 @@ func (f *awayFlags) check(fs flagSet, overHub bool) error {
 	}
 	if err := f.web.check(); err != nil {
 		fmt.Fprintln(fs.Output(), err)
-		return errUsage
-	}
-	if overHub && f.any() {
-		fmt.Fprintln(fs.Output(), "--events, --status-file, --notify-cmd, --ntfy and --web serve this host's inbox; they are not available with --hub yet")
 		return errUsage
 	}
 	return nil
@@ -106,12 +102,9 @@ func (f webFlags) check() error {
 	return nil
 }
 
-func (f awayFlags) any() bool {
-	return f.events != "" || f.statusFile != "" || f.notifyCmd != "" || f.ntfy != "" || f.web.addr != ""
-}
-
-// awaySource is a serving loop that takes more subscribers and decisions
-// (*serve.Server).
+// awaySource is a serving loop that takes more subscribers and decisions:
+// this host's *serve.Server, or a hub approver (*relay.Approver) standing
+// for every relay's.
 type awaySource interface {
 	Subscribe() (<-chan serve.Event, func())
 	web.Decider

@@ -187,6 +187,11 @@ func attachHub(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	awayDone, err := startAway(a, f.away, hc.logger)
+	if err != nil {
+		return err
+	}
+	defer awayDone()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})

@@ -33,9 +33,10 @@ func TestHubFlagMistakes(t *testing.T) {
 }
 
 // TestRelayAndHeadlessApproverOverAHub runs 'permtui relay' and 'permtui
-// serve --headless --hub' against an embedded hub: the child's ask crosses
-// the hub, is denied by the headless approver, and the relay's audit record
-// names that approver.
+// serve --headless --hub --events FILE' against an embedded hub: the child's
+// ask crosses the hub, is denied by the headless approver, the relay's audit
+// record names that approver, and the approver's events file saw the agent
+// blocked and unblocked.
 func TestRelayAndHeadlessApproverOverAHub(t *testing.T) {
 	root := t.TempDir()
 	h, err := hub.Start(hub.Config{
@@ -63,7 +64,7 @@ func TestRelayAndHeadlessApproverOverAHub(t *testing.T) {
 	}()
 	go func() {
 		done <- run(ctx, []string{"serve", "--headless", "--hub", h.URL(), "--creds", h.CredsFile(hub.RoleApprover, "ann"),
-			"--state-dir", filepath.Join(root, "ann-state")},
+			"--state-dir", filepath.Join(root, "ann-state"), "--events", filepath.Join(root, "events.jsonl")},
 			strings.NewReader(""), approverOut, &testkit.SyncBuffer{})
 	}()
 
@@ -87,5 +88,10 @@ func TestRelayAndHeadlessApproverOverAHub(t *testing.T) {
 	}
 	if !strings.Contains(approverOut.String(), `"host":"alpha"`) {
 		t.Fatalf("approver lines lack the host: %s", approverOut)
+	}
+	events, err := os.ReadFile(filepath.Join(root, "events.jsonl"))
+	if err != nil || !strings.Contains(string(events), `"event":"blocked"`) || !strings.Contains(string(events), `"event":"unblocked"`) ||
+		strings.Contains(string(events), "make deploy") {
+		t.Fatalf("the hub approver's events: %s %v", events, err)
 	}
 }

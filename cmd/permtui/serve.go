@@ -88,7 +88,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := f.hub.check(fs); err != nil {
 		return err
 	}
-	if err := f.away.check(fs, f.hub.url != ""); err != nil {
+	if err := f.away.check(fs); err != nil {
 		return err
 	}
 	if err := f.resolveDefaults(); err != nil {

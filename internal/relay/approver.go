@@ -37,7 +37,8 @@ type Approver struct {
 	name   string
 	js     jetstream.JetStream
 	log    *slog.Logger
-	events *serve.EventQueue
+	events *serve.Broker      // every subscriber's events
+	front  <-chan serve.Event // the front end's subscription (Events)
 	now    func() time.Time
 	budget inbox.Budget
 	room   chan struct{} // wakes refill
@@ -83,8 +84,10 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, budget inbox.Budg
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	events := serve.NewBroker()
+	front, _ := events.Subscribe() // read to the end by the front end
 	return &Approver{
-		name: name, js: js, log: log, events: serve.NewEventQueue(), now: time.Now, budget: budget.WithDefaults(),
+		name: name, js: js, log: log, events: events, front: front, now: time.Now, budget: budget.WithDefaults(),
 		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
 		byKey: map[string]*hubAsk{}, hostOf: map[string]string{}, byID: map[serve.AskID]*hubAsk{},
 		closed: map[string]bool{}, grants: map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
@@ -95,7 +98,14 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, budget inbox.Budg
 // Withdrawn when its relay reports it answered or gone, GrantsChanged, and
 // Degraded memory while asks wait at the hub unshown. The channel closes
 // after Run returns.
-func (a *Approver) Events() <-chan serve.Event { return a.events.Out() }
+func (a *Approver) Events() <-chan serve.Event { return a.front }
+
+// Subscribe adds a subscriber beside the front end (a status line, a
+// notifier, the approve page), as serve.Server.Subscribe does: its own
+// buffer; subscribe before Run to miss nothing.
+func (a *Approver) Subscribe() (events <-chan serve.Event, cancel func()) {
+	return a.events.Subscribe()
+}
 
 // Run follows the hub until ctx ends, waiting for it while it is away.
 func (a *Approver) Run(ctx context.Context) {
@@ -263,10 +273,10 @@ func (a *Approver) letGo(host, key string, g goneMsg) {
 	}
 	delete(a.byID, h.id)
 	if g.Response == nil {
-		a.events.Push(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.id, Session: h.ask.Session, Path: h.ask.Path}, Pending: true})
+		a.events.Publish(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.id, Session: h.ask.Session, Path: h.ask.Path}, Pending: true})
 		return
 	}
-	a.events.Push(serve.Decided{Ask: *h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,
+	a.events.Publish(serve.Decided{Ask: *h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,
 		Latency: a.now().Sub(h.ask.At)})
 }
 
@@ -282,7 +292,7 @@ func (a *Approver) showDenied(host string, g goneMsg) {
 	a.next++
 	ask := serve.Ask{Arrived: inbox.Arrived{ID: a.next, Session: m.Session, Path: m.Path, Request: req, At: time.UnixMilli(m.At)},
 		Verdict: m.Verdict, Host: host}
-	a.events.Push(serve.Decided{Ask: ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver})
+	a.events.Publish(serve.Decided{Ask: ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver})
 }
 
 // forget lets go of h's names. a.mu is held.
@@ -314,7 +324,7 @@ func (a *Approver) show(h *hubAsk, m askMsg, req *wire.Request, size int64) {
 		Host:    h.host,
 	}
 	a.byID[h.id] = h
-	a.events.Push(serve.AskQueued{Ask: *h.ask})
+	a.events.Publish(serve.AskQueued{Ask: *h.ask})
 }
 
 // close remembers that the ask hk is answered or withdrawn. a.mu is held.
@@ -336,7 +346,7 @@ func (a *Approver) grantsChanged(session string, grants []wire.Grant) {
 	}
 	all := maps.Clone(a.grants)
 	a.mu.Unlock()
-	a.events.Push(serve.GrantsChanged{Grants: all})
+	a.events.Publish(serve.GrantsChanged{Grants: all})
 }
 
 // Decide records d in the decisions bucket unless another approver decided
@@ -356,7 +366,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 		return fmt.Errorf("%w: %w", serve.ErrInvalidDecision, errDenyAtHub)
 	}
 	data, err := json.Marshal(decisionMsg{State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
-		Unattended: d.Unattended, Approver: a.name, DecidedAt: a.now().UnixMilli()})
+		Unattended: d.Unattended, Approver: a.name, Via: d.Approver, DecidedAt: a.now().UnixMilli()})
 	if err != nil {
 		return err
 	}

@@ -327,7 +327,9 @@ func TestHubApproverBudgetWithRelays(t *testing.T) {
 // calls.
 func TestHubMemoryReportsAreSpaced(t *testing.T) {
 	clock := time.Unix(1_000_000, 0)
-	a := &Approver{events: serve.NewEventQueue(), now: func() time.Time { return clock },
+	events := serve.NewBroker()
+	reports, _ := events.Subscribe()
+	a := &Approver{events: events, now: func() time.Time { return clock },
 		budget: inbox.Budget{}.WithDefaults(), byID: map[serve.AskID]*hubAsk{}}
 	wait := func(n int) {
 		for a.memory.waiting.Len() < n {
@@ -361,7 +363,7 @@ func TestHubMemoryReportsAreSpaced(t *testing.T) {
 	a.stopReports()
 	a.events.Close()
 	var got []string
-	for ev := range a.events.Out() {
+	for ev := range reports {
 		if d, ok := ev.(serve.Degraded); ok && d.Area == serve.AreaMemory {
 			got = append(got, d.Problem)
 		} else {

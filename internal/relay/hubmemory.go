@@ -197,7 +197,7 @@ func (a *Approver) reportMemory() {
 			problem += fmt.Sprintf("; past %d waiting, later asks are read from the hub again once room frees", a.budget.DeferredAsks)
 		}
 	}
-	a.events.Push(serve.Degraded{Area: serve.AreaMemory, Problem: problem})
+	a.events.Publish(serve.Degraded{Area: serve.AreaMemory, Problem: problem})
 }
 
 // stopReports ends the timer of a pending report.

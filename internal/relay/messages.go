@@ -8,6 +8,7 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"unicode/utf8"
 
 	json "github.com/goccy/go-json"
@@ -54,7 +55,35 @@ type decisionMsg struct {
 	Grants     []wire.Grant    `json:"grants,omitempty"`
 	Unattended bool            `json:"unattended,omitempty"`
 	Approver   string          `json:"approver"`
-	DecidedAt  int64           `json:"decidedAt"`
+	// Via is where the approver's person decided when not at its console:
+	// an approve page link, "web:<12 hex>" (decision 0183).
+	Via       string `json:"via,omitempty"`
+	DecidedAt int64  `json:"decidedAt"`
+}
+
+// viaRE is what a decision's Via may say (decisionMsg.Via).
+var viaRE = regexp.MustCompile(`^web:[0-9a-f]{12}$`)
+
+// check refuses names the relay would record that no approver could have
+// sent: an approver's name is its credentials' (a host-like name), and via
+// is an approve page link.
+func (d decisionMsg) check() error {
+	switch {
+	case !hub.ValidHost(d.Approver):
+		return fmt.Errorf("approver name %s", wire.QuoteShort(d.Approver))
+	case d.Via != "" && !viaRE.MatchString(d.Via):
+		return fmt.Errorf("via %s", wire.QuoteShort(d.Via))
+	}
+	return nil
+}
+
+// approverOf is how the relay's audit names who decided: the approver, and
+// the approve page link the person used, if any.
+func (d decisionMsg) approverOf() string {
+	if d.Via == "" {
+		return d.Approver
+	}
+	return d.Approver + " · " + d.Via
 }
 
 // grantsMsg is the value of a root session's key in the grants bucket.

@@ -530,13 +530,13 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 		go func() {
 			defer r.delivering.Done()
 			err := r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
-				Unattended: d.Unattended, Approver: d.Approver})
+				Unattended: d.Unattended, Approver: d.approverOf()})
 			if errors.Is(err, serve.ErrInvalidDecision) {
 				// The ask's one decision is taken: nobody can decide it
 				// again, so the refusal is its answer (fail closed).
 				r.log.Warn("hub decision refused; the ask is denied", "ask", oa.id, "approver", d.Approver, "err", err)
 				err = r.srv.Decide(serve.Decision{Ask: oa.id, State: wire.StateDeniedWithReason,
-					Reason: RefusedPrefix + err.Error(), Approver: d.Approver})
+					Reason: RefusedPrefix + err.Error(), Approver: d.approverOf()})
 			}
 			if errors.Is(err, serve.ErrStopped) {
 				_ = msg.Nak() // the next relay delivers it
@@ -565,8 +565,8 @@ func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 		return d, fmt.Errorf("a %s marker in place of a decision", wire.QuoteShort(op))
 	}
 	err := json.Unmarshal(msg.Data(), &d)
-	if err == nil && !hub.ValidHost(d.Approver) {
-		err = fmt.Errorf("approver name %s", wire.QuoteShort(d.Approver))
+	if err == nil {
+		err = d.check()
 	}
 	if err != nil {
 		return decisionMsg{}, fmt.Errorf("%w: %v", errBadMessage, err)

@@ -676,3 +676,42 @@ func TestAPublishBatchNeverWaitsForeverForAcknowledgements(t *testing.T) {
 		t.Fatal("send still waits for acknowledgements that never come")
 	}
 }
+
+// TestAnApprovePageDecisionOverTheHubNamesItsLink: a person who answers on a
+// hub approver's approve page is recorded in the relay's audit as the
+// approver and the link, and a second subscriber of the approver (the page,
+// a notifier) sees the asks the front end sees.
+func TestAnApprovePageDecisionOverTheHubNamesItsLink(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	extra, cancel := ann.Subscribe()
+	defer cancel()
+	got := alpha.ask(bash("alpha", 1, "make deploy"))
+	a := ann.queued(t, "alpha-1")
+	for ev := range extra {
+		if q, ok := ev.(serve.AskQueued); ok && q.Ask.ID == a.ID {
+			break
+		}
+	}
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved, Approver: "web:0123456789ab"}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, got); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].Approver != "ann · web:0123456789ab" {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// A decision whose via is not an approve page link is refused, like a bad
+// approver name: the relay denies the ask rather than record a forged name.
+func TestADecisionWithAForgedViaIsRefused(t *testing.T) {
+	for via, ok := range map[string]bool{"": true, "web:0123456789ab": true, "ann\u001b[2J": false, "web:0123": false, "bob": false} {
+		d := decisionMsg{State: wire.StateApproved, Approver: "ann", Via: via}
+		if err := d.check(); (err == nil) != ok {
+			t.Errorf("via %q: %v", via, err)
+		}
+	}
+}
