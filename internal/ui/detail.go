@@ -33,6 +33,23 @@ type field struct {
 	text  string
 	kind  fieldKind
 	diff  bool // part of the change of a write or edit (shown first, or beside)
+	// must numbers, from 1, the fields approving waits to have had on
+	// screen whole: the change's lines and what the ask is for (command,
+	// values, units); 0 for the rest (decision 0159).
+	must int
+}
+
+// numberMust sets the must ordinals of fields.
+func numberMust(f []field) {
+	n := 0
+	for i := range f {
+		switch l := f[i].label; {
+		case f[i].prose():
+		case f[i].diff, l == "command", l == "value", l == "match", l == "boundary", strings.HasPrefix(l, "unit "):
+			n++
+			f[i].must = n
+		}
+	}
 }
 
 // prose fields wrap at word boundaries; values (commands, paths) wrap at the
@@ -103,6 +120,7 @@ func detailFields(e *entry) []field {
 	}
 
 	f = append(f, sessionFields(e.ask)...)
+	numberMust(f)
 	return f
 }
 

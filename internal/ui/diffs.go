@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -185,7 +186,7 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 		if e.diffLate || e.diffReread {
 			e.diffRead = m.opts.Now()
 		}
-		e.diffStale, e.diffSeen = false, false
+		e.diffStale, e.seen, e.seenAll = false, nil, false
 		if m.mode == modeView {
 			m.refreshPager()
 			if m.pager.ask == e.ask.ID {
@@ -206,44 +207,68 @@ func (m *Model) dropDiff(e *entry) {
 	}
 }
 
-// noteChangeSeen records that the highlighted ask's change has been on
-// screen whole: in the queue's detail, or in the full view scrolled to its
-// end. Approvals wait for it (decision 0154).
+// noteChangeSeen records which must fields (decision 0159) of the ask on
+// screen are on it whole: in the queue's detail, or in the window of the
+// full view. Approvals wait until every one has been (decision 0154).
 func (m *Model) noteChangeSeen() {
 	var e *entry
+	var shown []int
 	switch m.mode {
 	case modeQueue:
-		e = m.current()
-		if e == nil || e.diff == nil || e.diffSeen || len(e.diff.Lines) > m.height {
-			return // a diff of more lines than the screen cannot be on it whole
-		}
-		if _, _, height := m.frame(); !m.changeOnScreen(height) {
+		if e = m.current(); e == nil || e.seenAll || e.diffStale {
 			return
 		}
+		_, _, height := m.frame()
+		shown = m.queueLayout(height).shown
 	case modeView:
-		if e = m.find(m.pager.ask); e == nil || !m.pager.vp.AtBottom() {
+		if e = m.find(m.pager.ask); e == nil || e.seenAll || e.diffStale {
 			return
 		}
+		_, _, height := m.frame() // the body: the rule, then the window
+		top := m.pager.vp.YOffset
+		shown = seenIn(m.pager.owner, top, top+min(m.pager.vp.VisibleLineCount(), height-1))
 	default:
 		return
 	}
-	if e.diff != nil && !e.diffStale {
-		e.diffSeen = true
+	for _, k := range shown {
+		for len(e.seen) < k {
+			e.seen = append(e.seen, false)
+		}
+		e.seen[k-1] = true
 	}
+	e.seenAll = len(m.unseenLines(e)) == 0
 }
 
-func (m *Model) changeOnScreen(height int) bool {
-	_, whole := m.queueLayout(height)
-	return whole
+// unseenLines are the lines of e's full view, at this width, showing a must
+// field not yet seen whole, as ranges "23–126".
+func (m *Model) unseenLines(e *entry) []string {
+	_, owner := m.renderOwned(m.detailOf(e), true, 0, m.width)
+	var ranges []string
+	for i := 0; i < len(owner); i++ {
+		if k := owner[i]; k <= 0 || k <= len(e.seen) && e.seen[k-1] {
+			continue
+		}
+		j := i
+		for j+1 < len(owner) && (owner[j+1] == owner[i] || owner[j+1] > 0 && (owner[j+1] > len(e.seen) || !e.seen[owner[j+1]-1])) {
+			j++
+		}
+		r := itoa(i + 1)
+		if j > i {
+			r += "–" + itoa(j+1)
+		}
+		ranges, i = append(ranges, r), j
+	}
+	return ranges
 }
 
-// changeUnseen says why an approval of targets must wait: a change not
-// shown whole, stale, or not read yet. An ask identical to one whose change
-// was seen (same path and payload) counts as seen.
+// changeUnseen says why an approval of targets must wait: a change stale or
+// not read yet, or lines of a change, values or units not yet on screen
+// whole. An ask identical to one seen whole (same path and payload, same
+// values) counts as seen.
 func (m *Model) changeUnseen(targets []serve.AskID) string {
 	seen := map[askIdentity]bool{}
 	for _, e := range m.queue {
-		if e.diffSeen {
+		if e.seenAll {
 			seen[e.same] = true
 		}
 	}
@@ -253,11 +278,23 @@ func (m *Model) changeUnseen(targets []serve.AskID) string {
 		case e == nil || seen[e.same] && !e.diffStale:
 		case e.diffStale:
 			return "⚠ the file of " + label(e) + " changed after its diff was read; it is being read again: look at it, then approve"
-		case e.diff != nil:
-			return "the change of " + label(e) + " is longer than the screen: v shows it whole (G: its end); approving waits until its end was shown"
 		case e.diffState == diffWaiting || e.diffState == diffReading || e.diffState == diffDropped:
 			return "the change of " + label(e) + " has not been shown yet: highlight it to read it; approving waits until it was on screen"
+		default:
+			if r := m.unseenLines(e); len(r) > 0 {
+				return unseenStatus(e, r)
+			}
 		}
 	}
 	return ""
+}
+
+// unseenStatus says which lines of an ask's full view were never on
+// screen; approving waits for them.
+func unseenStatus(e *entry, ranges []string) string {
+	lines := "lines " + strings.Join(ranges[:min(len(ranges), 3)], ", ")
+	if len(ranges) > 3 {
+		lines += " and " + plural(len(ranges)-3, "more range")
+	}
+	return "not all of " + label(e) + " was on screen: " + lines + " of its full view not seen yet; v shows them (approving waits until every line was shown)"
 }

@@ -130,8 +130,11 @@ type entry struct {
 	// again after the file changed.
 	diffStale  bool
 	diffReread bool
-	// diffSeen: the whole diff has been on screen (decision 0154).
-	diffSeen bool
+	// seen[k-1]: the field with must ordinal k (its change's lines, values
+	// and units) has been on screen whole; seenAll: every one has
+	// (decisions 0154, 0159). Reset when a diff arrives.
+	seen    []bool
+	seenAll bool
 }
 
 type mode int
@@ -302,6 +305,9 @@ func (m *Model) Init() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := m.update(msg)
 	m.releaseClosed()
+	if _, open := m.active().(*pager); open {
+		m.sizePager(false)
+	}
 	m.noteChangeSeen()
 	if show := m.showDiff(); show != nil {
 		cmd = tea.Batch(cmd, show)

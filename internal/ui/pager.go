@@ -19,9 +19,10 @@ type pager struct {
 	*common
 	q      asks
 	vp     viewport.Model
-	ask    serve.AskID     // the ask in the full view; 0 for the log
-	fill   func() []string // the text; nil keeps what is shown
-	opener key.Binding     // the key that opened it also closes it
+	ask    serve.AskID              // the ask in the full view; 0 for the log
+	fill   func() ([]string, []int) // the text and its lines' owners (renderOwned); nil keeps what is shown
+	owner  []int                    // the must ordinal of each line shown, for what has been seen
+	opener key.Binding              // the key that opened it also closes it
 }
 
 func newPager(c *common, q asks) pager {
@@ -29,7 +30,7 @@ func newPager(c *common, q asks) pager {
 }
 
 // open shows the full view of ask, or the log when ask is 0.
-func (p *pager) open(ask serve.AskID, fill func() []string) {
+func (p *pager) open(ask serve.AskID, fill func() ([]string, []int)) {
 	p.ask, p.fill, p.opener = ask, fill, p.keys.View
 	if ask == 0 {
 		p.opener = p.keys.Log
@@ -39,7 +40,7 @@ func (p *pager) open(ask serve.AskID, fill func() []string) {
 // release drops the text shown; open and refresh fill it again.
 func (p *pager) release() {
 	if p.fill != nil {
-		p.fill = nil
+		p.fill, p.owner = nil, nil
 		p.vp.SetContent("")
 	}
 }
@@ -50,8 +51,9 @@ func (p *pager) refresh(width, height int, refill bool) {
 	if !refill || p.fill == nil {
 		return
 	}
-	if lines := p.fill(); lines != nil {
+	if lines, owner := p.fill(); lines != nil {
 		p.vp.SetContent(strings.Join(lines, "\n"))
+		p.owner = owner
 	}
 }
 
