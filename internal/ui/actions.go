@@ -296,6 +296,13 @@ func (m *Model) answerable() *entry {
 
 type decisionFor func(id serve.AskID) serve.Decision
 
+// approves reports whether d approves: only approving waits for what was
+// seen, since a denial widens nothing.
+func approves(d decisionFor, id serve.AskID) bool {
+	dec := d(id)
+	return dec.State != wire.StateDenied && dec.State != wire.StateDeniedWithReason
+}
+
 func once(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateApproved} }
 func deny(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateDenied} }
 
@@ -305,7 +312,7 @@ func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d dec
 	if len(targets) == 0 {
 		return nil
 	}
-	if dec := d(targets[0]); dec.State != wire.StateDenied && dec.State != wire.StateDeniedWithReason {
+	if approves(d, targets[0]) {
 		if why := m.changeUnseen(targets); why != "" {
 			m.setStatus(why)
 			return nil

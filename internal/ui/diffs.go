@@ -298,3 +298,16 @@ func unseenStatus(e *entry, ranges []string) string {
 	}
 	return "not all of " + label(e) + " was on screen: " + lines + " of its full view not seen yet; v shows them (approving waits until every line was shown)"
 }
+
+// alsoUnseen refuses an approving decision that would answer, besides its
+// targets, another waiting ask not seen whole, naming it (decision 0159):
+// a whole-session grant must not approve what was never on screen.
+func (m *Model) alsoUnseen(a decideAction) string {
+	if len(a.also) == 0 || len(a.targets) == 0 || !approves(a.d, a.targets[0]) {
+		return ""
+	}
+	if why := m.changeUnseen(m.stillPending(a.also)); why != "" {
+		return "refused: it would also answer an ask not seen whole; look at it first (esc, then highlight it), or e narrows the pattern. " + why
+	}
+	return ""
+}

@@ -655,6 +655,11 @@ func (m *Model) index(id serve.AskID) int { return indexOf(m.queue, id) }
 func (m *Model) current() *entry { return m.find(m.highlight) }
 
 // pending lists the asks still waiting for an answer.
+// hidden reports whether the filter hides e from the queue.
+func (m *Model) hidden(e *entry) bool {
+	return m.filter != "" && !slices.Contains(m.shown(), e)
+}
+
 func (m *Model) pending() []*entry {
 	var out []*entry
 	for _, e := range m.queue {

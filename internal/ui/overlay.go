@@ -29,6 +29,7 @@ type asks interface {
 	find(serve.AskID) *entry
 	pendingCount() int
 	pending() []*entry
+	hidden(*entry) bool // the filter hides it
 }
 
 // An action is what an overlay asks the root to do; nil is nothing.
@@ -47,6 +48,7 @@ type (
 		pressed, what string
 		targets       []serve.AskID
 		d             decisionFor
+		also          []serve.AskID // other waiting asks the decision answers too (a whole-session grant)
 	}
 	// revokeAction withdraws one whole-session grant or session deny.
 	revokeAction struct{ row grantRow }
@@ -110,6 +112,10 @@ func (m *Model) apply(act action) tea.Cmd {
 	case statusAction:
 		m.setStatus(a.text)
 	case decideAction:
+		if why := m.alsoUnseen(a); why != "" {
+			m.setStatus(why)
+			return nil
+		}
 		cmd := m.decideTargets(a.pressed, a.what, m.stillPending(a.targets), a.d, m.opts.ConfirmDouble)
 		if cmd != nil {
 			m.mode = modeQueue

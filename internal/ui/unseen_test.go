@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -35,5 +38,68 @@ func (h *harness) pageThrough() {
 	h.keys("g")
 	for !h.m.pager.vp.AtBottom() {
 		h.keys("f") // a page down
+	}
+}
+
+// A bash chain of 70 asking units does not fit the detail: plain y is
+// refused while units are off screen, with the same status as for a diff,
+// until the full view showed every unit.
+func TestALongChainMustBeSeenWhole(t *testing.T) {
+	h := newHarness(t)
+	a := bashAsk(1, "builder", "/w/p", "make a0")
+	for i := range 70 {
+		a.Request.AccessIntent.AskingUnits = append(a.Request.AccessIntent.AskingUnits, wire.AskingUnit{Command: "make a" + itoa(i)})
+	}
+	h.queue(a)
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("not seen yet")
+	h.keys("v", "G", "y")
+	h.wantDecisions()
+	h.pageThrough()
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
+
+// A whole-session grant names every other waiting ask it would answer,
+// including one the filter hides, and is refused while one of them was
+// never seen whole; once it was, the grant goes ahead.
+func TestAWholeSessionGrantNamesAndWaitsForTheAsksItAlsoAnswers(t *testing.T) {
+	h := newHarness(t)
+	a, other := pathWrite(), pathWrite()
+	other.ID += 3
+	other.Request.Value = sp("/w/p/src/evil.ts")
+	other.Request.AccessIntent.MatchValues = []string{"/w/p/src/evil.ts"}
+	other.Request.AccessIntent.BoundaryValue = sp("/w/p/src/evil.ts")
+	h.queue(a, other)
+	h.keys("/")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("app.ts")})
+	h.keys("enter")
+	chooseScope(h, serve.ScopeSession)
+	v := ansi.Strip(h.m.View())
+	if !strings.Contains(v, "/w/p/src/evil.ts") || !strings.Contains(v, "hidden by the filter") {
+		t.Fatalf("the dialog does not name the hidden ask it would also answer:\n%s", v)
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("evil.ts")
+	h.keys("esc", "esc", "j", "k") // clear the filter, look at evil.ts, back
+	chooseScope(h, serve.ScopeSession)
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession})
+}
+
+// The session deny names the other waiting asks it denies at once, and
+// may go ahead without their being seen: denying widens nothing.
+func TestASessionDenyNamesTheAsksItAlsoDenies(t *testing.T) {
+	h := newHarness(t)
+	a, other := pathWrite(), pathWrite()
+	other.ID += 3
+	other.Request.Value = sp("/w/p/src/evil.ts")
+	other.Request.AccessIntent.MatchValues = []string{"/w/p/src/evil.ts"}
+	h.queue(a, other)
+	h.keys("N")
+	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "/w/p/src/evil.ts") {
+		t.Fatalf("the session deny does not name the other ask it denies:\n%s", v)
 	}
 }
