@@ -7,7 +7,6 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -391,10 +390,10 @@ func (m *Model) openRule() tea.Cmd {
 	case e.ask.Request == nil || e.ask.Request.AccessIntent == nil:
 		m.setStatus("this ask carries no facts (no accessIntent), so no rule can be checked against it")
 	default:
-		var waiting []resolve.Query
+		var waiting []*entry
 		for _, w := range m.queue {
 			if w.state == statePending && w.ask.Request != nil && w.ask.Request.AccessIntent != nil {
-				waiting = append(waiting, factsOf(w.ask.Request.AccessIntent))
+				waiting = append(waiting, w)
 			}
 		}
 		m.mode = modeRule

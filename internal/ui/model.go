@@ -286,7 +286,7 @@ func New(opts Options) *Model {
 	m.denyDialog = newDenyDialog(c, m)
 	m.pager = newPager(c, m)
 	m.quitDialog = quitDialog{common: c, q: m, canLeave: opts.CanLeave, overHub: opts.OverHub}
-	m.ruleDialog = newRuleDialog(c)
+	m.ruleDialog = newRuleDialog(c, m)
 	return m
 }
 

@@ -5,6 +5,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 )
 
@@ -153,6 +154,13 @@ func (m *Model) apply(act action) tea.Cmd {
 		rules := m.opts.Rules
 		return func() tea.Msg { return rulePreviewMsg{seq: a.seq, preview: rules.PreviewRule(a.draft)} }
 	case writeRuleAction:
+		if a.draft.Action == resolve.Allow {
+			if why := m.changeUnseen(m.stillPending(a.decides)); why != "" {
+				m.ruleDialog.writing = false
+				m.setStatus("not written: the rule would allow an ask not seen whole; look at it first, or narrow the pattern. " + why)
+				return nil
+			}
+		}
 		rules := m.opts.Rules
 		m.setStatus("writing the rule…")
 		return func() tea.Msg {

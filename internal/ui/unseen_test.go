@@ -7,6 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -101,5 +102,31 @@ func TestASessionDenyNamesTheAsksItAlsoDenies(t *testing.T) {
 	h.keys("N")
 	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "/w/p/src/evil.ts") {
 		t.Fatalf("the session deny does not name the other ask it denies:\n%s", v)
+	}
+}
+
+// An allow rule from R names each other waiting ask it would decide, and
+// is not written while one of them was never seen whole; a deny rule is.
+func TestAnAllowRuleNamesAndWaitsForTheAsksItDecides(t *testing.T) {
+	rules := &fakeRules{preview: RulePreview{Waiting: []int{0, 1}}}
+	h := newHarness(t, withRules(rules))
+	a, other := pathWrite(), pathWrite()
+	other.ID += 3
+	other.Request.Value = sp("/w/p/src/evil.ts")
+	other.Request.AccessIntent.MatchValues = []string{"/w/p/src/evil.ts"}
+	h.queue(a, other)
+	h.keys("R")
+	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "/w/p/src/evil.ts") {
+		t.Fatalf("the rule dialog does not name the other ask it decides:\n%s", v)
+	}
+	h.keys("enter")
+	if len(rules.writes) != 0 {
+		t.Fatal("an allow rule deciding an ask never seen was written")
+	}
+	h.wantStatus("evil.ts")
+	h.keys("up") // deny: denying does not wait
+	h.keys("enter")
+	if len(rules.writes) != 1 || rules.writes[0].Action != resolve.Deny {
+		t.Fatalf("writes %+v, want the deny rule", rules.writes)
 	}
 }
