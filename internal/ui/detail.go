@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/permtui/permtui/internal/preview"
 	"github.com/permtui/permtui/internal/resolve"
@@ -404,7 +405,44 @@ func shortValue(r *wire.Request) string {
 // which hides the worktree) gives way to the absolute boundary path.
 func rowValue(r *wire.Request) (text string, keepEnd bool) {
 	v, keepEnd := rawRowValue(r)
-	return Sanitize(v), keepEnd
+	return collapseRuns(Sanitize(v)), keepEnd
+}
+
+// minRun is the shortest run of blanks collapseRuns shortens.
+const minRun = 3
+
+// collapseRuns shows each run of minRun or more blanks (spaces of any kind,
+// or tabs as Sanitize shows them) as its length, "echo ok ␠×120 ; rm -rf ~",
+// so that a one-line label cut to its width still shows what follows the
+// run. Text that is already sanitized.
+func collapseRuns(s string) string {
+	blank := func(r rune) bool { return unicode.IsSpace(r) || r == '⇥' }
+	if !strings.Contains(s, "   ") && !strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && blank(r) }) {
+		return s // the usual label: nothing to collapse
+	}
+	var b strings.Builder
+	rs := []rune(s)
+	for i := 0; i < len(rs); {
+		j := i
+		for j < len(rs) && blank(rs[j]) && (rs[j] == '⇥') == (rs[i] == '⇥') {
+			j++
+		}
+		switch {
+		case j-i >= minRun:
+			mark := "␠"
+			if rs[i] == '⇥' {
+				mark = "⇥"
+			}
+			b.WriteString(" " + mark + "×" + itoa(j-i) + " ")
+		case j > i:
+			b.WriteString(string(rs[i:j]))
+		default:
+			b.WriteRune(rs[i])
+			j++
+		}
+		i = j
+	}
+	return b.String()
 }
 
 // rawRowValue is rowValue before sanitizing.

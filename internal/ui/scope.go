@@ -325,7 +325,7 @@ func (c *common) scrolled(lines []string, height, from, to int) []string {
 func (c *common) sessionAsk(e *entry) []string {
 	r := e.ask.Request
 	lines := []string{"  " + Sanitize(agentOf(r)) + " asks for " + Sanitize(serve.SurfaceOf(r)) + ":"}
-	lines = append(lines, c.indented(Sanitize(shortValue(r)), 4, maxFactLines)...)
+	lines = append(lines, c.indented(collapseRuns(Sanitize(shortValue(r))), 4, maxFactLines)...)
 	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), "")
 }
 

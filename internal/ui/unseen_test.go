@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,5 +129,36 @@ func TestAnAllowRuleNamesAndWaitsForTheAsksItDecides(t *testing.T) {
 	h.keys("enter")
 	if len(rules.writes) != 1 || rules.writes[0].Action != resolve.Deny {
 		t.Fatalf("writes %+v, want the deny rule", rules.writes)
+	}
+}
+
+// A run of spaces cannot push a command's tail out of its row, the
+// selection line or a dialog's title: the run is shown as its length.
+func TestAWhitespaceRunDoesNotHideTheTail(t *testing.T) {
+	h := newHarness(t)
+	h.queue(bashAsk(1, "builder", "/w/p", "echo ok"+strings.Repeat(" ", 120)+"; rm -rf ~"))
+	h.keys("space")
+	v := ansi.Strip(h.m.View())
+	row := strings.Split(v, "\n")[slices.IndexFunc(strings.Split(v, "\n"), func(l string) bool { return strings.Contains(l, "[•]") })]
+	if !strings.Contains(row, "echo ok ␠×120 ; rm -rf ~") {
+		t.Fatalf("the row hides the tail: %q", row)
+	}
+	if !strings.Contains(v, "y approves 1 selected: builder · bash · echo ok ␠×120 ; rm -rf ~") {
+		t.Fatalf("the selection line hides the tail:\n%s", v)
+	}
+}
+
+func TestCollapseRuns(t *testing.T) {
+	for in, want := range map[string]string{
+		"echo ok":                    "echo ok",
+		"a  b":                       "a  b",
+		"a   b":                      "a ␠×3 b",
+		"a\u00a0\u00a0\u00a0\u00a0b": "a ␠×4 b",
+		"a⇥⇥⇥b":                      "a ⇥×3 b",
+		"a⇥ b":                       "a⇥ b",
+	} {
+		if got := collapseRuns(in); got != want {
+			t.Errorf("collapseRuns(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
