@@ -114,6 +114,10 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		return m.openDenySession()
 	case key.Matches(msg, m.keys.View):
 		m.openPager(modeView)
+		if n := len(m.selectedShown()); n > 0 && m.mode == modeView {
+			// The full view decides on the ask it shows (pager.update).
+			m.setStatus("y n r here answer only the ask shown, not the " + plural(n, "selected ask") + "; esc returns to them")
+		}
 	case key.Matches(msg, m.keys.Log):
 		m.openPager(modeLog)
 	case key.Matches(msg, m.keys.Grants):
@@ -285,8 +289,10 @@ func (m *Model) answerable() *entry {
 		m.setStatus("nothing to answer")
 	case e.state == stateExpired:
 		m.setStatus("this ask expired (the child stopped waiting); nothing was sent")
+		m.statusAsk = e.ask.ID
 	case e.state == stateSending:
 		m.setStatus("this ask is already being answered")
+		m.statusAsk = e.ask.ID
 	default:
 		return e
 	}

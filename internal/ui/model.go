@@ -232,6 +232,9 @@ type Model struct {
 	// statusSettle: the status says a decision key was ignored while the
 	// highlight settled; any other key makes it stale.
 	statusSettle bool
+	// statusAsk: the status is about this ask ("already being answered");
+	// it goes when the highlight is on another.
+	statusAsk serve.AskID
 	// sent remembers each decision on its way, so the log can say which
 	// scope the person chose (the response alone cannot).
 	sent       map[serve.AskID]serve.Decision
@@ -304,6 +307,9 @@ func (m *Model) Init() tea.Cmd {
 // asks for the highlighted ask's diff if it was not kept.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := m.update(msg)
+	if m.statusAsk != 0 && m.statusAsk != m.highlight {
+		m.status, m.statusAsk = "", 0
+	}
 	m.releaseClosed()
 	if _, open := m.active().(*pager); open {
 		m.sizePager(false)
@@ -682,7 +688,7 @@ func (m *Model) pendingCount() int {
 
 // setStatus replaces the status line and ends any run of automatic answers.
 func (m *Model) setStatus(s string) {
-	m.status, m.statusAt, m.statusSettle = clip(s, textBytes), m.opts.Now(), false
+	m.status, m.statusAt, m.statusSettle, m.statusAsk = clip(s, textBytes), m.opts.Now(), false, 0
 	m.streak = autoStreak{}
 }
 

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -160,5 +161,35 @@ func TestCollapseRuns(t *testing.T) {
 		if got := collapseRuns(in); got != want {
 			t.Errorf("collapseRuns(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// With a selection, the full view says what y does there: it answers the
+// ask it shows, not the selection, and y does exactly that.
+func TestTheFullViewSaysItActsOnTheAskItShows(t *testing.T) {
+	h := newHarness(t)
+	a, b := bashAsk(1, "builder", "/w/p", "terraform destroy"), bashAsk(2, "builder", "/w/p", "go vet ./...")
+	h.queue(a, b)
+	h.keys("space", "j", "v")
+	if strings.Contains(h.m.status, "act on the 1 selected") || !strings.Contains(h.m.status, "not the 1 selected") {
+		t.Fatalf("the full view's status contradicts what y does there: %q", h.m.status)
+	}
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: b.ID, State: wire.StateApproved})
+}
+
+// "this ask is already being answered" is about one ask: it goes when the
+// highlight is on another.
+func TestAStatusAboutAnAskGoesWhenTheHighlightLeavesIt(t *testing.T) {
+	h := newHarness(t)
+	a, b := bashAsk(1, "builder", "/w/p", "make a"), bashAsk(2, "builder", "/w/p", "make b")
+	h.queue(a, b)
+	h.now = h.now.Add(time.Second)
+	_, sending := h.m.Update(keyMsg("y")) // the answer is on its way
+	h.keys("y")
+	h.wantStatus("already being answered")
+	h.run(sending) // answered: the ask leaves, the highlight goes to the next
+	if h.m.highlight != b.ID || strings.Contains(h.m.status, "already being answered") {
+		t.Fatalf("highlight %v, status %q: the status names an ask no longer highlighted", h.m.highlight, h.m.status)
 	}
 }
