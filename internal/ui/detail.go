@@ -40,6 +40,15 @@ type field struct {
 	must int
 }
 
+// mustCount is how many fields approving waits to have seen.
+func mustCount(f []field) int {
+	n := 0
+	for _, x := range f {
+		n = max(n, x.must)
+	}
+	return n
+}
+
 // numberMust sets the must ordinals of fields.
 func numberMust(f []field) {
 	n := 0

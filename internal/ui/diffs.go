@@ -3,12 +3,14 @@ package ui
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/permtui/permtui/internal/preview"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // The diff previews of write and edit asks (decision 0121). A diff may be
@@ -213,20 +215,28 @@ func (m *Model) dropDiff(e *entry) {
 func (m *Model) noteChangeSeen() {
 	var e *entry
 	var shown []int
+	total := 0
 	switch m.mode {
 	case modeQueue:
 		if e = m.current(); e == nil || e.seenAll || e.diffStale {
 			return
 		}
+		if e.diff != nil && len(e.diff.Lines) > m.height || cutInDetail(e.ask.Request, m.width) {
+			return // the detail cannot show it whole; its lines are counted in the full view
+		}
 		_, _, height := m.frame()
-		shown = m.queueLayout(height).shown
+		l := m.queueLayout(height)
+		shown, total = l.shown, l.must
 	case modeView:
 		if e = m.find(m.pager.ask); e == nil || e.seenAll || e.diffStale {
 			return
 		}
 		_, _, height := m.frame() // the body: the rule, then the window
 		top := m.pager.vp.YOffset
-		shown = seenIn(m.pager.owner, top, top+min(m.pager.vp.VisibleLineCount(), height-1))
+		shown = m.pager.noteViewed(top, top+min(m.pager.vp.VisibleLineCount(), height-1))
+		if len(m.pager.owner) > 0 {
+			total = slices.Max(m.pager.owner) // the full view cuts nothing
+		}
 	default:
 		return
 	}
@@ -236,7 +246,21 @@ func (m *Model) noteChangeSeen() {
 		}
 		e.seen[k-1] = true
 	}
-	e.seenAll = len(m.unseenLines(e)) == 0
+	e.seenAll = len(e.seen) >= total && !slices.Contains(e.seen[:total], false)
+}
+
+// cutInDetail reports, without laying the detail out, that one of the
+// request's values is too long for the detail's few lines of a value (a
+// cell takes at most 4 bytes), so the layout need not be computed again on
+// every update to find it cut.
+func cutInDetail(r *wire.Request, width int) bool {
+	long := func(s string) bool { return len(s) > 4*maxFactLines*width }
+	if long(deref(r.Value)) || long(fullCommand(r)) || r.Payload != nil && long(r.Payload.Request.Value) {
+		return true
+	}
+	ai := r.AccessIntent
+	return ai != nil && (slices.ContainsFunc(ai.MatchValues, long) ||
+		slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return long(u.Command) }))
 }
 
 // unseenLines are the lines of e's full view, at this width, showing a must

@@ -193,3 +193,18 @@ func TestAStatusAboutAnAskGoesWhenTheHighlightLeavesIt(t *testing.T) {
 		t.Fatalf("highlight %v, status %q: the status names an ask no longer highlighted", h.m.highlight, h.m.status)
 	}
 }
+
+// A command too long for the detail's lines of a value is seen only in
+// the full view, to its last line.
+func TestALongCommandMustBeSeenWhole(t *testing.T) {
+	h := newHarness(t)
+	a := bashAsk(1, "builder", "/w/p", "echo "+strings.Repeat("x", 4000)+" ; rm -rf ~")
+	h.queue(a)
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("not seen yet")
+	h.keys("v")
+	h.pageThrough()
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}

@@ -286,6 +286,7 @@ func (m *Model) queueBody(height int) []string {
 type layout struct {
 	lines       []string
 	shown       []int
+	must        int // the must ordinals of the highlighted ask's detail
 	changeWhole bool
 }
 
@@ -379,6 +380,7 @@ func (m *Model) layoutWith(height int, sh queueShape) layout {
 	}
 	l := m.detailLines(fields, room)
 	l.lines = append(lines, l.lines...)
+	l.must = mustCount(fields)
 	return l
 }
 
