@@ -69,11 +69,7 @@ func TestALongChainMustBeSeenWhole(t *testing.T) {
 // never seen whole; once it was, the grant goes ahead.
 func TestAWholeSessionGrantNamesAndWaitsForTheAsksItAlsoAnswers(t *testing.T) {
 	h := newHarness(t)
-	a, other := pathWrite(), pathWrite()
-	other.ID += 3
-	other.Request.Value = sp("/w/p/src/evil.ts")
-	other.Request.AccessIntent.MatchValues = []string{"/w/p/src/evil.ts"}
-	other.Request.AccessIntent.BoundaryValue = sp("/w/p/src/evil.ts")
+	a, other := twoWrites()
 	h.queue(a, other)
 	h.keys("/")
 	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("app.ts")})
@@ -96,10 +92,7 @@ func TestAWholeSessionGrantNamesAndWaitsForTheAsksItAlsoAnswers(t *testing.T) {
 // may go ahead without their being seen: denying widens nothing.
 func TestASessionDenyNamesTheAsksItAlsoDenies(t *testing.T) {
 	h := newHarness(t)
-	a, other := pathWrite(), pathWrite()
-	other.ID += 3
-	other.Request.Value = sp("/w/p/src/evil.ts")
-	other.Request.AccessIntent.MatchValues = []string{"/w/p/src/evil.ts"}
+	a, other := twoWrites()
 	h.queue(a, other)
 	h.keys("N")
 	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "/w/p/src/evil.ts") {
@@ -112,10 +105,7 @@ func TestASessionDenyNamesTheAsksItAlsoDenies(t *testing.T) {
 func TestAnAllowRuleNamesAndWaitsForTheAsksItDecides(t *testing.T) {
 	rules := &fakeRules{preview: RulePreview{Waiting: []int{0, 1}}}
 	h := newHarness(t, withRules(rules))
-	a, other := pathWrite(), pathWrite()
-	other.ID += 3
-	other.Request.Value = sp("/w/p/src/evil.ts")
-	other.Request.AccessIntent.MatchValues = []string{"/w/p/src/evil.ts"}
+	a, other := twoWrites()
 	h.queue(a, other)
 	h.keys("R")
 	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "/w/p/src/evil.ts") {
@@ -207,4 +197,15 @@ func TestALongCommandMustBeSeenWhole(t *testing.T) {
 	h.pageThrough()
 	h.keys("y")
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
+
+// twoWrites are a write ask and another of the same session to another
+// file, which its whole-session grant covers too.
+func twoWrites() (a, other serve.Ask) {
+	a, other = pathWrite(), pathWrite()
+	other.ID += 3
+	other.Request.Value = sp("/w/p/src/evil.ts")
+	other.Request.AccessIntent.MatchValues = []string{"/w/p/src/evil.ts"}
+	other.Request.AccessIntent.BoundaryValue = sp("/w/p/src/evil.ts")
+	return a, other
 }
