@@ -357,7 +357,15 @@ func TestConsoleWiringRuleFromAnAsk(t *testing.T) {
 	c := startConsole(t)
 	first := c.ask("builder", "pnpm install left-pad")
 	second := c.ask("scout", "pnpm install right-pad")
+	// An allow rule waits until every ask it decides was on screen
+	// (decision 0159): look at the second, then back to the first.
 	mark := c.mark()
+	c.press("j")
+	c.waitForAfter(mark, "ask 2 of 2")
+	mark = c.mark()
+	c.press("k")
+	c.waitForAfter(mark, "ask 1 of 2")
+	mark = c.mark()
 	c.press("R")
 	c.waitForAfter(mark, "pattern")
 	c.press("\x15")

@@ -156,7 +156,7 @@ type rulePlan struct {
 	ch      *policyedit.Change
 	cov     simulate.Coverage
 	risk    *policyedit.Risk
-	waiting int // of the waiting asks given, how many it would decide
+	waiting []int // of the waiting asks given, the indices of those it would decide
 }
 
 // plan locates the file, plans the edit (refusing what pi's ordering would
@@ -178,9 +178,9 @@ func (s ruleService) plan(scope policyedit.Scope, agent string, r policyedit.Rul
 	cand := resolve.Load(ch.Candidate(s.opts))
 	isNew := ch.IsNewRule
 	p := rulePlan{ch: ch, cov: simulate.Replay(log, resolve.Load(s.opts), cand).CoverageOf(isNew)}
-	for _, q := range waiting {
+	for i, q := range waiting {
 		if isNew(cand.Evaluate(q, nil).Rule) {
-			p.waiting++
+			p.waiting = append(p.waiting, i)
 		}
 	}
 	p.risk = policyedit.Safety(ch, len(p.cov.Decided), len(p.cov.Denied))

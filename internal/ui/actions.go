@@ -7,7 +7,6 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -115,6 +114,10 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		return m.openDenySession()
 	case key.Matches(msg, m.keys.View):
 		m.openPager(modeView)
+		if n := len(m.selectedShown()); n > 0 && m.mode == modeView {
+			// The full view decides on the ask it shows (pager.update).
+			m.setStatus("y n r here answer only the ask shown, not the " + plural(n, "selected ask") + "; esc returns to them")
+		}
 	case key.Matches(msg, m.keys.Log):
 		m.openPager(modeLog)
 	case key.Matches(msg, m.keys.Grants):
@@ -286,8 +289,10 @@ func (m *Model) answerable() *entry {
 		m.setStatus("nothing to answer")
 	case e.state == stateExpired:
 		m.setStatus("this ask expired (the child stopped waiting); nothing was sent")
+		m.statusAsk = e.ask.ID
 	case e.state == stateSending:
 		m.setStatus("this ask is already being answered")
+		m.statusAsk = e.ask.ID
 	default:
 		return e
 	}
@@ -295,6 +300,13 @@ func (m *Model) answerable() *entry {
 }
 
 type decisionFor func(id serve.AskID) serve.Decision
+
+// approves reports whether d approves: only approving waits for what was
+// seen, since a denial widens nothing.
+func approves(d decisionFor, id serve.AskID) bool {
+	dec := d(id)
+	return dec.State != wire.StateDenied && dec.State != wire.StateDeniedWithReason
+}
 
 func once(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateApproved} }
 func deny(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateDenied} }
@@ -305,7 +317,7 @@ func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d dec
 	if len(targets) == 0 {
 		return nil
 	}
-	if dec := d(targets[0]); dec.State != wire.StateDenied && dec.State != wire.StateDeniedWithReason {
+	if approves(d, targets[0]) {
 		if why := m.changeUnseen(targets); why != "" {
 			m.setStatus(why)
 			return nil
@@ -384,10 +396,10 @@ func (m *Model) openRule() tea.Cmd {
 	case e.ask.Request == nil || e.ask.Request.AccessIntent == nil:
 		m.setStatus("this ask carries no facts (no accessIntent), so no rule can be checked against it")
 	default:
-		var waiting []resolve.Query
+		var waiting []*entry
 		for _, w := range m.queue {
 			if w.state == statePending && w.ask.Request != nil && w.ask.Request.AccessIntent != nil {
-				waiting = append(waiting, factsOf(w.ask.Request.AccessIntent))
+				waiting = append(waiting, w)
 			}
 		}
 		m.mode = modeRule

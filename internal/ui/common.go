@@ -80,13 +80,20 @@ func (c *common) renderFields(fields []field, wrapProse bool, factLines int) []s
 
 // renderFieldsAt is renderFields in a column width wide.
 func (c *common) renderFieldsAt(fields []field, wrapProse bool, factLines, width int) []string {
+	out, _ := c.renderOwned(fields, wrapProse, factLines, width)
+	return out
+}
+
+// renderOwned is renderFieldsAt with, for each line, the must ordinal of
+// the field it shows (0 for none), negated when that field was cut short:
+// what seenIn counts as seen.
+func (c *common) renderOwned(fields []field, wrapProse bool, factLines, width int) (out []string, owner []int) {
 	s := c.styles
 	textWidth := max(width-labelWidth-1, 10)
-	var out []string
 	for _, f := range fields {
 		if f.kind == kindHeading {
 			for _, ch := range wrapWords(f.text, width) {
-				out = append(out, s.Label.Render(ch))
+				out, owner = append(out, s.Label.Render(ch)), append(owner, 0)
 			}
 			continue
 		}
@@ -106,6 +113,7 @@ func (c *common) renderFieldsAt(fields []field, wrapProse bool, factLines, width
 			style = s.Denied
 		}
 		var chunks []string
+		own := f.must
 		switch {
 		case f.prose() && wrapProse:
 			chunks = wrapWords(f.text, textWidth)
@@ -116,6 +124,7 @@ func (c *common) renderFieldsAt(fields []field, wrapProse bool, factLines, width
 			if factLines > 0 && len(chunks) > factLines {
 				chunks = chunks[:factLines]
 				chunks[factLines-1] = ansi.Truncate(chunks[factLines-1], textWidth-1, "") + "…"
+				own = -f.must
 			}
 		}
 		for i, ch := range chunks {
@@ -124,7 +133,22 @@ func (c *common) renderFieldsAt(fields []field, wrapProse bool, factLines, width
 				label = f.label
 			}
 			out = append(out, s.Label.Render(pad(label, labelWidth))+" "+style.Render(ch))
+			owner = append(owner, own)
 		}
 	}
-	return out
+	return out, owner
+}
+
+// seenIn lists the must ordinals whose lines all lie in owner[from:to]:
+// only a field at either edge can be partly outside.
+func seenIn(owner []int, from, to int) []int {
+	to = min(to, len(owner))
+	var seen []int
+	for i := from; i < to; i++ {
+		k := owner[i]
+		if k > 0 && (i == from || owner[i-1] != k) && (from == 0 || owner[from-1] != k) && (to == len(owner) || owner[to] != k) {
+			seen = append(seen, k)
+		}
+	}
+	return seen
 }

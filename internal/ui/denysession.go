@@ -107,7 +107,7 @@ func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
 
 // coverage is what the deny covers: this ask, and how many other waiting
 // asks; a deny covers a chain by any of its units, as serve judges it.
-func (d *denyDialog) coverage() coverage { return coverageOf(d.q, d.ask, d.deny(), true) }
+func (d *denyDialog) coverage() coverage { return coverageOf(d.q, d.ask, []wire.Grant{d.deny()}, true) }
 
 func (d *denyDialog) gone() string {
 	if e := d.q.find(d.ask); e == nil || e.state != statePending {
@@ -134,10 +134,11 @@ func (d *denyDialog) view(height int) []string {
 	if !cov.ask {
 		text, style = "surface "+Sanitize(d.surface)+"; ⚠ does not cover this ask: enter is refused", s.Warning
 	}
-	if cov.others > 0 {
-		text += "; also " + plural(cov.others, "other waiting ask") + ", denied at once"
+	lines = append(lines, "  "+style.Render(text))
+	if len(cov.others) > 0 {
+		lines = append(lines, "  "+s.Warning.Render("also denies "+plural(len(cov.others), "other waiting ask")+" at once:"))
 	}
-	lines = append(lines, "  "+style.Render(text), "")
+	lines = append(append(lines, d.othersLines(d.q, cov.others, 4)...), "")
 	for _, l := range wrapWords("Every later ask of this root session that the pattern covers is denied with this reason, before grants and the policy; p lists and revokes it.", max(d.width-2, 10)) {
 		lines = append(lines, "  "+s.Muted.Render(l))
 	}

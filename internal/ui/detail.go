@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/permtui/permtui/internal/preview"
 	"github.com/permtui/permtui/internal/resolve"
@@ -33,6 +34,32 @@ type field struct {
 	text  string
 	kind  fieldKind
 	diff  bool // part of the change of a write or edit (shown first, or beside)
+	// must numbers, from 1, the fields approving waits to have had on
+	// screen whole: the change's lines and what the ask is for (command,
+	// values, units); 0 for the rest (decision 0159).
+	must int
+}
+
+// mustCount is how many fields approving waits to have seen.
+func mustCount(f []field) int {
+	n := 0
+	for _, x := range f {
+		n = max(n, x.must)
+	}
+	return n
+}
+
+// numberMust sets the must ordinals of fields.
+func numberMust(f []field) {
+	n := 0
+	for i := range f {
+		switch l := f[i].label; {
+		case f[i].prose():
+		case f[i].diff, l == "command", l == "value", l == "match", l == "boundary", strings.HasPrefix(l, "unit "):
+			n++
+			f[i].must = n
+		}
+	}
 }
 
 // prose fields wrap at word boundaries; values (commands, paths) wrap at the
@@ -103,6 +130,7 @@ func detailFields(e *entry) []field {
 	}
 
 	f = append(f, sessionFields(e.ask)...)
+	numberMust(f)
 	return f
 }
 
@@ -386,7 +414,44 @@ func shortValue(r *wire.Request) string {
 // which hides the worktree) gives way to the absolute boundary path.
 func rowValue(r *wire.Request) (text string, keepEnd bool) {
 	v, keepEnd := rawRowValue(r)
-	return Sanitize(v), keepEnd
+	return collapseRuns(Sanitize(v)), keepEnd
+}
+
+// minRun is the shortest run of blanks collapseRuns shortens.
+const minRun = 3
+
+// collapseRuns shows each run of minRun or more blanks (spaces of any kind,
+// or tabs as Sanitize shows them) as its length, "echo ok ␠×120 ; rm -rf ~",
+// so that a one-line label cut to its width still shows what follows the
+// run. Text that is already sanitized.
+func collapseRuns(s string) string {
+	blank := func(r rune) bool { return unicode.IsSpace(r) || r == '⇥' }
+	if !strings.Contains(s, "   ") && !strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && blank(r) }) {
+		return s // the usual label: nothing to collapse
+	}
+	var b strings.Builder
+	rs := []rune(s)
+	for i := 0; i < len(rs); {
+		j := i
+		for j < len(rs) && blank(rs[j]) && (rs[j] == '⇥') == (rs[i] == '⇥') {
+			j++
+		}
+		switch {
+		case j-i >= minRun:
+			mark := "␠"
+			if rs[i] == '⇥' {
+				mark = "⇥"
+			}
+			b.WriteString(" " + mark + "×" + itoa(j-i) + " ")
+		case j > i:
+			b.WriteString(string(rs[i:j]))
+		default:
+			b.WriteRune(rs[i])
+			j++
+		}
+		i = j
+	}
+	return b.String()
 }
 
 // rawRowValue is rowValue before sanitizing.

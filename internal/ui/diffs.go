@@ -3,11 +3,14 @@ package ui
 import (
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/permtui/permtui/internal/preview"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // The diff previews of write and edit asks (decision 0121). A diff may be
@@ -188,7 +191,7 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 		if e.diffLate || e.diffReread {
 			e.diffRead = m.opts.Now()
 		}
-		e.diffStale, e.diffSeen = false, false
+		e.diffStale, e.seen, e.seenAll = false, nil, false
 		if m.mode == modeView {
 			m.refreshPager()
 			if m.pager.ask == e.ask.ID {
@@ -209,44 +212,90 @@ func (m *Model) dropDiff(e *entry) {
 	}
 }
 
-// noteChangeSeen records that the highlighted ask's change has been on
-// screen whole: in the queue's detail, or in the full view scrolled to its
-// end. Approvals wait for it (decision 0154).
+// noteChangeSeen records which must fields (decision 0159) of the ask on
+// screen are on it whole: in the queue's detail, or in the window of the
+// full view. Approvals wait until every one has been (decision 0154).
 func (m *Model) noteChangeSeen() {
 	var e *entry
+	var shown []int
+	total := 0
 	switch m.mode {
 	case modeQueue:
-		e = m.current()
-		if e == nil || e.diff == nil || e.diffSeen || len(e.diff.Lines) > m.height {
-			return // a diff of more lines than the screen cannot be on it whole
-		}
-		if _, _, height := m.frame(); !m.changeOnScreen(height) {
+		if e = m.current(); e == nil || e.seenAll || e.diffStale {
 			return
 		}
+		if e.diff != nil && len(e.diff.Lines) > m.height || cutInDetail(e.ask.Request, m.width) {
+			return // the detail cannot show it whole; its lines are counted in the full view
+		}
+		_, _, height := m.frame()
+		l := m.queueLayout(height)
+		shown, total = l.shown, l.must
 	case modeView:
-		if e = m.find(m.pager.ask); e == nil || !m.pager.vp.AtBottom() {
+		if e = m.find(m.pager.ask); e == nil || e.seenAll || e.diffStale {
 			return
+		}
+		_, _, height := m.frame() // the body: the rule, then the window
+		top := m.pager.vp.YOffset
+		shown = m.pager.noteViewed(top, top+min(m.pager.vp.VisibleLineCount(), height-1))
+		if len(m.pager.owner) > 0 {
+			total = slices.Max(m.pager.owner) // the full view cuts nothing
 		}
 	default:
 		return
 	}
-	if e.diff != nil && !e.diffStale {
-		e.diffSeen = true
+	for _, k := range shown {
+		for len(e.seen) < k {
+			e.seen = append(e.seen, false)
+		}
+		e.seen[k-1] = true
 	}
+	e.seenAll = len(e.seen) >= total && !slices.Contains(e.seen[:total], false)
 }
 
-func (m *Model) changeOnScreen(height int) bool {
-	_, whole := m.queueLayout(height)
-	return whole
+// cutInDetail reports, without laying the detail out, that one of the
+// request's values is too long for the detail's few lines of a value (a
+// cell takes at most 4 bytes), so the layout need not be computed again on
+// every update to find it cut.
+func cutInDetail(r *wire.Request, width int) bool {
+	long := func(s string) bool { return len(s) > 4*maxFactLines*width }
+	if long(deref(r.Value)) || long(fullCommand(r)) || r.Payload != nil && long(r.Payload.Request.Value) {
+		return true
+	}
+	ai := r.AccessIntent
+	return ai != nil && (slices.ContainsFunc(ai.MatchValues, long) ||
+		slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return long(u.Command) }))
 }
 
-// changeUnseen says why an approval of targets must wait: a change not
-// shown whole, stale, or not read yet. An ask identical to one whose change
-// was seen (same path and payload) counts as seen.
+// unseenLines are the lines of e's full view, at this width, showing a must
+// field not yet seen whole, as ranges "23–126".
+func (m *Model) unseenLines(e *entry) []string {
+	_, owner := m.renderOwned(m.detailOf(e), true, 0, m.width)
+	var ranges []string
+	for i := 0; i < len(owner); i++ {
+		if k := owner[i]; k <= 0 || k <= len(e.seen) && e.seen[k-1] {
+			continue
+		}
+		j := i
+		for j+1 < len(owner) && (owner[j+1] == owner[i] || owner[j+1] > 0 && (owner[j+1] > len(e.seen) || !e.seen[owner[j+1]-1])) {
+			j++
+		}
+		r := itoa(i + 1)
+		if j > i {
+			r += "–" + itoa(j+1)
+		}
+		ranges, i = append(ranges, r), j
+	}
+	return ranges
+}
+
+// changeUnseen says why an approval of targets must wait: a change stale or
+// not read yet, or lines of a change, values or units not yet on screen
+// whole. An ask identical to one seen whole (same path and payload, same
+// values) counts as seen.
 func (m *Model) changeUnseen(targets []serve.AskID) string {
 	seen := map[askIdentity]bool{}
 	for _, e := range m.queue {
-		if e.diffSeen {
+		if e.seenAll {
 			seen[e.same] = true
 		}
 	}
@@ -256,11 +305,36 @@ func (m *Model) changeUnseen(targets []serve.AskID) string {
 		case e == nil || seen[e.same] && !e.diffStale:
 		case e.diffStale:
 			return "⚠ the file of " + label(e) + " changed after its diff was read; it is being read again: look at it, then approve"
-		case e.diff != nil:
-			return "the change of " + label(e) + " is longer than the screen: v shows it whole (G: its end); approving waits until its end was shown"
 		case e.diffState == diffWaiting || e.diffState == diffReading || e.diffState == diffDropped:
 			return "the change of " + label(e) + " has not been shown yet: highlight it to read it; approving waits until it was on screen"
+		default:
+			if r := m.unseenLines(e); len(r) > 0 {
+				return unseenStatus(e, r)
+			}
 		}
+	}
+	return ""
+}
+
+// unseenStatus says which lines of an ask's full view were never on
+// screen; approving waits for them.
+func unseenStatus(e *entry, ranges []string) string {
+	lines := "lines " + strings.Join(ranges[:min(len(ranges), 3)], ", ")
+	if len(ranges) > 3 {
+		lines += " and " + plural(len(ranges)-3, "more range")
+	}
+	return "not all of " + label(e) + " was on screen: " + lines + " of its full view not seen yet; v shows them (approving waits until every line was shown)"
+}
+
+// alsoUnseen refuses an approving decision that would answer, besides its
+// targets, another waiting ask not seen whole, naming it (decision 0159):
+// a whole-session grant must not approve what was never on screen.
+func (m *Model) alsoUnseen(a decideAction) string {
+	if len(a.also) == 0 || len(a.targets) == 0 || !approves(a.d, a.targets[0]) {
+		return ""
+	}
+	if why := m.changeUnseen(m.stillPending(a.also)); why != "" {
+		return "refused: it would also answer an ask not seen whole; look at it first (esc, then highlight it), or e narrows the pattern. " + why
 	}
 	return ""
 }

@@ -26,7 +26,7 @@ func TestWholeSessionCoverageCountsOnlyThatSession(t *testing.T) {
 	h.queue(a, same, other)
 	h.keys("s", "j", "j")
 	v := ansi.Strip(h.m.View())
-	if !strings.Contains(v, "covers this ask; also 1 other waiting ask") {
+	if !strings.Contains(v, "also answers 1 other waiting ask:") {
 		t.Fatalf("the whole-session grant's count includes another root session's ask:\n%s", v)
 	}
 }

@@ -235,7 +235,7 @@ func TestGoldenRuleDialog(t *testing.T) {
 		File:     "/home/u/.pi/agent/extensions/pi-permission-system/config.json",
 		Coverage: "would have decided 37 of the last 412 recorded asks; 2 of them a person denied",
 		Denied:   []string{`"deployer" "bash" ["git push --force origin main"]`, `"builder" "bash" ["git push origin wip"]`},
-		Waiting:  1,
+		Waiting:  []int{0},
 		Warnings: []string{"it would allow 2 recorded asks a person denied"},
 		Broad:    true,
 		Confirm:  2,

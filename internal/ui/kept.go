@@ -109,7 +109,7 @@ func askParts(a serve.Ask) (agent, surface, value string) {
 		return "", "", "ask " + askNumber(a.ID)
 	}
 	v, _ := rawRowValue(a.Request)
-	return clip(agentOf(a.Request), nameBytes), clip(serve.SurfaceOf(a.Request), nameBytes), clip(v, textBytes)
+	return clip(agentOf(a.Request), nameBytes), clip(serve.SurfaceOf(a.Request), nameBytes), collapseRuns(clip(v, textBytes))
 }
 
 func joinLabel(agent, surface, value string) string {

@@ -130,8 +130,11 @@ type entry struct {
 	// again after the file changed.
 	diffStale  bool
 	diffReread bool
-	// diffSeen: the whole diff has been on screen (decision 0154).
-	diffSeen bool
+	// seen[k-1]: the field with must ordinal k (its change's lines, values
+	// and units) has been on screen whole; seenAll: every one has
+	// (decisions 0154, 0159). Reset when a diff arrives.
+	seen    []bool
+	seenAll bool
 }
 
 type mode int
@@ -229,6 +232,9 @@ type Model struct {
 	// statusSettle: the status says a decision key was ignored while the
 	// highlight settled; any other key makes it stale.
 	statusSettle bool
+	// statusAsk: the status is about this ask ("already being answered");
+	// it goes when the highlight is on another.
+	statusAsk serve.AskID
 	// sent remembers each decision on its way, so the log can say which
 	// scope the person chose (the response alone cannot).
 	sent       map[serve.AskID]serve.Decision
@@ -283,7 +289,7 @@ func New(opts Options) *Model {
 	m.denyDialog = newDenyDialog(c, m)
 	m.pager = newPager(c, m)
 	m.quitDialog = quitDialog{common: c, q: m, canLeave: opts.CanLeave, overHub: opts.OverHub}
-	m.ruleDialog = newRuleDialog(c)
+	m.ruleDialog = newRuleDialog(c, m)
 	return m
 }
 
@@ -301,7 +307,13 @@ func (m *Model) Init() tea.Cmd {
 // asks for the highlighted ask's diff if it was not kept.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := m.update(msg)
+	if m.statusAsk != 0 && m.statusAsk != m.highlight {
+		m.status, m.statusAsk = "", 0
+	}
 	m.releaseClosed()
+	if _, open := m.active().(*pager); open {
+		m.sizePager(false)
+	}
 	m.noteChangeSeen()
 	if show := m.showDiff(); show != nil {
 		cmd = tea.Batch(cmd, show)
@@ -649,6 +661,11 @@ func (m *Model) index(id serve.AskID) int { return indexOf(m.queue, id) }
 func (m *Model) current() *entry { return m.find(m.highlight) }
 
 // pending lists the asks still waiting for an answer.
+// hidden reports whether the filter hides e from the queue.
+func (m *Model) hidden(e *entry) bool {
+	return m.filter != "" && !slices.Contains(m.shown(), e)
+}
+
 func (m *Model) pending() []*entry {
 	var out []*entry
 	for _, e := range m.queue {
@@ -671,7 +688,7 @@ func (m *Model) pendingCount() int {
 
 // setStatus replaces the status line and ends any run of automatic answers.
 func (m *Model) setStatus(s string) {
-	m.status, m.statusAt, m.statusSettle = clip(s, textBytes), m.opts.Now(), false
+	m.status, m.statusAt, m.statusSettle, m.statusAsk = clip(s, textBytes), m.opts.Now(), false, 0
 	m.streak = autoStreak{}
 }
 

@@ -243,18 +243,19 @@ func TestTheChangeIsBesideTheDetailWhenWide(t *testing.T) {
 	t.Fatalf("the change is not beside the agent:\n%s", ansi.Strip(h.m.View()))
 }
 
-// A change longer than the space refuses y until its end was shown (here
-// in the full view); the status says so.
+// A change longer than the space refuses y until every line of it was
+// shown (here paging through the full view); the status says so.
 func TestALongChangeMustBeSeenToItsEnd(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", longSource(60)) })
 	a := longEdit(60)
 	h.queue(a)
 	h.keys("y")
 	h.wantDecisions()
-	h.wantStatus("longer than the screen")
+	h.wantStatus("not seen yet")
 	h.keys("v", "y")
 	h.wantDecisions()
-	h.keys("G", "y")
+	h.pageThrough()
+	h.keys("y")
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 
 	// n denies without it: denying widens nothing.
@@ -370,7 +371,7 @@ func TestALongChangeLineMustBeSeenWhole(t *testing.T) {
 	h.queue(a)
 	h.keys("y")
 	h.wantDecisions()
-	h.wantStatus("longer than the screen")
+	h.wantStatus("not seen yet")
 	h.keys("v", "G", "y")
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 }
@@ -390,7 +391,7 @@ func TestTheDetailNamesTheDeniesOutOfForce(t *testing.T) {
 }
 
 // A diff read again while the full view is open at its end is not taken as
-// seen: the view goes back to the top, and y waits for its end again.
+// seen: the view goes back to the top, and y waits for all of it again.
 func TestADiffReadAgainInTheFullViewMustBeSeenAgain(t *testing.T) {
 	content, stamp := longSource(60), "v1"
 	h := newHarness(t, func(o *Options) {
@@ -404,7 +405,8 @@ func TestADiffReadAgainInTheFullViewMustBeSeenAgain(t *testing.T) {
 	h.send(tickMsg(h.now))
 	h.keys("y")
 	h.wantDecisions()
-	h.wantStatus("longer than the screen")
-	h.keys("G", "y")
+	h.wantStatus("not seen yet")
+	h.pageThrough()
+	h.keys("y")
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 }

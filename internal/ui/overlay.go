@@ -5,6 +5,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 )
 
@@ -29,6 +30,7 @@ type asks interface {
 	find(serve.AskID) *entry
 	pendingCount() int
 	pending() []*entry
+	hidden(*entry) bool // the filter hides it
 }
 
 // An action is what an overlay asks the root to do; nil is nothing.
@@ -47,6 +49,7 @@ type (
 		pressed, what string
 		targets       []serve.AskID
 		d             decisionFor
+		also          []serve.AskID // other waiting asks the decision answers too (a whole-session grant)
 	}
 	// revokeAction withdraws one whole-session grant or session deny.
 	revokeAction struct{ row grantRow }
@@ -110,6 +113,10 @@ func (m *Model) apply(act action) tea.Cmd {
 	case statusAction:
 		m.setStatus(a.text)
 	case decideAction:
+		if why := m.alsoUnseen(a); why != "" {
+			m.setStatus(why)
+			return nil
+		}
 		cmd := m.decideTargets(a.pressed, a.what, m.stillPending(a.targets), a.d, m.opts.ConfirmDouble)
 		if cmd != nil {
 			m.mode = modeQueue
@@ -147,6 +154,13 @@ func (m *Model) apply(act action) tea.Cmd {
 		rules := m.opts.Rules
 		return func() tea.Msg { return rulePreviewMsg{seq: a.seq, preview: rules.PreviewRule(a.draft)} }
 	case writeRuleAction:
+		if a.draft.Action == resolve.Allow {
+			if why := m.changeUnseen(m.stillPending(a.decides)); why != "" {
+				m.ruleDialog.writing = false
+				m.setStatus("not written: the rule would allow an ask not seen whole; look at it first, or narrow the pattern. " + why)
+				return nil
+			}
+		}
 		rules := m.opts.Rules
 		m.setStatus("writing the rule…")
 		return func() tea.Msg {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -19,9 +20,11 @@ type pager struct {
 	*common
 	q      asks
 	vp     viewport.Model
-	ask    serve.AskID     // the ask in the full view; 0 for the log
-	fill   func() []string // the text; nil keeps what is shown
-	opener key.Binding     // the key that opened it also closes it
+	ask    serve.AskID              // the ask in the full view; 0 for the log
+	fill   func() ([]string, []int) // the text and its lines' owners (renderOwned); nil keeps what is shown
+	owner  []int                    // the must ordinal of each line shown, for what has been seen
+	viewed []bool                   // each line has been in the window since the text was filled
+	opener key.Binding              // the key that opened it also closes it
 }
 
 func newPager(c *common, q asks) pager {
@@ -29,7 +32,7 @@ func newPager(c *common, q asks) pager {
 }
 
 // open shows the full view of ask, or the log when ask is 0.
-func (p *pager) open(ask serve.AskID, fill func() []string) {
+func (p *pager) open(ask serve.AskID, fill func() ([]string, []int)) {
 	p.ask, p.fill, p.opener = ask, fill, p.keys.View
 	if ask == 0 {
 		p.opener = p.keys.Log
@@ -39,7 +42,7 @@ func (p *pager) open(ask serve.AskID, fill func() []string) {
 // release drops the text shown; open and refresh fill it again.
 func (p *pager) release() {
 	if p.fill != nil {
-		p.fill = nil
+		p.fill, p.owner, p.viewed = nil, nil, nil
 		p.vp.SetContent("")
 	}
 }
@@ -50,8 +53,9 @@ func (p *pager) refresh(width, height int, refill bool) {
 	if !refill || p.fill == nil {
 		return
 	}
-	if lines := p.fill(); lines != nil {
+	if lines, owner := p.fill(); lines != nil {
 		p.vp.SetContent(strings.Join(lines, "\n"))
+		p.owner, p.viewed = owner, make([]bool, len(owner))
 	}
 }
 
@@ -119,4 +123,32 @@ func (p *pager) view(int) []string {
 		title += fmt.Sprintf(" · lines %d–%d of %d", p.vp.YOffset+1, p.vp.YOffset+shown, total)
 	}
 	return append([]string{p.rule(title)}, strings.Split(p.vp.View(), "\n")...)
+}
+
+// noteViewed records lines [from, to) as on screen and lists the must
+// ordinals whose every line has now been on screen, in this window or an
+// earlier one: a field taller than the window is seen by scrolling it.
+func (p *pager) noteViewed(from, to int) []int {
+	to = min(to, len(p.viewed))
+	for i := from; i < to; i++ {
+		p.viewed[i] = true
+	}
+	var seen []int
+	for i := from; i < to; i++ {
+		k := p.owner[i]
+		if k <= 0 || i > from && p.owner[i-1] == k {
+			continue
+		}
+		a, b := i, i
+		for a > 0 && p.owner[a-1] == k {
+			a--
+		}
+		for b+1 < len(p.owner) && p.owner[b+1] == k {
+			b++
+		}
+		if !slices.Contains(p.viewed[a:b+1], false) {
+			seen = append(seen, k)
+		}
+	}
+	return seen
 }

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -42,7 +43,7 @@ type RulePreview struct {
 	Diff     string   // unified diff of the policy file
 	Coverage string   // e.g. "would have decided 37 of the last 412 recorded asks; 2 of them a person denied"
 	Denied   []string // the recorded asks a person denied that it would decide, one line each
-	Waiting  int      // waiting asks it would decide
+	Waiting  []int    // of RuleDraft.Waiting, the asks it would decide
 	Warnings []string
 	Broad    bool // a second confirmation must name Confirm (which may be 0)
 	Confirm  int
@@ -59,6 +60,7 @@ type (
 	writeRuleAction struct {
 		draft   RuleDraft
 		confirm int
+		decides []serve.AskID // the waiting asks it would decide
 	}
 	rulePreviewMsg struct {
 		seq     int
@@ -87,6 +89,9 @@ var ruleActions = []resolve.Action{resolve.Allow, resolve.Ask, resolve.Deny}
 // rule, a second confirmation that names the count.
 type ruleDialog struct {
 	*common
+	q        asks
+	ask      serve.AskID   // the ask it was opened on
+	waiting  []serve.AskID // the asks of base.Waiting, in its order
 	pattern  textinput.Model
 	count    textinput.Model
 	counting bool // the second confirmation is open
@@ -100,7 +105,7 @@ type ruleDialog struct {
 	writing  bool
 }
 
-func newRuleDialog(c *common) ruleDialog {
+func newRuleDialog(c *common, q asks) ruleDialog {
 	in := func(prompt string) textinput.Model {
 		ti := textinput.New()
 		ti.Prompt = prompt
@@ -108,7 +113,7 @@ func newRuleDialog(c *common) ruleDialog {
 		ti.Cursor.SetMode(cursor.CursorStatic)
 		return ti
 	}
-	d := ruleDialog{common: c, pattern: in("pattern: "), count: in("count: ")}
+	d := ruleDialog{common: c, q: q, pattern: in("pattern: "), count: in("count: ")}
 	d.resize()
 	return d
 }
@@ -117,10 +122,14 @@ func (d *ruleDialog) resize() { d.pattern.Width = max(d.width-len(d.pattern.Prom
 
 // open prefills the dialog from an ask: its surface, the child's suggested
 // pattern for that surface or else the exact value, allow, this agent.
-func (d *ruleDialog) open(e *entry, waiting []resolve.Query) action {
+func (d *ruleDialog) open(e *entry, waiting []*entry) action {
 	in := e.ask.Request.AccessIntent
-	d.title = label(e)
-	d.base = RuleDraft{Agent: in.Principal.AgentName, Surface: in.Surface, Facts: factsOf(in), Waiting: waiting}
+	d.title, d.ask, d.waiting = label(e), e.ask.ID, nil
+	d.base = RuleDraft{Agent: in.Principal.AgentName, Surface: in.Surface, Facts: factsOf(in)}
+	for _, w := range waiting {
+		d.waiting = append(d.waiting, w.ask.ID)
+		d.base.Waiting = append(d.base.Waiting, factsOf(w.ask.Request.AccessIntent))
+	}
 	d.scope, d.action, d.counting, d.writing, d.preview = 0, 0, false, false, nil
 	if d.base.Agent == "" {
 		d.scope = 1 // no agent scope to write to
@@ -262,7 +271,20 @@ func (d *ruleDialog) confirm() action {
 		return statusAction{"type " + strconv.Itoa(p.Confirm) + " to write it; esc goes back"}
 	}
 	d.writing = true
-	return writeRuleAction{draft: d.draft(), confirm: p.Confirm}
+	return writeRuleAction{draft: d.draft(), confirm: p.Confirm, decides: d.decides()}
+}
+
+// decides are the waiting asks the previewed rule would decide.
+func (d *ruleDialog) decides() []serve.AskID {
+	var ids []serve.AskID
+	if d.preview != nil && d.shown == d.seq {
+		for _, i := range d.preview.Waiting {
+			if i >= 0 && i < len(d.waiting) {
+				ids = append(ids, d.waiting[i])
+			}
+		}
+	}
+	return ids
 }
 
 // gone is never: the dialog holds the ask's facts, and the ask being
@@ -302,7 +324,7 @@ func (d *ruleDialog) view(height int) []string {
 	default:
 		fields = append(fields, field{label: "file", text: Sanitize(p.File)},
 			field{label: "covers", text: Sanitize(p.Coverage)},
-			field{label: "waiting", text: plural(p.Waiting, "waiting ask") + " it would decide now"})
+			field{label: "waiting", text: plural(len(p.Waiting), "waiting ask") + " it would decide now"})
 		for _, den := range p.Denied {
 			fields = append(fields, field{label: "denied", text: Sanitize(den), kind: kindWarning})
 		}
@@ -311,6 +333,13 @@ func (d *ruleDialog) view(height int) []string {
 		}
 	}
 	lines = append(lines, d.renderFields(fields, true, 2)...)
+	var others []*entry
+	for _, id := range d.decides() {
+		if o := d.q.find(id); o != nil && id != d.ask {
+			others = append(others, o)
+		}
+	}
+	lines = append(lines, d.othersLines(d.q, others, labelWidth+1)...)
 	if d.counting {
 		lines = append(lines, d.count.View())
 	}

@@ -127,54 +127,92 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 			dec.Grants = d.grants()
 			what += " with " + Sanitize(d.edited)
 		}
-		return decideAction{pressed: k.String(), what: what, targets: []serve.AskID{d.ask},
-			d: func(serve.AskID) serve.Decision { return dec }}, nil
+		act := decideAction{pressed: k.String(), what: what, targets: []serve.AskID{d.ask},
+			d: func(serve.AskID) serve.Decision { return dec }}
+		for _, o := range d.coverage().others {
+			act.also = append(act.also, o.ask.ID)
+		}
+		return act, nil
 	}
 	return nil, nil
 }
 
-// coverage is what the chosen grant covers: this ask, and how many other
-// waiting asks. The matcher is resolve's, without home expansion; serve
-// checks the edit again with the policy before recording it.
+// coverage is what the chosen grants cover: this ask, and the other
+// waiting asks they would answer. The matcher is resolve's, without home
+// expansion; serve checks the edit again with the policy before recording
+// it.
 type coverage struct {
 	ask    bool
-	others int
+	others []*entry
 }
 
+// coverage of a whole-session choice; other choices answer only this ask.
 func (d *scopeDialog) coverage() coverage {
-	gs := d.grants()
-	if len(gs) != 1 {
+	if !d.wholeSession() {
 		return coverage{}
 	}
-	return coverageOf(d.q, d.ask, gs[0], false)
+	return coverageOf(d.q, d.ask, d.grants(), false)
 }
 
-// coverageOf is what a session rule written as g covers: the ask, and how
-// many other waiting asks of its root session. With units (a session deny, decision 0104) any
-// asking unit of a chain counts too, as serve judges a deny.
-func coverageOf(q asks, ask serve.AskID, g wire.Grant, units bool) coverage {
+func (d *scopeDialog) wholeSession() bool {
+	o := d.scopes.Options[d.chosen]
+	return (o.Kind == serve.ScopeSession || o.Kind == serve.ScopeSessionBoth) && len(o.Grants) > 0
+}
+
+// coverageOf is what session rules written as gs cover: the ask, and the
+// other waiting asks of its root session. With units (a session deny,
+// decision 0104) any asking unit of a chain counts too, as serve judges a
+// deny.
+func coverageOf(q asks, ask serve.AskID, gs []wire.Grant, units bool) coverage {
 	var c coverage
 	e := q.find(ask)
 	if e == nil {
 		return c
 	}
-	pat := resolve.CompilePattern(g.Pattern, "")
 	covers := func(a serve.Ask) bool {
 		ai := a.Request.AccessIntent
-		if ai == nil || !grantSurfaceCovers(g.Surface, ai.Surface) {
+		if ai == nil {
 			return false
 		}
-		return slices.ContainsFunc(ai.MatchValues, pat.Match) ||
-			units && slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return pat.Match(u.Command) })
+		return slices.ContainsFunc(gs, func(g wire.Grant) bool {
+			if !grantSurfaceCovers(g.Surface, ai.Surface) {
+				return false
+			}
+			pat := resolve.CompilePattern(g.Pattern, "")
+			return slices.ContainsFunc(ai.MatchValues, pat.Match) ||
+				units && slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return pat.Match(u.Command) })
+		})
 	}
 	c.ask = covers(e.ask)
 	for _, o := range q.pending() {
 		// A session rule answers only its own root session's asks.
 		if o.ask.ID != ask && o.ask.Session == e.ask.Session && o.ask.Host == e.ask.Host && covers(o.ask) {
-			c.others++
+			c.others = append(c.others, o)
 		}
 	}
 	return c
+}
+
+// maxNamedOthers bounds the other asks a dialog names one a line; the
+// rest are counted.
+const maxNamedOthers = 5
+
+// othersLines name, under a dialog's coverage line, each other waiting ask
+// the choice would also answer (clipped), saying when the filter hides it.
+func (c *common) othersLines(q asks, others []*entry, indent int) []string {
+	var lines []string
+	for i, o := range others {
+		if i == maxNamedOthers {
+			lines = append(lines, strings.Repeat(" ", indent)+c.styles.Warning.Render("… and "+plural(len(others)-i, "more waiting ask")))
+			break
+		}
+		name := endLabel(o, max(c.width-indent-4, 20))
+		if q.hidden(o) {
+			name += " (hidden by the filter)"
+		}
+		lines = append(lines, strings.Repeat(" ", indent)+c.styles.Warning.Render("· "+name))
+	}
+	return lines
 }
 
 // grantSurfaceCovers: a grant on a family ("path") covers both directions.
@@ -235,7 +273,7 @@ func (d *scopeDialog) view(height int) []string {
 		for _, g := range grants {
 			lines = append(lines, d.indented(pad(Sanitize(g.Surface), 24)+" "+Sanitize(g.Pattern), 8, 0)...)
 		}
-		if i == d.chosen && d.editable() {
+		if i == d.chosen && d.wholeSession() {
 			lines = append(lines, d.coverageLines()...)
 		}
 		if o.Caveat != "" {
@@ -287,7 +325,7 @@ func (c *common) scrolled(lines []string, height, from, to int) []string {
 func (c *common) sessionAsk(e *entry) []string {
 	r := e.ask.Request
 	lines := []string{"  " + Sanitize(agentOf(r)) + " asks for " + Sanitize(serve.SurfaceOf(r)) + ":"}
-	lines = append(lines, c.indented(Sanitize(shortValue(r)), 4, maxFactLines)...)
+	lines = append(lines, c.indented(collapseRuns(Sanitize(shortValue(r))), 4, maxFactLines)...)
 	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), "")
 }
 
@@ -304,15 +342,18 @@ func (d *scopeDialog) coverageLines() []string {
 	if !cov.ask {
 		text, style = "⚠ does not cover this ask: enter is refused", s.Warning
 	}
-	if cov.others > 0 {
-		text += "; also " + plural(cov.others, "other waiting ask")
-	}
-	if d.edited != "" {
+	switch {
+	case !d.editable():
+	case d.edited != "":
 		text += " (edited; e then esc restores the suggestion)"
-	} else if !d.editing {
+	case !d.editing:
 		text += " · e narrows the pattern"
 	}
-	return append(lines, "        "+style.Render(text))
+	lines = append(lines, "        "+style.Render(text))
+	if len(cov.others) > 0 {
+		lines = append(lines, "        "+s.Warning.Render("also answers "+plural(len(cov.others), "other waiting ask")+":"))
+	}
+	return append(lines, d.othersLines(d.q, cov.others, 10)...)
 }
 
 // mutedWrapped word-wraps an explanation under an indent.

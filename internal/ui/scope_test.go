@@ -106,7 +106,7 @@ func TestScopeEditNarrowsTheGrant(t *testing.T) {
 	other.Request.AccessIntent.MatchValues = []string{"/w/p/src/lib.ts"}
 	h.queue(a, other)
 	chooseScope(h, serve.ScopeSession)
-	if v := h.m.View(); !strings.Contains(v, "covers this ask; also 1 other waiting ask · e narrows the pattern") {
+	if v := h.m.View(); !strings.Contains(v, "also answers 1 other waiting ask:") {
 		t.Fatalf("coverage of the suggestion not shown:\n%s", v)
 	}
 	h.keys("e", "ctrl+u")

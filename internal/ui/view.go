@@ -277,13 +277,20 @@ func (m *Model) statusLines() []string {
 // queueBody is the queue (at most a third of the body, scrolled to keep the
 // highlighted ask in view) over the detail of the highlighted ask.
 func (m *Model) queueBody(height int) []string {
-	lines, _ := m.queueLayout(height)
-	return lines
+	return m.queueLayout(height).lines
 }
 
-// queueLayout is queueBody and whether the highlighted ask's change, if it
-// has one, is on screen whole.
-func (m *Model) queueLayout(height int) (lines []string, changeWhole bool) {
+// layout is the queue's body and what of the highlighted ask it shows: the
+// must ordinals on screen whole (decision 0159) and whether its change, if
+// it has one, is on screen whole.
+type layout struct {
+	lines       []string
+	shown       []int
+	must        int // the must ordinals of the highlighted ask's detail
+	changeWhole bool
+}
+
+func (m *Model) queueLayout(height int) layout {
 	return m.layoutWith(height, m.shape(height))
 }
 
@@ -308,21 +315,21 @@ func (m *Model) shape(height int) queueShape {
 		return queueShape{rows: 3}
 	}
 	for _, sh := range []queueShape{def, {3, def.names}, {3, false}, {1, false}} {
-		if _, whole := m.layoutWith(height, sh); whole {
+		if m.layoutWith(height, sh).changeWhole {
 			return sh
 		}
 	}
 	return queueShape{rows: 3} // it will not fit: as much of it as leaves the list readable
 }
 
-func (m *Model) layoutWith(height int, sh queueShape) (lines []string, changeWhole bool) {
+func (m *Model) layoutWith(height int, sh queueShape) layout {
 	if len(m.queue) == 0 {
-		return []string{
+		return layout{lines: []string{
 			m.rule("queue"),
 			"",
 			"  No asks waiting for you.",
 			m.styles.Muted.Render("  Automatic answers are counted above and listed in the log (l)."),
-		}, false
+		}}
 	}
 	all, first, visible := m.queueWindow(sh.rows)
 	title := "queue"
@@ -340,7 +347,7 @@ func (m *Model) layoutWith(height int, sh queueShape) (lines []string, changeWho
 		title += fmt.Sprintf(" · %d selected", n)
 	}
 	cols := m.columns()
-	lines = []string{m.rule(title)}
+	lines := []string{m.rule(title)}
 	if sh.names {
 		lines = append(lines, m.styles.Muted.Render(cols.row("  ", "   ", "agent", "surface", "value", "age", "left")))
 	}
@@ -352,7 +359,7 @@ func (m *Model) layoutWith(height int, sh queueShape) (lines []string, changeWho
 		lines = append(lines, m.queueRow(l.e, cols))
 	}
 	if len(shown) == 0 {
-		return append(lines, "", "  No ask matches the filter; esc clears it."), false
+		return layout{lines: append(lines, "", "  No ask matches the filter; esc clears it.")}
 	}
 
 	e := m.current()
@@ -371,22 +378,20 @@ func (m *Model) layoutWith(height int, sh queueShape) (lines []string, changeWho
 		fields = slices.Insert(fields, 0, field{label: "selection", kind: kindWarning,
 			text: "y approves " + itoa(len(sel)) + " selected, this one and " + plural(len(sel)-1, "other") + " (named above the status)"})
 	}
-	detail, whole := m.detailLines(fields, room)
-	return append(lines, detail...), whole
+	l := m.detailLines(fields, room)
+	l.lines = append(lines, l.lines...)
+	l.must = mustCount(fields)
+	return l
 }
 
-// detailLines fit an ask's detail to room lines and say whether its change
-// (the diff of a write or edit) is on screen whole. The change comes right
-// after the agent and path; at 120 columns or more it is beside the rest
-// (decision 0154).
-func (m *Model) detailLines(fields []field, room int) (lines []string, changeWhole bool) {
-	last := -1 // the change's last field
-	for i, f := range fields {
-		if f.diff {
-			last = i
-		}
-	}
-	if last >= 0 && m.width >= 120 {
+// detailLines fit an ask's detail to room lines and say which must fields
+// are on screen whole, and whether its change (the diff of a write or edit)
+// is. The change comes right after the agent and path; at 120 columns or
+// more it is beside the rest (decision 0154).
+func (m *Model) detailLines(fields []field, room int) layout {
+	hasChange := slices.ContainsFunc(fields, func(f field) bool { return f.diff })
+	var l layout
+	if hasChange && m.width >= 120 {
 		var rest, change []field
 		for _, f := range fields {
 			if f.diff {
@@ -396,49 +401,44 @@ func (m *Model) detailLines(fields []field, room int) (lines []string, changeWho
 			}
 		}
 		lw := (m.width - 3) / 2
-		left, _ := m.fitFields(rest, room, lw, -1)
-		right, whole := m.fitFields(change, room, m.width-3-lw, len(change)-1)
+		left, leftShown := m.fitFields(rest, room, lw)
+		right, rightShown := m.fitFields(change, room, m.width-3-lw)
 		for i := range max(len(left), len(right)) {
-			l, r := "", ""
+			a, b := "", ""
 			if i < len(left) {
-				l = left[i]
+				a = left[i]
 			}
 			if i < len(right) {
-				r = right[i]
+				b = right[i]
 			}
-			lines = append(lines, pad(l, lw)+" │ "+r)
+			l.lines = append(l.lines, pad(a, lw)+" │ "+b)
 		}
-		return lines, whole
+		l.shown = append(leftShown, rightShown...)
+	} else {
+		l.lines, l.shown = m.fitFields(fields, room, m.width)
 	}
-	return m.fitFields(fields, room, m.width, last)
+	l.changeWhole = !slices.ContainsFunc(fields, func(f field) bool {
+		return f.diff && f.must > 0 && !slices.Contains(l.shown, f.must)
+	})
+	return l
 }
 
 // fitFields renders fields in width and fits them to room lines: values
 // stay whole (up to a few lines), explanations get one line, and what is
-// left is counted. It says whether fields[:upto+1] are all on screen.
-func (m *Model) fitFields(fields []field, room, width, upto int) ([]string, bool) {
+// left is counted. It lists the must ordinals on screen whole.
+func (m *Model) fitFields(fields []field, room, width int) ([]string, []int) {
 	if len(fields) <= room { // each field takes a line at least
-		if detail := m.renderFieldsAt(fields, true, 0, width); len(detail) <= room {
-			return detail, true
+		if detail, owner := m.renderOwned(fields, true, 0, width); len(detail) <= room {
+			return detail, seenIn(owner, 0, len(owner))
 		}
 	}
-	detail := m.renderFieldsAt(fields, false, maxFactLines, width)
-	whole := upto < 0 || upto < room && len(m.renderFieldsAt(fields[:upto+1], false, maxFactLines, width)) <= max(room-1, 0)
+	detail, owner := m.renderOwned(fields, false, maxFactLines, width)
 	if len(detail) > room {
-		detail = append(detail[:max(room-1, 0)], m.styles.Muted.Render(
-			fmt.Sprintf("… %d more lines: v shows everything", len(detail)-room+1)))
-	} else {
-		whole = true
+		shown := seenIn(owner, 0, max(room-1, 0))
+		return append(detail[:max(room-1, 0)], m.styles.Muted.Render(
+			fmt.Sprintf("… %d more lines: v shows everything", len(detail)-room+1))), shown
 	}
-	return detail, whole && (upto < 0 || !lineCut(fields[:upto+1], width))
-}
-
-// lineCut reports whether a line of a change is longer than the lines the
-// compact detail gives a value, so part of it is not on screen.
-func lineCut(fields []field, width int) bool {
-	return slices.ContainsFunc(fields, func(f field) bool {
-		return f.diff && !f.prose() && len(wrapKeep(f.text, max(width-labelWidth-1, 10))) > maxFactLines
-	})
+	return detail, seenIn(owner, 0, len(owner))
 }
 
 // detailOf is the detail of an ask with what only the queue knows: how
@@ -675,7 +675,6 @@ func bar(line string, width int) string {
 // openPager shows the full detail of the highlighted ask or the decision
 // log in the pager.
 func (m *Model) openPager(md mode) {
-	fill := m.logLines
 	if md == modeView {
 		e := m.current()
 		if e == nil {
@@ -683,15 +682,14 @@ func (m *Model) openPager(md mode) {
 			return
 		}
 		id := e.ask.ID
-		fill = func() []string {
+		m.pager.open(id, func() ([]string, []int) {
 			if e := m.find(id); e != nil {
-				return m.renderFields(m.detailOf(e), true, 0)
+				return m.renderOwned(m.detailOf(e), true, 0, m.width)
 			}
-			return nil
-		}
-		m.pager.open(id, fill)
+			return nil, nil
+		})
 	} else {
-		m.pager.open(0, fill)
+		m.pager.open(0, func() ([]string, []int) { return m.logLines(), nil })
 	}
 	m.mode = md
 	m.refreshPager()
@@ -706,7 +704,15 @@ func (m *Model) openPager(md mode) {
 // below) and, while it is open, refills it.
 func (m *Model) refreshPager() {
 	_, open := m.active().(*pager)
-	m.pager.refresh(m.width, max(m.height-len(m.headerLines())-3, 1), open)
+	m.sizePager(open)
+}
+
+// sizePager fits the pager's window to the body as it is now: a status of
+// two lines takes one from it, and a line the window holds but the screen
+// cuts would be paged over unseen.
+func (m *Model) sizePager(refill bool) {
+	_, _, body := m.frame()
+	m.pager.refresh(m.width, max(body-1, 1), refill)
 }
 
 // logIndent lines continuation lines up under the text after the time.

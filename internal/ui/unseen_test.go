@@ -1,0 +1,211 @@
+package ui
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// The adversarial tester's follow-up to issue 19: "seen whole" means every
+// line of what is approved was on screen at some point.
+
+// A write of 101 lines with a malicious line 21: v shows the top, G jumps
+// to the end, and the middle was never on screen, so y is refused and the
+// status names the lines still unseen. Paging through all of it approves.
+func TestAJumpOverTheMiddleOfAChangeIsNotSeeingIt(t *testing.T) {
+	h := newHarness(t) // no file: a new file, every line added
+	a := longEdit(101)
+	h.queue(a)
+	h.keys("v", "G", "y")
+	h.wantDecisions()
+	h.wantStatus("not seen yet")
+	if !strings.Contains(h.m.status, "lines ") {
+		t.Fatalf("the status does not say which lines are unseen: %q", h.m.status)
+	}
+	h.pageThrough()
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
+
+// pageThrough pages the open full view from its top to its end.
+func (h *harness) pageThrough() {
+	h.t.Helper()
+	h.keys("g")
+	for !h.m.pager.vp.AtBottom() {
+		h.keys("f") // a page down
+	}
+}
+
+// A bash chain of 70 asking units does not fit the detail: plain y is
+// refused while units are off screen, with the same status as for a diff,
+// until the full view showed every unit.
+func TestALongChainMustBeSeenWhole(t *testing.T) {
+	h := newHarness(t)
+	a := bashAsk(1, "builder", "/w/p", "make a0")
+	for i := range 70 {
+		a.Request.AccessIntent.AskingUnits = append(a.Request.AccessIntent.AskingUnits, wire.AskingUnit{Command: "make a" + itoa(i)})
+	}
+	h.queue(a)
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("not seen yet")
+	h.keys("v", "G", "y")
+	h.wantDecisions()
+	h.pageThrough()
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
+
+// A whole-session grant names every other waiting ask it would answer,
+// including one the filter hides, and is refused while one of them was
+// never seen whole; once it was, the grant goes ahead.
+func TestAWholeSessionGrantNamesAndWaitsForTheAsksItAlsoAnswers(t *testing.T) {
+	h := newHarness(t)
+	a, other := twoWrites()
+	h.queue(a, other)
+	h.keys("/")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("app.ts")})
+	h.keys("enter")
+	chooseScope(h, serve.ScopeSession)
+	v := ansi.Strip(h.m.View())
+	if !strings.Contains(v, "/w/p/src/evil.ts") || !strings.Contains(v, "hidden by the filter") {
+		t.Fatalf("the dialog does not name the hidden ask it would also answer:\n%s", v)
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("evil.ts")
+	h.keys("esc", "esc", "j", "k") // clear the filter, look at evil.ts, back
+	chooseScope(h, serve.ScopeSession)
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession})
+}
+
+// The session deny names the other waiting asks it denies at once, and
+// may go ahead without their being seen: denying widens nothing.
+func TestASessionDenyNamesTheAsksItAlsoDenies(t *testing.T) {
+	h := newHarness(t)
+	a, other := twoWrites()
+	h.queue(a, other)
+	h.keys("N")
+	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "/w/p/src/evil.ts") {
+		t.Fatalf("the session deny does not name the other ask it denies:\n%s", v)
+	}
+}
+
+// An allow rule from R names each other waiting ask it would decide, and
+// is not written while one of them was never seen whole; a deny rule is.
+func TestAnAllowRuleNamesAndWaitsForTheAsksItDecides(t *testing.T) {
+	rules := &fakeRules{preview: RulePreview{Waiting: []int{0, 1}}}
+	h := newHarness(t, withRules(rules))
+	a, other := twoWrites()
+	h.queue(a, other)
+	h.keys("R")
+	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "/w/p/src/evil.ts") {
+		t.Fatalf("the rule dialog does not name the other ask it decides:\n%s", v)
+	}
+	h.keys("enter")
+	if len(rules.writes) != 0 {
+		t.Fatal("an allow rule deciding an ask never seen was written")
+	}
+	h.wantStatus("evil.ts")
+	h.keys("up") // deny: denying does not wait
+	h.keys("enter")
+	if len(rules.writes) != 1 || rules.writes[0].Action != resolve.Deny {
+		t.Fatalf("writes %+v, want the deny rule", rules.writes)
+	}
+}
+
+// A run of spaces cannot push a command's tail out of its row, the
+// selection line or a dialog's title: the run is shown as its length.
+func TestAWhitespaceRunDoesNotHideTheTail(t *testing.T) {
+	h := newHarness(t)
+	h.queue(bashAsk(1, "builder", "/w/p", "echo ok"+strings.Repeat(" ", 120)+"; rm -rf ~"))
+	h.keys("space")
+	v := ansi.Strip(h.m.View())
+	row := strings.Split(v, "\n")[slices.IndexFunc(strings.Split(v, "\n"), func(l string) bool { return strings.Contains(l, "[•]") })]
+	if !strings.Contains(row, "echo ok ␠×120 ; rm -rf ~") {
+		t.Fatalf("the row hides the tail: %q", row)
+	}
+	if !strings.Contains(v, "y approves 1 selected: builder · bash · echo ok ␠×120 ; rm -rf ~") {
+		t.Fatalf("the selection line hides the tail:\n%s", v)
+	}
+}
+
+func TestCollapseRuns(t *testing.T) {
+	for in, want := range map[string]string{
+		"echo ok":                    "echo ok",
+		"a  b":                       "a  b",
+		"a   b":                      "a ␠×3 b",
+		"a\u00a0\u00a0\u00a0\u00a0b": "a ␠×4 b",
+		"a⇥⇥⇥b":                      "a ⇥×3 b",
+		"a⇥ b":                       "a⇥ b",
+	} {
+		if got := collapseRuns(in); got != want {
+			t.Errorf("collapseRuns(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// With a selection, the full view says what y does there: it answers the
+// ask it shows, not the selection, and y does exactly that.
+func TestTheFullViewSaysItActsOnTheAskItShows(t *testing.T) {
+	h := newHarness(t)
+	a, b := bashAsk(1, "builder", "/w/p", "terraform destroy"), bashAsk(2, "builder", "/w/p", "go vet ./...")
+	h.queue(a, b)
+	h.keys("space", "j", "v")
+	if strings.Contains(h.m.status, "act on the 1 selected") || !strings.Contains(h.m.status, "not the 1 selected") {
+		t.Fatalf("the full view's status contradicts what y does there: %q", h.m.status)
+	}
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: b.ID, State: wire.StateApproved})
+}
+
+// "this ask is already being answered" is about one ask: it goes when the
+// highlight is on another.
+func TestAStatusAboutAnAskGoesWhenTheHighlightLeavesIt(t *testing.T) {
+	h := newHarness(t)
+	a, b := bashAsk(1, "builder", "/w/p", "make a"), bashAsk(2, "builder", "/w/p", "make b")
+	h.queue(a, b)
+	h.now = h.now.Add(time.Second)
+	_, sending := h.m.Update(keyMsg("y")) // the answer is on its way
+	h.keys("y")
+	h.wantStatus("already being answered")
+	h.run(sending) // answered: the ask leaves, the highlight goes to the next
+	if h.m.highlight != b.ID || strings.Contains(h.m.status, "already being answered") {
+		t.Fatalf("highlight %v, status %q: the status names an ask no longer highlighted", h.m.highlight, h.m.status)
+	}
+}
+
+// A command too long for the detail's lines of a value is seen only in
+// the full view, to its last line.
+func TestALongCommandMustBeSeenWhole(t *testing.T) {
+	h := newHarness(t)
+	a := bashAsk(1, "builder", "/w/p", "echo "+strings.Repeat("x", 4000)+" ; rm -rf ~")
+	h.queue(a)
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("not seen yet")
+	h.keys("v")
+	h.pageThrough()
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
+
+// twoWrites are a write ask and another of the same session to another
+// file, which its whole-session grant covers too.
+func twoWrites() (a, other serve.Ask) {
+	a, other = pathWrite(), pathWrite()
+	other.ID += 3
+	other.Request.Value = sp("/w/p/src/evil.ts")
+	other.Request.AccessIntent.MatchValues = []string{"/w/p/src/evil.ts"}
+	other.Request.AccessIntent.BoundaryValue = sp("/w/p/src/evil.ts")
+	return a, other
+}
