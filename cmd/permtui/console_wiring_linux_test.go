@@ -148,19 +148,43 @@ func (c *console) waitFor(text string) { c.t.Helper(); c.waitForAfter(0, text) }
 // only what changed, so a mark keeps an earlier drawing from counting.
 func (c *console) waitForAfter(mark int, text string) {
 	c.t.Helper()
+	c.waitForAnyAfter(mark, text)
+}
+
+// waitForAnyAfter waits until one of texts is drawn after the mark and
+// returns it.
+func (c *console) waitForAnyAfter(mark int, texts ...string) string {
+	c.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		raw := c.raw()
-		if strings.Contains(ansi.Strip(raw[min(mark, len(raw)):]), text) {
-			return
+		drawn := ansi.Strip(raw[min(mark, len(raw)):])
+		for _, text := range texts {
+			if strings.Contains(drawn, text) {
+				return text
+			}
 		}
 		select {
 		case <-c.exited:
-			c.t.Fatalf("permtui exited before drawing %q", text)
+			c.t.Fatalf("permtui exited before drawing %q", texts)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	c.t.Fatalf("the console never drew %q", text)
+	c.t.Fatalf("the console never drew %q", texts)
+	return ""
+}
+
+// confirmRule presses enter in the rule dialog until the preview of the
+// latest edit is ready (it is computed in a command), and waits for want.
+func (c *console) confirmRule(keys []string, want string) {
+	c.t.Helper()
+	for {
+		mark := c.mark()
+		c.press(keys...)
+		if c.waitForAnyAfter(mark, want, "the preview is not ready yet") == want {
+			return
+		}
+	}
 }
 
 // press types keys: each string is sent as it is ("\r" is enter, "\x1b" esc),
@@ -371,9 +395,7 @@ func TestConsoleWiringRuleFromAnAsk(t *testing.T) {
 	c.press("\x15")
 	c.press(strings.Split("pnpm install *", "")...)
 	c.press("\t") // this agent → all agents (global)
-	mark = c.mark()
-	c.press("\r")
-	c.waitForAfter(mark, "rule written")
+	c.confirmRule([]string{"\r"}, "rule written")
 	c.wantApproved(first, wire.StateApproved)
 	c.wantApproved(second, wire.StateApproved)
 	policy, err := os.ReadFile(c.policyFile())
@@ -395,11 +417,9 @@ func TestDemoConsoleWritesRules(t *testing.T) {
 	mark := c.mark()
 	c.press("R")
 	c.waitForAfter(mark, "this agent (researcher)")
-	mark = c.mark()
-	c.press("\r")
 	// The rule passes the global *.env deny inside notes/ (the authority
 	// diff names it): writing it takes the count the warning gives.
-	c.waitForAfter(mark, "this rule is broad: type 1 and enter")
+	c.confirmRule([]string{"\r"}, "this rule is broad: type 1 and enter")
 	mark = c.mark()
 	c.press("1", "\r")
 	c.waitForAfter(mark, "rule written to")

@@ -174,14 +174,18 @@ func (g *gen) send() error {
 	g.mu.Unlock()
 	path, data := g.layout.RequestPath(g.session, id), fill(g.template, id)
 	err := safefs.WriteFileAtomic(path, data)
-	if errors.Is(err, fs.ErrNotExist) { // removed while empty: make them again, as a child does
+	// Removed while empty: make them again, as a child does. pi's node may
+	// remove the session directory again between two mkdirs, so a few tries.
+	for try := 0; errors.Is(err, fs.ErrNotExist) && try < 20; try++ {
 		for _, dir := range []string{filepath.Dir(path), g.respDir} {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return err
+			if err = os.MkdirAll(dir, 0o700); err != nil {
+				break
 			}
 		}
-		g.rewatch()
-		err = safefs.WriteFileAtomic(path, data)
+		if err == nil {
+			g.rewatch()
+			err = safefs.WriteFileAtomic(path, data)
+		}
 	}
 	return err
 }
