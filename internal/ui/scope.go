@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/permtui/permtui/internal/resolve"
@@ -41,6 +42,9 @@ type scopeDialog struct {
 	ask    serve.AskID
 	scopes serve.Scopes
 	chosen int
+	// widenArmed: enter was pressed once on an edited pattern wider than the
+	// child's suggestion; the next enter records it.
+	widenArmed bool
 	// edited is the person's pattern for the chosen whole-session scope's
 	// grant (e), or "" for the suggestion; input edits it.
 	edited  string
@@ -58,7 +62,7 @@ func newScopeDialog(c *common, q asks) scopeDialog {
 
 func (d *scopeDialog) open(e *entry) {
 	d.ask, d.chosen, d.scopes = e.ask.ID, 0, e.ask.Scopes
-	d.edited, d.editing = "", false
+	d.edited, d.editing, d.widenArmed = "", false, false
 }
 
 // editable: a whole-session scope with one grant, which permtui records
@@ -92,7 +96,7 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		case key.Matches(k, d.keys.Close): // back to the suggestion
 			d.editing, d.edited = false, ""
 		case key.Matches(k, d.keys.Confirm):
-			d.editing = false
+			d.editing, d.widenArmed = false, false
 			if d.edited = strings.TrimSpace(d.input.Value()); d.edited == d.scopes.Options[d.chosen].Grants[0].Pattern {
 				d.edited = ""
 			}
@@ -108,9 +112,9 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	case key.Matches(k, d.keys.Close):
 		return closeAction{"nothing decided"}, nil
 	case key.Matches(k, d.keys.Up):
-		d.chosen, d.edited = max(d.chosen-1, 0), ""
+		d.chosen, d.edited, d.widenArmed = max(d.chosen-1, 0), "", false
 	case key.Matches(k, d.keys.Down):
-		d.chosen, d.edited = min(d.chosen+1, len(d.scopes.Options)-1), ""
+		d.chosen, d.edited, d.widenArmed = min(d.chosen+1, len(d.scopes.Options)-1), "", false
 	case key.Matches(k, d.keys.Edit) && d.editable():
 		d.editing = true
 		d.input.SetValue(d.grants()[0].Pattern)
@@ -124,6 +128,11 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 			if cov := d.coverage(); !cov.ask {
 				return statusAction{"the edited pattern does not cover this ask; e edits it, esc restores the suggestion"}, nil
 			}
+			if d.widens() && !d.widenArmed {
+				d.widenArmed = true
+				return statusAction{"the edited pattern is wider than the child's suggestion " + Sanitize(d.suggested()) +
+					": enter again records it for the whole session; e edits it, esc restores the suggestion"}, nil
+			}
 			dec.Grants = d.grants()
 			what += " with " + Sanitize(d.edited)
 		}
@@ -135,6 +144,22 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		return act, nil
 	}
 	return nil, nil
+}
+
+// suggested is the chosen whole-session option's own pattern.
+func (d *scopeDialog) suggested() string { return d.scopes.Options[d.chosen].Grants[0].Pattern }
+
+// widens: the edited pattern is not inside the child's suggestion, so the
+// grant approves asks the suggestion would not (decision 0103 lets the
+// person choose that, named on screen). An edit is inside the suggestion
+// when the suggestion, as a pattern, matches the edit's text: "npm test *"
+// matches "npm test --w*"; "*" is matched by nothing narrower.
+func (d *scopeDialog) widens() bool {
+	if d.edited == "" {
+		return false
+	}
+	pat := resolve.CompilePattern(d.suggested(), "")
+	return !pat.Match(d.edited)
 }
 
 // coverage is what the chosen grants cover: this ask, and the other
@@ -344,12 +369,14 @@ func (d *scopeDialog) coverageLines() []string {
 	}
 	switch {
 	case !d.editable():
+	case cov.ask && d.widens():
+		text, style = "⚠ wider than the child's suggestion "+Sanitize(d.suggested())+": it approves for the whole session asks that pattern would not, before the policy's denies (enter twice records it; e then esc restores the suggestion)", s.Warning
 	case d.edited != "":
 		text += " (edited; e then esc restores the suggestion)"
 	case !d.editing:
 		text += " · e narrows the pattern"
 	}
-	lines = append(lines, "        "+style.Render(text))
+	lines = append(lines, d.wrapped(style, text, 8)...)
 	if len(cov.others) > 0 {
 		lines = append(lines, "        "+s.Warning.Render("also answers "+plural(len(cov.others), "other waiting ask")+":"))
 	}
@@ -358,9 +385,14 @@ func (d *scopeDialog) coverageLines() []string {
 
 // mutedWrapped word-wraps an explanation under an indent.
 func (d *scopeDialog) mutedWrapped(text string, indent int) []string {
+	return d.wrapped(d.styles.Muted, text, indent)
+}
+
+// wrapped word-wraps text in style under an indent.
+func (d *scopeDialog) wrapped(style lipgloss.Style, text string, indent int) []string {
 	lines := wrapWords(text, max(d.width-indent, 10))
 	for i, l := range lines {
-		lines[i] = strings.Repeat(" ", indent) + d.styles.Muted.Render(l)
+		lines[i] = strings.Repeat(" ", indent) + style.Render(l)
 	}
 	return lines
 }

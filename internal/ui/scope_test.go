@@ -133,3 +133,26 @@ func TestScopeEditNarrowsTheGrant(t *testing.T) {
 		t.Fatalf("the log does not name the edited grant:\n%s", v)
 	}
 }
+
+// An edit wider than the child's suggestion is a widening the person makes:
+// the dialog names it beside the suggestion, and it takes a second enter,
+// so a habit cannot turn "src/*" into "*" for every subagent; an edit inside
+// the suggestion goes on one enter (TestScopeEditNarrowsTheGrant).
+func TestScopeEditWiderThanTheSuggestionIsNamedAndConfirmed(t *testing.T) {
+	h := newHarness(t)
+	a := pathWrite()
+	h.queue(a)
+	chooseScope(h, serve.ScopeSession)
+	h.keys("e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("*")})
+	h.keys("enter")
+	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "⚠ wider than the child's suggestion /w/p/src/*") {
+		t.Fatalf("the widening is not named:\n%s", v)
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("enter again records it for the whole session")
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession,
+		Grants: []wire.Grant{{Surface: "path_write", Pattern: "*"}}})
+}
