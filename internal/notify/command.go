@@ -14,36 +14,38 @@ import (
 )
 
 // command runs the person's --notify-cmd, at most Parallel at a time; a
-// send while all run is dropped and logged, never queued.
+// line while all run is refused, for the rate to count (decision 0184).
 type command struct {
 	cmd     string
 	timeout time.Duration
 	slots   chan struct{}
 	log     *slog.Logger
+	ready   func()
 	running sync.WaitGroup
 }
 
-func newCommand(o Options) *command {
-	return &command{cmd: o.Command, timeout: o.Timeout, slots: make(chan struct{}, o.Parallel), log: o.Logger}
+func newCommand(o Options, ready func()) *command {
+	return &command{cmd: o.Command, timeout: o.Timeout, slots: make(chan struct{}, o.Parallel), log: o.Logger, ready: ready}
 }
 
-func (c *command) send(l status.Line) {
+func (c *command) deliver(l status.Line) bool {
+	line, err := status.EncodeLine(l)
+	if err != nil {
+		c.log.Warn("notify-cmd not run", "ask", l.Ask, "err", err)
+		return true // no later try would encode it
+	}
 	select {
 	case c.slots <- struct{}{}:
 	default:
-		c.log.Warn("notify-cmd not run: all slots busy", "ask", l.Ask, "event", l.Event, "slots", cap(c.slots))
-		return
-	}
-	line, err := status.EncodeLine(l)
-	if err != nil {
-		<-c.slots
-		c.log.Warn("notify-cmd not run", "ask", l.Ask, "err", err)
-		return
+		c.log.Warn("notify-cmd busy: the ask is counted into the next run", "ask", l.Ask, "event", l.Event, "slots", cap(c.slots))
+		return false
 	}
 	c.running.Go(func() {
-		defer func() { <-c.slots }()
 		c.run(l, line)
+		<-c.slots
+		c.ready()
 	})
+	return true
 }
 
 // run runs the command in its own process group, so a timeout kills what
@@ -72,4 +74,5 @@ func (c *command) run(l status.Line, stdin []byte) {
 	}
 }
 
+func (c *command) wait()  { c.running.Wait() }
 func (c *command) close() { c.running.Wait() }

@@ -138,27 +138,102 @@ func TestNotifyCmdRemindsOfAnAskAboutToExpire(t *testing.T) {
 }
 
 // A command that hangs or fails never holds up the events: every event is
-// taken while it runs, the runs beyond the bound are dropped, the hung
-// one is killed at its timeout, and each outcome is logged.
+// taken while it runs, the hung one is killed at its timeout, and each
+// outcome is logged.
 func TestASlowOrFailingNotifyCmdNeverHoldsUpEvents(t *testing.T) {
 	log, out := logBuffer()
-	events, stop := start(t, Options{Command: "sleep 600", Parallel: 1, Timeout: 100 * time.Millisecond, Logger: log})
+	events, stop := start(t, Options{Command: "sleep 600", Parallel: 1, Burst: 100, Timeout: 100 * time.Millisecond, Logger: log})
 	for i := range 50 {
 		events <- queued(serve.AskID(i+1), "builder") // each is taken while the first run sleeps
 	}
 	stop()
-	for _, want := range []string{"notify-cmd killed after its timeout", "notify-cmd not run: all slots busy"} {
+	for _, want := range []string{"notify-cmd killed after its timeout", "notify-cmd busy"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("log has no %q:\n%s", want, out.String())
 		}
 	}
-
 	log, out = logBuffer()
 	events, stop = start(t, Options{Command: "exit 3", Logger: log})
 	events <- queued(1, "builder")
 	stop()
 	if !strings.Contains(out.String(), "notify-cmd failed") || !strings.Contains(out.String(), "exit=3") {
 		t.Errorf("failure not logged:\n%s", out.String())
+	}
+}
+
+// runs reads the lines the command got: one run per file.
+func runs(t *testing.T, dir string) []status.Line {
+	t.Helper()
+	var out []status.Line
+	for _, raw := range readAll(t, dir) {
+		var l status.Line
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("stdin %q: %v", raw, err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// asksIn counts the asks a set of runs told of: one per ask line, the count
+// of a "more" line.
+func asksIn(ls []status.Line) int {
+	n := 0
+	for _, l := range ls {
+		if l.Event == status.More {
+			n += l.More
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// The command has ntfy's rate: beyond Burst runs a Window, asks are counted
+// into one "more" run when the window has room.
+func TestNotifyCmdCoalescesAFloodOfAsks(t *testing.T) {
+	dir := t.TempDir()
+	var clock atomic.Int64
+	now := func() time.Time { return time.Unix(clock.Load(), 0) }
+	events, stop := start(t, Options{Command: fmt.Sprintf(`cat > %s/"$$".json`, dir), Burst: 2, Window: time.Hour, Now: now})
+	for i := range 60 {
+		events <- queued(serve.AskID(i+1), "builder")
+	}
+	events <- serve.Serving{} // taken only once the last ask was handled
+	clock.Store(int64(time.Hour / time.Second))
+	stop()
+	got := runs(t, dir)
+	if len(got) != 3 {
+		t.Fatalf("%d runs, want 2 and a count: %+v", len(got), got)
+	}
+	var more []status.Line
+	for _, l := range got {
+		if l.Event == status.More {
+			more = append(more, l)
+		}
+	}
+	if len(more) != 1 || more[0].More != 58 || more[0].Waiting != 60 || more[0].Ask != 0 {
+		t.Fatalf("count runs %+v", more)
+	}
+}
+
+// Asks that find every slot busy are not lost: they are counted into the
+// next "more" run once a slot is free.
+func TestNotifyCmdCountsAsksWhileAllSlotsAreBusy(t *testing.T) {
+	dir := t.TempDir()
+	gate := filepath.Join(t.TempDir(), "go")
+	cmd := fmt.Sprintf(`cat > %[1]s/"$$".tmp && mv %[1]s/"$$".tmp %[1]s/"$$".json; while [ ! -e %[2]s ]; do sleep 0.01; done`, dir, gate)
+	events, stop := start(t, Options{Command: cmd, Parallel: 1, Burst: 1000, Window: time.Millisecond})
+	for i := range 10 {
+		events <- queued(serve.AskID(i+1), "builder")
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "all ten asks told", func() bool { return asksIn(runs(t, dir)) == 10 })
+	stop()
+	if got := runs(t, dir); asksIn(got) != 10 || len(got) != 2 {
+		t.Fatalf("runs %+v, want the first ask and a count of 9", got)
 	}
 }
 

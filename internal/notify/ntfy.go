@@ -12,7 +12,6 @@ import (
 	"path"
 	"strings"
 	"sync"
-	"time"
 
 	json "github.com/goccy/go-json"
 
@@ -42,25 +41,17 @@ const (
 	priorityMax  = 5
 )
 
-// ntfyQueue bounds the messages waiting for the poster; more are dropped.
+// ntfyQueue bounds the messages waiting for the poster; more are refused,
+// for the rate to count.
 const ntfyQueue = 64
 
-// ntfy posts to one topic from one goroutine. Send decides the rate: at
-// most Burst messages per Window, the asks beyond held as a count that goes
-// out as one message when the window allows.
+// ntfy posts to one topic from one goroutine.
 type ntfy struct {
 	o      Options
 	server string // the publish URL: the topic URL without its topic
 	topic  string
 	out    chan ntfyMessage
 	posts  sync.WaitGroup
-
-	mu      sync.Mutex
-	sent    []time.Time // messages queued within the last window
-	held    int         // asks not sent one by one
-	waiting int         // the latest waiting count
-	timer   *time.Timer // armed while asks are held
-	closed  bool
 }
 
 // ntfyTopic splits a topic URL into the publish URL and the topic.
@@ -74,7 +65,7 @@ func ntfyTopic(topicURL string) (server, topic string, err error) {
 	return u.String(), topic, nil
 }
 
-func newNtfy(o Options) (*ntfy, error) {
+func newNtfy(o Options, ready func()) (*ntfy, error) {
 	server, topic, err := ntfyTopic(o.Ntfy)
 	if err != nil {
 		return nil, err
@@ -83,86 +74,36 @@ func newNtfy(o Options) (*ntfy, error) {
 	n.posts.Go(func() {
 		for m := range n.out {
 			n.post(m)
+			ready()
 		}
 	})
 	return n, nil
 }
 
-func (n *ntfy) send(l status.Line) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.waiting = l.Waiting
-	if n.room() {
-		n.queue(n.message(l))
-		return
-	}
-	n.held++
-	if n.timer == nil {
-		n.timer = time.AfterFunc(n.untilRoom(), n.later)
-	}
-}
-
-// later sends the held count once the window has room. n.mu is not held.
-func (n *ntfy) later() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.timer = nil
-	if n.closed {
-		return
-	}
-	n.flush()
-	if n.held > 0 {
-		n.timer = time.AfterFunc(n.untilRoom(), n.later)
-	}
-}
-
-// room says whether a message may go now. n.mu is held.
-func (n *ntfy) room() bool {
-	now := n.o.Now()
-	for len(n.sent) > 0 && now.Sub(n.sent[0]) >= n.o.Window {
-		n.sent = n.sent[1:]
-	}
-	return len(n.sent) < n.o.Burst
-}
-
-func (n *ntfy) untilRoom() time.Duration { return n.o.Window - n.o.Now().Sub(n.sent[0]) }
-
-// flush sends the held count if the window has room. n.mu is held.
-func (n *ntfy) flush() {
-	if n.held > 0 && n.room() {
-		n.queue(n.summary(n.held, n.waiting))
-		n.held = 0
-	}
-}
-
-// queue hands m to the poster; it drops m when the poster is that far
-// behind. n.mu is held.
-func (n *ntfy) queue(m ntfyMessage) {
-	n.sent = append(n.sent, n.o.Now())
+func (n *ntfy) deliver(l status.Line) bool {
+	m := n.message(l)
 	select {
 	case n.out <- m:
+		return true
 	default:
-		n.o.Logger.Warn("ntfy message dropped: the poster is behind", "title", m.Title)
+		n.o.Logger.Warn("ntfy poster behind: the ask is counted into the next message", "ask", l.Ask)
+		return false
 	}
 }
 
-// close sends the held count if the rate allows, then waits for the posts.
+// wait does not wait for the queue: the poster takes it on, and a count
+// it has no room for at exit is logged.
+func (n *ntfy) wait() {}
+
 func (n *ntfy) close() {
-	n.mu.Lock()
-	if n.timer != nil {
-		n.timer.Stop()
-	}
-	n.flush()
-	if n.held > 0 {
-		n.o.Logger.Warn("ntfy: asks not sent at exit, over the rate", "asks", n.held)
-	}
-	n.closed = true
 	close(n.out)
-	n.mu.Unlock()
 	n.posts.Wait()
 }
 
 func (n *ntfy) message(l status.Line) ntfyMessage {
+	if l.Event == status.More {
+		return n.summary(l.More, l.Waiting)
+	}
 	m := ntfyMessage{Topic: n.topic, Priority: priorityHigh, Tags: []string{"lock"}}
 	agent := cmp.Or(l.Agent, "an agent")
 	m.Title = fmt.Sprintf("permtui: %s is waiting", agent)

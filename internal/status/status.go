@@ -44,6 +44,7 @@ const (
 	Answered  = "decided"   // an ask nobody was waiting on was answered
 	Counted   = "counted"   // answers a stalled subscriber was sent as counts
 	Expiring  = "expiring"  // an ask still waits, near the child's timeout (notify)
+	More      = "more"      // asks over a notifier's rate or capacity, counted (notify)
 )
 
 // Outcomes, the keys of Decisions.
@@ -71,6 +72,8 @@ type Line struct {
 	ByAgent   map[string]int `json:"byAgent"`
 	// Decisions counts the answers since start, by outcome.
 	Decisions map[string]int `json:"decisions"`
+	// More is how many asks a More line counts.
+	More int `json:"more,omitempty"`
 	// Link is the ask's approve page, on notifications when it is served.
 	Link string `json:"link,omitempty"`
 	// Full detail only.
@@ -139,6 +142,15 @@ func (t *Tracker) Reminder(id serve.AskID, at time.Time) (Line, bool) {
 	return t.line(Expiring, a, "", at), true
 }
 
+// MoreLine counts n asks not notified one by one, with the counts of the
+// latest line.
+func MoreLine(last Line, n int, at time.Time) Line {
+	return Line{Event: More, At: stamp(at), More: n, Waiting: last.Waiting,
+		BySession: last.BySession, ByAgent: last.ByAgent, Decisions: last.Decisions}
+}
+
+func stamp(at time.Time) string { return at.UTC().Format(time.RFC3339Nano) }
+
 func outcomeOf(ev serve.Decided) string {
 	switch {
 	case ev.Auto && ev.Response.Approved:
@@ -153,7 +165,7 @@ func outcomeOf(ev serve.Decided) string {
 
 func (t *Tracker) line(kind string, a serve.Ask, outcome string, at time.Time) Line {
 	l := Line{
-		Event: kind, At: at.UTC().Format(time.RFC3339Nano), Ask: a.ID, Session: a.Session, Host: a.Host, Outcome: outcome,
+		Event: kind, At: stamp(at), Ask: a.ID, Session: a.Session, Host: a.Host, Outcome: outcome,
 		Waiting: len(t.waiting), BySession: map[string]int{}, ByAgent: map[string]int{}, Decisions: maps.Clone(t.decisions),
 	}
 	if r := a.Request; r != nil {
