@@ -142,7 +142,7 @@ func startAway(srv awaySource, f awayFlags, logger *slog.Logger) (wait func(), e
 	}
 	if f.notifyCmd != "" || f.ntfy != "" {
 		o := notify.Options{
-			Detail: status.Detail(f.detail), Command: f.notifyCmd, Ntfy: f.ntfy, NtfyToken: os.Getenv("PERMTUI_NTFY_TOKEN"),
+			Detail: status.Detail(f.detail), Command: f.notifyCmd, Ntfy: f.ntfy, NtfyToken: os.Getenv(notify.TokenEnv),
 			Expiring: f.expiring, Logger: logger,
 		}
 		if page != nil {

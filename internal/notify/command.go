@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,19 +51,24 @@ func (c *command) deliver(l status.Line) bool {
 	return true
 }
 
-// run runs the command in its own process group, so a timeout kills what
-// it started too.
+// run runs the command in its own process group, so its end or its
+// timeout kills what it started too, with permtui's secrets out of its
+// environment.
 func (c *command) run(l status.Line, stdin []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c.cmd)
 	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, TokenEnv+"=") })
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second // a grandchild holding stdin open
 	start := time.Now()
 	err := cmd.Run()
 	took := time.Since(start)
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left in the background
+	}
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:

@@ -16,6 +16,10 @@ import (
 	"github.com/permtui/permtui/internal/status"
 )
 
+// TokenEnv names the variable the ntfy token is read from; commands never
+// see it.
+const TokenEnv = "PERMTUI_NTFY_TOKEN"
+
 // Defaults for Options left zero.
 const (
 	// DefaultExpiring reminds a minute before a child's default ten-minute

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/status"
 	"github.com/permtui/permtui/internal/testkit"
@@ -158,6 +160,47 @@ func TestASlowOrFailingNotifyCmdNeverHoldsUpEvents(t *testing.T) {
 	stop()
 	if !strings.Contains(out.String(), "notify-cmd failed") || !strings.Contains(out.String(), "exit=3") {
 		t.Errorf("failure not logged:\n%s", out.String())
+	}
+}
+
+// What a command leaves running in the background is killed when it
+// ends, not left behind with init as its parent.
+func TestNotifyCmdTakesItsBackgroundChildrenWithIt(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	events, stop := start(t, Options{Command: fmt.Sprintf(`(sleep 600 & echo $! > %[1]s.tmp && mv %[1]s.tmp %[1]s)`, pidFile)})
+	events <- queued(1, "builder")
+	stop()
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	waitFor(t, "the background sleep gone", func() bool { return !safefs.PIDRunning(pid) })
+}
+
+// permtui's own secrets stay out of the command's environment; the rest
+// of it (PATH for one) is the person's and stays.
+func TestNotifyCmdDoesNotInheritTheNtfyToken(t *testing.T) {
+	t.Setenv(TokenEnv, "tk_hunter2")
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "env")
+	events, stop := start(t, Options{Command: "env > " + envFile})
+	events <- queued(1, "builder")
+	stop()
+	data, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "tk_hunter2") || strings.Contains(string(data), TokenEnv) {
+		t.Error("the command's environment has the ntfy token")
+	}
+	if !strings.Contains(string(data), "PATH=") {
+		t.Error("the command's environment lost PATH")
 	}
 }
 
