@@ -349,6 +349,23 @@ func TestNtfyPublishesOneMessagePerAsk(t *testing.T) {
 	}
 }
 
+// A hostile agent name reaches the phone as stand-ins, clipped: no ESC,
+// BEL, newline or bidi override in the title, and no 20 KB title.
+func TestNtfyTitleIsSanitizedAndClipped(t *testing.T) {
+	srv := newNtfyServer(t)
+	events, stop := start(t, Options{Ntfy: srv.URL + "/t"})
+	events <- queued(1, "\x1b]0;pwned\a\n\u202e"+strings.Repeat("x", 20000))
+	stop()
+	msgs, _ := srv.messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	title := msgs[0].Title
+	if strings.ContainsAny(title, "\x1b\a\n\u202e") || len(title) > 200 || !strings.HasPrefix(title, "permtui: ␛]0;pwned␇␊") {
+		t.Fatalf("title of %d bytes: %.120q", len(title), title)
+	}
+}
+
 // Beyond Burst messages a Window, asks are counted into one message when
 // the window has room again, not sent one by one.
 func TestNtfyCoalescesAFloodOfAsks(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/status"
+	"github.com/permtui/permtui/internal/termsafe"
 )
 
 // ntfyMessage is ntfy's JSON publish body (https://docs.ntfy.sh/publish/#publish-as-json).
@@ -118,10 +119,10 @@ func (n *ntfy) message(l status.Line) ntfyMessage {
 	}
 	fmt.Fprintf(&b, " · %d waiting", l.Waiting)
 	if l.Value != nil {
-		fmt.Fprintf(&b, "\n%s", clip(*l.Value, 300))
+		fmt.Fprintf(&b, "\n%s", termsafe.Clip(*l.Value, 300))
 	}
 	if l.Cwd != "" {
-		fmt.Fprintf(&b, "\nin %s", clip(l.Cwd, 200))
+		fmt.Fprintf(&b, "\nin %s", termsafe.Clip(l.Cwd, 200))
 	}
 	m.Message = b.String()
 	if l.Link != "" {
@@ -175,13 +176,6 @@ func (n *ntfy) post(m ntfyMessage) {
 func shortID(s string) string {
 	if len(s) > 8 {
 		return s[:8] + "…"
-	}
-	return s
-}
-
-func clip(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
 	}
 	return s
 }

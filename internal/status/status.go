@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 )
 
 // Detail says how much of an ask leaves the process.
@@ -112,7 +113,7 @@ func (t *Tracker) Apply(ev serve.Event, at time.Time) (l Line, ok bool) {
 		}
 		l := t.line(kind, ev.Ask, outcome, at)
 		if t.detail == Full {
-			l.Reason = ev.Response.DenialReason
+			l.Reason = text(ev.Response.DenialReason)
 		}
 		return l, true
 	case serve.Withdrawn:
@@ -165,25 +166,41 @@ func outcomeOf(ev serve.Decided) string {
 
 func (t *Tracker) line(kind string, a serve.Ask, outcome string, at time.Time) Line {
 	l := Line{
-		Event: kind, At: stamp(at), Ask: a.ID, Session: a.Session, Host: a.Host, Outcome: outcome,
+		Event: kind, At: stamp(at), Ask: a.ID, Session: name(a.Session), Host: name(a.Host), Outcome: outcome,
 		Waiting: len(t.waiting), BySession: map[string]int{}, ByAgent: map[string]int{}, Decisions: maps.Clone(t.decisions),
 	}
 	if r := a.Request; r != nil {
-		l.Agent = r.RequesterAgentName
-		l.Surface = a.Verdict.Surface
+		l.Agent = name(r.RequesterAgentName)
+		l.Surface = name(a.Verdict.Surface)
 		if t.detail == Full {
-			l.Value, l.Why = r.Value, a.Verdict.Explanation
+			l.Why = text(a.Verdict.Explanation)
+			if r.Value != nil {
+				v := text(*r.Value)
+				l.Value = &v
+			}
 			if r.AccessIntent != nil {
-				l.Cwd = r.AccessIntent.RequesterCwd
+				l.Cwd = text(r.AccessIntent.RequesterCwd)
 			}
 		}
 	}
 	for _, w := range t.waiting {
-		l.BySession[w.Session]++
-		l.ByAgent[agentOf(w)]++
+		l.BySession[name(w.Session)]++
+		l.ByAgent[name(agentOf(w))]++
 	}
 	return l
 }
+
+// What a child supplies leaves every away output (lines, notifications,
+// logs) with stand-ins for what a terminal or a phone would act on, and
+// clipped: a name to about nameLimit bytes, a value, path or reason to
+// about textLimit (decision 0185).
+const (
+	nameLimit = 64
+	textLimit = 1000
+)
+
+func name(s string) string { return termsafe.Clip(s, nameLimit) }
+func text(s string) string { return termsafe.Clip(s, textLimit) }
 
 func agentOf(a serve.Ask) string {
 	if a.Request == nil || a.Request.RequesterAgentName == "" {
