@@ -16,6 +16,7 @@ import (
 
 	"github.com/permtui/permtui/internal/notify"
 	"github.com/permtui/permtui/internal/preview"
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/status"
 	"github.com/permtui/permtui/internal/web"
@@ -40,7 +41,7 @@ type webFlags struct {
 }
 
 func (f *awayFlags) register(fs flagSet) {
-	fs.StringVar(&f.events, "events", "", "append one JSON line per change (agent blocked or unblocked, waiting counts, decisions by kind) to this file (0600)")
+	fs.StringVar(&f.events, "events", "", "append one JSON line per change (agent blocked or unblocked, waiting counts, decisions by kind) to this file (0600; no symlink, none others can read)")
 	fs.StringVar(&f.statusFile, "status-file", "", "keep a one-line summary of the waiting asks in this file, for a tmux status line")
 	fs.StringVar(&f.detail, "detail", string(status.Counts), "what --events and the notifiers carry: counts (no command text, values or paths) or full")
 	fs.StringVar(&f.notifyCmd, "notify-cmd", "", "run this shell command for each new ask and each ask about to expire, the event as JSON on stdin")
@@ -125,7 +126,7 @@ func startAway(srv awaySource, f awayFlags, logger *slog.Logger) (wait func(), e
 	var running sync.WaitGroup
 	var lines *os.File
 	if f.events != "" {
-		if lines, err = os.OpenFile(f.events, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+		if lines, err = safefs.OpenAppendPrivate(f.events); err != nil {
 			return nil, fmt.Errorf("--events: %w", err)
 		}
 	}
