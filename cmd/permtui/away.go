@@ -45,7 +45,7 @@ func (f *awayFlags) register(fs flagSet) {
 	fs.StringVar(&f.statusFile, "status-file", "", "keep a one-line summary of the waiting asks in this file, for a tmux status line")
 	fs.StringVar(&f.detail, "detail", string(status.Counts), "what --events and the notifiers carry: counts (no command text, values or paths) or full")
 	fs.StringVar(&f.notifyCmd, "notify-cmd", "", "run this shell command for each new ask and each ask about to expire, the event as JSON on stdin")
-	fs.StringVar(&f.ntfy, "ntfy", "", "publish each new ask to this ntfy topic URL (e.g. https://ntfy.sh/mytopic; a token in $PERMTUI_NTFY_TOKEN)")
+	fs.StringVar(&f.ntfy, "ntfy", "", "publish each new ask to this ntfy topic URL (https, or http to this machine, e.g. https://ntfy.sh/mytopic; a token in $PERMTUI_NTFY_TOKEN)")
 	fs.DurationVar(&f.expiring, "notify-expiring", notify.DefaultExpiring, "notify again when an ask still waits this long after it was queued (children give up after 10m by default)")
 	fs.StringVar(&f.web.addr, "web", "", "serve the approve page, one single-use link per waiting ask, on this address (loopback unless TLS or --web-behind-proxy)")
 	fs.StringVar(&f.web.url, "web-url", "", "the approve page's address as the phone reaches it, e.g. https://box.tailnet.ts.net (default: http(s)://the --web address)")

@@ -121,6 +121,7 @@ func TestAwayFlagsAreCheckedFirst(t *testing.T) {
 		{"--detail=most", "--detail must be counts or full"},
 		{"--ntfy=ntfy.sh", "--ntfy wants a topic URL"},
 		{"--ntfy=https://ntfy.sh/", "--ntfy wants a topic URL"},
+		{"--ntfy=http://ntfy.example/t", "plain http off this machine"},
 		{"--hub=nats://127.0.0.1:4222 --creds=x.creds --status-file=s", "not available with --hub yet"},
 	} {
 		code, _, errOut := runCmd(t, "", append([]string{"serve", "--headless"}, strings.Fields(c.args)...)...)

@@ -412,3 +412,25 @@ func TestNtfySendsHeldAsksWhenTheWindowMoves(t *testing.T) {
 		return total == 5
 	})
 }
+
+// --ntfy carries the token and the approve links: clear text only to this
+// machine.
+func TestNtfyRefusesClearTextOffLoopback(t *testing.T) {
+	for _, c := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://ntfy.sh/t", true},
+		{"http://127.0.0.1:8080/t", true},
+		{"http://localhost/t", true},
+		{"http://[::1]:80/t", true},
+		{"http://ntfy.example/t", false},
+		{"http://192.168.1.5/t", false},
+		{"http://localhost.evil.example/t", false},
+	} {
+		err := Check(Options{Ntfy: c.url})
+		if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), c.url) {
+			t.Errorf("--ntfy %s: %v", c.url, err)
+		}
+	}
+}

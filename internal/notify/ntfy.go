@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -55,15 +56,24 @@ type ntfy struct {
 	posts  sync.WaitGroup
 }
 
-// ntfyTopic splits a topic URL into the publish URL and the topic.
+// ntfyTopic splits a topic URL into the publish URL and the topic. Plain
+// http is for a server on this machine only, as for the approve page.
 func ntfyTopic(topicURL string) (server, topic string, err error) {
 	u, err := url.Parse(topicURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || path.Base(u.Path) == "/" || path.Base(u.Path) == "." {
 		return "", "", fmt.Errorf("--ntfy wants a topic URL such as https://ntfy.sh/mytopic, not %q", topicURL)
 	}
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return "", "", fmt.Errorf("--ntfy %q: plain http off this machine would show the token and the approve links to the network; use https", topicURL)
+	}
 	topic = path.Base(u.Path)
 	u.Path = strings.TrimSuffix(u.Path, topic)
 	return u.String(), topic, nil
+}
+
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 func newNtfy(o Options, ready func()) (*ntfy, error) {
