@@ -16,6 +16,7 @@ import (
 
 	"github.com/permtui/permtui/internal/notify"
 	"github.com/permtui/permtui/internal/preview"
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/status"
 	"github.com/permtui/permtui/internal/web"
@@ -40,11 +41,11 @@ type webFlags struct {
 }
 
 func (f *awayFlags) register(fs flagSet) {
-	fs.StringVar(&f.events, "events", "", "append one JSON line per change (agent blocked or unblocked, waiting counts, decisions by kind) to this file (0600)")
+	fs.StringVar(&f.events, "events", "", "append one JSON line per change (agent blocked or unblocked, waiting counts, decisions by kind) to this file (0600; no symlink, none others can read)")
 	fs.StringVar(&f.statusFile, "status-file", "", "keep a one-line summary of the waiting asks in this file, for a tmux status line")
 	fs.StringVar(&f.detail, "detail", string(status.Counts), "what --events and the notifiers carry: counts (no command text, values or paths) or full")
 	fs.StringVar(&f.notifyCmd, "notify-cmd", "", "run this shell command for each new ask and each ask about to expire, the event as JSON on stdin")
-	fs.StringVar(&f.ntfy, "ntfy", "", "publish each new ask to this ntfy topic URL (e.g. https://ntfy.sh/mytopic; a token in $PERMTUI_NTFY_TOKEN)")
+	fs.StringVar(&f.ntfy, "ntfy", "", "publish each new ask to this ntfy topic URL (https, or http to this machine, e.g. https://ntfy.sh/mytopic; a token in $PERMTUI_NTFY_TOKEN)")
 	fs.DurationVar(&f.expiring, "notify-expiring", notify.DefaultExpiring, "notify again when an ask still waits this long after it was queued (children give up after 10m by default)")
 	fs.StringVar(&f.web.addr, "web", "", "serve the approve page, one single-use link per waiting ask, on this address (loopback unless TLS or --web-behind-proxy)")
 	fs.StringVar(&f.web.url, "web-url", "", "the approve page's address as the phone reaches it, e.g. https://box.tailnet.ts.net (default: http(s)://the --web address)")
@@ -118,7 +119,7 @@ func startAway(srv awaySource, f awayFlags, logger *slog.Logger) (wait func(), e
 	var running sync.WaitGroup
 	var lines *os.File
 	if f.events != "" {
-		if lines, err = os.OpenFile(f.events, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+		if lines, err = safefs.OpenAppendPrivate(f.events); err != nil {
 			return nil, fmt.Errorf("--events: %w", err)
 		}
 	}
@@ -135,7 +136,7 @@ func startAway(srv awaySource, f awayFlags, logger *slog.Logger) (wait func(), e
 	}
 	if f.notifyCmd != "" || f.ntfy != "" {
 		o := notify.Options{
-			Detail: status.Detail(f.detail), Command: f.notifyCmd, Ntfy: f.ntfy, NtfyToken: os.Getenv("PERMTUI_NTFY_TOKEN"),
+			Detail: status.Detail(f.detail), Command: f.notifyCmd, Ntfy: f.ntfy, NtfyToken: os.Getenv(notify.TokenEnv),
 			Expiring: f.expiring, Logger: logger,
 		}
 		if page != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,10 +12,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -118,6 +121,7 @@ func TestAwayFlagsAreCheckedFirst(t *testing.T) {
 		{"--detail=most", "--detail must be counts or full"},
 		{"--ntfy=ntfy.sh", "--ntfy wants a topic URL"},
 		{"--ntfy=https://ntfy.sh/", "--ntfy wants a topic URL"},
+		{"--ntfy=http://ntfy.example/t", "plain http off this machine"},
 	} {
 		code, _, errOut := runCmd(t, "", append([]string{"serve", "--headless"}, strings.Fields(c.args)...)...)
 		if code != 2 || !strings.Contains(errOut, c.want) {
@@ -279,6 +283,59 @@ func TestWebFlagsRefuseClearTextOnTheNetwork(t *testing.T) {
 		err := c.f.check()
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%+v: %v, want %q", c.f, err, c.want)
+		}
+	}
+}
+
+// endedSource is a serving loop that has ended: its subscriptions are closed.
+type endedSource struct{}
+
+func (endedSource) Subscribe() (<-chan serve.Event, func()) {
+	ch := make(chan serve.Event)
+	close(ch)
+	return ch, func() {}
+}
+
+func (endedSource) Decide(serve.Decision) error { return nil }
+
+// --events opens without following a symlink and creates its file 0600; a
+// file that is no regular file or that others can read is refused, named,
+// and left as it was.
+func TestEventsFileRefusesALinkOrAFileOthersRead(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	for _, bad := range []string{link, victim, fifo, dir} {
+		if _, err := startAway(endedSource{}, awayFlags{events: bad}, logger); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("--events %s: %v", bad, err)
+		}
+	}
+	if data, err := os.ReadFile(victim); err != nil || string(data) != "keep\n" {
+		t.Fatalf("victim %q %v", data, err)
+	}
+	fresh := filepath.Join(dir, "events.jsonl")
+	if err := os.WriteFile(filepath.Join(dir, "old.jsonl"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range []string{fresh, filepath.Join(dir, "old.jsonl")} {
+		wait, err := startAway(endedSource{}, awayFlags{events: ok}, logger)
+		if err != nil {
+			t.Fatalf("--events %s: %v", ok, err)
+		}
+		wait()
+		if info, err := os.Stat(ok); err != nil || info.Mode() != 0o600 {
+			t.Fatalf("%s: %v %v", ok, info.Mode(), err)
 		}
 	}
 }

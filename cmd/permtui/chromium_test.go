@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,10 +82,19 @@ func openChromium(t *testing.T) *cdpPage {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// Chromium's helper processes write to the profile too: all of them
+	// go before the profile directory is removed.
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		for deadline := time.Now().Add(testkit.WaitLimit); syscall.Kill(-cmd.Process.Pid, 0) == nil && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 	listening := regexp.MustCompile(`DevTools listening on ws://([^/]+)/`)
 	sc := bufio.NewScanner(stderr)
 	var addr string

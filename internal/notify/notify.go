@@ -2,7 +2,8 @@
 // a command of theirs gets each new ask (and each ask about to expire) as
 // a JSON line on stdin, and an ntfy topic gets a push with a button to the
 // approve page. Neither may delay serving: sends are bounded, timed and
-// logged, and dropped rather than queued without end (decision 0182).
+// logged, never queued without end, and coalesced beyond a rate into one
+// count (decisions 0182, 0184).
 package notify
 
 import (
@@ -14,6 +15,10 @@ import (
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/status"
 )
+
+// TokenEnv names the variable the ntfy token is read from; commands never
+// see it.
+const TokenEnv = "PERMTUI_NTFY_TOKEN"
 
 // Defaults for Options left zero.
 const (
@@ -42,9 +47,9 @@ type Options struct {
 
 	Expiring time.Duration // after queueing, a still-waiting ask is reminded
 	Timeout  time.Duration // a command is killed, a post given up after this
-	Parallel int           // commands running at once; more are dropped
-	// At most Burst ntfy messages per Window; the asks beyond are counted
-	// and sent as one message when the window allows.
+	Parallel int           // commands running at once; more are counted
+	// At most Burst notifications per Window from each notifier; the asks
+	// beyond are counted and sent as one when the window allows.
 	Burst  int
 	Window time.Duration
 
@@ -80,12 +85,6 @@ func orDefault[T int | time.Duration](v, d T) T {
 	return v
 }
 
-// sink is one notifier; send must not block.
-type sink interface {
-	send(l status.Line)
-	close() // waits for what is in flight
-}
-
 // Check refuses options Run cannot use, before serving starts.
 func Check(o Options) error {
 	if o.Ntfy == "" {
@@ -99,16 +98,17 @@ func Check(o Options) error {
 // in flight (each bounded by Timeout).
 func Run(events <-chan serve.Event, o Options) {
 	o.defaults()
-	var sinks []sink
+	var sinks []*rated
 	if o.Command != "" {
-		sinks = append(sinks, newCommand(o))
+		r, _ := newRated(o, func(ready func()) (deliverer, error) { return newCommand(o, ready), nil })
+		sinks = append(sinks, r)
 	}
 	if o.Ntfy != "" {
-		n, err := newNtfy(o)
+		r, err := newRated(o, func(ready func()) (deliverer, error) { return newNtfy(o, ready) })
 		if err != nil {
 			o.Logger.Error("ntfy not used", "err", err) // Check refuses it before serving
 		} else {
-			sinks = append(sinks, n)
+			sinks = append(sinks, r)
 		}
 	}
 	t := status.NewTracker(o.Detail)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/status"
 	"github.com/permtui/permtui/internal/testkit"
@@ -138,27 +140,143 @@ func TestNotifyCmdRemindsOfAnAskAboutToExpire(t *testing.T) {
 }
 
 // A command that hangs or fails never holds up the events: every event is
-// taken while it runs, the runs beyond the bound are dropped, the hung
-// one is killed at its timeout, and each outcome is logged.
+// taken while it runs, the hung one is killed at its timeout, and each
+// outcome is logged.
 func TestASlowOrFailingNotifyCmdNeverHoldsUpEvents(t *testing.T) {
 	log, out := logBuffer()
-	events, stop := start(t, Options{Command: "sleep 600", Parallel: 1, Timeout: 100 * time.Millisecond, Logger: log})
+	events, stop := start(t, Options{Command: "sleep 600", Parallel: 1, Burst: 100, Timeout: 100 * time.Millisecond, Logger: log})
 	for i := range 50 {
 		events <- queued(serve.AskID(i+1), "builder") // each is taken while the first run sleeps
 	}
 	stop()
-	for _, want := range []string{"notify-cmd killed after its timeout", "notify-cmd not run: all slots busy"} {
+	for _, want := range []string{"notify-cmd killed after its timeout", "notify-cmd busy"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("log has no %q:\n%s", want, out.String())
 		}
 	}
-
 	log, out = logBuffer()
 	events, stop = start(t, Options{Command: "exit 3", Logger: log})
 	events <- queued(1, "builder")
 	stop()
 	if !strings.Contains(out.String(), "notify-cmd failed") || !strings.Contains(out.String(), "exit=3") {
 		t.Errorf("failure not logged:\n%s", out.String())
+	}
+}
+
+// What a command leaves running in the background is killed when it
+// ends, not left behind with init as its parent.
+func TestNotifyCmdTakesItsBackgroundChildrenWithIt(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	events, stop := start(t, Options{Command: fmt.Sprintf(`(sleep 600 & echo $! > %[1]s.tmp && mv %[1]s.tmp %[1]s)`, pidFile)})
+	events <- queued(1, "builder")
+	stop()
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	waitFor(t, "the background sleep gone", func() bool { return !safefs.PIDRunning(pid) })
+}
+
+// permtui's own secrets stay out of the command's environment; the rest
+// of it (PATH for one) is the person's and stays.
+func TestNotifyCmdDoesNotInheritTheNtfyToken(t *testing.T) {
+	t.Setenv(TokenEnv, "tk_hunter2")
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "env")
+	events, stop := start(t, Options{Command: "env > " + envFile})
+	events <- queued(1, "builder")
+	stop()
+	data, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "tk_hunter2") || strings.Contains(string(data), TokenEnv) {
+		t.Error("the command's environment has the ntfy token")
+	}
+	if !strings.Contains(string(data), "PATH=") {
+		t.Error("the command's environment lost PATH")
+	}
+}
+
+// runs reads the lines the command got: one run per file.
+func runs(t *testing.T, dir string) []status.Line {
+	t.Helper()
+	var out []status.Line
+	for _, raw := range readAll(t, dir) {
+		var l status.Line
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("stdin %q: %v", raw, err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// asksIn counts the asks a set of runs told of: one per ask line, the count
+// of a "more" line.
+func asksIn(ls []status.Line) int {
+	n := 0
+	for _, l := range ls {
+		if l.Event == status.More {
+			n += l.More
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// The command has ntfy's rate: beyond Burst runs a Window, asks are counted
+// into one "more" run when the window has room.
+func TestNotifyCmdCoalescesAFloodOfAsks(t *testing.T) {
+	dir := t.TempDir()
+	var clock atomic.Int64
+	now := func() time.Time { return time.Unix(clock.Load(), 0) }
+	events, stop := start(t, Options{Command: fmt.Sprintf(`cat > %s/"$$".json`, dir), Burst: 2, Window: time.Hour, Now: now})
+	for i := range 60 {
+		events <- queued(serve.AskID(i+1), "builder")
+	}
+	events <- serve.Serving{} // taken only once the last ask was handled
+	clock.Store(int64(time.Hour / time.Second))
+	stop()
+	got := runs(t, dir)
+	if len(got) != 3 {
+		t.Fatalf("%d runs, want 2 and a count: %+v", len(got), got)
+	}
+	var more []status.Line
+	for _, l := range got {
+		if l.Event == status.More {
+			more = append(more, l)
+		}
+	}
+	if len(more) != 1 || more[0].More != 58 || more[0].Waiting != 60 || more[0].Ask != 0 {
+		t.Fatalf("count runs %+v", more)
+	}
+}
+
+// Asks that find every slot busy are not lost: they are counted into the
+// next "more" run once a slot is free.
+func TestNotifyCmdCountsAsksWhileAllSlotsAreBusy(t *testing.T) {
+	dir := t.TempDir()
+	gate := filepath.Join(t.TempDir(), "go")
+	cmd := fmt.Sprintf(`cat > %[1]s/"$$".tmp && mv %[1]s/"$$".tmp %[1]s/"$$".json; while [ ! -e %[2]s ]; do sleep 0.01; done`, dir, gate)
+	events, stop := start(t, Options{Command: cmd, Parallel: 1, Burst: 1000, Window: time.Millisecond})
+	for i := range 10 {
+		events <- queued(serve.AskID(i+1), "builder")
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "all ten asks told", func() bool { return asksIn(runs(t, dir)) == 10 })
+	stop()
+	if got := runs(t, dir); asksIn(got) != 10 || len(got) != 2 {
+		t.Fatalf("runs %+v, want the first ask and a count of 9", got)
 	}
 }
 
@@ -231,6 +349,23 @@ func TestNtfyPublishesOneMessagePerAsk(t *testing.T) {
 	}
 }
 
+// A hostile agent name reaches the phone as stand-ins, clipped: no ESC,
+// BEL, newline or bidi override in the title, and no 20 KB title.
+func TestNtfyTitleIsSanitizedAndClipped(t *testing.T) {
+	srv := newNtfyServer(t)
+	events, stop := start(t, Options{Ntfy: srv.URL + "/t"})
+	events <- queued(1, "\x1b]0;pwned\a\n\u202e"+strings.Repeat("x", 20000))
+	stop()
+	msgs, _ := srv.messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	title := msgs[0].Title
+	if strings.ContainsAny(title, "\x1b\a\n\u202e") || len(title) > 200 || !strings.HasPrefix(title, "permtui: ␛]0;pwned␇␊") {
+		t.Fatalf("title of %d bytes: %.120q", len(title), title)
+	}
+}
+
 // Beyond Burst messages a Window, asks are counted into one message when
 // the window has room again, not sent one by one.
 func TestNtfyCoalescesAFloodOfAsks(t *testing.T) {
@@ -276,4 +411,26 @@ func TestNtfySendsHeldAsksWhenTheWindowMoves(t *testing.T) {
 		}
 		return total == 5
 	})
+}
+
+// --ntfy carries the token and the approve links: clear text only to this
+// machine.
+func TestNtfyRefusesClearTextOffLoopback(t *testing.T) {
+	for _, c := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://ntfy.sh/t", true},
+		{"http://127.0.0.1:8080/t", true},
+		{"http://localhost/t", true},
+		{"http://[::1]:80/t", true},
+		{"http://ntfy.example/t", false},
+		{"http://192.168.1.5/t", false},
+		{"http://localhost.evil.example/t", false},
+	} {
+		err := Check(Options{Ntfy: c.url})
+		if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), c.url) {
+			t.Errorf("--ntfy %s: %v", c.url, err)
+		}
+	}
 }

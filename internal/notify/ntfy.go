@@ -7,16 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
 	"strings"
 	"sync"
-	"time"
 
 	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/status"
+	"github.com/permtui/permtui/internal/termsafe"
 )
 
 // ntfyMessage is ntfy's JSON publish body (https://docs.ntfy.sh/publish/#publish-as-json).
@@ -42,39 +43,40 @@ const (
 	priorityMax  = 5
 )
 
-// ntfyQueue bounds the messages waiting for the poster; more are dropped.
+// ntfyQueue bounds the messages waiting for the poster; more are refused,
+// for the rate to count.
 const ntfyQueue = 64
 
-// ntfy posts to one topic from one goroutine. Send decides the rate: at
-// most Burst messages per Window, the asks beyond held as a count that goes
-// out as one message when the window allows.
+// ntfy posts to one topic from one goroutine.
 type ntfy struct {
 	o      Options
 	server string // the publish URL: the topic URL without its topic
 	topic  string
 	out    chan ntfyMessage
 	posts  sync.WaitGroup
-
-	mu      sync.Mutex
-	sent    []time.Time // messages queued within the last window
-	held    int         // asks not sent one by one
-	waiting int         // the latest waiting count
-	timer   *time.Timer // armed while asks are held
-	closed  bool
 }
 
-// ntfyTopic splits a topic URL into the publish URL and the topic.
+// ntfyTopic splits a topic URL into the publish URL and the topic. Plain
+// http is for a server on this machine only, as for the approve page.
 func ntfyTopic(topicURL string) (server, topic string, err error) {
 	u, err := url.Parse(topicURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || path.Base(u.Path) == "/" || path.Base(u.Path) == "." {
 		return "", "", fmt.Errorf("--ntfy wants a topic URL such as https://ntfy.sh/mytopic, not %q", topicURL)
+	}
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return "", "", fmt.Errorf("--ntfy %q: plain http off this machine would show the token and the approve links to the network; use https", topicURL)
 	}
 	topic = path.Base(u.Path)
 	u.Path = strings.TrimSuffix(u.Path, topic)
 	return u.String(), topic, nil
 }
 
-func newNtfy(o Options) (*ntfy, error) {
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+func newNtfy(o Options, ready func()) (*ntfy, error) {
 	server, topic, err := ntfyTopic(o.Ntfy)
 	if err != nil {
 		return nil, err
@@ -83,86 +85,36 @@ func newNtfy(o Options) (*ntfy, error) {
 	n.posts.Go(func() {
 		for m := range n.out {
 			n.post(m)
+			ready()
 		}
 	})
 	return n, nil
 }
 
-func (n *ntfy) send(l status.Line) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.waiting = l.Waiting
-	if n.room() {
-		n.queue(n.message(l))
-		return
-	}
-	n.held++
-	if n.timer == nil {
-		n.timer = time.AfterFunc(n.untilRoom(), n.later)
-	}
-}
-
-// later sends the held count once the window has room. n.mu is not held.
-func (n *ntfy) later() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.timer = nil
-	if n.closed {
-		return
-	}
-	n.flush()
-	if n.held > 0 {
-		n.timer = time.AfterFunc(n.untilRoom(), n.later)
-	}
-}
-
-// room says whether a message may go now. n.mu is held.
-func (n *ntfy) room() bool {
-	now := n.o.Now()
-	for len(n.sent) > 0 && now.Sub(n.sent[0]) >= n.o.Window {
-		n.sent = n.sent[1:]
-	}
-	return len(n.sent) < n.o.Burst
-}
-
-func (n *ntfy) untilRoom() time.Duration { return n.o.Window - n.o.Now().Sub(n.sent[0]) }
-
-// flush sends the held count if the window has room. n.mu is held.
-func (n *ntfy) flush() {
-	if n.held > 0 && n.room() {
-		n.queue(n.summary(n.held, n.waiting))
-		n.held = 0
-	}
-}
-
-// queue hands m to the poster; it drops m when the poster is that far
-// behind. n.mu is held.
-func (n *ntfy) queue(m ntfyMessage) {
-	n.sent = append(n.sent, n.o.Now())
+func (n *ntfy) deliver(l status.Line) bool {
+	m := n.message(l)
 	select {
 	case n.out <- m:
+		return true
 	default:
-		n.o.Logger.Warn("ntfy message dropped: the poster is behind", "title", m.Title)
+		n.o.Logger.Warn("ntfy poster behind: the ask is counted into the next message", "ask", l.Ask)
+		return false
 	}
 }
 
-// close sends the held count if the rate allows, then waits for the posts.
+// wait does not wait for the queue: the poster takes it on, and a count
+// it has no room for at exit is logged.
+func (n *ntfy) wait() {}
+
 func (n *ntfy) close() {
-	n.mu.Lock()
-	if n.timer != nil {
-		n.timer.Stop()
-	}
-	n.flush()
-	if n.held > 0 {
-		n.o.Logger.Warn("ntfy: asks not sent at exit, over the rate", "asks", n.held)
-	}
-	n.closed = true
 	close(n.out)
-	n.mu.Unlock()
 	n.posts.Wait()
 }
 
 func (n *ntfy) message(l status.Line) ntfyMessage {
+	if l.Event == status.More {
+		return n.summary(l.More, l.Waiting)
+	}
 	m := ntfyMessage{Topic: n.topic, Priority: priorityHigh, Tags: []string{"lock"}}
 	agent := cmp.Or(l.Agent, "an agent")
 	m.Title = fmt.Sprintf("permtui: %s is waiting", agent)
@@ -177,10 +129,10 @@ func (n *ntfy) message(l status.Line) ntfyMessage {
 	}
 	fmt.Fprintf(&b, " · %d waiting", l.Waiting)
 	if l.Value != nil {
-		fmt.Fprintf(&b, "\n%s", clip(*l.Value, 300))
+		fmt.Fprintf(&b, "\n%s", termsafe.Clip(*l.Value, 300))
 	}
 	if l.Cwd != "" {
-		fmt.Fprintf(&b, "\nin %s", clip(l.Cwd, 200))
+		fmt.Fprintf(&b, "\nin %s", termsafe.Clip(l.Cwd, 200))
 	}
 	m.Message = b.String()
 	if l.Link != "" {
@@ -234,13 +186,6 @@ func (n *ntfy) post(m ntfyMessage) {
 func shortID(s string) string {
 	if len(s) > 8 {
 		return s[:8] + "…"
-	}
-	return s
-}
-
-func clip(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
 	}
 	return s
 }

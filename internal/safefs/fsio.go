@@ -131,3 +131,31 @@ func readRegular(dirfd int, path, name string, max int64, extraFlags int) ([]byt
 	}
 	return data, fileIDOf(&st), nil
 }
+
+// OpenAppendPrivate opens path for appending, created 0600, without
+// following a symlink or blocking on a FIFO. An existing file must be a
+// regular file that no one else may read or write: permtui writes what it
+// was told to keep private there, and must not widen another file with it.
+func OpenAppendPrivate(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%s: %w (symlink)", path, ErrNotRegular)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if t := modeType(uint32(st.Mode)); !t.IsRegular() {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, t.Type())
+	}
+	if perm := st.Mode & 0o777; perm&0o077 != 0 {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: mode %04o lets others read or write it; chmod 600 it or name another file", path, perm)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}

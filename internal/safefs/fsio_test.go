@@ -188,3 +188,46 @@ func TestReadRegularFileFollow(t *testing.T) {
 		}
 	}
 }
+
+// OpenAppendPrivate creates 0600 and appends; it refuses a symlink, a
+// FIFO (without blocking), a directory and a file others can read.
+func TestOpenAppendPrivate(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events")
+	for range 2 {
+		f, err := OpenAppendPrivate(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString("x\n"); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if data, err := os.ReadFile(path); err != nil || string(data) != "x\nx\n" {
+		t.Fatalf("%q %v", data, err)
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode() != 0o600 {
+		t.Fatalf("mode %v %v", info.Mode(), err)
+	}
+	shared := filepath.Join(dir, "shared")
+	if err := os.WriteFile(shared, nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{shared, link, fifo, dir} {
+		if f, err := OpenAppendPrivate(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s: %v", bad, err)
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 )
 
 // Detail says how much of an ask leaves the process.
@@ -44,6 +45,7 @@ const (
 	Answered  = "decided"   // an ask nobody was waiting on was answered
 	Counted   = "counted"   // answers a stalled subscriber was sent as counts
 	Expiring  = "expiring"  // an ask still waits, near the child's timeout (notify)
+	More      = "more"      // asks over a notifier's rate or capacity, counted (notify)
 )
 
 // Outcomes, the keys of Decisions.
@@ -71,6 +73,8 @@ type Line struct {
 	ByAgent   map[string]int `json:"byAgent"`
 	// Decisions counts the answers since start, by outcome.
 	Decisions map[string]int `json:"decisions"`
+	// More is how many asks a More line counts.
+	More int `json:"more,omitempty"`
 	// Link is the ask's approve page, on notifications when it is served.
 	Link string `json:"link,omitempty"`
 	// Full detail only.
@@ -109,7 +113,7 @@ func (t *Tracker) Apply(ev serve.Event, at time.Time) (l Line, ok bool) {
 		}
 		l := t.line(kind, ev.Ask, outcome, at)
 		if t.detail == Full {
-			l.Reason = ev.Response.DenialReason
+			l.Reason = text(ev.Response.DenialReason)
 		}
 		return l, true
 	case serve.Withdrawn:
@@ -139,6 +143,15 @@ func (t *Tracker) Reminder(id serve.AskID, at time.Time) (Line, bool) {
 	return t.line(Expiring, a, "", at), true
 }
 
+// MoreLine counts n asks not notified one by one, with the counts of the
+// latest line.
+func MoreLine(last Line, n int, at time.Time) Line {
+	return Line{Event: More, At: stamp(at), More: n, Waiting: last.Waiting,
+		BySession: last.BySession, ByAgent: last.ByAgent, Decisions: last.Decisions}
+}
+
+func stamp(at time.Time) string { return at.UTC().Format(time.RFC3339Nano) }
+
 func outcomeOf(ev serve.Decided) string {
 	switch {
 	case ev.Auto && ev.Response.Approved:
@@ -153,25 +166,41 @@ func outcomeOf(ev serve.Decided) string {
 
 func (t *Tracker) line(kind string, a serve.Ask, outcome string, at time.Time) Line {
 	l := Line{
-		Event: kind, At: at.UTC().Format(time.RFC3339Nano), Ask: a.ID, Session: a.Session, Host: a.Host, Outcome: outcome,
+		Event: kind, At: stamp(at), Ask: a.ID, Session: name(a.Session), Host: name(a.Host), Outcome: outcome,
 		Waiting: len(t.waiting), BySession: map[string]int{}, ByAgent: map[string]int{}, Decisions: maps.Clone(t.decisions),
 	}
 	if r := a.Request; r != nil {
-		l.Agent = r.RequesterAgentName
-		l.Surface = a.Verdict.Surface
+		l.Agent = name(r.RequesterAgentName)
+		l.Surface = name(a.Verdict.Surface)
 		if t.detail == Full {
-			l.Value, l.Why = r.Value, a.Verdict.Explanation
+			l.Why = text(a.Verdict.Explanation)
+			if r.Value != nil {
+				v := text(*r.Value)
+				l.Value = &v
+			}
 			if r.AccessIntent != nil {
-				l.Cwd = r.AccessIntent.RequesterCwd
+				l.Cwd = text(r.AccessIntent.RequesterCwd)
 			}
 		}
 	}
 	for _, w := range t.waiting {
-		l.BySession[w.Session]++
-		l.ByAgent[agentOf(w)]++
+		l.BySession[name(w.Session)]++
+		l.ByAgent[name(agentOf(w))]++
 	}
 	return l
 }
+
+// What a child supplies leaves every away output (lines, notifications,
+// logs) with stand-ins for what a terminal or a phone would act on, and
+// clipped: a name to about nameLimit bytes, a value, path or reason to
+// about textLimit (decision 0185).
+const (
+	nameLimit = 64
+	textLimit = 1000
+)
+
+func name(s string) string { return termsafe.Clip(s, nameLimit) }
+func text(s string) string { return termsafe.Clip(s, textLimit) }
 
 func agentOf(a serve.Ask) string {
 	if a.Request == nil || a.Request.RequesterAgentName == "" {

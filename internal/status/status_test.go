@@ -13,6 +13,7 @@ import (
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -152,4 +153,51 @@ func read(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// unsafe reports a rune a reader of a line must not get as it is.
+func unsafe(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || termsafe.Hidden(r) })
+}
+
+// A child's strings leave sanitized and clipped: an agent name with ESC,
+// BEL, a newline and a bidi override, 20,000 characters long, makes a
+// short line whose decoded fields a script can print, and so do a session
+// and, with full detail, the value and working directory.
+func TestChildStringsLeaveSanitizedAndClipped(t *testing.T) {
+	hostile := "\x1b]0;pwned\a\n\u202e" + strings.Repeat("x", 20000)
+	a := ask(1, hostile, hostile)
+	a.Request.Value, a.Request.AccessIntent.RequesterCwd = &hostile, hostile
+	a.Verdict.Explanation = hostile
+	for _, d := range []Detail{Counts, Full} {
+		out := feed(t, Options{Detail: d}, serve.AskQueued{Ask: a},
+			serve.Decided{Ask: a, Queued: true, Response: wire.Response{State: wire.StateDeniedWithReason, DenialReason: hostile}})
+		for raw := range strings.Lines(out) {
+			if len(raw) > 8000 {
+				t.Fatalf("detail %s: a %d-byte line", d, len(raw))
+			}
+			var l Line
+			if err := json.Unmarshal([]byte(raw), &l); err != nil {
+				t.Fatalf("%q: %v", raw, err)
+			}
+			fields := []string{l.Agent, l.Session, l.Cwd, l.Why, l.Reason}
+			if l.Value != nil {
+				fields = append(fields, *l.Value)
+			}
+			for k := range l.ByAgent {
+				fields = append(fields, k)
+			}
+			for k := range l.BySession {
+				fields = append(fields, k)
+			}
+			for _, f := range fields {
+				if unsafe(f) || len(f) > 1100 {
+					t.Errorf("detail %s: field of %d bytes, unsafe %v: %.80q", d, len(f), unsafe(f), f)
+				}
+			}
+			if !strings.HasPrefix(l.Agent, "␛]0;pwned␇␊\uFFFD") || len(l.Agent) > 120 {
+				t.Errorf("agent %q", l.Agent)
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 // Package termsafe names the characters of untrusted text that must never
 // reach a terminal as they are, for every output that may be read on one:
-// the console (which shows stand-ins) and JSON lines (which escape them).
+// the console and the away outputs (which show stand-ins, Sanitize and
+// Clip) and JSON lines (which escape them).
 package termsafe
 
 import (

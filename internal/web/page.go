@@ -74,7 +74,7 @@ func (s *Server) headers(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer") // the token is in the path
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		if r.Host != s.host {
+		if canonicalHost(s.scheme, r.Host) != s.host {
 			s.refuse(w, http.StatusMisdirectedRequest, "Refused: this server does not answer for that host name.")
 			return
 		}
@@ -102,7 +102,7 @@ const gone = "No ask waits at this link: it was decided (here, at the console or
 
 func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 	l, a, ok := s.lookup(r.PathValue("token"))
-	if !ok || l.used {
+	if !ok {
 		s.refuse(w, http.StatusGone, gone)
 		return
 	}
@@ -143,7 +143,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l, a, ok := s.lookup(r.PathValue("token"))
-	if !ok || l.used {
+	if !ok {
 		s.refuse(w, http.StatusGone, gone)
 		return
 	}

@@ -13,8 +13,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/permtui/permtui/internal/serve"
@@ -43,8 +45,9 @@ const ApproverPrefix = "web:"
 
 // Server holds the links of the waiting asks.
 type Server struct {
-	o    Options
-	host string
+	o      Options
+	scheme string
+	host   string // canonicalHost of the base URL's
 
 	mu    sync.Mutex
 	asks  map[serve.AskID]serve.Ask // waiting for a person
@@ -73,7 +76,7 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{o: o, host: u.Host, asks: map[serve.AskID]serve.Ask{},
+	return &Server{o: o, scheme: u.Scheme, host: canonicalHost(u.Scheme, u.Host), asks: map[serve.AskID]serve.Ask{},
 		links: map[[sha256.Size]byte]*link{}, byAsk: map[serve.AskID]*link{}}, nil
 }
 
@@ -137,12 +140,26 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// lookup finds a token's link and its ask while it still waits.
+// canonicalHost is a host as a browser sends it for a URL: lower case,
+// without the scheme's default port.
+func canonicalHost(scheme, host string) string {
+	host = strings.ToLower(host)
+	if h, port, err := net.SplitHostPort(host); err == nil &&
+		(scheme == "https" && port == "443" || scheme == "http" && port == "80") {
+		if strings.Contains(h, ":") { // IPv6 keeps its brackets
+			return "[" + h + "]"
+		}
+		return h
+	}
+	return host
+}
+
+// lookup finds a token's unused link and its ask while it still waits.
 func (s *Server) lookup(token string) (*link, serve.Ask, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.links[sha256.Sum256([]byte(token))]
-	if l == nil {
+	if l == nil || l.used {
 		return nil, serve.Ask{}, false
 	}
 	a, ok := s.asks[l.ask]

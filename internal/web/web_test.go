@@ -367,3 +367,76 @@ func TestABaseURLNeedsAHost(t *testing.T) {
 		}
 	}
 }
+
+// A browser drops the default port and may change the host's case: a
+// --web-url of https://Box.Example:443 answers Host box.example, and still
+// refuses another host or port.
+func TestHostIsComparedNormalised(t *testing.T) {
+	for _, c := range []struct {
+		base, host string
+		ok         bool
+	}{
+		{"https://Box.Example:443", "box.example", true},
+		{"https://box.example", "BOX.example:443", true},
+		{"http://box.example:80", "box.example", true},
+		{"http://box.example", "box.example:80", true},
+		{"https://box.example:8443", "box.example:8443", true},
+		{"https://box.example:443", "box.example:8443", false},
+		{"https://box.example", "box.example:80", false},
+		{"http://box.example", "box.example:443", false},
+		{"https://box.example", "evil.example", false},
+		{"https://[::1]:443", "[::1]", true},
+		{"https://[::1]:8443", "[::1]", false},
+	} {
+		s, err := New(Options{Decider: &decider{}, BaseURL: c.base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest(http.MethodGet, "/a/unknown", nil)
+		r.Host = c.host
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, r)
+		if refused := w.Code == http.StatusMisdirectedRequest; refused == c.ok {
+			t.Errorf("--web-url %s, Host %s: %d", c.base, c.host, w.Code)
+		}
+	}
+}
+
+// Pages and posts on one link at once: one decision, and (under -race) no
+// unguarded read of the link's state.
+func TestConcurrentRequestsOnOneLinkDecideOnce(t *testing.T) {
+	p := newPage(t)
+	link := p.queue(bashAsk(3))
+	_, body := p.get(link)
+	f := with(form(body), "decision", "approve")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	approved := 0
+	for range 8 {
+		wg.Go(func() {
+			resp, err := http.Get(link)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+		})
+		wg.Go(func() {
+			resp, err := http.PostForm(link, f)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				mu.Lock()
+				approved++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(p.dec.decisions()); n != 1 || approved != 1 {
+		t.Fatalf("%d decisions, %d approved answers", n, approved)
+	}
+}
