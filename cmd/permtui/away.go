@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/permtui/permtui/internal/loopback"
 	"github.com/permtui/permtui/internal/notify"
 	"github.com/permtui/permtui/internal/preview"
 	"github.com/permtui/permtui/internal/safefs"
@@ -97,7 +98,7 @@ func (f webFlags) check() error {
 	if ip := net.ParseIP(host); f.url == "" && (host == "" || ip != nil && ip.IsUnspecified()) {
 		return fmt.Errorf("--web %s listens on every address: give the address the phone reaches in --web-url", f.addr)
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) && f.cert == "" && !f.behindProxy {
+	if !loopback.Host(host) && f.cert == "" && !f.behindProxy {
 		return fmt.Errorf("--web %s is reachable from the network: give --web-cert and --web-key, or --web-behind-proxy when a trusted proxy (tailscale serve) terminates TLS", f.addr)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/permtui/permtui/internal/loopback"
 	"github.com/permtui/permtui/internal/safefs"
 )
 
@@ -62,7 +63,7 @@ func Start(cfg Config) (*Hub, error) {
 		port = server.RANDOM_PORT // to nats-server, 0 means its default 4222
 	}
 	tlsOn := cfg.TLSCert != "" || cfg.TLSKey != ""
-	if !tlsOn && !isLoopback(host) {
+	if !tlsOn && !loopback.Host(host) {
 		return nil, fmt.Errorf("hub: refusing to listen on %s without TLS (--tls-cert and --tls-key); only loopback is served in clear text", cfg.Listen)
 	}
 	if len(cfg.Relays) == 0 || len(cfg.Approvers) == 0 {
@@ -266,14 +267,6 @@ func decisionsConfig(retention time.Duration) jetstream.StreamConfig {
 		Duplicates:           dedupWindow,
 		AllowDirect:          true,
 	}
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Connect opens an authenticated connection to a hub (embedded or an

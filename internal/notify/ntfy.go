@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -16,6 +15,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/permtui/permtui/internal/loopback"
 	"github.com/permtui/permtui/internal/status"
 	"github.com/permtui/permtui/internal/termsafe"
 )
@@ -63,17 +63,12 @@ func ntfyTopic(topicURL string) (server, topic string, err error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || path.Base(u.Path) == "/" || path.Base(u.Path) == "." {
 		return "", "", fmt.Errorf("--ntfy wants a topic URL such as https://ntfy.sh/mytopic, not %q", topicURL)
 	}
-	if u.Scheme == "http" && !loopback(u.Hostname()) {
+	if u.Scheme == "http" && !loopback.Host(u.Hostname()) {
 		return "", "", fmt.Errorf("--ntfy %q: plain http off this machine would show the token and the approve links to the network; use https", topicURL)
 	}
 	topic = path.Base(u.Path)
 	u.Path = strings.TrimSuffix(u.Path, topic)
 	return u.String(), topic, nil
-}
-
-func loopback(host string) bool {
-	ip := net.ParseIP(host)
-	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 func newNtfy(o Options, ready func()) (*ntfy, error) {
