@@ -191,10 +191,17 @@ func (m *Model) move(delta int) {
 // warnOffSelection says so when the highlight is on an ask the selection
 // leaves out: y would answer the selection, not what the detail shows.
 func (m *Model) warnOffSelection() {
-	if sel := m.selectedShown(); len(sel) > 0 && !slices.Contains(sel, m.current()) {
-		m.setStatus("⚠ y n r act on the " + plural(len(sel), "selected ask") +
+	if m.offSelection() {
+		m.setStatus("⚠ y n r act on the " + plural(len(m.selectedShown()), "selected ask") +
 			", not on the highlighted ask; esc clears the selection")
+		m.statusOffSelection = true
 	}
+}
+
+// offSelection: asks are selected and shown, and the highlight is not one.
+func (m *Model) offSelection() bool {
+	sel := m.selectedShown()
+	return len(sel) > 0 && !slices.Contains(sel, m.current())
 }
 
 // selectedShown are the selected asks a decision key would answer: pending
@@ -396,14 +403,33 @@ func (m *Model) openRule() tea.Cmd {
 	case e.ask.Request == nil || e.ask.Request.AccessIntent == nil:
 		m.setStatus("this ask carries no facts (no accessIntent), so no rule can be checked against it")
 	default:
-		var waiting []*entry
-		for _, w := range m.queue {
-			if w.state == statePending && w.ask.Request != nil && w.ask.Request.AccessIntent != nil {
-				waiting = append(waiting, w)
-			}
-		}
 		m.mode = modeRule
-		return m.apply(m.ruleDialog.open(e, waiting))
+		return m.apply(m.ruleDialog.open(e, m.ruleWaiting()))
+	}
+	return nil
+}
+
+// ruleWaiting is every waiting ask a rule could decide (one with facts),
+// for the rule dialog's preview.
+func (m *Model) ruleWaiting() []*entry {
+	var waiting []*entry
+	for _, w := range m.queue {
+		if w.state == statePending && w.ask.Request != nil && w.ask.Request.AccessIntent != nil {
+			waiting = append(waiting, w)
+		}
+	}
+	return waiting
+}
+
+// refreshRuleWaiting gives an open rule dialog the waiting asks as they are
+// now: an ask that arrived after it opened is previewed, named and checked
+// like the others before enter can write the rule.
+func (m *Model) refreshRuleWaiting() tea.Cmd {
+	if m.mode != modeRule {
+		return nil
+	}
+	if act := m.ruleDialog.setWaiting(m.ruleWaiting()); act != nil {
+		return m.apply(act)
 	}
 	return nil
 }

@@ -235,6 +235,10 @@ type Model struct {
 	// statusAsk: the status is about this ask ("already being answered");
 	// it goes when the highlight is on another.
 	statusAsk serve.AskID
+	// statusOffSelection: the status warns that y acts on the selection,
+	// not the highlight; it goes once that is no longer so (the filter hid
+	// the selection, or the highlight joined it).
+	statusOffSelection bool
 	// sent remembers each decision on its way, so the log can say which
 	// scope the person chose (the response alone cannot).
 	sent       map[serve.AskID]serve.Decision
@@ -310,6 +314,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if m.statusAsk != 0 && m.statusAsk != m.highlight {
 		m.status, m.statusAsk = "", 0
 	}
+	if m.statusOffSelection && !m.offSelection() {
+		m.status, m.statusOffSelection = "", false
+	}
 	m.releaseClosed()
 	if _, open := m.active().(*pager); open {
 		m.sizePager(false)
@@ -336,7 +343,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd := m.applyEvent(msg.Event)
 		m.settleIfMoved(before)
 		m.closeStaleOverlay()
-		return m, tea.Batch(cmd, m.titleCmd())
+		return m, tea.Batch(cmd, m.refreshRuleWaiting(), m.titleCmd())
 	case decidedMsg:
 		before := m.highlightPlace()
 		m.applyDecided(msg)
@@ -688,7 +695,7 @@ func (m *Model) pendingCount() int {
 
 // setStatus replaces the status line and ends any run of automatic answers.
 func (m *Model) setStatus(s string) {
-	m.status, m.statusAt, m.statusSettle, m.statusAsk = clip(s, textBytes), m.opts.Now(), false, 0
+	m.status, m.statusAt, m.statusSettle, m.statusAsk, m.statusOffSelection = clip(s, textBytes), m.opts.Now(), false, 0, false
 	m.streak = autoStreak{}
 }
 

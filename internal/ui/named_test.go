@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest"
 
@@ -409,4 +410,29 @@ func TestADiffReadAgainInTheFullViewMustBeSeenAgain(t *testing.T) {
 	h.pageThrough()
 	h.keys("y")
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
+
+// The warning that y acts on the selection goes when that stops being so:
+// the filter hid the selection, or the highlighted ask joined it. A stale
+// one said y would not answer the ask it then answered.
+func TestTheOffSelectionWarningGoesWhenItStopsBeingTrue(t *testing.T) {
+	h := newHarness(t)
+	destroy, vet := bashChain(), pathWrite()
+	h.queue(destroy, vet)
+	h.keys("space", "j")
+	h.wantStatus("not on the highlighted ask")
+	h.keys("/")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("app.ts")})
+	h.keys("enter")
+	if v := ansi.Strip(h.m.View()); strings.Contains(v, "not on the highlighted ask") {
+		t.Fatalf("the warning outlived the selection the filter hid:\n%s", v)
+	}
+	j := newHarness(t)
+	j.queue(destroy, vet)
+	j.keys("space", "j")
+	j.wantStatus("not on the highlighted ask")
+	j.keys("space")
+	if v := ansi.Strip(j.m.View()); strings.Contains(v, "not on the highlighted ask") {
+		t.Fatalf("the warning outlived the highlight joining the selection:\n%s", v)
+	}
 }

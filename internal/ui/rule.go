@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -124,12 +125,9 @@ func (d *ruleDialog) resize() { d.pattern.Width = max(d.width-len(d.pattern.Prom
 // pattern for that surface or else the exact value, allow, this agent.
 func (d *ruleDialog) open(e *entry, waiting []*entry) action {
 	in := e.ask.Request.AccessIntent
-	d.title, d.ask, d.waiting = label(e), e.ask.ID, nil
+	d.title, d.ask = label(e), e.ask.ID
 	d.base = RuleDraft{Agent: in.Principal.AgentName, Surface: in.Surface, Facts: factsOf(in)}
-	for _, w := range waiting {
-		d.waiting = append(d.waiting, w.ask.ID)
-		d.base.Waiting = append(d.base.Waiting, factsOf(w.ask.Request.AccessIntent))
-	}
+	d.takeWaiting(waiting)
 	d.scope, d.action, d.counting, d.writing, d.preview = 0, 0, false, false, nil
 	if d.base.Agent == "" {
 		d.scope = 1 // no agent scope to write to
@@ -138,6 +136,26 @@ func (d *ruleDialog) open(e *entry, waiting []*entry) action {
 	d.pattern.CursorEnd()
 	d.pattern.Focus()
 	d.count.Blur()
+	return d.refresh()
+}
+
+func (d *ruleDialog) takeWaiting(waiting []*entry) {
+	d.waiting, d.base.Waiting = nil, nil
+	for _, w := range waiting {
+		d.waiting = append(d.waiting, w.ask.ID)
+		d.base.Waiting = append(d.base.Waiting, factsOf(w.ask.Request.AccessIntent))
+	}
+}
+
+// setWaiting takes the waiting asks as they are now; when they changed (an
+// ask arrived or left) the preview is asked for again, and until it is
+// shown enter writes nothing ("the preview is not ready yet"), so a rule is
+// never written on a count of asks the screen did not name.
+func (d *ruleDialog) setWaiting(waiting []*entry) action {
+	if d.writing || slices.EqualFunc(d.waiting, waiting, func(id serve.AskID, e *entry) bool { return id == e.ask.ID }) {
+		return nil
+	}
+	d.takeWaiting(waiting)
 	return d.refresh()
 }
 

@@ -209,3 +209,33 @@ func twoWrites() (a, other serve.Ask) {
 	other.Request.AccessIntent.BoundaryValue = sp("/w/p/src/evil.ts")
 	return a, other
 }
+
+// An ask that arrives while the rule dialog is open is part of what the rule
+// decides: the dialog asks for a preview with it, names it, and an allow
+// rule waits until it was seen, as for the asks there when it opened (the
+// list was taken once, and a later write was approved by the rule unseen).
+func TestAnAskArrivingWhileTheRuleDialogIsOpenIsNamedAndWaitedFor(t *testing.T) {
+	rules := &fakeRules{}
+	h := newHarness(t, withRules(rules))
+	a, other := twoWrites()
+	h.queue(a)
+	h.keys("R")
+	if got := len(rules.last().Waiting); got != 1 {
+		t.Fatalf("the first preview judged %d waiting asks, want 1", got)
+	}
+	rules.mu.Lock()
+	rules.preview = RulePreview{Waiting: []int{0, 1}}
+	rules.mu.Unlock()
+	h.queue(other)
+	if got := len(rules.last().Waiting); got != 2 {
+		t.Fatalf("after an ask arrived the preview judged %d waiting asks, want 2", got)
+	}
+	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "/w/p/src/evil.ts") {
+		t.Fatalf("the dialog does not name the ask that arrived:\n%s", v)
+	}
+	h.keys("enter")
+	if len(rules.writes) != 0 {
+		t.Fatal("an allow rule was written deciding an ask that arrived unseen")
+	}
+	h.wantStatus("evil.ts")
+}
