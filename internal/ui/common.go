@@ -15,7 +15,7 @@ type common struct {
 }
 
 func (c *common) rule(title string) string {
-	title = "── " + title + " "
+	title = ansi.Truncate("── "+title+" ", max(c.width-2, 4), "… ")
 	return c.styles.Rule.Render(title + strings.Repeat("─", max(c.width-ansi.StringWidth(title), 0)))
 }
 

@@ -122,11 +122,12 @@ func (d *denyDialog) help() help.KeyMap {
 
 func (d *denyDialog) view(height int) []string {
 	s := d.styles
-	lines := []string{d.rule("deny for the session")}
 	e := d.q.find(d.ask)
 	if e == nil {
-		return lines
+		return []string{d.rule("deny for the session")}
 	}
+	// The title names the ask, so it stays on screen when the options scroll.
+	lines := []string{d.rule("deny for the session · " + label(e))}
 	lines = append(lines, d.sessionAsk(e)...)
 	lines = append(lines, "  "+d.reason.View(), "  "+d.pattern.View())
 	cov := d.coverage()

@@ -191,6 +191,10 @@ func TestScopeDialogKeepsTheMarkedOptionOnScreen(t *testing.T) {
 			if !strings.Contains(v, "▸ (•) "+a.Scopes.Options[i].Title) {
 				t.Fatalf("%dx%d: option %d marked but not on screen:\n%s", size[0], size[1], i+1, v)
 			}
+			// The ask it approves stays named when the options scroll.
+			if !strings.Contains(v, "approve for session · reviewer · external_dir") {
+				t.Fatalf("%dx%d: option %d marked without the ask named on screen:\n%s", size[0], size[1], i+1, v)
+			}
 		}
 	}
 }

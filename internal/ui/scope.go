@@ -266,11 +266,12 @@ func (d *scopeDialog) help() help.KeyMap {
 
 func (d *scopeDialog) view(height int) []string {
 	s := d.styles
-	lines := []string{d.rule("approve for session")}
 	e := d.q.find(d.ask)
 	if e == nil {
-		return lines
+		return []string{d.rule("approve for session")}
 	}
+	// The title names the ask, so it stays on screen when the options scroll.
+	lines := []string{d.rule("approve for session · " + label(e))}
 	lines = append(lines, d.sessionAsk(e)...)
 	var marked [2]int // the marked option's first line and the line after it
 	for i, o := range d.scopes.Options {
