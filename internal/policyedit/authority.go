@@ -31,7 +31,7 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loos
 	views := slices.Concat([]string{""}, before.Agents(), after.Agents())
 	slices.Sort(views)
 	views = slices.Compact(views)
-	home := before.Options().Home
+	home, project := before.Options().Home, before.Options().ProjectDir
 
 	var refs []resolve.RuleRef
 	for _, view := range views {
@@ -82,8 +82,16 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loos
 			}
 			// A path comes with its aliases, and the highest rule matching
 			// any of them decides: a value the new rule now decides,
-			// judged beside another, can pass a deny of the other's.
+			// judged beside another, can pass a deny of the other's. A path
+			// in the project comes with its project-relative alias, so that
+			// pair is judged for every witness, whether or not either value
+			// alone changed: a rule that only moved re-orders the two.
 			if resolve.AliasSurface(s) {
+				for _, v := range values {
+					if pair, ok := projectAliases(v, project); ok && s != "mcp" {
+						compare(resolve.Query{Agent: view, Surface: s, Values: pair})
+					}
+				}
 				for _, c := range changed {
 					for _, v := range values {
 						if v != c {
@@ -129,6 +137,22 @@ func valueWitnesses(s string, refs []resolve.RuleRef, home string) []string {
 		}
 	}
 	return w.list
+}
+
+// projectAliases pairs a witness path with its alias as pi's caller
+// forms it for a path in the project: the absolute path, then the
+// project-relative one. Neither side may be empty or the project itself.
+func projectAliases(v, project string) ([]string, bool) {
+	if project == "" || v == "" {
+		return nil, false
+	}
+	if rel, ok := strings.CutPrefix(v, strings.TrimSuffix(project, "/")+"/"); ok {
+		return []string{v, rel}, rel != ""
+	}
+	if strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~") {
+		return nil, false
+	}
+	return []string{strings.TrimSuffix(project, "/") + "/" + v, v}, true
 }
 
 // witnesses is an ordered set of values.

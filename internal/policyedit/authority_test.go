@@ -2,10 +2,12 @@ package policyedit
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/testkit"
 )
 
 // TestOverlapWitness: the overlap value matches both globs whenever their
@@ -92,5 +94,58 @@ func TestOnlyTheOverlapShowsAPassedDeny(t *testing.T) {
 	g := Group(ch.Loosens)
 	if len(g) != 1 || g[0].First.Before.Rule.Pattern != "git *" || g[0].First.Value != "git push" {
 		t.Fatalf("Loosens = %v", g)
+	}
+}
+
+// TestAReorderedRulePassingADenyOnAliasesIsNamed: no value alone changes
+// its verdict, but a path inside the project judged with its
+// project-relative alias goes deny → allow, because pi's merge moves a
+// deny (a) or the edit moves an allow (b) to where the other rule comes
+// after it. Both must be named, though the rule that decides after is one
+// that only moved.
+func TestAReorderedRulePassingADenyOnAliasesIsNamed(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		files  func(p string) map[string]string
+		rule   func(p string) Rule
+		before string // the pattern of the deny passed
+	}{
+		{"agent deny moved to the global slot", func(p string) map[string]string {
+			return map[string]string{
+				"global":        `{"permission":{"*":"ask","read":{"*":"ask"}}}`,
+				"agents/rev.md": "---\nname: rev\npermission:\n  read:\n    \"" + p + "/*\": allow\n    \"src/secret/*\": deny\n---\n",
+			}
+		}, func(string) Rule { return Rule{Surface: "read", Pattern: "src/secret/*", Action: resolve.Deny} }, "src/secret/*"},
+		{"allow moved last", func(p string) map[string]string {
+			return map[string]string{"global": `{"permission":{"read":{"*":"ask","` + p + `/*":"allow","src/secret/*":"deny"}}}`}
+		}, func(p string) Rule { return Rule{Surface: "read", Pattern: p + "/*", Action: resolve.Allow} }, "src/secret/*"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			p := e.opts.ProjectDir
+			for name, text := range c.files(p) {
+				testkit.WriteFile(t, e.path(name), []byte(text))
+			}
+			r := c.rule(p)
+			ch, err := e.plan(t, ScopeGlobal, "", r, strings.ReplaceAll(r.Pattern, "*", "k"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pair := []string{p + "/src/secret/k", "src/secret/k"}
+			for _, agent := range []string{"", "rev"} {
+				q := resolve.Query{Agent: agent, Surface: "read", Values: pair}
+				b, a := resolve.Load(e.opts).Evaluate(q, nil), resolve.Load(ch.Candidate(e.opts)).Evaluate(q, nil)
+				if b.Action != resolve.Deny || a.Action != resolve.Allow {
+					continue
+				}
+				if !slices.ContainsFunc(ch.Loosens, func(l Loosening) bool {
+					return l.Agent == agent && l.Before.Rule != nil && l.Before.Rule.Pattern == c.before && l.After.Action == resolve.Allow
+				}) {
+					t.Errorf("agent %q: %v deny → allow is not named; named: %v", agent, pair, Group(ch.Loosens))
+				}
+				return
+			}
+			t.Fatalf("the pair %v loosens in no view: the test does not show the case", pair)
+		})
 	}
 }
