@@ -59,7 +59,7 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.Var(&values, "value", "a match value the rule must decide (repeatable; default: the pattern's own text)")
 	fs.BoolVar(&dryRun, "dry-run", false, "show the diff and the coverage, write nothing")
 	fs.BoolVar(&yes, "yes", false, "write without asking")
-	fs.IntVar(&confirmBroad, "confirm-broad", -1, "with --yes: the count a broad rule's warning names, to write it anyway")
+	fs.IntVar(&confirmBroad, "confirm-broad", -1, "with --yes: the sum of the counts a broad rule's warnings name, to write it anyway")
 	if err := fs.parse(args[1:]); err != nil {
 		return err
 	}
@@ -228,12 +228,12 @@ var appendRuleRecord = serve.AppendRuleRecord
 var errNotConfirmed = errors.New("nothing written")
 
 // confirm asks before writing: once for every rule, and a second time, by
-// typing the count its warning names, for a risky one. --yes answers the
+// typing the sum of the counts its warnings name, for a risky one. --yes answers the
 // first; the second needs --confirm-broad with that count.
 func confirm(stdin io.Reader, stdout io.Writer, yes bool, risk *policyedit.Risk, broad int, file string) error {
 	if yes {
 		if risk != nil && broad != risk.Count {
-			return fmt.Errorf("%w: this rule needs --confirm-broad %d (the count its warning names) besides --yes", errNotConfirmed, risk.Count)
+			return fmt.Errorf("%w: this rule needs --confirm-broad %d (the sum of the counts its warnings name) besides --yes", errNotConfirmed, risk.Count)
 		}
 		return nil
 	}

@@ -169,25 +169,28 @@ func TestRuleAddConfirmation(t *testing.T) {
 }
 
 // TestRuleAddBroadNeedsTheCount: allowing what a person denied needs a
-// second confirmation naming how many.
+// second confirmation naming how many, added to the asks a "*" would have
+// decided (3 + 2): neither warning's count alone passes.
 func TestRuleAddBroadNeedsTheCount(t *testing.T) {
 	e := newRuleEnv(t, commented)
 	e.record(t, asked("a", "rm -rf /tmp/x", false, wire.UserDecision()), asked("a", "rm x", false, wire.UserDecision()), asked("a", "ls", true, wire.UserDecision()))
 	add := e.args("rule", "add", "--surface", "bash", "--pattern", "*", "--action", "allow", "--yes")
 	code, out, errOut := runCmd(t, "", add...)
-	if code != 1 || !strings.Contains(out, "would allow 2 recorded asks a person denied") || !strings.Contains(errOut, "--confirm-broad 2") {
+	if code != 1 || !strings.Contains(out, "would allow 2 recorded asks a person denied") || !strings.Contains(errOut, "--confirm-broad 5") {
 		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
 	}
-	if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", "3")...); code != 1 {
-		t.Errorf("wrong count accepted: %s", errOut)
+	for _, n := range []string{"2", "3"} {
+		if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", n)...); code != 1 {
+			t.Errorf("--confirm-broad %s accepted: %s", n, errOut)
+		}
 	}
 	promptable = func(io.Reader) bool { return true }
 	t.Cleanup(func() { promptable = func(io.Reader) bool { return false } })
 	interactive := e.args("rule", "add", "--surface", "bash", "--pattern", "*", "--action", "allow")
-	if code, out, _ := runCmd(t, "y\n1\n", interactive...); code != 1 || !strings.Contains(out, "type 2") {
+	if code, out, _ := runCmd(t, "y\n2\n", interactive...); code != 1 || !strings.Contains(out, "type 5") {
 		t.Errorf("wrong typed count: %d %s", code, out)
 	}
-	if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", "2")...); code != 0 {
+	if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", "5")...); code != 0 {
 		t.Errorf("confirmed: %s", errOut)
 	}
 }
