@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -116,6 +118,16 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := confirm(stdin, stdout, yes, p.risk, confirmBroad, t.File); err != nil {
 		return err
 	}
+	// Another policy file may have changed while the person decided: write
+	// only what they saw.
+	again, err := svc.plan(scope, agent, r, resolve.Query{Agent: agent, Surface: r.Surface, Values: values}, nil)
+	if err != nil {
+		return err
+	}
+	if again.digest() != p.digest() {
+		return errPolicyChanged
+	}
+	p = again
 	w, err := svc.write(p, "rule add")
 	if err != nil {
 		return err
@@ -193,6 +205,21 @@ func (p rulePlan) denied() []string {
 		out = append(out, describeAsk(o))
 	}
 	return out
+}
+
+// errPolicyChanged: the plan made again before writing is not the one shown.
+var errPolicyChanged = fmt.Errorf("%w: the policy changed while you were deciding; look at the preview again", errNotConfirmed)
+
+// digest sums up what a person confirms: the diff and every warning (the
+// loosenings named, with their counts).
+func (p rulePlan) digest() string {
+	h := sha256.New()
+	h.Write([]byte(p.ch.Diff()))
+	for _, w := range p.warnings() {
+		h.Write([]byte{0})
+		h.Write([]byte(w))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func (p rulePlan) warnings() []string {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -260,10 +262,10 @@ func TestConsoleRulesWriteAsRuleAddDoes(t *testing.T) {
 		!strings.Contains(p.Coverage, "1 of them a person denied") {
 		t.Fatalf("preview %+v", p)
 	}
-	if _, err := c.WriteRule(d, 0); err == nil {
+	if _, err := c.WriteRule(d, 0, p.Digest); err == nil {
 		t.Fatal("a broad rule was written without its count")
 	}
-	if _, err := c.WriteRule(d, 1); err != nil {
+	if _, err := c.WriteRule(d, 1, p.Digest); err != nil {
 		t.Fatal(err)
 	}
 	if log := readFile(t, filepath.Join(e.state, "audit.jsonl")); !strings.Contains(log, `"via":"console"`) {
@@ -446,5 +448,61 @@ func TestRuleAddAndSimulateHelpListOnlyTheirFlags(t *testing.T) {
 	}
 	if _, out, _ := runCmd(t, "", "resolve", "--help"); !strings.Contains(out, "-session") {
 		t.Error("resolve judges with a session's grants and must still offer --session")
+	}
+}
+
+// stdinThat runs change at the first read, as another writer would while
+// the prompt is open, then answers text.
+type stdinThat struct {
+	change func()
+	text   *strings.Reader
+}
+
+func (s *stdinThat) Read(b []byte) (int, error) {
+	if s.change != nil {
+		s.change()
+		s.change = nil
+	}
+	return s.text.Read(b)
+}
+
+// TestRuleAddReplansAfterTheConfirmation: an agent file that appears while
+// the y/N prompt is open makes the rule pass its deny; what was confirmed
+// named no loosening, so nothing is written.
+func TestRuleAddReplansAfterTheConfirmation(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	promptable = func(io.Reader) bool { return true }
+	t.Cleanup(func() { promptable = func(io.Reader) bool { return false } })
+	stdin := &stdinThat{text: strings.NewReader("y\n"), change: func() {
+		testkit.WriteFile(t, filepath.Join(e.agentDir, "agents", "locked.md"), []byte("---\nname: locked\npermission:\n  bash:\n    \"*\": deny\n---\n"))
+	}}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), e.args("rule", "add", "--surface", "bash", "--pattern", "npm *", "--action", "allow"), stdin, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "the policy changed while you were deciding") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if strings.Contains(out.String(), "written:") || readFile(t, e.global()) != commented {
+		t.Errorf("written:\n%s", out.String())
+	}
+}
+
+// TestConsoleRulesReplanBeforeWriting: the same in R: the preview named no
+// loosening, an agent file written since adds one, and WriteRule refuses
+// though the count (0, none asked) is unchanged in kind.
+func TestConsoleRulesReplanBeforeWriting(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	c := consoleRules{ruleService{opts: resolve.LoadOptions{AgentDir: e.agentDir, ProjectDir: e.project, TrustProject: true}, stateDir: e.state}}
+	facts := resolve.Query{Surface: "bash", Values: []string{"npm test"}}
+	d := ui.RuleDraft{Scope: "global", Surface: "bash", Pattern: "npm *", Action: resolve.Allow, Facts: facts}
+	p := c.PreviewRule(d)
+	if p.Refused != "" || p.Broad {
+		t.Fatalf("preview %+v", p)
+	}
+	testkit.WriteFile(t, filepath.Join(e.agentDir, "agents", "locked.md"), []byte("---\nname: locked\npermission:\n  bash:\n    \"*\": deny\n---\n"))
+	if _, err := c.WriteRule(d, p.Confirm, p.Digest); err == nil || !strings.Contains(err.Error(), "the policy changed while you were deciding") {
+		t.Fatalf("WriteRule err = %v", err)
+	}
+	if readFile(t, e.global()) != commented {
+		t.Error("written")
 	}
 }
