@@ -98,7 +98,11 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 	}
 	cur, next := resolve.Load(opts), resolve.Load(cand)
 	rep := simulate.Replay(log, cur, next)
-	loosened := policyedit.Group(policyedit.Unnamed(policyedit.AuthorityDiff(cur, next), file, rules...))
+	loosens, err := policyedit.AuthorityDiff(cur, next)
+	if err != nil {
+		return err
+	}
+	loosened := policyedit.Group(policyedit.Unnamed(loosens, file, rules...))
 	if asJSON {
 		err = printReportJSON(stdout, rep, loosened)
 	} else {

@@ -1,10 +1,12 @@
 package policyedit
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/permtui/permtui/internal/judgment"
 	"github.com/permtui/permtui/internal/resolve"
@@ -26,8 +28,9 @@ type Loosening struct {
 // some rule names, every built-in surface, and the witnesses of each
 // wildcard surface, over witness values built from the rules' own patterns
 // (decision 0140), plus the given facts. It returns every verdict that
-// becomes looser, in a stable order.
-func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loosening {
+// becomes looser, in a stable order, or an error when the patterns of a
+// surface cut more regions than it searches: then it cannot tell.
+func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) ([]Loosening, error) {
 	views := slices.Concat([]string{""}, before.Agents(), after.Agents())
 	slices.Sort(views)
 	views = slices.Compact(views)
@@ -51,7 +54,10 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loos
 			surfaces.add(e)
 		}
 	}
-	surfaces.globs(wildSurfaces)
+	surfaces.globs(wildSurfaces, false)
+	if surfaces.unfinished {
+		return nil, fmt.Errorf("the rules' surface patterns cut more regions than permtui searches (%d states); it cannot tell what the edit loosens", maxRegionStates)
+	}
 	for _, q := range facts {
 		surfaces.add(q.Surface)
 	}
@@ -71,7 +77,11 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loos
 	for _, s := range surfaces.list {
 		values := []string{"*"}
 		if resolve.ValueSurface(s) {
-			values = valueWitnesses(s, refs, home)
+			w := valueWitnesses(s, refs, home)
+			if w.unfinished {
+				return nil, fmt.Errorf("the patterns on %s cut more regions than permtui searches (%d states); it cannot tell what the edit loosens there", strconv.Quote(s), maxRegionStates)
+			}
+			values = w.list
 		}
 		for _, view := range views {
 			var changed []string
@@ -105,14 +115,14 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loos
 	for _, q := range facts {
 		compare(q)
 	}
-	return out
+	return out, nil
 }
 
 // valueWitnesses are the values to judge surface s by: the witnesses of
 // every pattern of a rule whose surface pattern matches s (its home token
 // expanded, as pi matches it), of each pair of them, and for mcp the
 // baseline's tool names.
-func valueWitnesses(s string, refs []resolve.RuleRef, home string) []string {
+func valueWitnesses(s string, refs []resolve.RuleRef, home string) *witnesses {
 	w := newWitnesses()
 	var globs []string
 	seen := map[string]bool{}
@@ -130,13 +140,23 @@ func valueWitnesses(s string, refs []resolve.RuleRef, home string) []string {
 			globs = append(globs, alt)
 		}
 	}
-	w.globs(globs)
+	w.globs(globs, s == "bash")
+	if s == "bash" {
+		// pi matches a bash command trimmed unless only spaces remain: a
+		// glob of spaces and wildcards gets its all-space values.
+		for _, g := range globs {
+			if strings.Trim(g, "*? \t") == "" {
+				w.add(strings.NewReplacer("*", "", "?", " ").Replace(g))
+				w.add(strings.NewReplacer("*", " ", "?", " ").Replace(g))
+			}
+		}
+	}
 	if s == "mcp" {
 		for _, name := range resolve.MCPBaseline() {
 			w.add(name)
 		}
 	}
-	return w.list
+	return w
 }
 
 // projectAliases pairs a witness path with its alias as pi's caller
@@ -155,10 +175,12 @@ func projectAliases(v, project string) ([]string, bool) {
 	return []string{strings.TrimSuffix(project, "/") + "/" + v, v}, true
 }
 
-// witnesses is an ordered set of values.
+// witnesses is an ordered set of values; unfinished when a region search
+// was cut off.
 type witnesses struct {
-	list []string
-	seen map[string]bool
+	list       []string
+	seen       map[string]bool
+	unfinished bool
 }
 
 func newWitnesses() *witnesses { return &witnesses{seen: map[string]bool{}} }
@@ -171,18 +193,17 @@ func (w *witnesses) add(v string) {
 }
 
 // globs adds each glob's own witnesses (every * as nothing and as one
-// character, every ? as one character) and one in the overlap of each pair.
-func (w *witnesses) globs(globs []string) {
+// character, every ? as one character) and a value of every region the
+// globs cut (regions; trimmed: values pi trims before matching).
+func (w *witnesses) globs(globs []string, trimmed bool) {
 	for _, g := range globs {
 		w.add(fill(g, "x"))
 		w.add(fill(g, ""))
 	}
-	for i, a := range globs {
-		for _, b := range globs[i+1:] {
-			if v, ok := overlap(a, b); ok {
-				w.add(v)
-			}
-		}
+	vs, done := regions(globs, trimmed)
+	w.unfinished = w.unfinished || !done
+	for _, v := range vs {
+		w.add(v)
 	}
 }
 
@@ -191,48 +212,131 @@ func fill(g, star string) string {
 	return strings.NewReplacer("*", star, "?", "x").Replace(g)
 }
 
-// overlap builds a value both globs match when both have a * (a glob
-// without one is its own witness): with ? read as one character, each glob
-// is prefix * middle * suffix; the two match a common value exactly when
-// one prefix begins the other and one suffix ends the other, and then the
-// longer prefix, both middles' literal runs and the longer suffix is such a
-// value, since each glob finds its own runs in order between them.
-func overlap(a, b string) (string, bool) {
-	pa, ma, sa, okA := splitGlob(fill(a, "*"))
-	pb, mb, sb, okB := splitGlob(fill(b, "*"))
-	if !okA || !okB {
-		return "", false
+// maxRegionStates bounds the search of regions: a policy's patterns are
+// short and few, and reach a few hundred states (decision 0140). A var for
+// the test of what happens past it.
+var maxRegionStates = 20000
+
+// regions returns, for every set of globs (* any run, ? one character)
+// that some value matches exactly — matched by those and no other — the
+// shortest such value, and whether the search finished. It walks
+// breadth-first the states the globs can be in together after each
+// character (a bit per position of each glob); a character is one some
+// glob names, or one none does, so every set that a value reaches is
+// reached. trimmed: values are matched trimmed (bash), so a region value
+// neither starts nor ends with a space (whether the last character was one
+// is part of the state). A glob longer than 63 runes is left to its own
+// witnesses.
+func regions(globs []string, trimmed bool) ([]string, bool) {
+	var gs [][]rune
+	for _, g := range globs {
+		if r := []rune(g); len(r) < 64 {
+			gs = append(gs, r)
+		}
 	}
-	prefix, ok := longer(pa, pb, strings.HasPrefix)
-	if !ok {
-		return "", false
+	var chars []rune
+	for _, g := range gs {
+		for _, c := range g {
+			if c != '*' && c != '?' && !slices.Contains(chars, c) {
+				chars = append(chars, c)
+			}
+		}
 	}
-	suffix, ok := longer(sa, sb, strings.HasSuffix)
-	if !ok {
-		return "", false
+	for _, c := range "xyzq_0" {
+		if !slices.Contains(chars, c) {
+			chars = append(chars, c)
+			break
+		}
 	}
-	return prefix + strings.ReplaceAll(ma, "*", "") + strings.ReplaceAll(mb, "*", "") + suffix, true
+	type node struct {
+		masks []uint64
+		prev  int
+		c     rune
+	}
+	edge := func(c rune) bool { return trimmed && unicode.IsSpace(c) }
+	key := func(masks []uint64, c rune) string {
+		b := make([]byte, 0, 8*len(masks)+1)
+		for _, m := range masks {
+			b = binary.LittleEndian.AppendUint64(b, m)
+		}
+		if edge(c) {
+			b = append(b, 1)
+		}
+		return string(b)
+	}
+	start := make([]uint64, len(gs))
+	for i, g := range gs {
+		start[i] = closeStars(g, 1)
+	}
+	nodes := []node{{masks: start, prev: -1}}
+	seen := map[string]bool{key(start, 0): true}
+	sigs := map[string]bool{}
+	var out []string
+	for k := 0; k < len(nodes); k++ {
+		n := nodes[k]
+		sig := make([]byte, len(gs))
+		for i, g := range gs {
+			if n.masks[i]&(1<<len(g)) != 0 {
+				sig[i] = 1
+			}
+		}
+		if !sigs[string(sig)] && (k == 0 || !edge(n.c)) {
+			sigs[string(sig)] = true
+			var v []rune
+			for j := k; nodes[j].prev >= 0; j = nodes[j].prev {
+				v = append(v, nodes[j].c)
+			}
+			slices.Reverse(v)
+			out = append(out, string(v))
+		}
+		for _, c := range chars {
+			if k == 0 && edge(c) {
+				continue
+			}
+			next := make([]uint64, len(gs))
+			alive := false
+			for i, g := range gs {
+				next[i] = step(g, n.masks[i], c)
+				alive = alive || next[i] != 0
+			}
+			if kn := key(next, c); alive && !seen[kn] {
+				if len(nodes) == maxRegionStates {
+					return out, false
+				}
+				seen[kn] = true
+				nodes = append(nodes, node{masks: next, prev: k, c: c})
+			}
+		}
+	}
+	return out, true
 }
 
-// splitGlob cuts g at its first and last *.
-func splitGlob(g string) (prefix, middle, suffix string, ok bool) {
-	first, last := strings.IndexByte(g, '*'), strings.LastIndexByte(g, '*')
-	if first < 0 {
-		return "", "", "", false
+// step is the positions glob g can be at after c from those in mask (bit
+// i: before g[i]; bit len(g): at the end).
+func step(g []rune, mask uint64, c rune) uint64 {
+	var next uint64
+	for i, gc := range g {
+		if mask&(1<<i) == 0 {
+			continue
+		}
+		switch {
+		case gc == '*':
+			next |= 1 << i
+		case gc == '?' || gc == c:
+			next |= 1 << (i + 1)
+		}
 	}
-	return g[:first], g[first+1 : max(first+1, last)], g[last+1:], true
+	return closeStars(g, next)
 }
 
-// longer returns the longer of a and b when it extends the other (as
-// has says), else false.
-func longer(a, b string, has func(s, part string) bool) (string, bool) {
-	switch {
-	case has(a, b):
-		return a, true
-	case has(b, a):
-		return b, true
+// closeStars adds to mask every position past a * it can skip.
+func closeStars(g []rune, mask uint64) uint64 {
+	for i, gc := range g {
+		if gc == '*' && mask&(1<<i) != 0 {
+			mask |= 1 << (i + 1)
+		}
 	}
-	return "", false
+	return mask
 }
 
 // Unnamed drops the loosenings a person named by writing rules: an ask

@@ -10,9 +10,10 @@ import (
 	"github.com/permtui/permtui/internal/testkit"
 )
 
-// TestOverlapWitness: the overlap value matches both globs whenever their
-// prefixes and suffixes agree, and none is built when they cannot meet.
-func TestOverlapWitness(t *testing.T) {
+// TestRegionWitnesses: among the region values of two globs is one both
+// match whenever they meet, and none when they cannot; every value is in
+// the region it stands for (each glob matches it or not as the search says).
+func TestRegionWitnesses(t *testing.T) {
 	home := ""
 	for _, c := range []struct {
 		a, b string
@@ -24,16 +25,27 @@ func TestOverlapWitness(t *testing.T) {
 		{"*.env", "src/*", true},
 		{"git *", "npm *", false},
 		{"*.ts", "*.js", false},
+		{"cat site.???", "cat *.pem", true},
+		{"a?c*", "*bc?d", true},
+		{"??", "abc", false},
+		{"src/?/*", "*/x/??", true},
 	} {
-		v, ok := overlap(c.a, c.b)
-		if ok != c.ok {
-			t.Errorf("overlap(%q, %q) ok = %v, want %v", c.a, c.b, ok, c.ok)
-			continue
-		}
+		vs, done := regions([]string{c.a, c.b}, false)
 		pa, pb := resolve.CompilePattern(c.a, home), resolve.CompilePattern(c.b, home)
-		if ok && (!pa.Match(v) || !pb.Match(v)) {
-			t.Errorf("overlap(%q, %q) = %q, which does not match both", c.a, c.b, v)
+		both := slices.ContainsFunc(vs, func(v string) bool { return pa.Match(v) && pb.Match(v) })
+		if !done || both != c.ok {
+			t.Errorf("regions(%q, %q) = %q (done %v): a value of both: %v, want %v", c.a, c.b, vs, done, both, c.ok)
 		}
+	}
+	// "/a " is in "/*" and "* " but not "? *": the third glob takes the
+	// shorter values of the first two's overlap.
+	globs := []string{"/*", "* ", "? *"}
+	vs, _ := regions(globs, false)
+	if !slices.ContainsFunc(vs, func(v string) bool {
+		p := func(g string) bool { c := resolve.CompilePattern(g, home); return c.Match(v) }
+		return p(globs[0]) && p(globs[1]) && !p(globs[2])
+	}) {
+		t.Errorf("regions(%q) = %q: no value in the first two and not the third", globs, vs)
 	}
 }
 
@@ -62,7 +74,9 @@ func BenchmarkAuthorityDiff(b *testing.B) {
 	}
 	before, after := resolve.Load(e.opts), resolve.Load(ch.Candidate(e.opts))
 	for b.Loop() {
-		AuthorityDiff(before, after)
+		if _, err := AuthorityDiff(before, after); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -147,5 +161,17 @@ func TestAReorderedRulePassingADenyOnAliasesIsNamed(t *testing.T) {
 			}
 			t.Fatalf("the pair %v loosens in no view: the test does not show the case", pair)
 		})
+	}
+}
+
+// TestARegionSearchCutOffRefuses: past the bound of the region search the
+// diff cannot tell what a rule loosens, so nothing is planned.
+func TestARegionSearchCutOffRefuses(t *testing.T) {
+	defer func(n int) { maxRegionStates = n }(maxRegionStates)
+	maxRegionStates = 3
+	e := newEnv(t, map[string]string{"global": `{"permission":{"bash":{"*":"ask","cat *.pem":"deny"}}}`})
+	_, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "cat site.???", Action: resolve.Allow}, "cat site.txt")
+	if err == nil || !strings.Contains(err.Error(), `the patterns on "bash" cut more regions than permtui searches`) {
+		t.Fatalf("Plan err = %v", err)
 	}
 }
