@@ -20,6 +20,40 @@ type Loosening struct {
 	Value   string
 	Before  resolve.Verdict
 	After   resolve.Verdict
+	// Trusted: seen only with the untrusted project's files read, as pi
+	// reads them once it is trusted.
+	Trusted bool
+}
+
+// Loosenings is AuthorityDiff of the policy loaded with opts and with cand
+// (opts with the edit). When the project is not trusted, both are judged
+// again as if it were: every view pi could use, trusted or not.
+func Loosenings(opts, cand resolve.LoadOptions, facts ...resolve.Query) ([]Loosening, error) {
+	out, err := AuthorityDiff(resolve.Load(opts), resolve.Load(cand), facts...)
+	if err != nil || opts.TrustProject || opts.ProjectDir == "" {
+		return out, err
+	}
+	opts.TrustProject, cand.TrustProject = true, true
+	before := resolve.Load(opts)
+	if prs := before.Problems(); len(prs) > 0 {
+		return nil, fmt.Errorf("%s, which pi reads once the project is trusted, cannot be used (%s): until it is fixed permtui cannot tell what a rule would loosen; fix it first", prs[0].File, prs[0].Message)
+	}
+	more, err := AuthorityDiff(before, resolve.Load(cand))
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range more {
+		if !slices.ContainsFunc(out, func(o Loosening) bool { return o.key() == l.key() }) {
+			l.Trusted = true
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// key identifies a loosening: view, surface, value and both verdicts.
+func (l Loosening) key() string {
+	return strings.Join([]string{l.Agent, l.Surface, l.Value, string(l.Before.Action), ruleKey(l.Before.Rule), string(l.After.Action), ruleKey(l.After.Rule)}, "\x00")
 }
 
 // AuthorityDiff judges the policy before and after an edit, as serve would
@@ -373,7 +407,7 @@ func Group(ls []Loosening) []LooseningGroup {
 	var out []LooseningGroup
 	idx := map[string]int{}
 	for _, l := range ls {
-		key := ruleKey(l.Before.Rule) + "\x00" + ruleKey(l.After.Rule) + "\x00" + l.Surface + "\x00" + string(l.Before.Action) + string(l.After.Action)
+		key := ruleKey(l.Before.Rule) + "\x00" + ruleKey(l.After.Rule) + "\x00" + l.Surface + "\x00" + string(l.Before.Action) + string(l.After.Action) + strconv.FormatBool(l.Trusted)
 		i, ok := idx[key]
 		if !ok {
 			i = len(out)
@@ -410,6 +444,9 @@ func (g LooseningGroup) String() string {
 	}
 	s := fmt.Sprintf("%s %q: %s → %s for %s (was %s; now %s)", strconv.Quote(l.Surface), l.Value,
 		l.Before.Action, l.After.Action, strings.Join(views, ", "), DescribeRule(l.Before.Rule), DescribeRule(l.After.Rule))
+	if l.Trusted {
+		s += ", once the project is trusted"
+	}
 	if g.Count > 1 {
 		s += fmt.Sprintf("; %d witness values in all", g.Count)
 	}

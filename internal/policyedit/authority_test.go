@@ -175,3 +175,22 @@ func TestARegionSearchCutOffRefuses(t *testing.T) {
 		t.Fatalf("Plan err = %v", err)
 	}
 }
+
+// TestAnUntrustedProjectsAgentsAreJudged: pi reads the project's agent
+// files once the project is trusted, so a rule written while it is not
+// still names what it loosens for them, and says when.
+func TestAnUntrustedProjectsAgentsAreJudged(t *testing.T) {
+	e := newEnv(t, map[string]string{
+		"global":                   `{"permission":{"bash":{"*":"ask"}}}`,
+		"project-agents/locked.md": "---\nname: locked\npermission:\n  bash:\n    \"*\": deny\n---\n",
+	})
+	e.opts.TrustProject = false
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "npm *", Action: resolve.Allow}, "npm test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := Group(ch.Loosens)
+	if len(g) != 1 || !slices.Equal(g[0].Views, []string{"locked"}) || !g[0].First.Trusted || !strings.Contains(g[0].String(), "once the project is trusted") {
+		t.Fatalf("Loosens = %v", g)
+	}
+}

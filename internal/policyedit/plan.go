@@ -148,7 +148,7 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if err := decides(ch.After, t, r, facts); err != nil {
 		return nil, err
 	}
-	loosens, err := AuthorityDiff(cur, after, facts)
+	loosens, err := Loosenings(opts, ch.Candidate(opts), facts)
 	if err != nil {
 		return nil, err
 	}
