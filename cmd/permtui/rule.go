@@ -77,7 +77,7 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	// A mistyped --agent-dir would write a new tree pi never reads.
-	if err := c.checkAgentDir(); err != nil {
+	if err := c.checkPolicyAgentDir(); err != nil {
 		return err
 	}
 	if len(values) == 0 {

@@ -34,7 +34,7 @@ func newRuleEnv(t *testing.T, global string) ruleEnv {
 	if global != "" {
 		testkit.WriteFile(t, e.global(), []byte(global))
 	}
-	for _, dir := range []string{e.project, e.agentDir} {
+	for _, dir := range []string{e.project, filepath.Join(e.agentDir, "sessions")} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -504,5 +504,39 @@ func TestConsoleRulesReplanBeforeWriting(t *testing.T) {
 	}
 	if readFile(t, e.global()) != commented {
 		t.Error("written")
+	}
+}
+
+// TestRuleAddAndSimulateRefuseAWrongAgentDir: an agent dir that exists but
+// is not pi's — the project's .pi (where "global scope" would write the
+// project's config) or ~/.pi without /agent — is refused, naming what was
+// looked for; nothing is written.
+func TestRuleAddAndSimulateRefuseAWrongAgentDir(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	projectPi := filepath.Join(e.project, ".pi")
+	testkit.WriteFile(t, resolve.ProjectConfigPaths(e.project)[0], []byte(`{"permission":{"bash":{"*":"ask"}}}`))
+	bare := filepath.Join(t.TempDir(), ".pi")
+	if err := os.MkdirAll(filepath.Join(bare, "agent"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, want string }{
+		{projectPi, "is the project's config"},
+		{filepath.Join(projectPi, "sub"), "is the project's config"},
+		{bare, "holds none of pi's agent-dir entries"},
+	} {
+		_ = os.MkdirAll(c.dir, 0o700)
+		w := e
+		w.agentDir = c.dir
+		code, _, errOut := runCmd(t, "", w.args("rule", "add", "--surface", "bash", "--pattern", "ls", "--action", "allow", "--yes")...)
+		if code != 1 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, strconv.Quote(c.dir)) {
+			t.Errorf("rule add --agent-dir %s: exit %d %s", c.dir, code, errOut)
+		}
+		code, _, errOut = runCmd(t, "", w.args("simulate", "--rule", "bash", "ls", "allow")...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("simulate --agent-dir %s: exit %d %s", c.dir, code, errOut)
+		}
+	}
+	if got := readFile(t, resolve.ProjectConfigPaths(e.project)[0]); got != `{"permission":{"bash":{"*":"ask"}}}` {
+		t.Errorf("the project config was written: %s", got)
 	}
 }

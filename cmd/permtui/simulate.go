@@ -77,7 +77,7 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// A mistyped --agent-dir would judge by no policy at all.
-	if err := c.checkAgentDir(); err != nil {
+	if err := c.checkPolicyAgentDir(); err != nil {
 		return err
 	}
 	opts := c.loadOptions()
