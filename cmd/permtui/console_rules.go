@@ -30,16 +30,16 @@ func (c consoleRules) PreviewRule(d ui.RuleDraft) ui.RulePreview {
 		return ui.RulePreview{Refused: err.Error()}
 	}
 	pv := ui.RulePreview{File: p.ch.Real, Diff: p.ch.Diff(), Coverage: p.cov.Summary(),
-		Denied: p.denied(), Waiting: p.waiting, Warnings: p.warnings()}
+		Denied: p.denied(), Waiting: p.waiting, Warnings: p.warnings(), Digest: p.digest()}
 	if p.risk != nil {
 		pv.Broad, pv.Confirm = true, p.risk.Count
 	}
 	return pv
 }
 
-// WriteRule plans again from the files as they are now, so what is written
-// is what was checked; a broad rule needs the count its warning names.
-func (c consoleRules) WriteRule(d ui.RuleDraft, confirm int) (string, error) {
+// WriteRule plans again from the files as they are now, under the lock, and
+// writes only what the preview showed (its digest) and the count confirmed.
+func (c consoleRules) WriteRule(d ui.RuleDraft, confirm int, digest string) (string, error) {
 	scope, err := policyedit.ParseScope(d.Scope)
 	if err != nil {
 		return "", err
@@ -53,8 +53,11 @@ func (c consoleRules) WriteRule(d ui.RuleDraft, confirm int) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if p.digest() != digest {
+		return "", errPolicyChanged
+	}
 	if p.risk != nil && confirm != p.risk.Count {
-		return "", fmt.Errorf("the rule's coverage changed (now %d); look at the preview again", p.risk.Count)
+		return "", fmt.Errorf("the rule needs the count %d; look at the preview again", p.risk.Count)
 	}
 	w, err := c.svc.write(p, "console")
 	if err != nil {

@@ -162,6 +162,45 @@ func (c *common) checkAgentDir() error {
 	return nil
 }
 
+// agentDirEntries are what pi keeps in its agent dir; one of them shows a
+// dir is pi's.
+var agentDirEntries = []string{"extensions", "agents", "sessions", "settings.json", "auth.json"}
+
+// checkPolicyAgentDir is checkAgentDir for the commands that write or judge
+// by the global policy file: the agent dir must also not be the project's
+// .pi (or inside it), where "global scope" would be the project's config,
+// and must hold one of pi's agent-dir entries (~/.pi, missing /agent, holds
+// none), since a rule written elsewhere is one pi never reads.
+func (c *common) checkPolicyAgentDir() error {
+	if err := c.checkAgentDir(); err != nil {
+		return err
+	}
+	projectPi := realPath(filepath.Join(c.project, ".pi"))
+	if rel, err := filepath.Rel(projectPi, realPath(c.agentDir)); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("agent dir %q is the project's config dir or inside it (%q): its global config %q is the project's config, not pi's global one; pass pi's agent dir (default ~/.pi/agent)",
+			c.agentDir, projectPi, resolve.GlobalConfigPath(c.agentDir))
+	}
+	for _, name := range agentDirEntries {
+		if _, err := os.Lstat(filepath.Join(c.agentDir, name)); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("agent dir %q holds none of pi's agent-dir entries (looked for %s): pi's agent dir is ~/.pi/agent by default; check the path or start pi once",
+		c.agentDir, strings.Join(agentDirEntries, ", "))
+}
+
+// realPath is path absolute with its links resolved, as far as it exists.
+func realPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	return abs
+}
+
 // noPolicyNotice says, when no policy file was found, that pi's built-in
 // default applies and where permtui looked; "" when some file was read.
 func noPolicyNotice(p *resolve.Policy) string {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -59,7 +61,7 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.Var(&values, "value", "a match value the rule must decide (repeatable; default: the pattern's own text)")
 	fs.BoolVar(&dryRun, "dry-run", false, "show the diff and the coverage, write nothing")
 	fs.BoolVar(&yes, "yes", false, "write without asking")
-	fs.IntVar(&confirmBroad, "confirm-broad", -1, "with --yes: the count a broad rule's warning names, to write it anyway")
+	fs.IntVar(&confirmBroad, "confirm-broad", -1, "with --yes: the sum of the counts a broad rule's warnings name, to write it anyway")
 	if err := fs.parse(args[1:]); err != nil {
 		return err
 	}
@@ -75,7 +77,7 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	// A mistyped --agent-dir would write a new tree pi never reads.
-	if err := c.checkAgentDir(); err != nil {
+	if err := c.checkPolicyAgentDir(); err != nil {
 		return err
 	}
 	if len(values) == 0 {
@@ -116,6 +118,16 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := confirm(stdin, stdout, yes, p.risk, confirmBroad, t.File); err != nil {
 		return err
 	}
+	// Another policy file may have changed while the person decided: write
+	// only what they saw.
+	again, err := svc.plan(scope, agent, r, resolve.Query{Agent: agent, Surface: r.Surface, Values: values}, nil)
+	if err != nil {
+		return err
+	}
+	if again.digest() != p.digest() {
+		return errPolicyChanged
+	}
+	p = again
 	w, err := svc.write(p, "rule add")
 	if err != nil {
 		return err
@@ -195,6 +207,21 @@ func (p rulePlan) denied() []string {
 	return out
 }
 
+// errPolicyChanged: the plan made again before writing is not the one shown.
+var errPolicyChanged = fmt.Errorf("%w: the policy changed while you were deciding; look at the preview again", errNotConfirmed)
+
+// digest sums up what a person confirms: the diff and every warning (the
+// loosenings named, with their counts).
+func (p rulePlan) digest() string {
+	h := sha256.New()
+	h.Write([]byte(p.ch.Diff()))
+	for _, w := range p.warnings() {
+		h.Write([]byte{0})
+		h.Write([]byte(w))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 func (p rulePlan) warnings() []string {
 	if p.risk == nil {
 		return nil
@@ -228,12 +255,12 @@ var appendRuleRecord = serve.AppendRuleRecord
 var errNotConfirmed = errors.New("nothing written")
 
 // confirm asks before writing: once for every rule, and a second time, by
-// typing the count its warning names, for a risky one. --yes answers the
+// typing the sum of the counts its warnings name, for a risky one. --yes answers the
 // first; the second needs --confirm-broad with that count.
 func confirm(stdin io.Reader, stdout io.Writer, yes bool, risk *policyedit.Risk, broad int, file string) error {
 	if yes {
 		if risk != nil && broad != risk.Count {
-			return fmt.Errorf("%w: this rule needs --confirm-broad %d (the count its warning names) besides --yes", errNotConfirmed, risk.Count)
+			return fmt.Errorf("%w: this rule needs --confirm-broad %d (the sum of the counts its warnings name) besides --yes", errNotConfirmed, risk.Count)
 		}
 		return nil
 	}

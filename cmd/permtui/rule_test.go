@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +34,7 @@ func newRuleEnv(t *testing.T, global string) ruleEnv {
 	if global != "" {
 		testkit.WriteFile(t, e.global(), []byte(global))
 	}
-	for _, dir := range []string{e.project, e.agentDir} {
+	for _, dir := range []string{e.project, filepath.Join(e.agentDir, "sessions")} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -169,25 +171,28 @@ func TestRuleAddConfirmation(t *testing.T) {
 }
 
 // TestRuleAddBroadNeedsTheCount: allowing what a person denied needs a
-// second confirmation naming how many.
+// second confirmation naming how many, added to the asks a "*" would have
+// decided (3 + 2): neither warning's count alone passes.
 func TestRuleAddBroadNeedsTheCount(t *testing.T) {
 	e := newRuleEnv(t, commented)
 	e.record(t, asked("a", "rm -rf /tmp/x", false, wire.UserDecision()), asked("a", "rm x", false, wire.UserDecision()), asked("a", "ls", true, wire.UserDecision()))
 	add := e.args("rule", "add", "--surface", "bash", "--pattern", "*", "--action", "allow", "--yes")
 	code, out, errOut := runCmd(t, "", add...)
-	if code != 1 || !strings.Contains(out, "would allow 2 recorded asks a person denied") || !strings.Contains(errOut, "--confirm-broad 2") {
+	if code != 1 || !strings.Contains(out, "would allow 2 recorded asks a person denied") || !strings.Contains(errOut, "--confirm-broad 5") {
 		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
 	}
-	if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", "3")...); code != 1 {
-		t.Errorf("wrong count accepted: %s", errOut)
+	for _, n := range []string{"2", "3"} {
+		if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", n)...); code != 1 {
+			t.Errorf("--confirm-broad %s accepted: %s", n, errOut)
+		}
 	}
 	promptable = func(io.Reader) bool { return true }
 	t.Cleanup(func() { promptable = func(io.Reader) bool { return false } })
 	interactive := e.args("rule", "add", "--surface", "bash", "--pattern", "*", "--action", "allow")
-	if code, out, _ := runCmd(t, "y\n1\n", interactive...); code != 1 || !strings.Contains(out, "type 2") {
+	if code, out, _ := runCmd(t, "y\n2\n", interactive...); code != 1 || !strings.Contains(out, "type 5") {
 		t.Errorf("wrong typed count: %d %s", code, out)
 	}
-	if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", "2")...); code != 0 {
+	if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", "5")...); code != 0 {
 		t.Errorf("confirmed: %s", errOut)
 	}
 }
@@ -257,10 +262,10 @@ func TestConsoleRulesWriteAsRuleAddDoes(t *testing.T) {
 		!strings.Contains(p.Coverage, "1 of them a person denied") {
 		t.Fatalf("preview %+v", p)
 	}
-	if _, err := c.WriteRule(d, 0); err == nil {
+	if _, err := c.WriteRule(d, 0, p.Digest); err == nil {
 		t.Fatal("a broad rule was written without its count")
 	}
-	if _, err := c.WriteRule(d, 1); err != nil {
+	if _, err := c.WriteRule(d, 1, p.Digest); err != nil {
 		t.Fatal(err)
 	}
 	if log := readFile(t, filepath.Join(e.state, "audit.jsonl")); !strings.Contains(log, `"via":"console"`) {
@@ -443,5 +448,95 @@ func TestRuleAddAndSimulateHelpListOnlyTheirFlags(t *testing.T) {
 	}
 	if _, out, _ := runCmd(t, "", "resolve", "--help"); !strings.Contains(out, "-session") {
 		t.Error("resolve judges with a session's grants and must still offer --session")
+	}
+}
+
+// stdinThat runs change at the first read, as another writer would while
+// the prompt is open, then answers text.
+type stdinThat struct {
+	change func()
+	text   *strings.Reader
+}
+
+func (s *stdinThat) Read(b []byte) (int, error) {
+	if s.change != nil {
+		s.change()
+		s.change = nil
+	}
+	return s.text.Read(b)
+}
+
+// TestRuleAddReplansAfterTheConfirmation: an agent file that appears while
+// the y/N prompt is open makes the rule pass its deny; what was confirmed
+// named no loosening, so nothing is written.
+func TestRuleAddReplansAfterTheConfirmation(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	promptable = func(io.Reader) bool { return true }
+	t.Cleanup(func() { promptable = func(io.Reader) bool { return false } })
+	stdin := &stdinThat{text: strings.NewReader("y\n"), change: func() {
+		testkit.WriteFile(t, filepath.Join(e.agentDir, "agents", "locked.md"), []byte("---\nname: locked\npermission:\n  bash:\n    \"*\": deny\n---\n"))
+	}}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), e.args("rule", "add", "--surface", "bash", "--pattern", "npm *", "--action", "allow"), stdin, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "the policy changed while you were deciding") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if strings.Contains(out.String(), "written:") || readFile(t, e.global()) != commented {
+		t.Errorf("written:\n%s", out.String())
+	}
+}
+
+// TestConsoleRulesReplanBeforeWriting: the same in R: the preview named no
+// loosening, an agent file written since adds one, and WriteRule refuses
+// though the count (0, none asked) is unchanged in kind.
+func TestConsoleRulesReplanBeforeWriting(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	c := consoleRules{ruleService{opts: resolve.LoadOptions{AgentDir: e.agentDir, ProjectDir: e.project, TrustProject: true}, stateDir: e.state}}
+	facts := resolve.Query{Surface: "bash", Values: []string{"npm test"}}
+	d := ui.RuleDraft{Scope: "global", Surface: "bash", Pattern: "npm *", Action: resolve.Allow, Facts: facts}
+	p := c.PreviewRule(d)
+	if p.Refused != "" || p.Broad {
+		t.Fatalf("preview %+v", p)
+	}
+	testkit.WriteFile(t, filepath.Join(e.agentDir, "agents", "locked.md"), []byte("---\nname: locked\npermission:\n  bash:\n    \"*\": deny\n---\n"))
+	if _, err := c.WriteRule(d, p.Confirm, p.Digest); err == nil || !strings.Contains(err.Error(), "the policy changed while you were deciding") {
+		t.Fatalf("WriteRule err = %v", err)
+	}
+	if readFile(t, e.global()) != commented {
+		t.Error("written")
+	}
+}
+
+// TestRuleAddAndSimulateRefuseAWrongAgentDir: an agent dir that exists but
+// is not pi's — the project's .pi (where "global scope" would write the
+// project's config) or ~/.pi without /agent — is refused, naming what was
+// looked for; nothing is written.
+func TestRuleAddAndSimulateRefuseAWrongAgentDir(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	projectPi := filepath.Join(e.project, ".pi")
+	testkit.WriteFile(t, resolve.ProjectConfigPaths(e.project)[0], []byte(`{"permission":{"bash":{"*":"ask"}}}`))
+	bare := filepath.Join(t.TempDir(), ".pi")
+	if err := os.MkdirAll(filepath.Join(bare, "agent"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, want string }{
+		{projectPi, "is the project's config"},
+		{filepath.Join(projectPi, "sub"), "is the project's config"},
+		{bare, "holds none of pi's agent-dir entries"},
+	} {
+		_ = os.MkdirAll(c.dir, 0o700)
+		w := e
+		w.agentDir = c.dir
+		code, _, errOut := runCmd(t, "", w.args("rule", "add", "--surface", "bash", "--pattern", "ls", "--action", "allow", "--yes")...)
+		if code != 1 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, strconv.Quote(c.dir)) {
+			t.Errorf("rule add --agent-dir %s: exit %d %s", c.dir, code, errOut)
+		}
+		code, _, errOut = runCmd(t, "", w.args("simulate", "--rule", "bash", "ls", "allow")...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("simulate --agent-dir %s: exit %d %s", c.dir, code, errOut)
+		}
+	}
+	if got := readFile(t, resolve.ProjectConfigPaths(e.project)[0]); got != `{"permission":{"bash":{"*":"ask"}}}` {
+		t.Errorf("the project config was written: %s", got)
 	}
 }

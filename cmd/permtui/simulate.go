@@ -77,7 +77,7 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// A mistyped --agent-dir would judge by no policy at all.
-	if err := c.checkAgentDir(); err != nil {
+	if err := c.checkPolicyAgentDir(); err != nil {
 		return err
 	}
 	opts := c.loadOptions()
@@ -98,7 +98,11 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 	}
 	cur, next := resolve.Load(opts), resolve.Load(cand)
 	rep := simulate.Replay(log, cur, next)
-	loosened := policyedit.Group(policyedit.Unnamed(policyedit.AuthorityDiff(cur, next), file, rules...))
+	loosens, err := policyedit.Loosenings(opts, cand)
+	if err != nil {
+		return err
+	}
+	loosened := policyedit.Group(policyedit.Unnamed(loosens, file, rules...))
 	if asJSON {
 		err = printReportJSON(stdout, rep, loosened)
 	} else {

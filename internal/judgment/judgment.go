@@ -5,6 +5,7 @@ package judgment
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/resolve"
@@ -33,12 +34,19 @@ func Verdict(j Judge, req *wire.Request, sessionGrants []wire.Grant, denies []gr
 	return Served(j, req, j.Resolve(req, sessionGrants))
 }
 
-// Served is what serve does with the policy's verdict v on req: a policy pi
+// Served is what serve does with the policy's verdict v on req: an agent
+// name that is a path denies (decision 0147); a policy pi
 // reads but permtui cannot hold denies every ask (decision 0177); a request
 // without facts goes to a person whatever the judge says (ADR 0008 §4); an
 // allow is held at ask while a policy file is broken (decision 0052).
 // 'permtui resolve' prints v, pi's answer, and exits with Served's.
 func Served(j Judge, req *wire.Request, v resolve.Verdict) resolve.Verdict {
+	if agent := agentOf(req); strings.ContainsAny(agent, `/\`) {
+		return resolve.Verdict{Action: resolve.Deny, Surface: v.Surface, Reason: "the agent name " + strconv.Quote(agent) +
+			" is a path: pi would read its policy from a file under it that permtui does not judge by",
+			Explanation: v.Explanation + " But permtui denies: pi loads agents/<name>.md by joining the name, so the agent " + strconv.Quote(agent) +
+				" has its policy in a file permtui does not read (decision 0147)."}
+	}
 	if unheld, ok := unheldFile(j, req); ok {
 		return resolve.Verdict{Action: resolve.Deny, Surface: v.Surface, Reason: "permtui cannot hold the policy file " + unheld +
 			" (pi reads it), so it denies every ask until the file is smaller",
@@ -61,16 +69,22 @@ func unheldFile(j Judge, req *wire.Request) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	agent := req.RequesterAgentName // without facts, the child's own word: enough to deny on
-	if req.AccessIntent != nil {
-		agent = req.AccessIntent.Principal.AgentName
-	}
+	agent := agentOf(req)
 	for _, pr := range pl.Problems() {
 		if pr.Unheld && (pr.Agent == "" || pr.Agent == agent) {
 			return pr.File, true
 		}
 	}
 	return "", false
+}
+
+// agentOf is the agent req speaks for: the facts' principal, or without
+// facts the child's own word, which is enough to deny on.
+func agentOf(req *wire.Request) string {
+	if req.AccessIntent != nil {
+		return req.AccessIntent.Principal.AgentName
+	}
+	return req.RequesterAgentName
 }
 
 // FactsRequest is a request that carries only q's facts: for judging facts

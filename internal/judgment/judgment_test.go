@@ -96,3 +96,28 @@ func TestAnAgentFilePermtuiCannotHoldDeniesThatAgentsAsks(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAgentNameThatIsAPathIsDenied: pi loads agents/<name>.md by joining
+// the name, so "team/locked" is agents/team/locked.md ("*": deny here),
+// which permtui does not read; it would judge by the base policy (allow).
+// Such a name is denied, whatever the policy says; a plain name is not.
+func TestAnAgentNameThatIsAPathIsDenied(t *testing.T) {
+	dir := t.TempDir()
+	opts := resolve.LoadOptions{AgentDir: dir, ProjectDir: filepath.Join(dir, "p"), TrustProject: true}
+	testkit.WriteFile(t, resolve.GlobalConfigPath(dir), []byte(`{"permission":{"bash":{"*":"allow"}}}`))
+	testkit.WriteFile(t, filepath.Join(dir, "agents", "team", "locked.md"), []byte("---\nname: locked\npermission:\n  \"*\": deny\n---\n"))
+	p := resolve.Load(opts)
+	for _, agent := range []string{"team/locked", `team\locked`, "../agent/x", "/etc/x"} {
+		req := FactsRequest(resolve.Query{Agent: agent, Surface: "bash", Values: []string{"ls"}})
+		if v := Verdict(p, req, []wire.Grant{{Surface: "bash", Pattern: "*"}}, nil); v.Action != resolve.Deny || !strings.Contains(v.Reason, "path") {
+			t.Errorf("agent %q: %+v", agent, v)
+		}
+		// Without facts, the requester's own word is enough to deny on.
+		if v := Verdict(p, &wire.Request{RequesterAgentName: agent}, nil, nil); v.Action != resolve.Deny {
+			t.Errorf("agent %q without facts: %+v", agent, v)
+		}
+	}
+	if v := Verdict(p, FactsRequest(resolve.Query{Agent: "team", Surface: "bash", Values: []string{"ls"}}), nil, nil); v.Action != resolve.Allow {
+		t.Errorf("a plain agent name: %+v", v)
+	}
+}

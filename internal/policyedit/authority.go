@@ -1,10 +1,12 @@
 package policyedit
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/permtui/permtui/internal/judgment"
 	"github.com/permtui/permtui/internal/resolve"
@@ -18,6 +20,40 @@ type Loosening struct {
 	Value   string
 	Before  resolve.Verdict
 	After   resolve.Verdict
+	// Trusted: seen only with the untrusted project's files read, as pi
+	// reads them once it is trusted.
+	Trusted bool
+}
+
+// Loosenings is AuthorityDiff of the policy loaded with opts and with cand
+// (opts with the edit). When the project is not trusted, both are judged
+// again as if it were: every view pi could use, trusted or not.
+func Loosenings(opts, cand resolve.LoadOptions, facts ...resolve.Query) ([]Loosening, error) {
+	out, err := AuthorityDiff(resolve.Load(opts), resolve.Load(cand), facts...)
+	if err != nil || opts.TrustProject || opts.ProjectDir == "" {
+		return out, err
+	}
+	opts.TrustProject, cand.TrustProject = true, true
+	before := resolve.Load(opts)
+	if prs := before.Problems(); len(prs) > 0 {
+		return nil, fmt.Errorf("%s, which pi reads once the project is trusted, cannot be used (%s): until it is fixed permtui cannot tell what a rule would loosen; fix it first", prs[0].File, prs[0].Message)
+	}
+	more, err := AuthorityDiff(before, resolve.Load(cand))
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range more {
+		if !slices.ContainsFunc(out, func(o Loosening) bool { return o.key() == l.key() }) {
+			l.Trusted = true
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// key identifies a loosening: view, surface, value and both verdicts.
+func (l Loosening) key() string {
+	return strings.Join([]string{l.Agent, l.Surface, l.Value, string(l.Before.Action), ruleKey(l.Before.Rule), string(l.After.Action), ruleKey(l.After.Rule)}, "\x00")
 }
 
 // AuthorityDiff judges the policy before and after an edit, as serve would
@@ -26,12 +62,13 @@ type Loosening struct {
 // some rule names, every built-in surface, and the witnesses of each
 // wildcard surface, over witness values built from the rules' own patterns
 // (decision 0140), plus the given facts. It returns every verdict that
-// becomes looser, in a stable order.
-func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loosening {
+// becomes looser, in a stable order, or an error when the patterns of a
+// surface cut more regions than it searches: then it cannot tell.
+func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) ([]Loosening, error) {
 	views := slices.Concat([]string{""}, before.Agents(), after.Agents())
 	slices.Sort(views)
 	views = slices.Compact(views)
-	home := before.Options().Home
+	home, project := before.Options().Home, before.Options().ProjectDir
 
 	var refs []resolve.RuleRef
 	for _, view := range views {
@@ -51,7 +88,10 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loos
 			surfaces.add(e)
 		}
 	}
-	surfaces.globs(wildSurfaces)
+	surfaces.globs(wildSurfaces, false)
+	if surfaces.unfinished {
+		return nil, fmt.Errorf("the rules' surface patterns cut more regions than permtui searches (%d states); it cannot tell what the edit loosens", maxRegionStates)
+	}
 	for _, q := range facts {
 		surfaces.add(q.Surface)
 	}
@@ -71,7 +111,11 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loos
 	for _, s := range surfaces.list {
 		values := []string{"*"}
 		if resolve.ValueSurface(s) {
-			values = valueWitnesses(s, refs, home)
+			w := valueWitnesses(s, refs, home)
+			if w.unfinished {
+				return nil, fmt.Errorf("the patterns on %s cut more regions than permtui searches (%d states); it cannot tell what the edit loosens there", strconv.Quote(s), maxRegionStates)
+			}
+			values = w.list
 		}
 		for _, view := range views {
 			var changed []string
@@ -82,8 +126,16 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loos
 			}
 			// A path comes with its aliases, and the highest rule matching
 			// any of them decides: a value the new rule now decides,
-			// judged beside another, can pass a deny of the other's.
+			// judged beside another, can pass a deny of the other's. A path
+			// in the project comes with its project-relative alias, so that
+			// pair is judged for every witness, whether or not either value
+			// alone changed: a rule that only moved re-orders the two.
 			if resolve.AliasSurface(s) {
+				for _, v := range values {
+					if pair, ok := projectAliases(v, project); ok && s != "mcp" {
+						compare(resolve.Query{Agent: view, Surface: s, Values: pair})
+					}
+				}
 				for _, c := range changed {
 					for _, v := range values {
 						if v != c {
@@ -97,14 +149,14 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) []Loos
 	for _, q := range facts {
 		compare(q)
 	}
-	return out
+	return out, nil
 }
 
 // valueWitnesses are the values to judge surface s by: the witnesses of
 // every pattern of a rule whose surface pattern matches s (its home token
 // expanded, as pi matches it), of each pair of them, and for mcp the
 // baseline's tool names.
-func valueWitnesses(s string, refs []resolve.RuleRef, home string) []string {
+func valueWitnesses(s string, refs []resolve.RuleRef, home string) *witnesses {
 	w := newWitnesses()
 	var globs []string
 	seen := map[string]bool{}
@@ -122,19 +174,47 @@ func valueWitnesses(s string, refs []resolve.RuleRef, home string) []string {
 			globs = append(globs, alt)
 		}
 	}
-	w.globs(globs)
+	w.globs(globs, s == "bash")
+	if s == "bash" {
+		// pi matches a bash command trimmed unless only spaces remain: a
+		// glob of spaces and wildcards gets its all-space values.
+		for _, g := range globs {
+			if strings.Trim(g, "*? \t") == "" {
+				w.add(strings.NewReplacer("*", "", "?", " ").Replace(g))
+				w.add(strings.NewReplacer("*", " ", "?", " ").Replace(g))
+			}
+		}
+	}
 	if s == "mcp" {
 		for _, name := range resolve.MCPBaseline() {
 			w.add(name)
 		}
 	}
-	return w.list
+	return w
 }
 
-// witnesses is an ordered set of values.
+// projectAliases pairs a witness path with its alias as pi's caller
+// forms it for a path in the project: the absolute path, then the
+// project-relative one. Neither side may be empty or the project itself.
+func projectAliases(v, project string) ([]string, bool) {
+	if project == "" || v == "" {
+		return nil, false
+	}
+	if rel, ok := strings.CutPrefix(v, strings.TrimSuffix(project, "/")+"/"); ok {
+		return []string{v, rel}, rel != ""
+	}
+	if strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~") {
+		return nil, false
+	}
+	return []string{strings.TrimSuffix(project, "/") + "/" + v, v}, true
+}
+
+// witnesses is an ordered set of values; unfinished when a region search
+// was cut off.
 type witnesses struct {
-	list []string
-	seen map[string]bool
+	list       []string
+	seen       map[string]bool
+	unfinished bool
 }
 
 func newWitnesses() *witnesses { return &witnesses{seen: map[string]bool{}} }
@@ -147,18 +227,17 @@ func (w *witnesses) add(v string) {
 }
 
 // globs adds each glob's own witnesses (every * as nothing and as one
-// character, every ? as one character) and one in the overlap of each pair.
-func (w *witnesses) globs(globs []string) {
+// character, every ? as one character) and a value of every region the
+// globs cut (regions; trimmed: values pi trims before matching).
+func (w *witnesses) globs(globs []string, trimmed bool) {
 	for _, g := range globs {
 		w.add(fill(g, "x"))
 		w.add(fill(g, ""))
 	}
-	for i, a := range globs {
-		for _, b := range globs[i+1:] {
-			if v, ok := overlap(a, b); ok {
-				w.add(v)
-			}
-		}
+	vs, done := regions(globs, trimmed)
+	w.unfinished = w.unfinished || !done
+	for _, v := range vs {
+		w.add(v)
 	}
 }
 
@@ -167,48 +246,131 @@ func fill(g, star string) string {
 	return strings.NewReplacer("*", star, "?", "x").Replace(g)
 }
 
-// overlap builds a value both globs match when both have a * (a glob
-// without one is its own witness): with ? read as one character, each glob
-// is prefix * middle * suffix; the two match a common value exactly when
-// one prefix begins the other and one suffix ends the other, and then the
-// longer prefix, both middles' literal runs and the longer suffix is such a
-// value, since each glob finds its own runs in order between them.
-func overlap(a, b string) (string, bool) {
-	pa, ma, sa, okA := splitGlob(fill(a, "*"))
-	pb, mb, sb, okB := splitGlob(fill(b, "*"))
-	if !okA || !okB {
-		return "", false
+// maxRegionStates bounds the search of regions: a policy's patterns are
+// short and few, and reach a few hundred states (decision 0140). A var for
+// the test of what happens past it.
+var maxRegionStates = 20000
+
+// regions returns, for every set of globs (* any run, ? one character)
+// that some value matches exactly — matched by those and no other — the
+// shortest such value, and whether the search finished. It walks
+// breadth-first the states the globs can be in together after each
+// character (a bit per position of each glob); a character is one some
+// glob names, or one none does, so every set that a value reaches is
+// reached. trimmed: values are matched trimmed (bash), so a region value
+// neither starts nor ends with a space (whether the last character was one
+// is part of the state). A glob longer than 63 runes is left to its own
+// witnesses.
+func regions(globs []string, trimmed bool) ([]string, bool) {
+	var gs [][]rune
+	for _, g := range globs {
+		if r := []rune(g); len(r) < 64 {
+			gs = append(gs, r)
+		}
 	}
-	prefix, ok := longer(pa, pb, strings.HasPrefix)
-	if !ok {
-		return "", false
+	var chars []rune
+	for _, g := range gs {
+		for _, c := range g {
+			if c != '*' && c != '?' && !slices.Contains(chars, c) {
+				chars = append(chars, c)
+			}
+		}
 	}
-	suffix, ok := longer(sa, sb, strings.HasSuffix)
-	if !ok {
-		return "", false
+	for _, c := range "xyzq_0" {
+		if !slices.Contains(chars, c) {
+			chars = append(chars, c)
+			break
+		}
 	}
-	return prefix + strings.ReplaceAll(ma, "*", "") + strings.ReplaceAll(mb, "*", "") + suffix, true
+	type node struct {
+		masks []uint64
+		prev  int
+		c     rune
+	}
+	edge := func(c rune) bool { return trimmed && unicode.IsSpace(c) }
+	key := func(masks []uint64, c rune) string {
+		b := make([]byte, 0, 8*len(masks)+1)
+		for _, m := range masks {
+			b = binary.LittleEndian.AppendUint64(b, m)
+		}
+		if edge(c) {
+			b = append(b, 1)
+		}
+		return string(b)
+	}
+	start := make([]uint64, len(gs))
+	for i, g := range gs {
+		start[i] = closeStars(g, 1)
+	}
+	nodes := []node{{masks: start, prev: -1}}
+	seen := map[string]bool{key(start, 0): true}
+	sigs := map[string]bool{}
+	var out []string
+	for k := 0; k < len(nodes); k++ {
+		n := nodes[k]
+		sig := make([]byte, len(gs))
+		for i, g := range gs {
+			if n.masks[i]&(1<<len(g)) != 0 {
+				sig[i] = 1
+			}
+		}
+		if !sigs[string(sig)] && (k == 0 || !edge(n.c)) {
+			sigs[string(sig)] = true
+			var v []rune
+			for j := k; nodes[j].prev >= 0; j = nodes[j].prev {
+				v = append(v, nodes[j].c)
+			}
+			slices.Reverse(v)
+			out = append(out, string(v))
+		}
+		for _, c := range chars {
+			if k == 0 && edge(c) {
+				continue
+			}
+			next := make([]uint64, len(gs))
+			alive := false
+			for i, g := range gs {
+				next[i] = step(g, n.masks[i], c)
+				alive = alive || next[i] != 0
+			}
+			if kn := key(next, c); alive && !seen[kn] {
+				if len(nodes) == maxRegionStates {
+					return out, false
+				}
+				seen[kn] = true
+				nodes = append(nodes, node{masks: next, prev: k, c: c})
+			}
+		}
+	}
+	return out, true
 }
 
-// splitGlob cuts g at its first and last *.
-func splitGlob(g string) (prefix, middle, suffix string, ok bool) {
-	first, last := strings.IndexByte(g, '*'), strings.LastIndexByte(g, '*')
-	if first < 0 {
-		return "", "", "", false
+// step is the positions glob g can be at after c from those in mask (bit
+// i: before g[i]; bit len(g): at the end).
+func step(g []rune, mask uint64, c rune) uint64 {
+	var next uint64
+	for i, gc := range g {
+		if mask&(1<<i) == 0 {
+			continue
+		}
+		switch {
+		case gc == '*':
+			next |= 1 << i
+		case gc == '?' || gc == c:
+			next |= 1 << (i + 1)
+		}
 	}
-	return g[:first], g[first+1 : max(first+1, last)], g[last+1:], true
+	return closeStars(g, next)
 }
 
-// longer returns the longer of a and b when it extends the other (as
-// has says), else false.
-func longer(a, b string, has func(s, part string) bool) (string, bool) {
-	switch {
-	case has(a, b):
-		return a, true
-	case has(b, a):
-		return b, true
+// closeStars adds to mask every position past a * it can skip.
+func closeStars(g []rune, mask uint64) uint64 {
+	for i, gc := range g {
+		if gc == '*' && mask&(1<<i) != 0 {
+			mask |= 1 << (i + 1)
+		}
 	}
-	return "", false
+	return mask
 }
 
 // Unnamed drops the loosenings a person named by writing rules: an ask
@@ -245,7 +407,7 @@ func Group(ls []Loosening) []LooseningGroup {
 	var out []LooseningGroup
 	idx := map[string]int{}
 	for _, l := range ls {
-		key := ruleKey(l.Before.Rule) + "\x00" + ruleKey(l.After.Rule) + "\x00" + l.Surface + "\x00" + string(l.Before.Action) + string(l.After.Action)
+		key := ruleKey(l.Before.Rule) + "\x00" + ruleKey(l.After.Rule) + "\x00" + l.Surface + "\x00" + string(l.Before.Action) + string(l.After.Action) + strconv.FormatBool(l.Trusted)
 		i, ok := idx[key]
 		if !ok {
 			i = len(out)
@@ -282,6 +444,9 @@ func (g LooseningGroup) String() string {
 	}
 	s := fmt.Sprintf("%s %q: %s → %s for %s (was %s; now %s)", strconv.Quote(l.Surface), l.Value,
 		l.Before.Action, l.After.Action, strings.Join(views, ", "), DescribeRule(l.Before.Rule), DescribeRule(l.After.Rule))
+	if l.Trusted {
+		s += ", once the project is trusted"
+	}
 	if g.Count > 1 {
 		s += fmt.Sprintf("; %d witness values in all", g.Count)
 	}

@@ -2,15 +2,18 @@ package policyedit
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/testkit"
 )
 
-// TestOverlapWitness: the overlap value matches both globs whenever their
-// prefixes and suffixes agree, and none is built when they cannot meet.
-func TestOverlapWitness(t *testing.T) {
+// TestRegionWitnesses: among the region values of two globs is one both
+// match whenever they meet, and none when they cannot; every value is in
+// the region it stands for (each glob matches it or not as the search says).
+func TestRegionWitnesses(t *testing.T) {
 	home := ""
 	for _, c := range []struct {
 		a, b string
@@ -22,16 +25,27 @@ func TestOverlapWitness(t *testing.T) {
 		{"*.env", "src/*", true},
 		{"git *", "npm *", false},
 		{"*.ts", "*.js", false},
+		{"cat site.???", "cat *.pem", true},
+		{"a?c*", "*bc?d", true},
+		{"??", "abc", false},
+		{"src/?/*", "*/x/??", true},
 	} {
-		v, ok := overlap(c.a, c.b)
-		if ok != c.ok {
-			t.Errorf("overlap(%q, %q) ok = %v, want %v", c.a, c.b, ok, c.ok)
-			continue
-		}
+		vs, done := regions([]string{c.a, c.b}, false)
 		pa, pb := resolve.CompilePattern(c.a, home), resolve.CompilePattern(c.b, home)
-		if ok && (!pa.Match(v) || !pb.Match(v)) {
-			t.Errorf("overlap(%q, %q) = %q, which does not match both", c.a, c.b, v)
+		both := slices.ContainsFunc(vs, func(v string) bool { return pa.Match(v) && pb.Match(v) })
+		if !done || both != c.ok {
+			t.Errorf("regions(%q, %q) = %q (done %v): a value of both: %v, want %v", c.a, c.b, vs, done, both, c.ok)
 		}
+	}
+	// "/a " is in "/*" and "* " but not "? *": the third glob takes the
+	// shorter values of the first two's overlap.
+	globs := []string{"/*", "* ", "? *"}
+	vs, _ := regions(globs, false)
+	if !slices.ContainsFunc(vs, func(v string) bool {
+		p := func(g string) bool { c := resolve.CompilePattern(g, home); return c.Match(v) }
+		return p(globs[0]) && p(globs[1]) && !p(globs[2])
+	}) {
+		t.Errorf("regions(%q) = %q: no value in the first two and not the third", globs, vs)
 	}
 }
 
@@ -60,7 +74,9 @@ func BenchmarkAuthorityDiff(b *testing.B) {
 	}
 	before, after := resolve.Load(e.opts), resolve.Load(ch.Candidate(e.opts))
 	for b.Loop() {
-		AuthorityDiff(before, after)
+		if _, err := AuthorityDiff(before, after); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -91,6 +107,90 @@ func TestOnlyTheOverlapShowsAPassedDeny(t *testing.T) {
 	}
 	g := Group(ch.Loosens)
 	if len(g) != 1 || g[0].First.Before.Rule.Pattern != "git *" || g[0].First.Value != "git push" {
+		t.Fatalf("Loosens = %v", g)
+	}
+}
+
+// TestAReorderedRulePassingADenyOnAliasesIsNamed: no value alone changes
+// its verdict, but a path inside the project judged with its
+// project-relative alias goes deny → allow, because pi's merge moves a
+// deny (a) or the edit moves an allow (b) to where the other rule comes
+// after it. Both must be named, though the rule that decides after is one
+// that only moved.
+func TestAReorderedRulePassingADenyOnAliasesIsNamed(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		files  func(p string) map[string]string
+		rule   func(p string) Rule
+		before string // the pattern of the deny passed
+	}{
+		{"agent deny moved to the global slot", func(p string) map[string]string {
+			return map[string]string{
+				"global":        `{"permission":{"*":"ask","read":{"*":"ask"}}}`,
+				"agents/rev.md": "---\nname: rev\npermission:\n  read:\n    \"" + p + "/*\": allow\n    \"src/secret/*\": deny\n---\n",
+			}
+		}, func(string) Rule { return Rule{Surface: "read", Pattern: "src/secret/*", Action: resolve.Deny} }, "src/secret/*"},
+		{"allow moved last", func(p string) map[string]string {
+			return map[string]string{"global": `{"permission":{"read":{"*":"ask","` + p + `/*":"allow","src/secret/*":"deny"}}}`}
+		}, func(p string) Rule { return Rule{Surface: "read", Pattern: p + "/*", Action: resolve.Allow} }, "src/secret/*"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			p := e.opts.ProjectDir
+			for name, text := range c.files(p) {
+				testkit.WriteFile(t, e.path(name), []byte(text))
+			}
+			r := c.rule(p)
+			ch, err := e.plan(t, ScopeGlobal, "", r, strings.ReplaceAll(r.Pattern, "*", "k"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pair := []string{p + "/src/secret/k", "src/secret/k"}
+			for _, agent := range []string{"", "rev"} {
+				q := resolve.Query{Agent: agent, Surface: "read", Values: pair}
+				b, a := resolve.Load(e.opts).Evaluate(q, nil), resolve.Load(ch.Candidate(e.opts)).Evaluate(q, nil)
+				if b.Action != resolve.Deny || a.Action != resolve.Allow {
+					continue
+				}
+				if !slices.ContainsFunc(ch.Loosens, func(l Loosening) bool {
+					return l.Agent == agent && l.Before.Rule != nil && l.Before.Rule.Pattern == c.before && l.After.Action == resolve.Allow
+				}) {
+					t.Errorf("agent %q: %v deny → allow is not named; named: %v", agent, pair, Group(ch.Loosens))
+				}
+				return
+			}
+			t.Fatalf("the pair %v loosens in no view: the test does not show the case", pair)
+		})
+	}
+}
+
+// TestARegionSearchCutOffRefuses: past the bound of the region search the
+// diff cannot tell what a rule loosens, so nothing is planned.
+func TestARegionSearchCutOffRefuses(t *testing.T) {
+	defer func(n int) { maxRegionStates = n }(maxRegionStates)
+	maxRegionStates = 3
+	e := newEnv(t, map[string]string{"global": `{"permission":{"bash":{"*":"ask","cat *.pem":"deny"}}}`})
+	_, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "cat site.???", Action: resolve.Allow}, "cat site.txt")
+	if err == nil || !strings.Contains(err.Error(), `the patterns on "bash" cut more regions than permtui searches`) {
+		t.Fatalf("Plan err = %v", err)
+	}
+}
+
+// TestAnUntrustedProjectsAgentsAreJudged: pi reads the project's agent
+// files once the project is trusted, so a rule written while it is not
+// still names what it loosens for them, and says when.
+func TestAnUntrustedProjectsAgentsAreJudged(t *testing.T) {
+	e := newEnv(t, map[string]string{
+		"global":                   `{"permission":{"bash":{"*":"ask"}}}`,
+		"project-agents/locked.md": "---\nname: locked\npermission:\n  bash:\n    \"*\": deny\n---\n",
+	})
+	e.opts.TrustProject = false
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "npm *", Action: resolve.Allow}, "npm test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := Group(ch.Loosens)
+	if len(g) != 1 || !slices.Equal(g[0].Views, []string{"locked"}) || !g[0].First.Trusted || !strings.Contains(g[0].String(), "once the project is trusted") {
 		t.Fatalf("Loosens = %v", g)
 	}
 }

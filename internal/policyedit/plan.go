@@ -148,7 +148,11 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if err := decides(ch.After, t, r, facts); err != nil {
 		return nil, err
 	}
-	ch.Loosens = Unnamed(AuthorityDiff(cur, after, facts), t.File, r)
+	loosens, err := Loosenings(opts, ch.Candidate(opts), facts)
+	if err != nil {
+		return nil, err
+	}
+	ch.Loosens = Unnamed(loosens, t.File, r)
 	return ch, nil
 }
 

@@ -434,3 +434,22 @@ func TestABrokenFileElsewhereRefusesTheEdit(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestTheCountCoversEveryWarning: a "*" allow that passes three denies, with
+// no recorded ask it would have decided, still needs a count that names the
+// three loosenings; a later warning kind does not replace an earlier one's.
+func TestTheCountCoversEveryWarning(t *testing.T) {
+	e := newEnv(t, map[string]string{"global": `{"permission":{"bash":{"*":"ask","rm *":"deny","git *":"deny","cat *":"deny"}}}`})
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "*", Action: resolve.Allow}, "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(Group(ch.Loosens)); n != 3 {
+		t.Fatalf("Loosens = %v, want the three denies passed", Group(ch.Loosens))
+	}
+	for _, c := range []struct{ covered, denied, want int }{{0, 0, 3}, {5, 0, 8}, {5, 2, 10}} {
+		if r := Safety(ch, c.covered, c.denied); r == nil || r.Count != c.want || len(r.Reasons) < 3 {
+			t.Errorf("Safety(covered %d, denied %d) = %+v, want a count of %d", c.covered, c.denied, r, c.want)
+		}
+	}
+}

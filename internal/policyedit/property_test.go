@@ -29,8 +29,9 @@ var (
 	propActions  = []resolve.Action{resolve.Allow, resolve.Ask, resolve.Deny}
 )
 
-// propPattern is a random pattern: literal runs and stars, sometimes led by
-// a home token (expanded by pi in patterns, never in values).
+// propPattern is a random pattern: literal runs, stars and question marks,
+// sometimes led by a home token (expanded by pi in patterns, never in
+// values).
 func propPattern(r *rand.Rand) string {
 	var b strings.Builder
 	switch r.IntN(6) {
@@ -40,9 +41,12 @@ func propPattern(r *rand.Rand) string {
 		b.WriteString("$HOME/")
 	}
 	for range 1 + r.IntN(3) {
-		if r.IntN(3) == 0 {
+		switch r.IntN(6) {
+		case 0, 1:
 			b.WriteString("*")
-		} else {
+		case 2:
+			b.WriteString("?")
+		default:
 			b.WriteString(pick(r, propAlphabet))
 		}
 	}

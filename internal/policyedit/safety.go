@@ -8,7 +8,8 @@ import (
 )
 
 // Risk is what makes a change need a second, explicit confirmation, and the
-// count the person must name to give it (issue 12, safety).
+// count the person must name to give it (issue 12, safety): the sum of the
+// counts its reasons name, so no kind of warning hides another's.
 type Risk struct {
 	Reasons []string
 	Count   int
@@ -19,7 +20,8 @@ type Risk struct {
 // those a person denied. A pattern that matches everything, an allow of
 // something a person denied, and any verdict the edit loosens that the
 // person did not name (counted by old rule, new rule and surface) each need
-// the second confirmation; nil when none applies.
+// the second confirmation, and each adds its count (one per loosening
+// group, the asks decided, the asks a person denied); nil when none applies.
 func Safety(ch *Change, covered, personDenied int) *Risk {
 	var r Risk
 	groups := Group(ch.Loosens)
@@ -29,15 +31,15 @@ func Safety(ch *Change, covered, personDenied int) *Risk {
 			why += fmt.Sprintf(", a rule pi ranks above the %s scope", ch.Target.Origin)
 		}
 		r.Reasons = append(r.Reasons, why)
-		r.Count = len(groups)
 	}
+	r.Count = len(groups)
 	if MatchesEverything(ch.Rule.Pattern) {
 		r.Reasons = append(r.Reasons, fmt.Sprintf("the pattern %q matches every value of %s: it would have decided %d recorded asks", ch.Rule.Pattern, ch.Rule.Surface, covered))
-		r.Count = covered
+		r.Count += covered
 	}
 	if personDenied > 0 && ch.Rule.Action == resolve.Allow {
 		r.Reasons = append(r.Reasons, fmt.Sprintf("it would allow %d recorded asks a person denied", personDenied))
-		r.Count = personDenied
+		r.Count += personDenied
 	}
 	if len(r.Reasons) == 0 {
 		return nil

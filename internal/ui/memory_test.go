@@ -249,8 +249,8 @@ func TestExpiredAsksKeptAreBounded(t *testing.T) {
 // nopRules previews every rule as nothing and keeps no draft.
 type nopRules struct{}
 
-func (nopRules) PreviewRule(RuleDraft) RulePreview        { return RulePreview{} }
-func (nopRules) WriteRule(RuleDraft, int) (string, error) { return "", nil }
+func (nopRules) PreviewRule(RuleDraft) RulePreview                { return RulePreview{} }
+func (nopRules) WriteRule(RuleDraft, int, string) (string, error) { return "", nil }
 
 // A closed overlay keeps nothing of an ask: the full view's lines and the
 // rule dialog's facts of the waiting asks go when they close, so an answered

@@ -164,7 +164,7 @@ func (m *Model) apply(act action) tea.Cmd {
 		rules := m.opts.Rules
 		m.setStatus("writing the rule…")
 		return func() tea.Msg {
-			status, err := rules.WriteRule(a.draft, a.confirm)
+			status, err := rules.WriteRule(a.draft, a.confirm, a.digest)
 			return ruleWrittenMsg{status: status, err: err}
 		}
 	}

@@ -22,9 +22,10 @@ type RuleBackend interface {
 	// PreviewRule plans the rule and measures what it would decide.
 	PreviewRule(RuleDraft) RulePreview
 	// WriteRule writes it as 'permtui rule add' does; confirm is the count
-	// a broad rule's second confirmation named (0 when none was asked). It
+	// a broad rule's second confirmation named (0 when none was asked), and
+	// digest the preview's, so that a policy changed since is refused. It
 	// returns what to tell the person.
-	WriteRule(d RuleDraft, confirm int) (string, error)
+	WriteRule(d RuleDraft, confirm int, digest string) (string, error)
 }
 
 // RuleDraft is a rule as the dialog has it, with the facts it is for.
@@ -48,6 +49,7 @@ type RulePreview struct {
 	Warnings []string
 	Broad    bool // a second confirmation must name Confirm (which may be 0)
 	Confirm  int
+	Digest   string // what the preview named, for WriteRule to check it still holds
 	Refused  string // why it cannot be written; "" when it can
 }
 
@@ -61,6 +63,7 @@ type (
 	writeRuleAction struct {
 		draft   RuleDraft
 		confirm int
+		digest  string
 		decides []serve.AskID // the waiting asks it would decide
 	}
 	rulePreviewMsg struct {
@@ -289,7 +292,7 @@ func (d *ruleDialog) confirm() action {
 		return statusAction{"type " + strconv.Itoa(p.Confirm) + " to write it; esc goes back"}
 	}
 	d.writing = true
-	return writeRuleAction{draft: d.draft(), confirm: p.Confirm, decides: d.decides()}
+	return writeRuleAction{draft: d.draft(), confirm: p.Confirm, digest: p.Digest, decides: d.decides()}
 }
 
 // decides are the waiting asks the previewed rule would decide.

@@ -21,6 +21,7 @@ type fakeRules struct {
 	previews []RuleDraft
 	writes   []RuleDraft
 	confirms []int
+	digests  []string
 	writeErr error
 }
 
@@ -38,11 +39,12 @@ func (f *fakeRules) PreviewRule(d RuleDraft) RulePreview {
 	return p
 }
 
-func (f *fakeRules) WriteRule(d RuleDraft, confirm int) (string, error) {
+func (f *fakeRules) WriteRule(d RuleDraft, confirm int, digest string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes = append(f.writes, d)
 	f.confirms = append(f.confirms, confirm)
+	f.digests = append(f.digests, digest)
 	return "rule written", f.writeErr
 }
 
@@ -111,13 +113,13 @@ func TestRuleDialogEditsScopeActionAndPattern(t *testing.T) {
 }
 
 func TestRuleDialogWritesAndCloses(t *testing.T) {
-	rules := &fakeRules{}
+	rules := &fakeRules{preview: RulePreview{Digest: "seen"}}
 	h := newHarness(t, withRules(rules))
 	a := pathWrite()
 	h.queue(a)
 	h.keys("R", "enter")
-	if len(rules.writes) != 1 || rules.writes[0].Pattern != "/w/p/src/*" || rules.confirms[0] != 0 {
-		t.Fatalf("writes %+v %v", rules.writes, rules.confirms)
+	if len(rules.writes) != 1 || rules.writes[0].Pattern != "/w/p/src/*" || rules.confirms[0] != 0 || rules.digests[0] != "seen" {
+		t.Fatalf("writes %+v %v %v", rules.writes, rules.confirms, rules.digests)
 	}
 	if h.m.mode != modeQueue || !strings.Contains(h.m.status, "rule written") {
 		t.Errorf("mode %d, status %q", h.m.mode, h.m.status)
