@@ -387,7 +387,7 @@ func (in *Inbox) nextDeferred() *entry {
 func (in *Inbox) deliverAgain(e *entry) {
 	d, _, err := in.acquireDirs(e.session)
 	if err != nil {
-		in.settleVanished(e.session, []*entry{e})
+		in.withdrawGone(e.session, []*entry{e})
 		return
 	}
 	defer in.releaseDirs(d)

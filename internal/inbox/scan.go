@@ -418,7 +418,7 @@ func (in *Inbox) scanFile(id, name string) {
 	in.consider(id, d.reqs, name, typ)
 }
 
-// fileGone settles a delivered request whose file an event says was
+// fileGone closes a delivered request whose file an event says was
 // removed or renamed away, and forgets a refusal of that name.
 func (in *Inbox) fileGone(id, name string) {
 	path := filepath.Join(in.cfg.Layout.RequestsDir(id), name)
@@ -436,7 +436,7 @@ func (in *Inbox) fileGone(id, name string) {
 			return // a stale event: the delivered file is still there
 		}
 	}
-	in.settleVanished(id, []*entry{e})
+	in.withdrawGone(id, []*entry{e})
 }
 
 // openFailed reports a session root or requests/ that could not be opened.
@@ -472,7 +472,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 		}
 		// Another file took the delivered one's name (a retry renamed over
 		// it): that delivery is withdrawn and this file is a new ask.
-		in.settleVanished(session, []*entry{e})
+		in.withdrawGone(session, []*entry{e})
 		in.mu.Lock()
 	}
 	_, busy := in.inflight[path]
@@ -607,7 +607,7 @@ func (in *Inbox) forgetVanished(session string, reqDir *safefs.Dir, listed map[s
 			vanished = append(vanished, e)
 		}
 	}
-	in.settleVanished(session, vanished)
+	in.withdrawGone(session, vanished)
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -621,13 +621,13 @@ func (in *Inbox) forgetVanished(session string, reqDir *safefs.Dir, listed map[s
 	}
 }
 
-// settleVanished forgets entries whose files are gone and reports the
+// withdrawGone forgets entries whose files are gone and reports the
 // unanswered ones as withdrawn.
-func (in *Inbox) settleVanished(session string, vanished []*entry) {
+func (in *Inbox) withdrawGone(session string, vanished []*entry) {
 	var withdrawn []Withdrawn
 	in.mu.Lock()
 	for _, e := range vanished {
-		// A Respond that began meanwhile settles the entry itself.
+		// A Respond that began meanwhile closes the entry itself.
 		if in.byID[e.ask] != e || e.answering {
 			continue
 		}

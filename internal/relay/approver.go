@@ -206,7 +206,7 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 	if gen != a.gen || a.closed[hk] {
 		return
 	}
-	defer a.settle()
+	defer a.afterMemoryChange()
 	switch kind {
 	case "ask":
 		if a.byKey[hk] != nil {
@@ -452,7 +452,7 @@ func (a *Approver) keepSending(id serve.AskID, key string, data []byte) {
 		err := a.record(ctx, dec, key, data)
 		cancel()
 		if !errors.Is(err, errUnconfirmed) {
-			a.log.Info("unconfirmed decision settled", "key", key, "err", err)
+			a.log.Info("unconfirmed decision resolved", "key", key, "err", err)
 			return
 		}
 		wait = min(wait*2, retryMax)

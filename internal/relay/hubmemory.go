@@ -71,9 +71,9 @@ func (a *Approver) release(h *hubAsk) {
 	a.memory.heldBytes -= h.size
 }
 
-// settle wakes refill when the oldest waiting ask fits, has the stream
+// afterMemoryChange wakes refill when the oldest waiting ask fits, has the stream
 // read again once half the waiting list is free, and reports. a.mu is held.
-func (a *Approver) settle() {
+func (a *Approver) afterMemoryChange() {
 	m := &a.memory
 	if f := m.waiting.Front(); f != nil && a.fits(f.Value.(*hubAsk).size) {
 		notify(a.room)
@@ -144,7 +144,7 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 	if a.byKey[hk] != h {
 		return nil // its gone message came meanwhile; onAsk let go of it
 	}
-	defer a.settle()
+	defer a.afterMemoryChange()
 	switch {
 	case err == nil && !gone:
 		a.show(h, m, req, int64(len(msg.Data)))

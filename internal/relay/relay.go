@@ -463,7 +463,7 @@ func (f *decisionFloor) received(seq uint64) {
 	f.seen = max(f.seen, seq)
 }
 
-func (f *decisionFloor) settled(seq uint64) {
+func (f *decisionFloor) finished(seq uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.open, seq)
@@ -505,11 +505,11 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 	if merr == nil {
 		r.floor.received(meta.Sequence.Stream)
 	}
-	// done settles the decision: acked or terminated, never offered again.
-	done := func(settle func() error) {
-		_ = settle()
+	// done finishes the decision: acked or terminated, never offered again.
+	done := func(finish func() error) {
+		_ = finish()
 		if merr == nil {
-			r.floor.settled(meta.Sequence.Stream)
+			r.floor.finished(meta.Sequence.Stream)
 		}
 	}
 	d, err := readDecision(msg)

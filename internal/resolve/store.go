@@ -63,7 +63,7 @@ func (s *Store) Reload() *Policy {
 // (decision 0052).
 func (s *Store) Watch(ctx context.Context, onReload func(*Policy)) {
 	paths := watchPaths(s.opts)
-	w := watch.New(ctx, watch.Config{Rescan: s.rescan, Settle: reloadDebounce}, paths...)
+	w := watch.New(ctx, watch.Config{Rescan: s.rescan, Quiet: reloadDebounce}, paths...)
 	// The first change comes once the watches are in place: a change made
 	// after the last load but before then raised no event, so it is looked
 	// for by metadata, as on every rescan.

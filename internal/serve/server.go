@@ -246,7 +246,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	sortByID(open)
 	for _, p := range open {
-		s.settleOnce(p, s.exitAnswer(p))
+		s.answerAtExit(p, s.exitAnswer(p))
 	}
 	s.workers.Wait()
 	close(s.work) // nothing queues an answer once closing and drained
@@ -772,8 +772,9 @@ func (s *Server) answerLoop() {
 	}
 }
 
-// settleOnce writes an answer once, without retrying (used at exit).
-func (s *Server) settleOnce(p *pending, ans *answer) {
+// answerAtExit writes an answer once, without retrying: at exit there is
+// no later to retry in.
+func (s *Server) answerAtExit(p *pending, ans *answer) {
 	_ = s.attempt(p, ans)
 }
 

@@ -404,7 +404,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.Decided:
 		m.applyResponse(ev)
 	case serve.Withdrawn:
-		// An ask whose answer is being written is settled by Decide's result.
+		// An ask whose answer is being written is closed by Decide's result.
 		if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
 			m.expire(e)
 			m.setStatus("expired: " + label(e) + " (the child stopped waiting)")

@@ -55,10 +55,10 @@ type Config struct {
 	// PollRescan is the period when polling, the only signal then (default
 	// Rescan).
 	PollRescan time.Duration
-	// Settle delays a Change until no event arrived for this long, so a
+	// Quiet delays a Change until no event arrived for this long, so a
 	// burst of writes is one Change. Zero delivers at once; events that
 	// arrive while the consumer is busy are still coalesced.
-	Settle time.Duration
+	Quiet time.Duration
 	// Poll uses no fsnotify (network filesystems); New also falls back to
 	// it when fsnotify cannot start.
 	Poll bool
@@ -204,7 +204,7 @@ func (w *Watcher) Set(paths ...string) {
 }
 
 // run collects events into one pending Change and hands it over when the
-// consumer takes it, after Settle of quiet. The first Change is Lost: the
+// consumer takes it, after the Quiet time without events. The first Change is Lost: the
 // consumer's first look at everything, with the watches already in place.
 func (w *Watcher) run(ctx context.Context, events <-chan fsnotify.Event, errs <-chan error) {
 	defer close(w.done)
@@ -220,11 +220,11 @@ func (w *Watcher) run(ctx context.Context, events <-chan fsnotify.Event, errs <-
 	defer tick.Stop()
 	pending := Change{Lost: true}
 	have := true
-	var settle *time.Timer
-	var settled <-chan time.Time // nil while no settle wait runs
+	var quietTimer *time.Timer
+	var quiet <-chan time.Time // nil while no quiet wait runs
 	for {
 		var out chan<- Change
-		if have && settled == nil {
+		if have && quiet == nil {
 			out = w.changes
 		}
 		select {
@@ -248,13 +248,13 @@ func (w *Watcher) run(ctx context.Context, events <-chan fsnotify.Event, errs <-
 			default:
 				pending.Events = append(pending.Events, ev)
 			}
-			if w.cfg.Settle > 0 {
-				if settle == nil {
-					settle = time.NewTimer(w.cfg.Settle)
+			if w.cfg.Quiet > 0 {
+				if quietTimer == nil {
+					quietTimer = time.NewTimer(w.cfg.Quiet)
 				} else {
-					settle.Reset(w.cfg.Settle)
+					quietTimer.Reset(w.cfg.Quiet)
 				}
-				settled = settle.C
+				quiet = quietTimer.C
 			}
 		case err, ok := <-errs:
 			if !ok {
@@ -265,8 +265,8 @@ func (w *Watcher) run(ctx context.Context, events <-chan fsnotify.Event, errs <-
 			// stay, and the consumer's full look recovers what was missed.
 			w.cfg.Logger.Warn("fsnotify", "err", err)
 			pending.Events, pending.Lost, have = nil, true, true
-		case <-settled:
-			settled = nil
+		case <-quiet:
+			quiet = nil
 		case <-tick.C:
 			pending.Tick, have = true, true
 		}

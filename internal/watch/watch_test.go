@@ -205,7 +205,7 @@ func TestTheSafetyRescanTicks(t *testing.T) {
 
 // With Settle, a burst is held until it is quiet, then delivered once.
 func TestSettleWaitsForQuiet(t *testing.T) {
-	w, events, _ := fake(t, Config{Rescan: time.Hour, Settle: time.Millisecond})
+	w, events, _ := fake(t, Config{Rescan: time.Hour, Quiet: time.Millisecond})
 	for range 10 {
 		events <- fsnotify.Event{Name: "/in/f", Op: fsnotify.Write}
 	}
