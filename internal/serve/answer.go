@@ -1,0 +1,211 @@
+// Answering: a decision is recorded in the audit log before its response is
+// written; writes that fail are retried or handed back to the inbox.
+
+package serve
+
+import (
+	"errors"
+	"time"
+
+	"github.com/permtui/permtui/internal/inbox"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
+	req := p.Request
+	rec := AuditRecord{
+		AskID:             p.ID,
+		RequestID:         req.ID,
+		ServedSession:     p.Session,
+		RequesterSession:  req.RequesterSessionID,
+		Agent:             req.RequesterAgentName,
+		Surface:           SurfaceOf(req),
+		State:             state,
+		Approved:          ans.resp.Approved,
+		DecidedBy:         ans.resp.DecidedBy,
+		Reason:            ans.resp.DenialReason,
+		Grants:            ans.grants,
+		SessionDeny:       ans.deny,
+		SessionGrantWidth: ans.resp.SessionGrantWidth,
+		CreatedAt:         req.CreatedAt,
+		DecidedAt:         s.cfg.Now().UnixMilli(),
+		Auto:              ans.auto,
+		Facts:             auditFacts(req.AccessIntent),
+		Approver:          ans.approver,
+	}
+	if req.AccessIntent != nil {
+		rec.MatchValues = req.AccessIntent.MatchValues
+	}
+	if ans.resp.State != state {
+		rec.WireState = ans.resp.State
+	}
+	return rec
+}
+
+// errGone: the request vanished; the ask was reported withdrawn.
+var errGone = errors.New("request gone")
+
+// answerWorkers answer automatic decisions: a fixed pool, so a burst
+// creates no goroutine (and grows no stack) per request, and enough of them
+// that the audit log's group commit shares each fsync (issue 9).
+const answerWorkers = 32
+
+// answerQueue holds decided asks waiting for a worker; when it is full the
+// inbox's consumer waits, and requests wait on disk.
+const answerQueue = 1024
+
+// job is a decided ask and its answer, for a worker to write.
+type job struct {
+	p   *pending
+	ans *answer
+}
+
+// answerLoop is one worker: it writes each queued answer; a
+// failed write is retried on its own goroutine, never holding a worker.
+func (s *Server) answerLoop() {
+	for j := range s.work {
+		p, ans := j.p, j.ans
+		if err := s.attempt(p, ans); err != nil && !errors.Is(err, errGone) && !s.postpone(p, ans) {
+			go func() {
+				defer s.workers.Done()
+				s.retry(p, ans)
+			}()
+			continue
+		}
+		s.workers.Done()
+	}
+}
+
+// answerAtExit writes an answer once, without retrying: at exit there is
+// no later to retry in.
+func (s *Server) answerAtExit(p *pending, ans *answer) {
+	_ = s.attempt(p, ans)
+}
+
+// attempt makes the decision durable in the audit log, records its grants,
+// then writes the response. Each step runs once per answer, so a retry
+// neither audits nor grants twice. Failures are reported as WriteFailed.
+func (s *Server) attempt(p *pending, ans *answer) error {
+	if !ans.audited {
+		// The log may have opened only now (it was unusable at arrival):
+		// a decision recorded by an earlier run still wins.
+		if rec, ok := s.audit.recorded(keyOfRequest(p.Session, p.Request)); ok {
+			*ans = *replayAnswer(rec)
+		}
+	}
+	if !ans.audited {
+		if err := s.audit.append(ans.record); err != nil {
+			s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
+			return err
+		}
+		ans.audited = true
+	}
+	if !ans.granted && len(ans.grants) > 0 {
+		if err := s.cfg.Grants.Add(p.Session, ans.grants); err != nil {
+			s.emit(WriteFailed{Ask: p.ID, Err: "record grants: " + err.Error()})
+			return err
+		}
+		s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
+	}
+	if !ans.granted && ans.deny != nil && s.cfg.Denies != nil {
+		if err := s.cfg.Denies.AddDeny(p.Session, *ans.deny); err != nil {
+			s.emit(WriteFailed{Ask: p.ID, Err: "record session deny: " + err.Error()})
+			return err
+		}
+		s.emit(DeniesChanged{Denies: s.cfg.Denies.AllDenies()})
+	}
+	ans.granted = true
+
+	resp := ans.resp
+	resp.ResponderSessionID = p.Session
+	resp.RespondedAt = s.cfg.Now().UnixMilli()
+	err := s.inbox.Respond(p.ID, resp)
+	switch {
+	case err == nil:
+		s.forget(p.ID)
+		s.delivered(p, resp, ans.replayed)
+		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.At), Approver: ans.approver, Replayed: ans.replayed, Queued: p.queued})
+		if len(ans.grants) > 0 || ans.deny != nil {
+			s.rejudge()
+		}
+		return nil
+	case errors.Is(err, inbox.ErrWithdrawn), errors.Is(err, inbox.ErrNotInFlight):
+		s.expire(p)
+		return errGone
+	default:
+		s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
+		return err
+	}
+}
+
+// retry repeats attempt with backoff until it succeeds, the request goes
+// away, or Run's context ends. A person is never asked again.
+func (s *Server) retry(p *pending, ans *answer) {
+	wait := retryFirst
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		err := s.attempt(p, ans)
+		if err == nil || errors.Is(err, errGone) || s.postpone(p, ans) {
+			return
+		}
+		wait = min(wait*2, retryMax)
+	}
+}
+
+// postpone hands an answer whose decision is recorded, but whose response
+// could not be written, back to the inbox, which keeps only its names and
+// delivers it again later under the same AskID; the audit log answers it
+// then, as recorded. Held here, such answers kept their requests in memory
+// and the in-flight room every session needs, so a few sessions whose
+// answers cannot be written held up every other (decision 0131). An answer
+// not yet recorded is retried here: nothing else knows it.
+func (s *Server) postpone(p *pending, ans *answer) bool {
+	if !ans.audited || !ans.granted {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.asks[p.ID] != p || !s.inbox.Postpone(p.ID) {
+		return false
+	}
+	delete(s.asks, p.ID)
+	s.postponed[p.ID] = p.queued
+	return true
+}
+
+// unreadableDecision handles a postponed delivery whose recorded decision
+// the audit log no longer gives back (a log cut or replaced by hand): it
+// is never judged again, which could give the request a second, different
+// answer. It is postponed again and reported, and answered as recorded once
+// the log can be read.
+func (s *Server) unreadableDecision(id AskID) bool {
+	s.mu.Lock()
+	_, postponed := s.postponed[id]
+	s.mu.Unlock()
+	if !postponed {
+		return false
+	}
+	s.inbox.Postpone(id)
+	s.emit(WriteFailed{Ask: id, Err: "the decision recorded for this request cannot be read back from the audit log; it is not judged again"})
+	return true
+}
+
+// expire forgets an ask whose request vanished and reports it.
+func (s *Server) expire(p *pending) {
+	if s.forget(p.ID) {
+		s.emit(Withdrawn{Withdrawn: inbox.Withdrawn{ID: p.ID, Session: p.Session, Path: p.Path}})
+	}
+}
+
+// forget removes the ask and reports whether it was still there.
+func (s *Server) forget(id AskID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.asks[id]
+	delete(s.asks, id)
+	return ok
+}

@@ -1,0 +1,198 @@
+// Arrival and judgment: a delivered request is judged once (judgment.Verdict),
+// answered by recorded authority or queued for a person, and judged again
+// when the policy, grants or session denies change.
+
+package serve
+
+import (
+	"fmt"
+
+	"github.com/permtui/permtui/internal/inbox"
+	"github.com/permtui/permtui/internal/judgment"
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+func (s *Server) arrive(ev inbox.Arrived) {
+	if rec, ok := s.audit.recorded(keyOfRequest(ev.Session, ev.Request)); ok {
+		s.replay(ev, rec)
+		return
+	}
+	if s.unreadableDecision(ev.ID) {
+		return
+	}
+	a := Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request), Scopes: OfferedScopes(ev.Request)}
+	s.mu.Lock()
+	if s.closing {
+		// Left on disk for whoever serves next; the exit denial is only for
+		// asks a person had already been shown.
+		s.mu.Unlock()
+		return
+	}
+	p := &pending{Ask: a, deciding: a.Verdict.Action != resolve.Ask}
+	p.queued = !p.deciding
+	if p.queued && !s.inbox.Park(a.ID) {
+		// Beyond the memory budget: it waits on disk, and the inbox
+		// delivers it again under the same AskID (decision 0117).
+		s.mu.Unlock()
+		return
+	}
+	s.asks[a.ID] = p
+	if p.deciding {
+		s.workers.Add(1)
+	}
+	s.mu.Unlock()
+
+	s.emit(Arrived{Ask: a})
+	if !p.deciding {
+		// Parked: waiting for a person does not hold up automatic answers.
+		s.emit(AskQueued{Ask: a})
+		return
+	}
+	s.work <- job{p, s.ruleAnswer(p)}
+}
+
+// judge applies the recorded authority. A request without facts always goes
+// to a person (ADR 0008 §4), whatever the judge says, and so does one the
+// judge fails on.
+func (s *Server) judge(id AskID, session string, req *wire.Request) (v resolve.Verdict) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.cfg.Logger.Error("judge failed; asking a person", "ask", id, "request", req.ID, "panic", fmt.Sprint(r))
+			v = resolve.Verdict{Action: resolve.Ask, Explanation: "The policy could not judge this request, so a person decides."}
+		}
+	}()
+	judge := s.cfg.Judge()
+	denies, err := s.denies(session, req)
+	if err != nil {
+		s.cfg.Logger.Error("session denies unreadable; asking a person", "session", session, "err", err)
+		return resolve.Verdict{Action: resolve.Ask, Surface: req.AccessIntent.Surface,
+			Explanation: "Ask. The session denies could not be read (" + err.Error() + "), so a person decides."}
+	}
+	grants := s.cfg.Grants.For(session)
+	v = judgment.Verdict(judge, req, grants, denies)
+	// A legacy request still goes to a person; the policy's reading of its
+	// unverified text only informs them (decision 0029).
+	if h, ok := judge.(legacyHinter); ok && req.AccessIntent == nil {
+		v.Hint = h.LegacyHint(req, grants)
+	}
+	return v
+}
+
+// denies reads the session's denies for a request with facts (only those
+// can be covered).
+func (s *Server) denies(session string, req *wire.Request) ([]SessionDeny, error) {
+	if s.cfg.Denies == nil || req.AccessIntent == nil {
+		return nil, nil
+	}
+	return s.cfg.Denies.Denies(session)
+}
+
+func (s *Server) withdrawn(w inbox.Withdrawn) {
+	s.mu.Lock()
+	p := s.asks[w.ID]
+	delete(s.asks, w.ID)
+	_, postponed := s.postponed[w.ID]
+	delete(s.postponed, w.ID)
+	s.mu.Unlock()
+	if postponed {
+		s.emit(Withdrawn{Withdrawn: w})
+	}
+	if p != nil {
+		if !p.deciding {
+			s.recordExpiry(p)
+		}
+		s.emit(Withdrawn{Withdrawn: w, Pending: !p.deciding})
+	}
+}
+
+// recordExpiry notes in the audit log that an ask expired waiting for a
+// person. It decides nothing and is not waited for: a line lost in a crash
+// only leaves the expiry out of the history.
+func (s *Server) recordExpiry(p *pending) {
+	rec := s.record(p, "", &answer{})
+	rec.Kind = AuditExpired
+	s.audit.appendAsync(rec)
+}
+
+// ruleAnswer answers from the verdict of the recorded authority.
+func (s *Server) ruleAnswer(p *pending) *answer {
+	v := p.Verdict
+	ans := &answer{auto: true, resp: wire.Response{DecidedBy: v.DecidedBy()}}
+	state := wire.StateDenied
+	switch {
+	case v.Action == resolve.Allow:
+		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
+		state = wire.StateApproved
+	case wire.TrimReason(v.Reason) != "":
+		ans.resp.State, ans.resp.DenialReason = wire.StateDeniedWithReason, wire.TrimReason(v.Reason)
+		state = wire.StateDeniedWithReason
+	default:
+		ans.resp.State = wire.StateDenied
+	}
+	ans.record = s.record(p, state, ans)
+	return ans
+}
+
+// SurfaceOf names what is asked for: the gate surface when the child sent
+// facts, else its display surface.
+func SurfaceOf(req *wire.Request) string {
+	switch {
+	case req.AccessIntent != nil:
+		return req.AccessIntent.Surface
+	case req.Surface != nil:
+		return *req.Surface
+	}
+	return ""
+}
+
+// rejudge asks the recorded authority again about every ask still waiting
+// for a person; those it now decides are answered automatically.
+func (s *Server) rejudge() {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	// Asks waiting on disk beyond the parked budget are judged again as the
+	// inbox delivers them.
+	s.inbox.Rejudge()
+	waiting := make([]*pending, 0, len(s.asks))
+	for _, p := range s.asks {
+		if !p.deciding {
+			waiting = append(waiting, p)
+		}
+	}
+	s.mu.Unlock()
+	sortByID(waiting)
+	for _, p := range waiting {
+		v := s.judge(p.ID, p.Session, p.Request)
+		if v.Action == resolve.Ask {
+			continue
+		}
+		s.mu.Lock()
+		if p.deciding || s.asks[p.ID] == nil || s.closing {
+			s.mu.Unlock()
+			continue
+		}
+		p.deciding, p.Verdict = true, v
+		s.workers.Add(1)
+		s.mu.Unlock()
+		s.work <- job{p, s.ruleAnswer(p)}
+	}
+}
+
+// PolicyLoaded reports a (re)loaded policy and re-judges pending asks.
+// noFile says that no policy file was found and where permtui looked, or is
+// empty.
+func (s *Server) PolicyLoaded(problems []string, noFile string) {
+	s.emit(PolicyStatus{Problems: problems, NoAutoAllow: len(problems) > 0, NoFile: noFile})
+	s.rejudge()
+}
+
+// GrantsUpdated reports whole-session grants changed outside the server
+// (a relay's grants from the hub) and re-judges pending asks with them.
+func (s *Server) GrantsUpdated() {
+	s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
+	s.rejudge()
+}

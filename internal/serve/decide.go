@@ -1,0 +1,220 @@
+// A person's decisions: Decide turns a console's or an approver's choice
+// into an answer (scope, edited grants, session deny), and revocations.
+
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// Decide answers an ask a person decided. It returns once the answer is
+// durable in the audit log and written, or once a failed write has been
+// handed to the background retry (reported by WriteFailed events).
+func (s *Server) Decide(d Decision) error {
+	s.mu.Lock()
+	p := s.asks[d.Ask]
+	switch {
+	case !s.running || s.closing:
+		s.mu.Unlock()
+		return ErrStopped
+	case p == nil:
+		s.mu.Unlock()
+		return ErrUnknownAsk
+	case p.deciding:
+		s.mu.Unlock()
+		return ErrAlreadyDecided
+	}
+	ans, err := s.personAnswer(p, d)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	p.deciding = true
+	s.workers.Add(1)
+	s.mu.Unlock()
+	defer s.workers.Done()
+
+	// Nothing is audited or granted for a request that is already gone.
+	if !s.inbox.Present(p.ID) {
+		s.expire(p)
+		return ErrExpired
+	}
+	if err := s.attempt(p, ans); err != nil {
+		if errors.Is(err, errGone) {
+			return ErrExpired
+		}
+		s.workers.Add(1)
+		go func() {
+			defer s.workers.Done()
+			s.retry(p, ans)
+		}()
+	}
+	return nil
+}
+
+// personAnswer turns a person's decision into the response and its audit
+// record. The wire never sees approved_for_serving_session (ADR 0006).
+func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
+	ans := &answer{resp: wire.Response{DecidedBy: wire.UserDecision()}, approver: d.Approver}
+	if d.Unattended {
+		if d.Scope != "" || (d.State != wire.StateDenied && d.State != wire.StateDeniedWithReason) {
+			return nil, fmt.Errorf("%w: only a denial can be made with nobody attached", ErrInvalidDecision)
+		}
+		ans.resp.DecidedBy = wire.UnavailableDecision(NoApproverReason)
+	}
+	if d.Scope != "" {
+		return s.scopeAnswer(p, d, ans)
+	}
+	if d.DenyFor != nil {
+		return s.sessionDenyAnswer(p, d, ans)
+	}
+	switch d.State {
+	case wire.StateApproved:
+		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
+	case wire.StateDenied:
+		ans.resp.State = wire.StateDenied
+	case wire.StateDeniedWithReason:
+		ans.resp.State = wire.StateDenied
+		if reason := wire.TrimReason(d.Reason); reason != "" {
+			ans.resp.State, ans.resp.DenialReason = wire.StateDeniedWithReason, reason
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown state %q", ErrInvalidDecision, d.State)
+	}
+	ans.record = s.record(p, d.State, ans)
+	return ans, nil
+}
+
+// scopeAnswer approves for one of the scopes the ask offers, doing exactly
+// what that scope says (OfferedScopes). The audit record keeps the scope as
+// a state: approved_for_session for the subagent, approved_for_serving_session
+// for the whole session, which the wire never sees (ADR 0006).
+func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, error) {
+	scope, ok := p.Scopes.Find(d.Scope)
+	if d.State != "" || !ok {
+		return nil, fmt.Errorf("%w: scope %q is not offered for this ask", ErrInvalidDecision, d.Scope)
+	}
+	session := d.Scope == ScopeSession || d.Scope == ScopeSessionBoth
+	if d.Grants != nil && !session {
+		return nil, fmt.Errorf("%w: only a whole-session grant can be edited (the child records its own)", ErrInvalidDecision)
+	}
+	grants := scope.Grants
+	if d.Grants != nil {
+		if err := s.checkEdited(p, scope.Grants, d.Grants); err != nil {
+			return nil, err
+		}
+		grants = d.Grants
+	}
+	ans.resp.Approved, ans.resp.State = true, wire.StateApproved
+	audited := wire.StateApprovedForSession
+	switch d.Scope {
+	case ScopeSubagent, ScopeSubagentBoth:
+		if !predatesSessionState(p.Request) {
+			ans.resp.State = wire.StateApprovedForSession
+		}
+		if d.Scope == ScopeSubagentBoth {
+			ans.resp.SessionGrantWidth = wire.GrantWidthFamily
+		}
+	case ScopeSession, ScopeSessionBoth:
+		audited, ans.grants = wire.StateApprovedForServingSession, grants
+	}
+	ans.record = s.record(p, audited, ans)
+	return ans, nil
+}
+
+// sessionDenyAnswer denies the ask with the person's reason and records the
+// deny for the root session, if it names the ask's surface (or its family)
+// and its pattern covers the ask: a deny nobody saw match is refused.
+func (s *Server) sessionDenyAnswer(p *pending, d Decision, ans *answer) (*answer, error) {
+	g, reason := *d.DenyFor, wire.TrimReason(d.Reason)
+	ai := p.Request.AccessIntent
+	switch {
+	case s.cfg.Denies == nil:
+		return nil, fmt.Errorf("%w: session denies are not kept here", ErrInvalidDecision)
+	case d.Unattended || d.State != wire.StateDeniedWithReason || reason == "":
+		return nil, fmt.Errorf("%w: a deny for the session is a person's denial with a reason", ErrInvalidDecision)
+	case ai == nil:
+		return nil, fmt.Errorf("%w: the request carries no facts, so no later ask could be matched", ErrInvalidDecision)
+	case strings.TrimSpace(g.Pattern) == "" || !s.cfg.Judge().Covers(p.Request, g):
+		return nil, fmt.Errorf("%w: the deny's surface and pattern do not cover this ask", ErrInvalidDecision)
+	}
+	if fam, _ := resolve.Family(ai.Surface); g.Surface != ai.Surface && g.Surface != fam {
+		return nil, fmt.Errorf("%w: a session deny names the ask's surface %q or its family", ErrInvalidDecision, ai.Surface)
+	}
+	ans.resp.State, ans.resp.DenialReason = wire.StateDeniedWithReason, reason
+	ans.deny = &SessionDeny{Grant: g, Reason: reason}
+	ans.record = s.record(p, wire.StateDeniedWithReason, ans)
+	return ans, nil
+}
+
+// checkEdited accepts a person's edit of a scope's grants only when it keeps
+// their surfaces and the policy, judging the ask with exactly those grants,
+// allows it: an edited pattern that no longer covers the ask would record a
+// grant nobody looked at working.
+func (s *Server) checkEdited(p *pending, offered, edited []wire.Grant) error {
+	if len(edited) != len(offered) {
+		return fmt.Errorf("%w: %d edited grants for %d offered", ErrInvalidDecision, len(edited), len(offered))
+	}
+	for i, g := range edited {
+		if g.Surface != offered[i].Surface || strings.TrimSpace(g.Pattern) == "" {
+			return fmt.Errorf("%w: an edited grant must keep its surface %q and have a pattern", ErrInvalidDecision, offered[i].Surface)
+		}
+	}
+	if v := s.cfg.Judge().Resolve(p.Request, edited); v.Action != resolve.Allow {
+		return fmt.Errorf("%w: the edited pattern does not cover this ask (the policy says %s with it)", ErrInvalidDecision, v.Action)
+	}
+	return nil
+}
+
+// exitAnswer denies an ask still open when permtui stops.
+func (s *Server) exitAnswer(p *pending) *answer {
+	ans := &answer{resp: wire.Response{
+		State:        wire.StateDeniedWithReason,
+		DenialReason: ExitReason,
+		DecidedBy:    wire.UnavailableDecision(ExitReason),
+	}}
+	ans.record = s.record(p, wire.StateDeniedWithReason, ans)
+	return ans
+}
+
+// RevokeGrant withdraws a whole-session grant; later asks are judged
+// without it.
+func (s *Server) RevokeGrant(session string, g wire.Grant) error {
+	if err := s.cfg.Grants.Revoke(session, g); err != nil {
+		return err
+	}
+	s.recordRevocation(AuditRecord{ServedSession: session, Surface: g.Surface, Grants: []wire.Grant{g}})
+	s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
+	return nil
+}
+
+// recordRevocation notes a revocation in the audit log for the console's
+// log after a restart. Like an expiry it decides nothing and is not waited
+// for; before Run there is no log to note it in.
+func (s *Server) recordRevocation(rec AuditRecord) {
+	s.mu.Lock()
+	audit := s.audit
+	s.mu.Unlock()
+	if audit != nil {
+		rec.Kind, rec.DecidedAt = AuditRevoked, s.cfg.Now().UnixMilli()
+		audit.appendAsync(rec)
+	}
+}
+
+// RevokeDeny withdraws a session deny; later asks are judged without it.
+func (s *Server) RevokeDeny(session string, d SessionDeny) error {
+	if s.cfg.Denies == nil {
+		return errors.New("serve: session denies are not kept here")
+	}
+	if err := s.cfg.Denies.RevokeDeny(session, d); err != nil {
+		return err
+	}
+	s.recordRevocation(AuditRecord{ServedSession: session, Surface: d.Grant.Surface, SessionDeny: &d})
+	s.emit(DeniesChanged{Denies: s.cfg.Denies.AllDenies()})
+	return nil
+}
