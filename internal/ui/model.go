@@ -788,12 +788,12 @@ type autoStreak struct{ autoCount }
 
 func (s autoStreak) String() string {
 	n := s.approved + s.denied
-	msg := plural(n, "queued ask") + " answered by recorded policy:"
+	msg := plural(n, "queued ask") + " answered by recorded authority (l names each):"
 	if s.approved > 0 {
 		msg += " ✓ " + itoa(s.approved) + " approved"
 	}
 	if s.denied > 0 {
 		msg += " ✗ " + itoa(s.denied) + " denied"
 	}
-	return msg + " (l: log)"
+	return msg
 }

@@ -546,7 +546,7 @@ func TestGrantApprovesQueuedAsks(t *testing.T) {
 		serve.Decided{Ask: a, Response: approved, Auto: true},
 		serve.Decided{Ask: b, Response: approved, Auto: true},
 	)
-	h.wantStatus("2 queued asks answered by recorded policy: ✓ 2 approved")
+	h.wantStatus("2 queued asks answered by recorded authority (l names each): ✓ 2 approved")
 	if got := h.queueKeys(); !reflect.DeepEqual(got, []serve.AskID{c.ID}) {
 		t.Fatalf("queue = %v", got)
 	}
