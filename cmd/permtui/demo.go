@@ -52,18 +52,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else {
 		defer os.RemoveAll(root)
 	}
-	hosts := map[string]string{"": root}
-	if overHub {
-		hosts = map[string]string{"alpha": filepath.Join(root, "alpha"), "beta": filepath.Join(root, "beta")}
-	}
-	envs := map[string]demo.Env{}
-	for host, dir := range hosts {
-		if err := safefs.MkdirPrivate(dir); err != nil {
-			return err
-		}
-		if envs[host], err = demo.Setup(dir); err != nil {
-			return err
-		}
+	envs, err := demoEnvs(root, overHub)
+	if err != nil {
+		return err
 	}
 	f.agentDir, f.project, f.stateDir = envs[""].AgentDir, envs[""].Project, envs[""].StateDir
 	f.sessions = envs[""].Sessions
@@ -78,62 +69,95 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		defer relaysDone()
 	}
 
-	// Children report as they are answered: on stderr when headless (stdout is
-	// the event stream), otherwise collected and printed after the console.
-	var mu sync.Mutex
-	var answers []string
+	children := startDemoChildren(ctx, cancel, envs, f.headless, stderr)
+	defer children.stopAsking()
+
+	err = serveUntilDone(ctx, f, stdout)
+	cancel()
+	select {
+	case <-children.done:
+	case <-time.After(childGrace):
+		children.stopAsking()
+		<-children.done
+	}
+	if !f.headless {
+		fmt.Fprintln(stdout, "What the simulated children got:")
+		for _, line := range children.answers {
+			fmt.Fprintln(stdout, " ", line)
+		}
+	}
+	return err
+}
+
+// demoEnvs lays out the demo's world under root: one host, or two (alpha
+// and beta) for the demo across machines.
+func demoEnvs(root string, overHub bool) (map[string]demo.Env, error) {
+	hosts := map[string]string{"": root}
+	if overHub {
+		hosts = map[string]string{"alpha": filepath.Join(root, "alpha"), "beta": filepath.Join(root, "beta")}
+	}
+	envs := map[string]demo.Env{}
+	for host, dir := range hosts {
+		if err := safefs.MkdirPrivate(dir); err != nil {
+			return nil, err
+		}
+		env, err := demo.Setup(dir)
+		if err != nil {
+			return nil, err
+		}
+		envs[host] = env
+	}
+	return envs, nil
+}
+
+// demoChildren are the simulated children of every demo host. Children
+// outlive the server briefly so they read the answers it writes while
+// shutting down (open asks are denied as "permtui exited"); done closes
+// when all have their answers, and answers is complete then.
+type demoChildren struct {
+	done       chan struct{}
+	stopAsking context.CancelFunc
+	mu         sync.Mutex
+	answers    []string
+}
+
+// startDemoChildren runs each host's script. They report as they are
+// answered: on stderr when headless (stdout is the event stream), otherwise
+// collected for after the console; a headless demo ends (cancel) once every
+// child has its answer.
+func startDemoChildren(ctx context.Context, cancel context.CancelFunc, envs map[string]demo.Env, headless bool, stderr io.Writer) *demoChildren {
 	pace := 1.0
-	if f.headless {
+	if headless {
 		pace = 0.2 // nobody is reading along; keep the headless run short
 	}
-	// Children outlive the server briefly so they read the answers it writes
-	// while shutting down (open asks are denied as "permtui exited").
 	asks, stopAsking := context.WithCancel(context.Background())
-	defer stopAsking()
-	childrenDone := make(chan struct{})
+	c := &demoChildren{done: make(chan struct{}), stopAsking: stopAsking}
 	var children sync.WaitGroup
 	for host, env := range envs {
 		prefix := ""
 		if host != "" {
 			prefix = host + " "
 		}
-		children.Add(1)
-		go func() {
-			defer children.Done()
+		children.Go(func() {
 			demo.Run(ctx, asks, env, demo.Script(), pace, func(r demo.Report) {
-				if f.headless {
+				if headless {
 					fmt.Fprintf(stderr, "%s%s   [%s]\n", prefix, r, r.Step.Shows)
 					return
 				}
-				mu.Lock()
-				answers = append(answers, prefix+r.String())
-				mu.Unlock()
+				c.mu.Lock()
+				c.answers = append(c.answers, prefix+r.String())
+				c.mu.Unlock()
 			})
-		}()
+		})
 	}
 	go func() {
-		defer close(childrenDone)
+		defer close(c.done)
 		children.Wait()
-		if f.headless {
+		if headless {
 			cancel() // every child has its answer: the headless demo is over
 		}
 	}()
-
-	err = serveUntilDone(ctx, f, stdout)
-	cancel()
-	select {
-	case <-childrenDone:
-	case <-time.After(childGrace):
-		stopAsking()
-		<-childrenDone
-	}
-	if !f.headless {
-		fmt.Fprintln(stdout, "What the simulated children got:")
-		for _, line := range answers {
-			fmt.Fprintln(stdout, " ", line)
-		}
-	}
-	return err
+	return c
 }
 
 // startDemoHub starts an embedded hub on a free loopback port, one relay per
