@@ -90,25 +90,30 @@ type batchAskingUnit struct {
 	Floor   *string `json:"floor"`
 }
 
-func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var c common
-	var request, agent, surface string
-	var values listFlag
-	var batch, exitCode bool
-	fs := newFlagSet("resolve", resolveSynopsis, stdout, stderr)
-	c.register(fs)
-	fs.StringVar(&request, "request", "", "judge this request file")
-	fs.StringVar(&agent, "agent", "", "principal agent name (\"\" = no agent scope)")
-	fs.StringVar(&surface, "surface", "", "accessIntent surface, e.g. bash, path_write, external_directory_read")
-	fs.Var(&values, "value", "a match value (repeatable)")
-	fs.BoolVar(&batch, "batch", false, "read JSON lines from stdin, print one verdict per line")
-	fs.BoolVar(&exitCode, "exit-code", false, "exit 0 on allow, 3 on ask, 4 on deny")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
+// resolveFlags are resolve's flags: one of three forms (a request file,
+// facts, or a batch on stdin).
+type resolveFlags struct {
+	common
+	request, agent, surface string
+	values                  listFlag
+	batch, exitCode         bool
+}
+
+func (f *resolveFlags) register(fs flagSet) {
+	f.common.register(fs)
+	fs.StringVar(&f.request, "request", "", "judge this request file")
+	fs.StringVar(&f.agent, "agent", "", "principal agent name (\"\" = no agent scope)")
+	fs.StringVar(&f.surface, "surface", "", "accessIntent surface, e.g. bash, path_write, external_directory_read")
+	fs.Var(&f.values, "value", "a match value (repeatable)")
+	fs.BoolVar(&f.batch, "batch", false, "read JSON lines from stdin, print one verdict per line")
+	fs.BoolVar(&f.exitCode, "exit-code", false, "exit 0 on allow, 3 on ask, 4 on deny")
+}
+
+// check refuses anything but exactly one form, in the user's terms.
+func (f *resolveFlags) check(fs flagSet, stderr io.Writer) error {
 	surfaceSet := isFlagSet(fs, "surface")
 	forms := 0
-	for _, set := range []bool{request != "", surfaceSet || len(values) > 0, batch} {
+	for _, set := range []bool{f.request != "", surfaceSet || len(f.values) > 0, f.batch} {
 		if set {
 			forms++
 		}
@@ -121,46 +126,59 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	switch {
 	case forms != 1:
 		return usageErr("give exactly one of --request FILE, --surface S --value V..., or --batch")
-	case surfaceSet && len(values) == 0:
+	case surfaceSet && len(f.values) == 0:
 		return usageErr("--surface needs at least one --value (--value '' judges an empty value)")
-	case len(values) > 0 && !surfaceSet:
+	case len(f.values) > 0 && !surfaceSet:
 		return usageErr("--value needs --surface")
 	case isFlagSet(fs, "agent") && !surfaceSet:
 		return usageErr("--agent goes with --surface (a request file and --batch lines name their own agent)")
 	}
-	if err := c.resolveDefaults(); err != nil {
+	return nil
+}
+
+func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var f resolveFlags
+	fs := newFlagSet("resolve", resolveSynopsis, stdout, stderr)
+	f.register(fs)
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	policy := resolve.Load(c.loadOptions())
+	if err := f.check(fs, stderr); err != nil {
+		return err
+	}
+	if err := f.resolveDefaults(); err != nil {
+		return err
+	}
+	policy := resolve.Load(f.loadOptions())
 	for _, p := range policy.Problems() {
 		fmt.Fprintf(stderr, "permtui: policy: %s: %s\n", p.File, p.Message)
 	}
 	if notice := noPolicyNotice(policy); notice != "" {
 		fmt.Fprintln(stderr, "permtui: policy:", notice)
 	}
-	store, err := grants.Open(filepath.Join(c.stateDir, "grants"))
+	store, err := grants.Open(filepath.Join(f.stateDir, "grants"))
 	if err != nil {
 		return err
 	}
 	var sessionGrants []wire.Grant
-	if len(c.sessions) > 0 {
-		sessionGrants = store.For(c.sessions[0])
+	if len(f.sessions) > 0 {
+		sessionGrants = store.For(f.sessions[0])
 	}
 
 	// served is what serve would do; differs says it is not what stdout says.
 	var served resolve.Verdict
 	var differs bool
 	switch {
-	case request != "":
-		data, err := safefs.ReadRegularFile(request, wire.MaxFileSize)
+	case f.request != "":
+		data, err := safefs.ReadRegularFile(f.request, wire.MaxFileSize)
 		if err != nil {
 			return err
 		}
 		req, err := wire.ParseRequest(data)
 		if err != nil {
-			return fmt.Errorf("%s: %w", request, err)
+			return fmt.Errorf("%s: %w", f.request, err)
 		}
-		if len(c.sessions) == 0 {
+		if len(f.sessions) == 0 {
 			if id, ok := wire.NormalizeSessionID(req.TargetSessionID); ok {
 				sessionGrants = store.For(id)
 			}
@@ -171,14 +189,14 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		if err := writeVerdict(stdout, v); err != nil {
 			return err
 		}
-	case batch:
+	case f.batch:
 		var err error
 		if served, differs, err = resolveBatch(policy, sessionGrants, stdin, stdout); err != nil {
 			return err
 		}
 	default:
-		warnUnknownSurface(stderr, policy, surface)
-		q := resolve.Query{Agent: agent, Surface: surface, Values: values}
+		warnUnknownSurface(stderr, policy, f.surface)
+		q := resolve.Query{Agent: f.agent, Surface: f.surface, Values: f.values}
 		v := policy.Evaluate(q, sessionGrants)
 		served = judgment.Served(policy, judgment.FactsRequest(q), v)
 		differs = served.Action != v.Action
@@ -192,7 +210,7 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if differs {
 		fmt.Fprintln(stderr, "permtui: serve would "+servedWord(served.Action)+" instead: "+served.Explanation)
 	}
-	if exitCode && status != exitAllow {
+	if f.exitCode && status != exitAllow {
 		return exitStatus(status)
 	}
 	return nil
