@@ -51,20 +51,9 @@ type Hub struct {
 // loopback without TLS: credentials and asks would cross the network in
 // clear text.
 func Start(cfg Config) (*Hub, error) {
-	host, portText, err := net.SplitHostPort(cfg.Listen)
+	host, port, tlsOn, err := listenAddress(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("hub: listen address: %w", err)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return nil, fmt.Errorf("hub: listen port %q", portText)
-	}
-	if port == 0 {
-		port = server.RANDOM_PORT // to nats-server, 0 means its default 4222
-	}
-	tlsOn := cfg.TLSCert != "" || cfg.TLSKey != ""
-	if !tlsOn && !loopback.Host(host) {
-		return nil, fmt.Errorf("hub: refusing to listen on %s without TLS (--tls-cert and --tls-key); only loopback is served in clear text", cfg.Listen)
+		return nil, err
 	}
 	if len(cfg.Relays) == 0 || len(cfg.Approvers) == 0 {
 		return nil, errors.New("hub: at least one relay host and one approver are needed")
@@ -75,47 +64,10 @@ func Start(cfg Config) (*Hub, error) {
 		}
 	}
 	h := &Hub{creds: map[string]string{}}
-	var users []*server.NkeyUser
-	add := func(role, name string, perms *server.Permissions) error {
-		if !ValidHost(name) {
-			return fmt.Errorf("hub: invalid %s name %q (letters, digits, '-' and '_')", role, name)
-		}
-		path := credsFile(cfg.CredsDir, role, name)
-		c, err := ensureCreds(path, role, name)
-		if err != nil {
-			return err
-		}
-		pub, err := c.public()
-		if err != nil {
-			return err
-		}
-		users = append(users, &server.NkeyUser{Nkey: pub, Permissions: perms})
-		h.creds[role+"-"+name] = path
-		return nil
-	}
-	for _, r := range cfg.Relays {
-		if err := add(RoleRelay, r, RelayPermissions(r)); err != nil {
-			return nil, err
-		}
-	}
-	for _, a := range cfg.Approvers {
-		if err := add(RoleApprover, a, ApproverPermissions(cfg.Relays)); err != nil {
-			return nil, err
-		}
-	}
-	// The hub's own connection, in process only, sets up the stream and
-	// buckets; its key is never written anywhere.
-	admin, err := nkeys.CreateUser()
+	users, err := h.users(cfg)
 	if err != nil {
 		return nil, err
 	}
-	adminPub, err := admin.PublicKey()
-	if err != nil {
-		return nil, err
-	}
-	users = append(users, &server.NkeyUser{Nkey: adminPub})
-	h.admin = admin
-
 	opts := &server.Options{
 		Host:       host,
 		Port:       port,
@@ -151,25 +103,92 @@ func Start(cfg Config) (*Hub, error) {
 		u.Scheme = "tls"
 		h.url = u.String()
 	}
-
-	nc, err := h.Admin()
-	if err != nil {
-		srv.Shutdown()
-		return nil, fmt.Errorf("hub: %w", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		srv.Shutdown()
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := Setup(ctx, js, cfg.Retention, 1); err != nil {
+	if err := h.setUp(cfg.Retention); err != nil {
 		srv.Shutdown()
 		return nil, err
 	}
 	return h, nil
+}
+
+// listenAddress checks where the hub listens: a port (0 for any), and
+// clear text only on loopback.
+func listenAddress(cfg Config) (host string, port int, tlsOn bool, err error) {
+	host, portText, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return "", 0, false, fmt.Errorf("hub: listen address: %w", err)
+	}
+	port, err = strconv.Atoi(portText)
+	if err != nil {
+		return "", 0, false, fmt.Errorf("hub: listen port %q", portText)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT // to nats-server, 0 means its default 4222
+	}
+	tlsOn = cfg.TLSCert != "" || cfg.TLSKey != ""
+	if !tlsOn && !loopback.Host(host) {
+		return "", 0, false, fmt.Errorf("hub: refusing to listen on %s without TLS (--tls-cert and --tls-key); only loopback is served in clear text", cfg.Listen)
+	}
+	return host, port, tlsOn, nil
+}
+
+// users issues (or reuses) each relay's and approver's credentials, with
+// their role's permissions, and the hub's own in-process admin key, which
+// is never written anywhere.
+func (h *Hub) users(cfg Config) ([]*server.NkeyUser, error) {
+	var users []*server.NkeyUser
+	add := func(role, name string, perms *server.Permissions) error {
+		if !ValidHost(name) {
+			return fmt.Errorf("hub: invalid %s name %q (letters, digits, '-' and '_')", role, name)
+		}
+		path := credsFile(cfg.CredsDir, role, name)
+		c, err := ensureCreds(path, role, name)
+		if err != nil {
+			return err
+		}
+		pub, err := c.public()
+		if err != nil {
+			return err
+		}
+		users = append(users, &server.NkeyUser{Nkey: pub, Permissions: perms})
+		h.creds[role+"-"+name] = path
+		return nil
+	}
+	for _, r := range cfg.Relays {
+		if err := add(RoleRelay, r, RelayPermissions(r)); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range cfg.Approvers {
+		if err := add(RoleApprover, a, ApproverPermissions(cfg.Relays)); err != nil {
+			return nil, err
+		}
+	}
+	admin, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, err
+	}
+	adminPub, err := admin.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	h.admin = admin
+	return append(users, &server.NkeyUser{Nkey: adminPub}), nil
+}
+
+// setUp makes the stream and buckets through the hub's own connection.
+func (h *Hub) setUp(retention time.Duration) error {
+	nc, err := h.Admin()
+	if err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return Setup(ctx, js, retention, 1)
 }
 
 // Admin connects in process as the hub's own user, whose key is never
