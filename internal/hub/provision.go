@@ -13,7 +13,7 @@ import (
 	"github.com/permtui/permtui/internal/safefs"
 )
 
-// Provision sets up the streams on an existing deployment (Setup) and reads
+// Provision sets up the streams (setup), here or on an existing deployment, and reads
 // them back, reporting what differs from what permtui needs: a setting the
 // server did not take (an older server without per-subject discard), or
 // fewer replicas than asked for.
@@ -21,7 +21,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, retention time.Durat
 	if err := awaitJetStream(ctx, js); err != nil {
 		return err
 	}
-	if err := Setup(ctx, js, retention, replicas); err != nil {
+	if err := setup(ctx, js, retention, replicas); err != nil {
 		return err
 	}
 	var problems []string

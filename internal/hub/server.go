@@ -175,7 +175,8 @@ func (h *Hub) users(cfg Config) ([]*server.NkeyUser, error) {
 	return append(users, &server.NkeyUser{Nkey: adminPub}), nil
 }
 
-// setUp makes the stream and buckets through the hub's own connection.
+// setUp makes the stream and buckets through the hub's own connection, by
+// the same path and checks as on an existing cluster (Provision).
 func (h *Hub) setUp(retention time.Duration) error {
 	nc, err := h.Admin()
 	if err != nil {
@@ -188,7 +189,7 @@ func (h *Hub) setUp(retention time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return Setup(ctx, js, retention, 1)
+	return Provision(ctx, js, retention, 1)
 }
 
 // Admin connects in process as the hub's own user, whose key is never
@@ -214,11 +215,11 @@ func (h *Hub) Shutdown() {
 	h.srv.WaitForShutdown()
 }
 
-// Setup creates or updates the stream and buckets permtui uses, each with
+// setup creates or updates the stream and buckets permtui uses, each with
 // replicas copies (1 for the embedded hub; 3 on a cluster, so that a node
-// lost does not stall asks). The hub runs it on start; `permtui hub
-// provision` runs it on an existing deployment (docs/hub.md).
-func Setup(ctx context.Context, js jetstream.JetStream, retention time.Duration, replicas int) error {
+// lost does not stall asks). Provision runs it, for the embedded hub on
+// start and for `permtui hub provision` on an existing deployment.
+func setup(ctx context.Context, js jetstream.JetStream, retention time.Duration, replicas int) error {
 	for _, cfg := range StreamConfigs(retention, replicas) {
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("hub: stream %s: %w", cfg.Name, err)
