@@ -221,7 +221,7 @@ func (m *Model) noteChangeSeen() {
 	total := 0
 	switch m.mode {
 	case modeQueue:
-		if e = m.current(); e == nil || e.seenAll || e.diffStale {
+		if e = m.current(); e == nil || e.seenAll || e.diffStale || diffUnread(e) {
 			return
 		}
 		if e.diff != nil && len(e.diff.Lines) > m.height || cutInDetail(e.ask.Request, m.width) {
@@ -231,7 +231,7 @@ func (m *Model) noteChangeSeen() {
 		l := m.queueLayout(height)
 		shown, total = l.shown, l.must
 	case modeView:
-		if e = m.find(m.pager.ask); e == nil || e.seenAll || e.diffStale {
+		if e = m.find(m.pager.ask); e == nil || e.seenAll || e.diffStale || diffUnread(e) {
 			return
 		}
 		_, _, height := m.frame() // the body: the rule, then the window
@@ -288,10 +288,16 @@ func (m *Model) unseenLines(e *entry) []string {
 	return ranges
 }
 
+// diffUnread: the ask's change is still to be read, so nothing of it was
+// on screen, whatever else of the ask was.
+func diffUnread(e *entry) bool {
+	return e.diffState == diffWaiting || e.diffState == diffReading || e.diffState == diffDropped
+}
+
 // changeUnseen says why an approval of targets must wait: a change stale or
 // not read yet, or lines of a change, values or units not yet on screen
 // whole. An ask identical to one seen whole (same path and payload, same
-// values) counts as seen.
+// values) counts as seen once its own change was read.
 func (m *Model) changeUnseen(targets []serve.AskID) string {
 	seen := map[askIdentity]bool{}
 	for _, e := range m.queue {
@@ -302,11 +308,12 @@ func (m *Model) changeUnseen(targets []serve.AskID) string {
 	for _, id := range targets {
 		e := m.find(id)
 		switch {
-		case e == nil || seen[e.same] && !e.diffStale:
+		case e == nil:
 		case e.diffStale:
 			return "⚠ the file of " + label(e) + " changed after its diff was read; it is being read again: look at it, then approve"
-		case e.diffState == diffWaiting || e.diffState == diffReading || e.diffState == diffDropped:
+		case diffUnread(e):
 			return "the change of " + label(e) + " has not been shown yet: highlight it to read it; approving waits until it was on screen"
+		case seen[e.same]:
 		default:
 			if r := m.unseenLines(e); len(r) > 0 {
 				return unseenStatus(e, r)

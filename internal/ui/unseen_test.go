@@ -239,3 +239,18 @@ func TestAnAskArrivingWhileTheRuleDialogIsOpenIsNamedAndWaitedFor(t *testing.T) 
 	}
 	h.wantStatus("evil.ts")
 }
+
+// An edit whose diff is still being read has shown nothing of its change,
+// however little else it has: y waits for the read (the ask's path and
+// values fitting the detail made it count as seen whole).
+func TestAChangeStillBeingReadIsNotSeen(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", appSource) })
+	a := editAsk()
+	_, read := h.m.Update(EventMsg{Event: serve.AskQueued{Ask: a}}) // the read is not run yet
+	h.keys("y")
+	h.wantDecisions()
+	h.wantStatus("has not been shown yet")
+	h.run(read)
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}
