@@ -38,7 +38,7 @@ func Loosenings(opts, cand resolve.LoadOptions, facts ...resolve.Query) ([]Loose
 	if prs := before.Problems(); len(prs) > 0 {
 		return nil, fmt.Errorf("%s, which pi reads once the project is trusted, cannot be used (%s): until it is fixed permtui cannot tell what a rule would loosen; fix it first", prs[0].File, prs[0].Message)
 	}
-	more, err := AuthorityDiff(before, resolve.Load(cand))
+	more, err := AuthorityDiff(before, resolve.Load(cand), facts...)
 	if err != nil {
 		return nil, err
 	}
