@@ -365,8 +365,14 @@ func (a *Approver) Decide(d serve.Decision) error {
 	case d.DenyFor != nil:
 		return fmt.Errorf("%w: %w", serve.ErrInvalidDecision, errDenyAtHub)
 	}
-	data, err := json.Marshal(decisionMsg{State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
-		Unattended: d.Unattended, Approver: a.name, Via: d.Approver, DecidedAt: a.now().UnixMilli()})
+	m := decisionMsg{State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
+		Unattended: d.Unattended, Approver: a.name, Via: d.Approver, DecidedAt: a.now().UnixMilli()}
+	// The relay refuses what check refuses, after the ask's one decision is
+	// taken: refuse it here, while the ask can still be decided.
+	if err := m.check(); err != nil {
+		return fmt.Errorf("%w: %v", serve.ErrInvalidDecision, err)
+	}
+	data, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}

@@ -715,3 +715,22 @@ func TestADecisionWithAForgedViaIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// The approver refuses a via the relay would refuse before the hub takes it
+// as the ask's one decision, so the ask can still be decided.
+func TestAnApproverRefusesAForgedViaBeforeTheHubTakesIt(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	got := alpha.ask(bash("alpha", 1, "make deploy"))
+	a := ann.queued(t, "alpha-1")
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved, Approver: "ann\x1b[2J"}); !errors.Is(err, serve.ErrInvalidDecision) {
+		t.Fatalf("a forged via: %v, want ErrInvalidDecision", err)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, got); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+}
