@@ -186,7 +186,8 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, serve.ErrAlreadyDecided), errors.Is(err, serve.ErrExpired), errors.Is(err, serve.ErrUnknownAsk):
 		s.refuse(w, http.StatusGone, gone)
 	default:
-		s.refuse(w, http.StatusServiceUnavailable, "Not decided: "+err.Error())
+		s.release(l)
+		s.refuse(w, http.StatusServiceUnavailable, "Not decided: "+err.Error()+". The link still works: try again.")
 	}
 }
 

@@ -177,4 +177,13 @@ func (s *Server) claim(l *link) bool {
 	return true
 }
 
+// release gives a claimed link back when its decision was not taken, so the
+// person can try again from the same link; serve, or the hub, still takes
+// at most one decision per ask.
+func (s *Server) release(l *link) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.used = false
+}
+
 func askNumber(id serve.AskID) string { return strconv.FormatUint(uint64(id), 10) }

@@ -357,6 +357,14 @@ func TestARaceWithTheConsoleIsReported(t *testing.T) {
 	if code, body := p.post(link, with(form(body), "decision", "approve"), nil); code != http.StatusServiceUnavailable || !strings.Contains(body, "audit log unwritable") {
 		t.Fatalf("%d %s", code, body)
 	}
+	// Nothing was decided: the same link decides once the server can.
+	p.dec.errs = nil
+	if code, body := p.post(link, with(form(body), "decision", "approve"), nil); code != http.StatusOK {
+		t.Fatalf("the link after a decision not taken: %d %s", code, body)
+	}
+	if got := p.dec.decisions(); len(got) != 3 || got[2].Ask != 2 || got[2].State != wire.StateApproved {
+		t.Fatalf("decisions %+v, want the retry of ask 2 last", got)
+	}
 }
 
 // A base URL without a host would make links no phone can open.
