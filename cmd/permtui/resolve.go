@@ -197,8 +197,8 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	default:
 		warnUnknownSurface(stderr, policy, f.surface)
 		q := resolve.Query{Agent: f.agent, Surface: f.surface, Values: f.values}
-		v := policy.Evaluate(q, sessionGrants)
-		served = judgment.Served(policy, judgment.FactsRequest(q), v)
+		var v resolve.Verdict
+		v, served = judgeFacts(policy, q, sessionGrants)
 		differs = served.Action != v.Action
 		if err := writeVerdict(stdout, v); err != nil {
 			return err
@@ -271,7 +271,6 @@ func writeJSONLine(w io.Writer, v any) error {
 // error line in its place so the output stays aligned with the input.
 var errBatchLines = errors.New("some --batch lines were not valid JSON facts")
 
-// resolveBatch judges each input line and returns the strictest verdict.
 // resolveBatch prints pi's verdict for each line and returns the strictest
 // of what serve would do, and whether serve would differ from a printed line
 // (then served is the first such line's, when it is the strictest).
@@ -294,8 +293,7 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 		for _, u := range line.AskingUnits {
 			q.AskingUnits = append(q.AskingUnits, wire.AskingUnit{Command: u.Command, Floor: u.Floor})
 		}
-		v := policy.Evaluate(q, grants)
-		s := judgment.Served(policy, judgment.FactsRequest(q), v)
+		v, s := judgeFacts(policy, q, grants)
 		lineDiffers := s.Action != v.Action
 		if resolve.Restrictiveness(s.Action) > resolve.Restrictiveness(served.Action) || (lineDiffers && !differs && s.Action == served.Action) {
 			served = s
@@ -315,6 +313,13 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 		return served, false, fmt.Errorf("%w (%d)", errBatchLines, failed)
 	}
 	return served, differs, nil
+}
+
+// judgeFacts is pi's verdict on facts, to print, and what serve would do
+// with it, for the exit status.
+func judgeFacts(policy *resolve.Policy, q resolve.Query, grants []wire.Grant) (v, served resolve.Verdict) {
+	v = policy.Evaluate(q, grants)
+	return v, judgment.Served(policy, judgment.FactsRequest(q), v)
 }
 
 // servedWord says what serve would do, for the stderr note.
