@@ -82,11 +82,36 @@ func AccountsConfig(credsDir string, relays, approvers []string) (string, error)
 	}
 	var b strings.Builder
 	b.WriteString("accounts {\n  PERMTUI {\n    jetstream: enabled\n    users: [\n      { user: admin, password: $PERMTUI_ADMIN_PASSWORD }\n")
-	add := func(role, name string, perms *server.Permissions) error {
+	err := issueUsers(credsDir, relays, approvers, func(u issuedUser) {
+		fmt.Fprintf(&b, "      # %s %s\n      { nkey: %s, permissions: { publish: { allow: %s", u.role, u.name, u.pub, quoteList(u.perms.Publish.Allow))
+		if len(u.perms.Publish.Deny) > 0 {
+			fmt.Fprintf(&b, ", deny: %s", quoteList(u.perms.Publish.Deny))
+		}
+		fmt.Fprintf(&b, " }, subscribe: { allow: %s } } }\n", quoteList(u.perms.Subscribe.Allow))
+	})
+	if err != nil {
+		return "", err
+	}
+	b.WriteString("    ]\n  }\n}\n")
+	return b.String(), nil
+}
+
+// issuedUser is a relay host or approver with its credentials issued.
+type issuedUser struct {
+	role, name, pub, credsFile string
+	perms                      *server.Permissions
+}
+
+// issueUsers issues (or reuses) the credentials of each relay host and
+// approver under credsDir and hands each, with its role's permissions, to
+// add: the embedded hub's users and an existing cluster's accounts alike.
+func issueUsers(credsDir string, relays, approvers []string, add func(issuedUser)) error {
+	one := func(role, name string, perms *server.Permissions) error {
 		if !ValidHost(name) {
 			return fmt.Errorf("hub: invalid %s name %q (letters, digits, '-' and '_')", role, name)
 		}
-		c, err := ensureCreds(credsFile(credsDir, role, name), role, name)
+		path := credsFile(credsDir, role, name)
+		c, err := ensureCreds(path, role, name)
 		if err != nil {
 			return err
 		}
@@ -94,25 +119,20 @@ func AccountsConfig(credsDir string, relays, approvers []string) (string, error)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(&b, "      # %s %s\n      { nkey: %s, permissions: { publish: { allow: %s", role, name, pub, quoteList(perms.Publish.Allow))
-		if len(perms.Publish.Deny) > 0 {
-			fmt.Fprintf(&b, ", deny: %s", quoteList(perms.Publish.Deny))
-		}
-		fmt.Fprintf(&b, " }, subscribe: { allow: %s } } }\n", quoteList(perms.Subscribe.Allow))
+		add(issuedUser{role: role, name: name, pub: pub, credsFile: path, perms: perms})
 		return nil
 	}
 	for _, r := range relays {
-		if err := add(RoleRelay, r, RelayPermissions(r)); err != nil {
-			return "", err
+		if err := one(RoleRelay, r, RelayPermissions(r)); err != nil {
+			return err
 		}
 	}
 	for _, a := range approvers {
-		if err := add(RoleApprover, a, ApproverPermissions(relays)); err != nil {
-			return "", err
+		if err := one(RoleApprover, a, ApproverPermissions(relays)); err != nil {
+			return err
 		}
 	}
-	b.WriteString("    ]\n  }\n}\n")
-	return b.String(), nil
+	return nil
 }
 
 // quoteList writes subjects as a configuration list of quoted strings, so

@@ -136,32 +136,12 @@ func listenAddress(cfg Config) (host string, port int, tlsOn bool, err error) {
 // is never written anywhere.
 func (h *Hub) users(cfg Config) ([]*server.NkeyUser, error) {
 	var users []*server.NkeyUser
-	add := func(role, name string, perms *server.Permissions) error {
-		if !ValidHost(name) {
-			return fmt.Errorf("hub: invalid %s name %q (letters, digits, '-' and '_')", role, name)
-		}
-		path := credsFile(cfg.CredsDir, role, name)
-		c, err := ensureCreds(path, role, name)
-		if err != nil {
-			return err
-		}
-		pub, err := c.public()
-		if err != nil {
-			return err
-		}
-		users = append(users, &server.NkeyUser{Nkey: pub, Permissions: perms})
-		h.creds[role+"-"+name] = path
-		return nil
-	}
-	for _, r := range cfg.Relays {
-		if err := add(RoleRelay, r, RelayPermissions(r)); err != nil {
-			return nil, err
-		}
-	}
-	for _, a := range cfg.Approvers {
-		if err := add(RoleApprover, a, ApproverPermissions(cfg.Relays)); err != nil {
-			return nil, err
-		}
+	err := issueUsers(cfg.CredsDir, cfg.Relays, cfg.Approvers, func(u issuedUser) {
+		users = append(users, &server.NkeyUser{Nkey: u.pub, Permissions: u.perms})
+		h.creds[u.role+"-"+u.name] = u.credsFile
+	})
+	if err != nil {
+		return nil, err
 	}
 	admin, err := nkeys.CreateUser()
 	if err != nil {
