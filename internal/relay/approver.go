@@ -515,9 +515,9 @@ func updateGrants(ctx context.Context, kv jetstream.KeyValue, session string, ch
 		} else {
 			_, err = kv.Update(ctx, key, data, rev)
 		}
-		if err == nil || ctx.Err() != nil {
-			return err
+		if !errors.Is(err, jetstream.ErrKeyExists) || ctx.Err() != nil {
+			return err // written, or refused for good (too large, not allowed)
 		}
-		// Another console changed them in between: read again.
+		// Another writer changed them in between: read again.
 	}
 }

@@ -620,7 +620,9 @@ func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 	ok := true
 	for session, grants := range unsent {
 		if err == nil {
-			err = updateGrants(ctx, *kv, session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) })
+			c, cancel := context.WithTimeout(ctx, hubTimeout)
+			err = updateGrants(c, *kv, session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) })
+			cancel()
 		}
 		if err != nil {
 			r.grants.putBack(session, grants)
