@@ -178,22 +178,7 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 		}
 	}
 	rules := make([]rule, 0, 1+len(mcpBaseline)+configCount+relocated)
-
-	def := rule{surface: CompilePattern("*", home), value: CompilePattern("*", home), action: Ask, origin: OriginBuiltin, layer: layerDefault}
-	def.ref = RuleRef{Surface: "*", Pattern: "*", Action: Ask, Origin: OriginBuiltin}
-	// U is a "*" state string; its origin is that of the "*" → "*" entry,
-	// which pi also reads from a "*" pattern map whose action it ignores.
-	if u, ok := merged.get("*"); ok {
-		if u.str != nil {
-			def.action = u.str.action
-		}
-		if e, ok := asPatterns(u).get("*"); ok {
-			def.origin, def.mapFallback = e.origin, u.str == nil
-			def.ref.Action, def.ref.Origin, def.ref.File = def.action, e.origin, e.file
-		}
-	}
-	rules = append(rules, def)
-
+	rules = append(rules, defaultRule(merged, home))
 	// The baseline is emitted only when some config rule allows mcp, and
 	// sits before the config rules so a config mcp "*" shadows it.
 	mcp := CompilePattern("mcp", home)
@@ -223,7 +208,32 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 			rules = append(rules, configRule(mcp, "mcp", r.ref.Surface, e, home))
 		}
 	}
+	return indexRules(rules, floor)
+}
 
+// defaultRule is §4.4 item 1: "*" → "*" with the action of the "*" key,
+// ask when there is none.
+func defaultRule(merged *permissions, home string) rule {
+	def := rule{surface: CompilePattern("*", home), value: CompilePattern("*", home), action: Ask, origin: OriginBuiltin, layer: layerDefault}
+	def.ref = RuleRef{Surface: "*", Pattern: "*", Action: Ask, Origin: OriginBuiltin}
+	// U is a "*" state string; its origin is that of the "*" → "*" entry,
+	// which pi also reads from a "*" pattern map whose action it ignores.
+	if u, ok := merged.get("*"); ok {
+		if u.str != nil {
+			def.action = u.str.action
+		}
+		if e, ok := asPatterns(u).get("*"); ok {
+			def.origin, def.mapFallback = e.origin, u.str == nil
+			def.ref.Action, def.ref.Origin, def.ref.File = def.action, e.origin, e.file
+		}
+	}
+	return def
+}
+
+// indexRules finishes a compiled ruleset: each rule's index and description,
+// every allow held to ask under a fail-closed floor, and the rules grouped
+// by literal surface for lookup.
+func indexRules(rules []rule, floor []Problem) *ruleset {
 	rs := &ruleset{rules: rules, bySurface: map[string]*ruleGroup{}, floor: floor}
 	plain := map[string][]int32{}
 	for i := range rs.rules {

@@ -210,8 +210,17 @@ func watchPaths(opts LoadOptions) []string {
 // floor (ruleset-semantics §2.2).
 func Load(opts LoadOptions) *Policy {
 	p := &Policy{opts: opts, agents: map[string]*ruleset{}, watch: watchPaths(opts)}
-	var shared []*permissions // global, then project scopes
-	var floor []Problem
+	shared, floor := p.loadShared()
+	agents := p.loadAgents()
+	p.composeAll(shared, floor, agents)
+	return p
+}
+
+// loadShared reads the global config, then the project's when it is trusted,
+// into the scopes every agent shares (global first); floor holds the
+// problems of project files that could not be read.
+func (p *Policy) loadShared() (shared []*permissions, floor []Problem) {
+	opts := p.opts
 	if opts.AgentDir != "" {
 		file := GlobalConfigPath(opts.AgentDir)
 		if cfg, ok := p.readConfig(file, OriginGlobal, false); ok {
@@ -219,107 +228,123 @@ func Load(opts LoadOptions) *Policy {
 			p.setYolo(cfg.yolo, file)
 		}
 	}
-	project := opts.TrustProject && opts.ProjectDir != ""
-	if project {
-		p.legacyYolo(LegacyProjectPath(opts.ProjectDir))
-		var files []*permissions
-		for i, file := range ProjectConfigPaths(opts.ProjectDir) {
-			cfg, ok := p.readConfig(file, OriginProject, true)
-			if ok {
-				if cfg.perms != nil {
-					files = append(files, cfg.perms)
-				}
-				// config.local.json may only turn yolo off (decision 0170).
-				if local := i == 1; !local || cfg.yolo != nil && !*cfg.yolo {
-					p.setYolo(cfg.yolo, file)
-				}
-			} else if n := len(p.problems); n > 0 && p.problems[n-1].File == file {
-				floor = append(floor, p.problems[n-1])
+	if !opts.TrustProject || opts.ProjectDir == "" {
+		return shared, floor
+	}
+	p.legacyYolo(LegacyProjectPath(opts.ProjectDir))
+	var files []*permissions
+	for i, file := range ProjectConfigPaths(opts.ProjectDir) {
+		cfg, ok := p.readConfig(file, OriginProject, true)
+		if ok {
+			if cfg.perms != nil {
+				files = append(files, cfg.perms)
 			}
-		}
-		// As pi (mergeUnifiedConfigs): config.local.json merges over
-		// config.json as raw files, then the one project scope is expanded
-		// and merged with the others (decision 0172).
-		if len(files) > 0 {
-			shared = appendScope(shared, mergeScopes(files))
+			// config.local.json may only turn yolo off (decision 0170).
+			if local := i == 1; !local || cfg.yolo != nil && !*cfg.yolo {
+				p.setYolo(cfg.yolo, file)
+			}
+		} else if n := len(p.problems); n > 0 && p.problems[n-1].File == file {
+			floor = append(floor, p.problems[n-1])
 		}
 	}
+	// As pi (mergeUnifiedConfigs): config.local.json merges over
+	// config.json as raw files, then the one project scope is expanded
+	// and merged with the others (decision 0172).
+	if len(files) > 0 {
+		shared = appendScope(shared, mergeScopes(files))
+	}
+	return shared, floor
+}
 
-	agentScopes := map[string][]*permissions{}
-	agentFloor := map[string][]Problem{}
-	var listFloor []Problem
-	for _, d := range agentDirs(opts) {
+// agentScopes is what the agent directories hold: each agent's scopes, the
+// problems that floor one agent, and those that floor every agent (a
+// directory that cannot be listed).
+type agentScopes struct {
+	scopes    map[string][]*permissions
+	floor     map[string][]Problem
+	listFloor []Problem
+}
+
+// loadAgents reads every agents/<name>.md of the agent directories.
+func (p *Policy) loadAgents() agentScopes {
+	a := agentScopes{scopes: map[string][]*permissions{}, floor: map[string][]Problem{}}
+	for _, d := range agentDirs(p.opts) {
 		dir, origin := d[0], d[1]
 		entries, err := os.ReadDir(dir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			pr := p.problem(dir, "the agent directory cannot be listed ("+printable(err.Error())+")", "; every agent's policy is held to ask by the fail-closed floor", true)
-			listFloor = append(listFloor, pr)
+			a.listFloor = append(a.listFloor, pr)
 			continue
 		}
 		for _, e := range entries {
-			name, isAgent := strings.CutSuffix(e.Name(), ".md")
-			if !isAgent || name == "" {
-				continue
+			if name, isAgent := strings.CutSuffix(e.Name(), ".md"); isAgent && name != "" {
+				p.loadAgent(&a, filepath.Join(dir, e.Name()), name, origin)
 			}
-			// As in pi: a dangling link is no file, but anything else under
-			// that name that cannot be read (a directory included) floors.
-			file := filepath.Join(dir, e.Name())
-			data, err := opts.read(file)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				if errors.Is(err, safefs.ErrTooLarge) {
-					p.unheld(file, name, "the agent file is over the "+strconv.Itoa(maxPolicyFileSize>>20)+" MiB permtui reads")
-				} else {
-					pr := p.problem(file, "the agent file cannot be read ("+printable(err.Error())+")", "; agent "+printable(name)+"'s policy is held to ask by the fail-closed floor", true)
-					agentFloor[name] = append(agentFloor[name], pr)
-				}
-				if _, ok := agentScopes[name]; !ok {
-					agentScopes[name] = nil // the agent exists, with no rules
-				}
-				continue
-			}
-			p.read = append(p.read, file)
-			agentScopes[name] = appendScope(agentScopes[name], agentPermissions(string(data), origin, file))
 		}
 	}
+	return a
+}
 
-	home := opts.Home
-	// Every ruleset repeats the shared rules, so the rules compiled in all
-	// are bounded, not just each file (decision 0171). What does not fit is
-	// a problem, and serve holds every allow while it lasts (decision 0052).
+// loadAgent reads one agent file into a.
+func (p *Policy) loadAgent(a *agentScopes, file, name, origin string) {
+	// As in pi: a dangling link is no file, but anything else under
+	// that name that cannot be read (a directory included) floors.
+	data, err := p.opts.read(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		if errors.Is(err, safefs.ErrTooLarge) {
+			p.unheld(file, name, "the agent file is over the "+strconv.Itoa(maxPolicyFileSize>>20)+" MiB permtui reads")
+		} else {
+			pr := p.problem(file, "the agent file cannot be read ("+printable(err.Error())+")", "; agent "+printable(name)+"'s policy is held to ask by the fail-closed floor", true)
+			a.floor[name] = append(a.floor[name], pr)
+		}
+		if _, ok := a.scopes[name]; !ok {
+			a.scopes[name] = nil // the agent exists, with no rules
+		}
+		return
+	}
+	p.read = append(p.read, file)
+	a.scopes[name] = appendScope(a.scopes[name], agentPermissions(string(data), origin, file))
+}
+
+// composeAll compiles the base ruleset and each agent's within one budget.
+// Every ruleset repeats the shared rules, so the rules compiled in all are
+// bounded, not just each file (decision 0171). What does not fit is a
+// problem, and serve holds every allow while it lasts (decision 0052).
+func (p *Policy) composeAll(shared []*permissions, floor []Problem, a agentScopes) {
+	home := p.opts.Home
 	budget := maxComposedRules
 	base := mergeScopes(shared)
 	if n := ruleCount(base); n > budget {
-		p.unheld(GlobalConfigPath(opts.AgentDir), "", "the global and project configs hold "+strconv.Itoa(n)+" rules, over the "+
+		p.unheld(GlobalConfigPath(p.opts.AgentDir), "", "the global and project configs hold "+strconv.Itoa(n)+" rules, over the "+
 			strconv.Itoa(maxComposedRules)+" permtui compiles")
 		base = newOrdered[surfaceValue]()
 	}
 	p.base = compose(base, floor, home)
 	budget -= len(p.base.rules)
 	var over []string
-	for _, name := range slices.Sorted(maps.Keys(agentScopes)) {
-		merged := mergeScopes(slices.Concat(shared, agentScopes[name]))
+	for _, name := range slices.Sorted(maps.Keys(a.scopes)) {
+		merged := mergeScopes(slices.Concat(shared, a.scopes[name]))
 		if ruleCount(merged) > budget {
 			over = append(over, name)
 			p.agents[name] = p.base // its own rules left out: the problem below says so
 			continue
 		}
-		p.agents[name] = compose(merged, slices.Concat(floor, listFloor, agentFloor[name]), home)
+		p.agents[name] = compose(merged, slices.Concat(floor, a.listFloor, a.floor[name]), home)
 		budget -= len(p.agents[name].rules)
 	}
 	for _, name := range over {
-		p.unheld(filepath.Join(opts.AgentDir, "agents"), name, "the agent files would make more than "+strconv.Itoa(maxComposedRules)+
+		p.unheld(filepath.Join(p.opts.AgentDir, "agents"), name, "the agent files would make more than "+strconv.Itoa(maxComposedRules)+
 			" rules in all with agent "+printable(name)+"'s")
 	}
-	if len(listFloor) > 0 {
+	if len(a.listFloor) > 0 {
 		p.unlisted = p.base // only with the problems that hold every allow
 		if ruleCount(base) <= budget {
-			p.unlisted = compose(base, slices.Concat(floor, listFloor), home)
+			p.unlisted = compose(base, slices.Concat(floor, a.listFloor), home)
 		}
 	}
-	return p
 }
 
 // ruleCount is about the number of rules compose makes of merged.
