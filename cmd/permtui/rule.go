@@ -39,63 +39,106 @@ var promptable = func(stdin io.Reader) bool {
 	return ok && term.IsTerminal(f.Fd())
 }
 
+// ruleAddFlags are rule add's flags.
+type ruleAddFlags struct {
+	common
+	rule                 policyedit.Rule
+	action, scope, agent string
+	values               listFlag
+	dryRun, yes          bool
+	confirmBroad         int
+}
+
+func (f *ruleAddFlags) register(fs flagSet) {
+	f.registerPolicy(fs)
+	fs.StringVar(&f.rule.Surface, "surface", "", "the rule's surface, e.g. bash, path_write, skill")
+	fs.StringVar(&f.rule.Pattern, "pattern", "", "the rule's value pattern, e.g. 'npm install *'")
+	fs.StringVar(&f.action, "action", "", "allow, ask or deny")
+	fs.StringVar(&f.rule.Reason, "reason", "", "the reason a deny gives the agent")
+	fs.StringVar(&f.scope, "scope", "global", "global, project or agent")
+	fs.StringVar(&f.agent, "agent", "", "the agent: whose file --scope agent edits, and whose view the facts are judged in")
+	fs.Var(&f.values, "value", "a match value the rule must decide (repeatable; default: the pattern's own text)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "show the diff and the coverage, write nothing")
+	fs.BoolVar(&f.yes, "yes", false, "write without asking")
+	fs.IntVar(&f.confirmBroad, "confirm-broad", -1, "with --yes: the sum of the counts a broad rule's warnings name, to write it anyway")
+}
+
 func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "add" {
 		fmt.Fprintf(stderr, "Usage: permtui %s\n", ruleAddSynopsis)
 		return errUsage
 	}
-	var c common
-	var r policyedit.Rule
-	var action, scopeFlag, agent string
-	var values listFlag
-	var dryRun, yes bool
-	confirmBroad := -1
+	var f ruleAddFlags
 	fs := newFlagSet("rule add", ruleAddSynopsis, stdout, stderr)
-	c.registerPolicy(fs)
-	fs.StringVar(&r.Surface, "surface", "", "the rule's surface, e.g. bash, path_write, skill")
-	fs.StringVar(&r.Pattern, "pattern", "", "the rule's value pattern, e.g. 'npm install *'")
-	fs.StringVar(&action, "action", "", "allow, ask or deny")
-	fs.StringVar(&r.Reason, "reason", "", "the reason a deny gives the agent")
-	fs.StringVar(&scopeFlag, "scope", "global", "global, project or agent")
-	fs.StringVar(&agent, "agent", "", "the agent: whose file --scope agent edits, and whose view the facts are judged in")
-	fs.Var(&values, "value", "a match value the rule must decide (repeatable; default: the pattern's own text)")
-	fs.BoolVar(&dryRun, "dry-run", false, "show the diff and the coverage, write nothing")
-	fs.BoolVar(&yes, "yes", false, "write without asking")
-	fs.IntVar(&confirmBroad, "confirm-broad", -1, "with --yes: the sum of the counts a broad rule's warnings name, to write it anyway")
+	f.register(fs)
 	if err := fs.parse(args[1:]); err != nil {
 		return err
 	}
-	r.Action = resolve.Action(action)
-	scope, err := policyedit.ParseScope(scopeFlag)
+	r := f.rule
+	r.Action = resolve.Action(f.action)
+	scope, err := policyedit.ParseScope(f.scope)
 	if err != nil {
 		return err
 	}
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	if err := c.resolveDefaults(); err != nil {
+	if err := f.resolveDefaults(); err != nil {
 		return err
 	}
 	// A mistyped --agent-dir would write a new tree pi never reads.
-	if err := c.checkPolicyAgentDir(); err != nil {
+	if err := f.checkPolicyAgentDir(); err != nil {
 		return err
 	}
+	values := f.values
 	if len(values) == 0 {
 		values = listFlag{r.Pattern}
 	}
-	svc := ruleService{opts: c.loadOptions(), stateDir: c.stateDir}
-	if !dryRun {
+	facts := resolve.Query{Agent: f.agent, Surface: r.Surface, Values: values}
+	svc := ruleService{opts: f.loadOptions(), stateDir: f.stateDir}
+	if !f.dryRun {
 		// Held from the read to the audit record: a second writer waits.
-		unlock, err := svc.lock(scope, agent)
+		unlock, err := svc.lock(scope, f.agent)
 		if err != nil {
 			return err
 		}
 		defer unlock()
 	}
-	p, err := svc.plan(scope, agent, r, resolve.Query{Agent: agent, Surface: r.Surface, Values: values}, nil)
+	p, err := svc.plan(scope, f.agent, r, facts, nil)
 	if err != nil {
 		return err
 	}
+	printRulePlan(stdout, r, p)
+	if f.dryRun {
+		fmt.Fprintln(stdout, "dry run: nothing written")
+		return nil
+	}
+	if err := confirm(stdin, stdout, f.yes, p.risk, f.confirmBroad, p.ch.Target.File); err != nil {
+		return err
+	}
+	// Another policy file may have changed while the person decided: write
+	// only what they saw.
+	again, err := svc.plan(scope, f.agent, r, facts, nil)
+	if err != nil {
+		return err
+	}
+	if again.digest() != p.digest() {
+		return errPolicyChanged
+	}
+	w, err := svc.write(again, "rule add")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "written: %s\n", w.File)
+	if w.Backup != "" {
+		fmt.Fprintf(stdout, "backup:  %s\n", w.Backup)
+	}
+	return nil
+}
+
+// printRulePlan shows what rule add would write and what it would decide:
+// the file, the diff, the coverage, the asks a person denied, the warnings.
+func printRulePlan(stdout io.Writer, r policyedit.Rule, p rulePlan) {
 	t := p.ch.Target
 	// The diff's context lines are the file as it is: a project config comes
 	// with the repository, so its comments may hold terminal controls.
@@ -111,32 +154,6 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	for _, reason := range p.warnings() {
 		fmt.Fprintf(stdout, "warning: %s\n", reason)
 	}
-	if dryRun {
-		fmt.Fprintln(stdout, "dry run: nothing written")
-		return nil
-	}
-	if err := confirm(stdin, stdout, yes, p.risk, confirmBroad, t.File); err != nil {
-		return err
-	}
-	// Another policy file may have changed while the person decided: write
-	// only what they saw.
-	again, err := svc.plan(scope, agent, r, resolve.Query{Agent: agent, Surface: r.Surface, Values: values}, nil)
-	if err != nil {
-		return err
-	}
-	if again.digest() != p.digest() {
-		return errPolicyChanged
-	}
-	p = again
-	w, err := svc.write(p, "rule add")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "written: %s\n", w.File)
-	if w.Backup != "" {
-		fmt.Fprintf(stdout, "backup:  %s\n", w.Backup)
-	}
-	return nil
 }
 
 // ruleLockWait bounds how long a rule edit waits for another writer of the
