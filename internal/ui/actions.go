@@ -49,28 +49,10 @@ func (m *Model) setFilter(f string) {
 	m.keepHighlightShown()
 }
 
+// queueKey acts on a key pressed over the queue.
 func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
-	shifted := m.cursorShifted
-	m.cursorShifted = false
-	if !key.Matches(msg, m.keys.ApproveOnce, m.keys.Deny, m.keys.ApproveIdentical) {
-		if m.armed != nil {
-			m.status = "" // "press … again" no longer holds
-		}
-		m.armed = nil
-	}
-	if m.decisionKey(msg) {
-		switch {
-		case shifted:
-			m.setStatus("the highlighted ask changed under you; look again, then press " + msg.String() + " again")
-			return nil
-		case m.settling():
-			m.setStatus("the highlight just changed: " + msg.String() + " is ignored for " +
-				m.opts.Settle.String() + ", look, then press it again")
-			m.statusSettle = true
-			return nil
-		}
-	} else if m.statusSettle {
-		m.status = "" // the key that was ignored is no longer the point
+	if m.keyIgnored(msg) {
+		return nil
 	}
 	switch {
 	case key.Matches(msg, m.keys.Close) && m.help.ShowAll:
@@ -136,6 +118,36 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		return m.quit(false)
 	}
 	return nil
+}
+
+// keyIgnored disarms a pending double press on any other key, and ignores
+// a decision key pressed just after the highlighted ask changed (it moved
+// under the person, or the settle time after a move has not passed), saying
+// why on the status line.
+func (m *Model) keyIgnored(msg tea.KeyMsg) bool {
+	shifted := m.cursorShifted
+	m.cursorShifted = false
+	if !key.Matches(msg, m.keys.ApproveOnce, m.keys.Deny, m.keys.ApproveIdentical) {
+		if m.armed != nil {
+			m.status = "" // "press … again" no longer holds
+		}
+		m.armed = nil
+	}
+	if m.decisionKey(msg) {
+		switch {
+		case shifted:
+			m.setStatus("the highlighted ask changed under you; look again, then press " + msg.String() + " again")
+			return true
+		case m.settling():
+			m.setStatus("the highlight just changed: " + msg.String() + " is ignored for " +
+				m.opts.Settle.String() + ", look, then press it again")
+			m.statusSettle = true
+			return true
+		}
+	} else if m.statusSettle {
+		m.status = "" // the key that was ignored is no longer the point
+	}
+	return false
 }
 
 // mouse: in the queue a click highlights a row and the wheel moves the
