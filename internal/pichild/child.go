@@ -101,29 +101,43 @@ func (c *Child) Ask(ctx context.Context, req *wire.Request) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	l := c.Layout
-	for _, dir := range []string{l.SessionDir(target), l.RequestsDir(target), l.ResponsesDir(target)} {
-		if err := safefs.MkdirPrivate(dir); err != nil {
-			res.Outcome = WriteFailed
-			return res, nil
-		}
-	}
-	requestPath, responsePath := l.RequestPath(target, r.ID), l.ResponsePath(target, r.ID)
-	if err := safefs.WriteFileAtomic(requestPath, data); err != nil {
-		c.cleanup(target)
+	if !c.post(target, r.ID, data) {
 		res.Outcome = WriteFailed
 		return res, nil
 	}
-	withdraw := func() {
-		_ = syscall.Unlink(requestPath)
-		c.cleanup(target)
+	outcome, err := c.await(ctx, target, &res)
+	// The request is withdrawn whatever the outcome.
+	_ = syscall.Unlink(c.Layout.RequestPath(target, r.ID))
+	c.cleanup(target)
+	if err != nil {
+		return res, err
 	}
-	finish := func(o Outcome) (Result, error) {
-		withdraw()
-		res.Outcome = o
-		return res, nil
-	}
+	res.Outcome = outcome
+	return res, nil
+}
 
+// post writes the request file into the target's inbox, making its
+// directories; false when it could not.
+func (c *Child) post(target, id string, data []byte) bool {
+	l := c.Layout
+	for _, dir := range []string{l.SessionDir(target), l.RequestsDir(target), l.ResponsesDir(target)} {
+		if err := safefs.MkdirPrivate(dir); err != nil {
+			return false
+		}
+	}
+	if err := safefs.WriteFileAtomic(l.RequestPath(target, id), data); err != nil {
+		c.cleanup(target)
+		return false
+	}
+	return true
+}
+
+// await polls for the response to res.RequestID until it comes (res.Raw and
+// res.Response filled), the parent stops serving, the timeout passes or
+// ctx is cancelled (the error).
+func (c *Child) await(ctx context.Context, target string, res *Result) (Outcome, error) {
+	l := c.Layout
+	responsePath := l.ResponsePath(target, res.RequestID)
 	poll, timeout := c.Poll, c.Timeout
 	if poll <= 0 {
 		poll = DefaultPoll
@@ -145,10 +159,10 @@ func (c *Child) Ask(ctx context.Context, req *wire.Request) (Result, error) {
 			if readErr == nil {
 				if cr, err := wire.ReadResponseAsChild(raw); err == nil {
 					res.Response = cr
-					return finish(Answered)
+					return Answered, nil
 				}
 			}
-			return finish(Unreadable)
+			return Unreadable, nil
 		}
 		now := c.now()
 		if c.Liveness {
@@ -157,16 +171,15 @@ func (c *Child) Ask(ctx context.Context, req *wire.Request) (Result, error) {
 			} else if notServingSince.IsZero() {
 				notServingSince = now
 			} else if now.Sub(notServingSince) >= AbandonAfter {
-				return finish(Abandoned)
+				return Abandoned, nil
 			}
 		}
 		if !now.Before(deadline) {
-			return finish(TimedOut)
+			return TimedOut, nil
 		}
 		select {
 		case <-ctx.Done():
-			withdraw()
-			return res, ctx.Err()
+			return "", ctx.Err()
 		case <-ticker.C:
 		}
 	}
