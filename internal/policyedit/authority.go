@@ -75,6 +75,36 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) ([]Loo
 		refs = append(refs, before.Rules(view)...)
 		refs = append(refs, after.Rules(view)...)
 	}
+	surfaces, err := surfaceWitnesses(refs, home)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range facts {
+		surfaces.add(q.Surface)
+	}
+	d := &diffJudge{before: before, after: after}
+	for _, s := range surfaces.list {
+		values := []string{"*"}
+		if resolve.ValueSurface(s) {
+			w := valueWitnesses(s, refs, home)
+			if w.unfinished {
+				return nil, fmt.Errorf("the patterns on %s cut more regions than permtui searches (%d states); it cannot tell what the edit loosens there", strconv.Quote(s), maxRegionStates)
+			}
+			values = w.list
+		}
+		for _, view := range views {
+			d.compareView(view, s, values, project)
+		}
+	}
+	for _, q := range facts {
+		d.compare(q)
+	}
+	return d.out, nil
+}
+
+// surfaceWitnesses are the surfaces to judge: every built-in surface, every
+// literal surface a rule names, and the witnesses of the wildcard ones.
+func surfaceWitnesses(refs []resolve.RuleRef, home string) (*witnesses, error) {
 	surfaces := newWitnesses()
 	var wildSurfaces []string
 	for _, s := range resolve.BuiltinSurfaces() {
@@ -92,64 +122,57 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) ([]Loo
 	if surfaces.unfinished {
 		return nil, fmt.Errorf("the rules' surface patterns cut more regions than permtui searches (%d states); it cannot tell what the edit loosens", maxRegionStates)
 	}
-	for _, q := range facts {
-		surfaces.add(q.Surface)
-	}
+	return surfaces, nil
+}
 
-	var out []Loosening
-	judge := func(p *resolve.Policy, q resolve.Query) resolve.Verdict {
-		return judgment.Verdict(p, judgment.FactsRequest(q), nil, nil)
+// diffJudge judges queries before and after an edit and keeps those whose
+// verdict became looser.
+type diffJudge struct {
+	before, after *resolve.Policy
+	out           []Loosening
+}
+
+// compare records q when its verdict loosened, and reports whether the edit
+// changed q's verdict at all.
+func (d *diffJudge) compare(q resolve.Query) bool {
+	b := judgment.Verdict(d.before, judgment.FactsRequest(q), nil, nil)
+	a := judgment.Verdict(d.after, judgment.FactsRequest(q), nil, nil)
+	if resolve.Restrictiveness(a.Action) < resolve.Restrictiveness(b.Action) {
+		d.out = append(d.out, Loosening{Agent: q.Agent, Surface: q.Surface, Value: strings.Join(q.Values, " | "), Before: b, After: a})
 	}
-	// compare reports whether the edit changed q's verdict at all.
-	compare := func(q resolve.Query) bool {
-		b, a := judge(before, q), judge(after, q)
-		if resolve.Restrictiveness(a.Action) < resolve.Restrictiveness(b.Action) {
-			out = append(out, Loosening{Agent: q.Agent, Surface: q.Surface, Value: strings.Join(q.Values, " | "), Before: b, After: a})
+	return a.Action != b.Action || ruleKey(a.Rule) != ruleKey(b.Rule)
+}
+
+// compareView judges each witness value of surface s in one view, then the
+// pairs of values a path is judged with.
+func (d *diffJudge) compareView(view, s string, values []string, project string) {
+	var changed []string
+	for _, v := range values {
+		if d.compare(resolve.Query{Agent: view, Surface: s, Values: []string{v}}) {
+			changed = append(changed, v)
 		}
-		return a.Action != b.Action || ruleKey(a.Rule) != ruleKey(b.Rule)
 	}
-	for _, s := range surfaces.list {
-		values := []string{"*"}
-		if resolve.ValueSurface(s) {
-			w := valueWitnesses(s, refs, home)
-			if w.unfinished {
-				return nil, fmt.Errorf("the patterns on %s cut more regions than permtui searches (%d states); it cannot tell what the edit loosens there", strconv.Quote(s), maxRegionStates)
-			}
-			values = w.list
+	if !resolve.AliasSurface(s) {
+		return
+	}
+	// A path comes with its aliases, and the highest rule matching any of
+	// them decides: a value the new rule now decides, judged beside
+	// another, can pass a deny of the other's. A path in the project comes
+	// with its project-relative alias, so that pair is judged for every
+	// witness, whether or not either value alone changed: a rule that only
+	// moved re-orders the two.
+	for _, v := range values {
+		if pair, ok := projectAliases(v, project); ok && s != "mcp" {
+			d.compare(resolve.Query{Agent: view, Surface: s, Values: pair})
 		}
-		for _, view := range views {
-			var changed []string
-			for _, v := range values {
-				if compare(resolve.Query{Agent: view, Surface: s, Values: []string{v}}) {
-					changed = append(changed, v)
-				}
-			}
-			// A path comes with its aliases, and the highest rule matching
-			// any of them decides: a value the new rule now decides,
-			// judged beside another, can pass a deny of the other's. A path
-			// in the project comes with its project-relative alias, so that
-			// pair is judged for every witness, whether or not either value
-			// alone changed: a rule that only moved re-orders the two.
-			if resolve.AliasSurface(s) {
-				for _, v := range values {
-					if pair, ok := projectAliases(v, project); ok && s != "mcp" {
-						compare(resolve.Query{Agent: view, Surface: s, Values: pair})
-					}
-				}
-				for _, c := range changed {
-					for _, v := range values {
-						if v != c {
-							compare(resolve.Query{Agent: view, Surface: s, Values: []string{v, c}})
-						}
-					}
-				}
+	}
+	for _, c := range changed {
+		for _, v := range values {
+			if v != c {
+				d.compare(resolve.Query{Agent: view, Surface: s, Values: []string{v, c}})
 			}
 		}
 	}
-	for _, q := range facts {
-		compare(q)
-	}
-	return out, nil
 }
 
 // valueWitnesses are the values to judge surface s by: the witnesses of
@@ -268,20 +291,7 @@ func regions(globs []string, trimmed bool) ([]string, bool) {
 			gs = append(gs, r)
 		}
 	}
-	var chars []rune
-	for _, g := range gs {
-		for _, c := range g {
-			if c != '*' && c != '?' && !slices.Contains(chars, c) {
-				chars = append(chars, c)
-			}
-		}
-	}
-	for _, c := range "xyzq_0" {
-		if !slices.Contains(chars, c) {
-			chars = append(chars, c)
-			break
-		}
-	}
+	chars := regionAlphabet(gs)
 	type node struct {
 		masks []uint64
 		prev  int
@@ -343,6 +353,25 @@ func regions(globs []string, trimmed bool) ([]string, bool) {
 		}
 	}
 	return out, true
+}
+
+// regionAlphabet is every character some glob names, and one none does.
+func regionAlphabet(gs [][]rune) []rune {
+	var chars []rune
+	for _, g := range gs {
+		for _, c := range g {
+			if c != '*' && c != '?' && !slices.Contains(chars, c) {
+				chars = append(chars, c)
+			}
+		}
+	}
+	for _, c := range "xyzq_0" {
+		if !slices.Contains(chars, c) {
+			chars = append(chars, c)
+			break
+		}
+	}
+	return chars
 }
 
 // step is the positions glob g can be at after c from those in mask (bit
