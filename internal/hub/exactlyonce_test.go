@@ -56,7 +56,7 @@ func TestOneDecisionPerAskEnforcedByTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := DecisionKey("alpha", AskKey("s", "r", 1))
+	key := DecisionKey("alpha", "0123456789abcdef0123456789abcdef")
 	rev, err := annKV.Create(ctx, key, []byte(`{"approver":"ann"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestOneDecisionPerAskEnforcedByTheServer(t *testing.T) {
 		}
 	}
 	// A rollup on another subject would wipe every undelivered decision.
-	other := DecisionKey("alpha", AskKey("s", "r2", 1))
+	other := DecisionKey("alpha", "fedcba9876543210fedcba9876543210")
 	m := nats.NewMsg(DecisionSubjectPrefix + other)
 	m.Header.Set("Nats-Rollup", "all")
 	m.Data = []byte(`{}`)

@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
-	"strconv"
 	"time"
 )
 
@@ -53,21 +52,13 @@ var hostRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // token and a consumer name, so only letters, digits, '-' and '_'.
 func ValidHost(name string) bool { return hostRE.MatchString(name) }
 
-// AskKey names one request on the hub, the same across relay restarts (the
-// inbox's AskID is per process): a digest of the served session, the
-// request id and its createdAt. It is a valid subject token and bucket key.
-func AskKey(session, requestID string, createdAt float64) string {
-	sum := sha256.Sum256([]byte(session + "\x00" + requestID + "\x00" + strconv.FormatFloat(createdAt, 'g', -1, 64)))
-	return hex.EncodeToString(sum[:16])
-}
-
 // SessionKey names a root session's grants in the grants bucket.
 func SessionKey(session string) string {
 	sum := sha256.Sum256([]byte(session))
 	return hex.EncodeToString(sum[:16])
 }
 
-// AskSubject carries an ask of host; GoneSubject says it was answered or
+// AskSubject carries an ask of host, key the ask's wire.RequestKey (decision 0186); GoneSubject says it was answered or
 // withdrawn; DecisionKey is its key in the decisions bucket; RelayConsumer is
 // host's durable consumer of the decisions. MsgID deduplicates a message of
 // host's about an ask (kind "ask" or "gone"): with the host in it, a relay

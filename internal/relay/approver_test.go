@@ -44,7 +44,7 @@ func (f *fakeRelay) ask(i int, command string) string {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	key := hub.AskKey(rootID, req.ID, req.CreatedAt)
+	key := wire.KeyOf(rootID, req).String()
 	f.keys[req.ID] = key
 	f.publish(hub.AskSubject(f.host, key), data)
 	return req.ID

@@ -217,7 +217,7 @@ func (c *testCluster) explain(js jetstream.JetStream, req *wire.Request) string 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	host := strings.SplitN(req.ID, "-", 2)[0]
-	key := hub.AskKey(rootID, req.ID, req.CreatedAt)
+	key := wire.KeyOf(rootID, req).String()
 	var out []string
 	if st, err := js.Stream(ctx, hub.AsksStream); err == nil {
 		_, err := st.GetLastMsgForSubject(ctx, hub.AskSubject(host, key))

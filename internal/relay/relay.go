@@ -168,7 +168,7 @@ func (r *Relay) handle(ev serve.Event) {
 
 func (r *Relay) queued(a serve.Ask) {
 	req := a.Request
-	key := hub.AskKey(a.Session, req.ID, req.CreatedAt)
+	key := wire.KeyOf(a.Session, req).String()
 	m := askMsg{Host: r.host, Session: a.Session, Path: a.Path, At: a.At.UnixMilli(), Verdict: shownVerdict(a.Verdict)}
 	raw, err := wire.MarshalRequest(req)
 	var data []byte

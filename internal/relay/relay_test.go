@@ -242,7 +242,7 @@ func TestRelayCannotActForAnotherHost(t *testing.T) {
 		t.Cleanup(cancel)
 		return ctx
 	}
-	key := hub.AskKey(rootID, "x", 1)
+	key := wire.RequestKey{Session: rootID, ID: "x", CreatedAt: 1}.String()
 	if _, err := js.Publish(short(), hub.AskSubject("beta", key), []byte(`{}`)); err == nil {
 		t.Fatal("alpha published an ask for beta")
 	}
@@ -436,6 +436,43 @@ func TestRefusedHubDecisionDeniesTheChild(t *testing.T) {
 	}
 }
 
+// The hub and the replay index of the audit log name an ask alike
+// (decision 0186): the decision a person made over the hub sits at the
+// key that the relay's audit record of it gives, so a restarted relay's
+// server replays the decision the hub holds for the same ask.
+func TestTheHubAndTheReplayIndexNameAnAskAlike(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	req := bash("alpha", 1, "npm test --watch")
+	c := alpha.ask(req)
+	a := ann.queued(t, req.ID)
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	recs := alpha.audit()
+	if len(recs) != 1 {
+		t.Fatalf("audit %+v", recs)
+	}
+	rec := recs[0]
+	if rec.RequesterSession == "" {
+		t.Fatal("the ask names no requester: the test would not tell the requester is part of the key")
+	}
+	key := wire.RequestKey{Session: rec.ServedSession, ID: rec.RequestID, Requester: rec.RequesterSession, CreatedAt: rec.CreatedAt}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	kv, err := th.admin(t).KeyValue(ctx, hub.DecisionsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, hub.DecisionKey("alpha", key.String())); err != nil {
+		t.Fatalf("no decision at the audit record's key: %v", err)
+	}
+}
+
 // The decisions bucket takes one message per ask, so whatever holds that
 // place is the ask's decision: a delete marker or a value no relay can
 // read denies the ask rather than leaving its child waiting for good.
@@ -456,7 +493,7 @@ func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
 		req := bash("alpha", i, "npm publish")
 		c := alpha.ask(req)
 		a := ann.queued(t, req.ID)
-		if err := spoil(hub.DecisionKey("alpha", hub.AskKey(rootID, req.ID, req.CreatedAt))); err != nil {
+		if err := spoil(hub.DecisionKey("alpha", wire.KeyOf(rootID, req).String())); err != nil {
 			t.Fatal(err)
 		}
 		if resp := answered(t, c); resp.Approved || !strings.HasPrefix(resp.DenialReason, RefusedPrefix) {

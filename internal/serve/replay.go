@@ -2,10 +2,8 @@ package serve
 
 import (
 	"bufio"
-	"crypto/sha256"
 	"io"
 	"os"
-	"strconv"
 
 	json "github.com/goccy/go-json"
 
@@ -23,23 +21,12 @@ import (
 // its decision out of the index: the index holds the decisions not yet
 // delivered, not the whole history (decision 0119).
 
-// deliveryKey names a request across permtui processes (an AskID names one
-// delivery within a process only). A 16-byte hash keeps the index small.
+// deliveryKey is the Sum of a request's wire.RequestKey, the identity the
+// hub uses too (decision 0186).
 type deliveryKey [16]byte
 
-func keyOf(session, requestID, requester string, createdAt float64) deliveryKey {
-	h := sha256.New()
-	for _, part := range []string{session, requestID, requester, strconv.FormatFloat(createdAt, 'g', -1, 64)} {
-		h.Write([]byte(part))
-		h.Write([]byte{0})
-	}
-	var k deliveryKey
-	copy(k[:], h.Sum(nil))
-	return k
-}
-
 func keyOfRequest(session string, req *wire.Request) deliveryKey {
-	return keyOf(session, req.ID, req.RequesterSessionID, req.CreatedAt)
+	return wire.KeyOf(session, req).Sum()
 }
 
 // linePos locates a decision line in audit.jsonl.
@@ -93,7 +80,7 @@ func indexFrom(f *os.File, off int64, idx map[deliveryKey]linePos) (int64, error
 			RequestGone      bool    `json:"requestGone"`
 		}
 		if json.Unmarshal(line, &head) == nil && head.RequestID != "" {
-			k := keyOf(head.ServedSession, head.RequestID, head.RequesterSession, head.CreatedAt)
+			k := deliveryKey(wire.RequestKey{Session: head.ServedSession, ID: head.RequestID, Requester: head.RequesterSession, CreatedAt: head.CreatedAt}.Sum())
 			switch _, seen := idx[k]; {
 			case head.Kind == "" && !seen:
 				idx[k] = linePos{off: off, n: int32(len(line))}
