@@ -187,7 +187,7 @@ func TestRequestsBeyondOneListingOfWaitingAsksAreRead(t *testing.T) {
 	h := start(t, func(c *Config) {
 		c.Poll = true
 		c.Budget.ParkedAsks = 2
-		c.listMax = 4
+		c.MaxListed = 4
 	})
 	var ids []string
 	for i := range 12 {
@@ -301,7 +301,7 @@ func TestJunkDirectoriesNeitherHideRequestsNorTakeMemoryEach(t *testing.T) {
 	const junk = 40
 	h := start(t, func(c *Config) {
 		c.Poll = true
-		c.listMax = 4
+		c.MaxListed = 4
 		early := &harness{t: t, layout: c.Layout}
 		early.send(servedID, "1791279012345-jd-0") // makes requests/
 		for i := range junk {

@@ -46,6 +46,10 @@ type Config struct {
 	// MaxDiscovered bounds how many sessions discovery serves (default
 	// DefaultMaxDiscovered): each costs a heartbeat write a second.
 	MaxDiscovered int
+	// MaxListed bounds the names one scan reads of a requests/ directory
+	// (zero: 4096, decision 0046), so memory stays flat however many files
+	// a child creates; later scans read the rest.
+	MaxListed int
 
 	Rescan            time.Duration
 	PollRescan        time.Duration
@@ -58,12 +62,6 @@ type Config struct {
 	// Budget bounds the request data held in memory (zero fields: the
 	// defaults of DefaultBudget).
 	Budget Budget
-
-	// onEmit, for tests, runs on the emitting goroutine before each event
-	// is sent.
-	onEmit func(Event)
-	// listMax, for tests, replaces maxListed.
-	listMax int
 }
 
 // eventBuffer lets a scan run ahead of a busy consumer; watchBuffer holds
@@ -229,7 +227,7 @@ func New(cfg Config) (*Inbox, error) {
 	setDefault(&cfg.ContentionRecheck, DefaultContentionRecheck)
 	setDefault(&cfg.LockRecheck, DefaultLockRecheck)
 	cfg.Budget.setDefaults()
-	setDefaultInt(&cfg.listMax, maxListed)
+	setDefaultInt(&cfg.MaxListed, maxListed)
 
 	in := &Inbox{
 		cfg:      cfg,
@@ -346,9 +344,6 @@ func (in *Inbox) Events() <-chan Event { return in.events }
 // emit sends an event; once Run's context is done, events nobody will read
 // are dropped. Callers hold no inbox lock.
 func (in *Inbox) emit(ev Event) {
-	if in.cfg.onEmit != nil {
-		in.cfg.onEmit(ev)
-	}
 	select {
 	case in.events <- ev:
 	case <-in.stopping:

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,6 +47,8 @@ type harness struct {
 	in     *Inbox
 	stop   context.CancelFunc
 	done   chan error
+
+	releaseOnce sync.Once // startHeld's events recorded
 }
 
 // start runs an inbox over a fresh forwarding root. Rescans are slow unless
@@ -75,6 +78,32 @@ func start(t *testing.T, tweak func(*Config)) *harness {
 	go func() { h.done <- in.Run(ctx) }()
 	t.Cleanup(h.shutdown)
 	return h
+}
+
+// startHeld is start with the events held: nothing reads them, and the
+// channel has no buffer, so each emit waits for the test. The test reads
+// what it needs from h.in.events, then release records the rest.
+func startHeld(t *testing.T, tweak func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, layout: wire.Layout{Root: filepath.Join(t.TempDir(), "sessions", "permission-forwarding")}, rec: testkit.NewRecorder[Event]()}
+	cfg := Config{Layout: h.layout, Sessions: []string{servedID}, Rescan: time.Hour, HeartbeatInterval: time.Hour}
+	tweak(&cfg)
+	in, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.events = make(chan Event)
+	h.in = in
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop, h.done = cancel, make(chan error, 1)
+	go func() { h.done <- in.Run(ctx) }()
+	t.Cleanup(func() { h.release(); h.shutdown() })
+	return h
+}
+
+// release records the events of a held inbox from now on (once).
+func (h *harness) release() {
+	h.releaseOnce.Do(func() { go record(h.in, h.rec) })
 }
 
 // record collects the inbox's events until the channel closes.
@@ -112,6 +141,18 @@ func (h *harness) writeRequest(session, name, body string) string {
 
 func (h *harness) send(session, id string) string {
 	return h.writeRequest(session, id+".json", requestJSON(id, session))
+}
+
+// waitUntil waits for cond, which looks at the filesystem.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func gone(t *testing.T, path string) {

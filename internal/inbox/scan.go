@@ -356,13 +356,13 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 		}
 		return ok
 	}
-	entries, truncated, err := d.reqs.List(".json", in.cfg.listMax, skip)
+	entries, truncated, err := d.reqs.List(".json", in.cfg.MaxListed, skip)
 	if err != nil {
 		in.cfg.Logger.Warn("list requests", "dir", reqDirPath, "err", err)
 		return // unknown state: do not call anything withdrawn
 	}
 	if truncated {
-		in.cfg.Logger.Warn("requests/ holds more files than one scan reads", "dir", reqDirPath, "max", in.cfg.listMax)
+		in.cfg.Logger.Warn("requests/ holds more files than one scan reads", "dir", reqDirPath, "max", in.cfg.MaxListed)
 	}
 	in.setIdle(id, len(entries) == 0 && delivered == 0)
 	in.reportDirs(id, reqDirPath, dirs, truncated)

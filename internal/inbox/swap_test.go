@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/permtui/permtui/internal/safefs"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -36,26 +37,45 @@ func mustExist(t *testing.T, path string) {
 
 func TestRequestsDirectorySwappedForASymlinkMidScanLeadsNothingOutside(t *testing.T) {
 	outside := t.TempDir()
-	victim := filepath.Join(outside, "b.json")
-	if err := os.WriteFile(victim, []byte("not a request"), 0o600); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"a.json", "b.json"} {
+		if err := os.WriteFile(filepath.Join(outside, name), []byte("not a request"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var reqDir string
-	start(t, func(c *Config) {
+	h := startHeld(t, func(c *Config) {
 		c.Poll, c.PollRescan = true, time.Hour // one scan only
 		early := &harness{t: t, layout: c.Layout}
 		early.writeRequest(servedID, "a.json", "broken")
 		early.writeRequest(servedID, "b.json", "broken too")
 		reqDir = c.Layout.RequestsDir(servedID)
-		c.onEmit = func(ev Event) {
-			// Refusing a.json is the moment between listing and b.json.
-			if inv, ok := ev.(Invalid); ok && filepath.Base(inv.Path) == "a.json" {
-				swapForSymlink(t, reqDir, outside)
+	})
+	select {
+	case ev := <-h.in.events:
+		if _, ok := ev.(Serving); !ok {
+			t.Fatalf("first event %#v, want Serving", ev)
+		}
+	case <-time.After(testkit.WaitLimit):
+		t.Fatal("not serving")
+	}
+	// The scan refuses one file, then waits to report it: that is the
+	// moment between listing and the other file.
+	first, second := "", ""
+	waitUntil(t, "one file refused", func() bool {
+		for _, pair := range [][2]string{{"a.json", "b.json"}, {"b.json", "a.json"}} {
+			if _, err := os.Lstat(filepath.Join(reqDir, pair[0])); errors.Is(err, os.ErrNotExist) {
+				first, second = pair[0], pair[1]
+				return true
 			}
 		}
-	}).rec.WaitFor(t, "b.json refused", invalidAt(filepath.Join(reqDir, "b.json")))
-	mustExist(t, victim)
-	gone(t, filepath.Join(reqDir+".moved", "b.json"))
+		return false
+	})
+	swapForSymlink(t, reqDir, outside)
+	h.release()
+	h.rec.WaitFor(t, first+" refused", invalidAt(filepath.Join(reqDir, first)))
+	h.rec.WaitFor(t, second+" refused", invalidAt(filepath.Join(reqDir, second)))
+	mustExist(t, filepath.Join(outside, second))
+	gone(t, filepath.Join(reqDir+".moved", second))
 }
 
 func TestRespondAfterRequestsBecameASymlinkWritesAndDeletesNothing(t *testing.T) {
