@@ -270,9 +270,8 @@ func fill(g, star string) string {
 }
 
 // maxRegionStates bounds the search of regions: a policy's patterns are
-// short and few, and reach a few hundred states (decision 0140). A var for
-// the test of what happens past it.
-var maxRegionStates = 20000
+// short and few, and reach a few hundred states (decision 0140).
+const maxRegionStates = 20000
 
 // regions returns, for every set of globs (* any run, ? one character)
 // that some value matches exactly — matched by those and no other — the

@@ -166,11 +166,13 @@ func TestAReorderedRulePassingADenyOnAliasesIsNamed(t *testing.T) {
 
 // TestARegionSearchCutOffRefuses: past the bound of the region search the
 // diff cannot tell what a rule loosens, so nothing is planned.
+//
+// "*a" and 15 "?" must remember which of the last 16 characters were "a":
+// 2^15 states, past the bound.
 func TestARegionSearchCutOffRefuses(t *testing.T) {
-	defer func(n int) { maxRegionStates = n }(maxRegionStates)
-	maxRegionStates = 3
 	e := newEnv(t, map[string]string{"global": `{"permission":{"bash":{"*":"ask","cat *.pem":"deny"}}}`})
-	_, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "cat site.???", Action: resolve.Allow}, "cat site.txt")
+	pattern := "*a" + strings.Repeat("?", 15)
+	_, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: pattern, Action: resolve.Allow}, "xa"+strings.Repeat("0", 15))
 	if err == nil || !strings.Contains(err.Error(), `the patterns on "bash" cut more regions than permtui searches`) {
 		t.Fatalf("Plan err = %v", err)
 	}
