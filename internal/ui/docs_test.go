@@ -2,7 +2,9 @@ package ui
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -53,6 +55,44 @@ func TestReadmeKeyTableCoversTheKeyMap(t *testing.T) {
 			if !strings.Contains(table, "`"+name+"`") && !strings.Contains(table, "`"+b.Help().Key+"`") {
 				t.Errorf("key %q (%s) is missing from the README's key table", name, km.Type().Field(i).Name)
 			}
+		}
+	}
+}
+
+// internal/ui/README.md's layout table names every file of the package and
+// no other, and every identifier it puts in backquotes is in the code, so
+// the map of the package stays true as files and functions move.
+func TestReadmeLayoutIsTheCode(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var code strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code.Write(data)
+		if !strings.HasSuffix(f, "_test.go") && !strings.Contains(string(readme), "`"+f+"`") {
+			t.Errorf("README.md's layout does not name %s", f)
+		}
+	}
+	for _, m := range regexp.MustCompile("`([A-Za-z_][A-Za-z0-9_.]*)`").FindAllStringSubmatch(string(readme), -1) {
+		name := m[1]
+		if strings.HasSuffix(name, ".go") {
+			if _, err := os.Stat(name); err != nil {
+				t.Errorf("README.md names %s, which is not a file of the package", name)
+			}
+			continue
+		}
+		ident := name[strings.LastIndex(name, ".")+1:]
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(ident) + `\b`).MatchString(code.String()) {
+			t.Errorf("README.md names %s, which the code does not", name)
 		}
 	}
 }
