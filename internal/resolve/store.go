@@ -21,9 +21,12 @@ import (
 type Store struct {
 	opts    LoadOptions
 	current atomic.Pointer[Policy]
-	mu      sync.Mutex    // serialises reloads
-	seen    string        // file metadata taken just before the current load; under mu
-	rescan  time.Duration // rescanInterval; tests lengthen it so only events reload
+	mu      sync.Mutex // serialises reloads
+	seen    string     // file metadata taken just before the current load; under mu
+
+	// Rescan is how often Watch compares the files' metadata for what
+	// events missed (NewStore sets 3 s); set it before Watch.
+	Rescan time.Duration
 }
 
 // Timings of Watch: events are debounced; the rescan is a safety net for
@@ -35,7 +38,7 @@ const (
 
 // NewStore loads the policy once.
 func NewStore(opts LoadOptions) *Store {
-	s := &Store{opts: opts, rescan: rescanInterval}
+	s := &Store{opts: opts, Rescan: rescanInterval}
 	s.Reload()
 	return s
 }
@@ -63,7 +66,7 @@ func (s *Store) Reload() *Policy {
 // (decision 0052).
 func (s *Store) Watch(ctx context.Context, onReload func(*Policy)) {
 	paths := watchPaths(s.opts)
-	w := watch.New(ctx, watch.Config{Rescan: s.rescan, Quiet: reloadDebounce}, paths...)
+	w := watch.New(ctx, watch.Config{Rescan: s.Rescan, Quiet: reloadDebounce}, paths...)
 	// The first change comes once the watches are in place: a change made
 	// after the last load but before then raised no event, so it is looked
 	// for by metadata, as on every rescan.

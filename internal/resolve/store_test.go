@@ -90,7 +90,7 @@ func TestStoreReload(t *testing.T) {
 // place: after the reload that a rewrite of the global config causes.
 func startWatch(t *testing.T, f *fixture, s *Store) <-chan *Policy {
 	t.Helper()
-	s.rescan = time.Hour
+	s.Rescan = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	reloads := make(chan *Policy, 256)
 	var wg sync.WaitGroup
@@ -183,7 +183,7 @@ func TestStoreWatchSeesAChangeMadeBeforeItStarted(t *testing.T) {
 	f.global(`{"permission":{"bash":"ask"}}`)
 	s := NewStore(f.opts)
 	f.project(`{"permission":{"bash":"deny"}}`)
-	s.rescan = time.Hour
+	s.Rescan = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	reloads := make(chan *Policy, 64)
 	var wg sync.WaitGroup
