@@ -253,7 +253,7 @@ func (s ruleService) write(p rulePlan, via string) (policyedit.Written, error) {
 		return w, err
 	}
 	r, t := p.ch.Rule, p.ch.Target
-	err = appendRuleRecord(s.stateDir, serve.RuleRecord{
+	err = serve.AppendRuleRecord(s.stateDir, serve.RuleRecord{
 		Surface: r.Surface, Pattern: r.Pattern, Action: string(r.Action), Reason: r.Reason,
 		Scope: string(t.Scope), Agent: t.Agent, File: w.File, Backup: w.Backup,
 		By: whoami(), Via: via, WrittenAt: time.Now().UnixMilli(),
@@ -264,9 +264,6 @@ func (s ruleService) write(p rulePlan, via string) (policyedit.Written, error) {
 	}
 	return w, nil
 }
-
-// appendRuleRecord records a written rule; tests make it fail.
-var appendRuleRecord = serve.AppendRuleRecord
 
 // errNotConfirmed: the person said no, or could not be asked.
 var errNotConfirmed = errors.New("nothing written")

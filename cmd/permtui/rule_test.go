@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -397,13 +396,19 @@ func TestConcurrentRuleAddsLoseNoRule(t *testing.T) {
 // rule is in force.
 func TestRuleAddSaysTheRuleWasWrittenWhenTheAuditFails(t *testing.T) {
 	e := newRuleEnv(t, commented)
-	appendRuleRecord = func(string, serve.RuleRecord) error { return errors.New("disk full") }
-	t.Cleanup(func() { appendRuleRecord = serve.AppendRuleRecord })
+	// The log reads as empty, and appending to it fails: a dangling link
+	// into a directory that does not exist (so also as root).
+	if err := os.MkdirAll(e.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(e.state, "gone", "audit.jsonl"), filepath.Join(e.state, "audit.jsonl")); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "bash", "--pattern", "ls", "--action", "allow", "--yes")...)
 	if code != 1 || strings.Contains(out, "written:") {
 		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
 	}
-	if !strings.Contains(readFile(t, e.global()), `"ls": "allow"`) || !strings.Contains(errOut, "the rule WAS written to "+e.global()) || !strings.Contains(errOut, "disk full") {
+	if !strings.Contains(readFile(t, e.global()), `"ls": "allow"`) || !strings.Contains(errOut, "the rule WAS written to "+e.global()) || !strings.Contains(errOut, "no such file or directory") {
 		t.Fatalf("the error does not say the rule is in force: %s", errOut)
 	}
 }
