@@ -5,10 +5,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 )
 
@@ -30,32 +28,19 @@ type funcLength struct {
 	lines int
 }
 
-// funcLengths measures every function of every non-test Go file of the
-// module (testdata and dot directories skipped).
+// funcLengths measures every function of every product file.
 func funcLengths(t *testing.T) []funcLength {
 	t.Helper()
 	var out []funcLength
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	for _, path := range productFiles(t) {
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		rel, err := filepath.Rel(root, path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
@@ -65,10 +50,6 @@ func funcLengths(t *testing.T) []funcLength {
 			lines := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
 			out = append(out, funcLength{name: filepath.ToSlash(rel) + ": " + funcName(fn), lines: lines})
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(out) < 100 {
 		t.Fatalf("found only %d functions under %s", len(out), root)

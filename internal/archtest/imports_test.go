@@ -29,12 +29,11 @@ type pkg struct {
 	external []string // third-party import paths (not the standard library)
 }
 
-// modulePackages parses the imports of every non-test Go file in the module
-// with go/parser (testdata and dot directories skipped).
-func modulePackages(t *testing.T) map[string]*pkg {
+// productFiles are the paths of every non-test Go file of the module
+// (testdata and dot directories skipped).
+func productFiles(t *testing.T) []string {
 	t.Helper()
-	pkgs := map[string]*pkg{}
-	fset := token.NewFileSet()
+	var files []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -45,16 +44,30 @@ func modulePackages(t *testing.T) map[string]*pkg {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
+		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			files = append(files, path)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// modulePackages parses the imports of every product file with go/parser.
+func modulePackages(t *testing.T) map[string]*pkg {
+	t.Helper()
+	pkgs := map[string]*pkg{}
+	fset := token.NewFileSet()
+	for _, path := range productFiles(t) {
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		rel, err := filepath.Rel(root, filepath.Dir(path))
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		rel = filepath.ToSlash(rel)
 		p := pkgs[rel]
@@ -65,7 +78,7 @@ func modulePackages(t *testing.T) map[string]*pkg {
 		for _, spec := range f.Imports {
 			ip, err := strconv.Unquote(spec.Path.Value)
 			if err != nil {
-				return err
+				t.Fatal(err)
 			}
 			switch {
 			case strings.HasPrefix(ip, module+"/"):
@@ -74,10 +87,6 @@ func modulePackages(t *testing.T) map[string]*pkg {
 				p.external = appendNew(p.external, ip)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, p := range pkgs {
 		sort.Strings(p.internal)

@@ -143,18 +143,6 @@ func (h *harness) send(session, id string) string {
 	return h.writeRequest(session, id+".json", requestJSON(id, session))
 }
 
-// waitUntil waits for cond, which looks at the filesystem.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testkit.WaitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func gone(t *testing.T, path string) {
 	t.Helper()
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {

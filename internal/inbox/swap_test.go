@@ -61,7 +61,7 @@ func TestRequestsDirectorySwappedForASymlinkMidScanLeadsNothingOutside(t *testin
 	// The scan refuses one file, then waits to report it: that is the
 	// moment between listing and the other file.
 	first, second := "", ""
-	waitUntil(t, "one file refused", func() bool {
+	h.eventually("one file refused", func() bool {
 		for _, pair := range [][2]string{{"a.json", "b.json"}, {"b.json", "a.json"}} {
 			if _, err := os.Lstat(filepath.Join(reqDir, pair[0])); errors.Is(err, os.ErrNotExist) {
 				first, second = pair[0], pair[1]
