@@ -45,25 +45,29 @@ func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 // errGone: the request vanished; the ask was reported withdrawn.
 var errGone = errors.New("request gone")
 
-// answerWorkers answer automatic decisions: a fixed pool, so a burst
-// creates no goroutine (and grows no stack) per request, and enough of them
-// that the audit log's group commit shares each fsync (issue 9).
-const answerWorkers = 32
-
-// answerQueue holds decided asks waiting for a worker; when it is full the
-// inbox's consumer waits, and requests wait on disk.
-const answerQueue = 1024
-
-// job is a decided ask and its answer, for a worker to write.
+// job is a decided ask and its answer.
 type job struct {
 	p   *pending
 	ans *answer
 }
 
-// answerLoop is one worker: it writes each queued answer; a
-// failed write is retried on its own goroutine, never holding a worker.
-func (s *Server) answerLoop() {
-	for j := range s.work {
+// answerAll answers jobs decided together on the caller's goroutine: their
+// decisions share one audit commit, then each response is written. An
+// answer that cannot be written is retried on its own goroutine.
+func (s *Server) answerAll(jobs []job) {
+	recs := make([]AuditRecord, 0, len(jobs))
+	for _, j := range jobs {
+		s.adoptRecorded(j.p, j.ans)
+		if !j.ans.audited {
+			recs = append(recs, j.ans.record)
+		}
+	}
+	if len(recs) > 0 && s.audit.appendAll(recs) == nil {
+		for _, j := range jobs {
+			j.ans.audited = true
+		}
+	}
+	for _, j := range jobs {
 		p, ans := j.p, j.ans
 		if err := s.attempt(p, ans); err != nil && !errors.Is(err, errGone) && !s.postpone(p, ans) {
 			go func() {
@@ -86,13 +90,7 @@ func (s *Server) answerAtExit(p *pending, ans *answer) {
 // then writes the response. Each step runs once per answer, so a retry
 // neither audits nor grants twice. Failures are reported as WriteFailed.
 func (s *Server) attempt(p *pending, ans *answer) error {
-	if !ans.audited {
-		// The log may have opened only now (it was unusable at arrival):
-		// a decision recorded by an earlier run still wins.
-		if rec, ok := s.audit.recorded(keyOfRequest(p.Session, p.Request)); ok {
-			*ans = *replayAnswer(rec)
-		}
-	}
+	s.adoptRecorded(p, ans)
 	if !ans.audited {
 		if err := s.audit.append(ans.record); err != nil {
 			s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
@@ -135,6 +133,23 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 	default:
 		s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
 		return err
+	}
+}
+
+// adoptRecorded replaces ans with the decision the log holds for the
+// request when the log could not be looked at on arrival (it was unusable
+// then and may have opened only now): a decision recorded by an earlier
+// run still wins.
+func (s *Server) adoptRecorded(p *pending, ans *answer) {
+	if ans.audited || p.logChecked {
+		return
+	}
+	rec, ok, looked := s.audit.recorded(keyOfRequest(p.Session, p.Request))
+	switch {
+	case ok:
+		*ans = *replayAnswer(rec)
+	case looked:
+		p.logChecked = true
 	}
 }
 

@@ -122,13 +122,17 @@ type Server struct {
 	stopped     bool
 	ctx         context.Context // Run's context: retries stop when it is done
 	workers     sync.WaitGroup  // answers and retries in progress
-	work        chan job        // decided answers for the worker pool
+	ready       []job           // answers decided by the inbox consumer, not yet written; only it uses them
 }
 
 type pending struct {
 	Ask
 	deciding bool // an answer is being written: no person may decide it
 	queued   bool // it was queued for a person (AskQueued was sent)
+	// logChecked: the audit log's index had no decision for it at
+	// arrival, so none can appear before it is answered (its session is
+	// ours).
+	logChecked bool
 }
 
 // answer is a decided response with what must happen before it is written.
@@ -158,7 +162,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, postponed: map[AskID]bool{}, work: make(chan job, answerQueue)}
+	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, postponed: map[AskID]bool{}}
 	icfg := cfg.Inbox
 	icfg.Layout, icfg.Sessions, icfg.Poll = cfg.Layout, cfg.Sessions, cfg.Poll
 	icfg.Now, icfg.Logger = cfg.Now, cfg.Logger
@@ -208,21 +212,12 @@ func (s *Server) Run(ctx context.Context) error {
 
 	// The inbox outlives ctx briefly: exit denials are written through it
 	// while the heartbeat still says we serve.
-	pool := make(chan struct{})
-	for range answerWorkers {
-		go func() {
-			defer func() { pool <- struct{}{} }()
-			s.answerLoop()
-		}()
-	}
 	inCtx, stopInbox := context.WithCancel(context.Background())
 	inDone := make(chan error, 1)
 	consumed := make(chan struct{})
 	go func() {
 		defer close(consumed)
-		for ev := range s.inbox.Events() {
-			s.onInbox(ev)
-		}
+		s.consume(s.inbox.Events())
 	}()
 	go func() { inDone <- s.inbox.Run(inCtx) }()
 
@@ -248,10 +243,6 @@ func (s *Server) Run(ctx context.Context) error {
 		s.answerAtExit(p, s.exitAnswer(p))
 	}
 	s.workers.Wait()
-	close(s.work) // nothing queues an answer once closing and drained
-	for range answerWorkers {
-		<-pool
-	}
 
 	stopInbox()
 	if ierr := <-inDone; err == nil {
@@ -266,10 +257,35 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// onInbox turns inbox observations into judgments and events. It runs on
-// Run's one consumer of the inbox's event channel, so deliveries are handled
-// in order and never while the inbox holds a lock; it does no IO (answers
-// are written by workers).
+// consumeBatch bounds the events taken together, so the first answer of a
+// batch waits for at most this many judgments.
+const consumeBatch = 256
+
+// consume is Run's one consumer of the inbox's events: it takes every event
+// ready at once, then answers the automatic decisions among them together
+// (one audit commit), on this goroutine: an answer costs no hand-off.
+func (s *Server) consume(events <-chan inbox.Event) {
+	for ev := range events {
+		s.onInbox(ev)
+	batch:
+		for range consumeBatch - 1 {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					break batch
+				}
+				s.onInbox(ev)
+			default:
+				break batch
+			}
+		}
+		s.answerAll(s.ready)
+		s.ready = s.ready[:0]
+	}
+}
+
+// onInbox turns inbox observations into judgments and events, in order and
+// never while the inbox holds a lock; automatic answers wait in s.ready.
 func (s *Server) onInbox(ev inbox.Event) {
 	switch ev := ev.(type) {
 	case inbox.Arrived:
@@ -344,7 +360,7 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 	if !again {
 		s.emit(Arrived{Ask: a})
 	}
-	s.work <- job{p, replayAnswer(rec)}
+	s.ready = append(s.ready, job{p, replayAnswer(rec)})
 }
 
 // emit hands an event to the front end; what happened to an ask is also
