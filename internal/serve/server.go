@@ -368,6 +368,9 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 func (s *Server) emit(ev Event) {
 	switch ev := ev.(type) {
 	case Decided:
+		if ev.Auto {
+			break // audit.jsonl has it under the same askId; a log write per answer cost a syscall each (issue 23)
+		}
 		s.cfg.Logger.Info("answered", "ask", ev.Ask.ID, "request", ev.Ask.Request.ID, "session", ev.Ask.Session,
 			"state", ev.Response.State, "auto", ev.Auto)
 	case Withdrawn:
