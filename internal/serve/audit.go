@@ -231,6 +231,8 @@ type auditLog struct {
 	lazy    *time.Timer // flushes lines nobody waits for
 	armed   bool        // lazy will fire
 
+	spare []byte // the last committed batch's buffer, for the next
+
 	// The leader alone uses these.
 	file   *os.File
 	failed bool // the last open or commit failed (reported as degraded)
@@ -467,13 +469,17 @@ func (l *auditLog) flush() {
 // lead commits l.next. l.mu is held, and released while the log is written.
 func (l *auditLog) lead() {
 	b := l.next
-	l.next = &auditBatch{}
+	l.next = &auditBatch{buf: l.spare[:0]}
+	l.spare = nil
 	l.leading = true
 	l.mu.Unlock()
 	b.err = l.commit(b)
 	l.health(b.err)
 	l.mu.Lock()
 	l.leading, b.done = false, true
+	if cap(b.buf) <= lazyMax {
+		l.spare, b.buf = b.buf, nil
+	}
 	l.cond.Broadcast()
 }
 
