@@ -5,6 +5,7 @@ package serve
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/permtui/permtui/internal/inbox"
@@ -49,6 +50,71 @@ var errGone = errors.New("request gone")
 type job struct {
 	p   *pending
 	ans *answer
+}
+
+// answerQueue holds decided answers for the answerer. The consumer never
+// waits for it: what it decides while the answerer writes (an fsync on a
+// slow disk) is answered next, together, with one audit commit.
+type answerQueue struct {
+	mu     sync.Mutex
+	jobs   []job
+	closed bool
+	ready  chan struct{} // signalled when jobs were added or the queue closed
+}
+
+func (q *answerQueue) put(jobs []job) {
+	if len(jobs) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.jobs = append(q.jobs, jobs...)
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *answerQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *answerQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for queued answers; it returns none once closed and empty.
+func (q *answerQueue) take(spare []job) []job {
+	for {
+		q.mu.Lock()
+		jobs := q.jobs
+		if len(jobs) > 0 || q.closed {
+			q.jobs = spare[:0]
+			q.mu.Unlock()
+			return jobs
+		}
+		q.mu.Unlock()
+		<-q.ready
+	}
+}
+
+// answerer writes the answers the consumer decided, a batch at a time, so
+// that judging the next requests overlaps the audit's fsync and the
+// response writes of the last ones.
+func (s *Server) answerer() {
+	var spare []job
+	for {
+		jobs := s.answering.take(spare)
+		if len(jobs) == 0 {
+			return
+		}
+		s.answerAll(jobs)
+		clear(jobs)
+		spare = jobs
+	}
 }
 
 // answerAll answers jobs decided together on the caller's goroutine: their

@@ -122,7 +122,8 @@ type Server struct {
 	stopped     bool
 	ctx         context.Context // Run's context: retries stop when it is done
 	workers     sync.WaitGroup  // answers and retries in progress
-	ready       []job           // answers decided by the inbox consumer, not yet written; only it uses them
+	ready       []job           // answers decided by the inbox consumer in its current batch; only it uses them
+	answering   answerQueue     // decided answers waiting for the answerer
 }
 
 type pending struct {
@@ -162,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, postponed: map[AskID]bool{}}
+	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, postponed: map[AskID]bool{}, answering: answerQueue{ready: make(chan struct{}, 1)}}
 	icfg := cfg.Inbox
 	icfg.Layout, icfg.Sessions, icfg.Poll = cfg.Layout, cfg.Sessions, cfg.Poll
 	icfg.Now, icfg.Logger = cfg.Now, cfg.Logger
@@ -214,10 +215,14 @@ func (s *Server) Run(ctx context.Context) error {
 	// while the heartbeat still says we serve.
 	inCtx, stopInbox := context.WithCancel(context.Background())
 	inDone := make(chan error, 1)
-	consumed := make(chan struct{})
+	consumed, answered := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(consumed)
 		s.consume(s.inbox.Events())
+	}()
+	go func() {
+		defer close(answered)
+		s.answerer()
 	}()
 	go func() { inDone <- s.inbox.Run(inCtx) }()
 
@@ -249,6 +254,8 @@ func (s *Server) Run(ctx context.Context) error {
 		err = ierr
 	}
 	<-consumed
+	s.answering.close()
+	<-answered
 	s.audit.close()
 	s.mu.Lock()
 	s.running, s.stopped = false, true
@@ -262,8 +269,8 @@ func (s *Server) Run(ctx context.Context) error {
 const consumeBatch = 256
 
 // consume is Run's one consumer of the inbox's events: it takes every event
-// ready at once, then answers the automatic decisions among them together
-// (one audit commit), on this goroutine: an answer costs no hand-off.
+// ready at once and hands the automatic decisions among them to the
+// answerer together.
 func (s *Server) consume(events <-chan inbox.Event) {
 	for ev := range events {
 		s.onInbox(ev)
@@ -279,7 +286,7 @@ func (s *Server) consume(events <-chan inbox.Event) {
 				break batch
 			}
 		}
-		s.answerAll(s.ready)
+		s.answering.put(s.ready)
 		s.ready = s.ready[:0]
 	}
 }
