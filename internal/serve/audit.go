@@ -514,29 +514,30 @@ func (l *auditLog) commit(b *auditBatch) error {
 	if err := l.open(); err != nil {
 		return err
 	}
-	st, err := l.file.Stat()
-	if err == nil {
-		_, err = l.file.Write(b.buf)
-		if err == nil && b.durable {
-			err = l.file.Sync()
-			l.syncs.Add(1)
-		}
-		if err != nil {
-			// Cut a partial batch off so the log stays line-valid.
-			_ = l.file.Truncate(st.Size())
-		}
+	n, err := l.file.Write(b.buf)
+	if err == nil && b.durable {
+		err = l.file.Sync()
+		l.syncs.Add(1)
+	}
+	st, serr := l.file.Stat()
+	switch {
+	case err != nil && serr == nil:
+		// Cut a partial batch off so the log stays line-valid.
+		_ = l.file.Truncate(st.Size() - int64(n))
+	case err == nil && serr == nil:
+		l.indexBatch(st.Size()-int64(len(b.buf)), b)
 	}
 	if err != nil {
 		_ = l.file.Close()
 		l.file = nil // reopened on the next batch
 		return fmt.Errorf("audit: %w", err)
 	}
-	l.indexBatch(st.Size(), b)
 	return nil
 }
 
 // indexBatch adds a written batch to the replay index without reading it
-// back, when the index had read everything before it.
+// back, when it begins where the index stopped reading: the file did not
+// grow by anyone else's line before, or after, it (appends only grow it).
 func (l *auditLog) indexBatch(at int64, b *auditBatch) {
 	l.idxMu.Lock()
 	defer l.idxMu.Unlock()
