@@ -383,7 +383,7 @@ func TestBinaryServesOnOneProcessorUnlessTold(t *testing.T) {
 		if tc.env != "" {
 			cmd.Env = append(cmd.Env, tc.env)
 		}
-		var stderr syncBuffer
+		var stderr testkit.SyncBuffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -414,22 +414,4 @@ func TestBinaryServesOnOneProcessorUnlessTold(t *testing.T) {
 			t.Errorf("%q: last scheduler trace %q, want %q\n%.2000s", tc.env, last, tc.want, stderr.String())
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
