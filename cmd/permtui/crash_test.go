@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -364,5 +365,53 @@ func waitUntil(t *testing.T, limit time.Duration, what string, ok func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The shipped binary serves on one processor unless GOMAXPROCS says
+// otherwise (decision 0200); the runtime's scheduler trace says which.
+func TestBinaryServesOnOneProcessorUnlessTold(t *testing.T) {
+	for _, tc := range []struct{ env, want string }{{"", "gomaxprocs=1 "}, {"GOMAXPROCS=2", "gomaxprocs=2 "}} {
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, "agent"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "serve", "--headless", "--agent-dir", filepath.Join(dir, "agent"),
+			"--state-dir", filepath.Join(dir, "state"), "--session", crashRoot, "--untrusted-project")
+		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") })
+		cmd.Env = append(cmd.Env, "PERMTUI_TEST_MAIN=1", "GODEBUG=schedtrace=1")
+		if tc.env != "" {
+			cmd.Env = append(cmd.Env, tc.env)
+		}
+		var stderr testkit.SyncBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		// A trace line a millisecond: wait for some printed while serving.
+		deadline := time.Now().Add(30 * time.Second)
+	wait:
+		for strings.Count(stderr.String(), "SCHED") < 20 && time.Now().Before(deadline) {
+			select {
+			case err := <-exited:
+				t.Fatalf("%q: permtui serve ended: %v\n%.2000s", tc.env, err, stderr.String())
+			case <-time.After(10 * time.Millisecond):
+				continue wait
+			}
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-exited
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		var last string
+		for _, line := range lines {
+			if strings.HasPrefix(line, "SCHED") {
+				last = line
+			}
+		}
+		if !strings.Contains(last, tc.want) {
+			t.Errorf("%q: last scheduler trace %q, want %q\n%.2000s", tc.env, last, tc.want, stderr.String())
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 )
@@ -40,12 +41,23 @@ Run 'permtui <command> --help' for a command's flags.
 `
 
 func main() {
+	oneProcessor()
 	// SIGINT and SIGTERM end serving cleanly: open asks are answered and the
 	// heartbeat is removed before exit.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// oneProcessor runs permtui on one processor unless GOMAXPROCS says
+// otherwise: serving is a chain of short steps handed between goroutines,
+// and on several processors each hand-off wakes another thread, which cost
+// more CPU than the steps themselves and slowed a burst (decision 0200).
+func oneProcessor() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }
 
 // run dispatches a command line until it is done or ctx ends; it returns the

@@ -13,6 +13,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
@@ -45,83 +46,135 @@ func Run(ctx context.Context, s Server, out io.Writer, ask string) error {
 	default:
 		return fmt.Errorf("headless: unknown ask policy %q (want %q or %q)", ask, Deny, Leave)
 	}
+	p := &printer{out: out}
 	events, stopping := s.Events(), ctx.Done()
 	for {
-		var ev serve.Event
 		select {
 		case <-stopping:
 			stopping, ask = nil, Leave
 			continue
-		case next, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
 				return nil
 			}
-			ev = next
-		}
-		if line := lineOf(ev); line != nil {
-			line["at"] = time.Now().UTC().Format(time.RFC3339Nano)
-			if err := writeLine(out, line); err != nil {
+			// Everything already waiting is printed with one write.
+			p.at = time.Now().UTC().Format(time.RFC3339Nano)
+			for ok {
+				if err := p.handle(s, ev, ask); err != nil {
+					return err
+				}
+				select {
+				case ev, ok = <-events:
+				default:
+					ok = false
+				}
+			}
+			if err := p.flush(); err != nil {
 				return err
 			}
 		}
-		if q, isAsk := ev.(serve.AskQueued); isAsk && ask == Deny {
-			err := s.Decide(serve.Decision{Ask: q.Ask.ID, State: wire.StateDeniedWithReason, Reason: serve.NoApproverReason, Unattended: true})
-			// Expired and stopped asks are reported by their own events, and
-			// so is an ask another approver decided first (over a hub), or
-			// one answered or withdrawn before this decision reached it.
-			if err != nil && !errors.Is(err, serve.ErrExpired) && !errors.Is(err, serve.ErrStopped) &&
-				!errors.Is(err, serve.ErrAlreadyDecided) && !errors.Is(err, serve.ErrUnknownAsk) {
-				if werr := writeLine(out, map[string]any{"event": "error", "ask": q.Ask.ID, "error": err.Error()}); werr != nil {
-					return werr
-				}
-			}
-		}
 	}
 }
 
-// writeLine prints v as one JSON line. The encoder escapes C0 controls and
-// termsafe the rest (C1 controls, bidi and other format characters), so no
-// untrusted string can drive or reorder the terminal.
-func writeLine(out io.Writer, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
+// printer collects the lines of the events taken together.
+type printer struct {
+	out io.Writer
+	buf bytes.Buffer
+	at  string // when the batch was taken
+}
+
+// handle prints ev and, with ask Deny, denies an ask that needs a person.
+func (p *printer) handle(s Server, ev serve.Event, ask string) error {
+	if line := lineOf(ev, p.at); line != nil {
+		if err := p.line(line); err != nil {
+			return err
+		}
 	}
-	_, err := out.Write(termsafe.EscapeJSON(buf.Bytes()))
+	q, isAsk := ev.(serve.AskQueued)
+	if !isAsk || ask != Deny {
+		return nil
+	}
+	err := s.Decide(serve.Decision{Ask: q.Ask.ID, State: wire.StateDeniedWithReason, Reason: serve.NoApproverReason, Unattended: true})
+	// Expired and stopped asks are reported by their own events, and
+	// so is an ask another approver decided first (over a hub), or
+	// one answered or withdrawn before this decision reached it.
+	if err != nil && !errors.Is(err, serve.ErrExpired) && !errors.Is(err, serve.ErrStopped) &&
+		!errors.Is(err, serve.ErrAlreadyDecided) && !errors.Is(err, serve.ErrUnknownAsk) {
+		return p.line(map[string]any{"event": "error", "ask": q.Ask.ID, "error": err.Error(), "at": p.at})
+	}
+	return nil
+}
+
+// line encodes v as one JSON line into the batch.
+func (p *printer) line(v any) error {
+	enc := json.NewEncoder(&p.buf)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// flush writes the batch. The encoder escapes C0 controls and termsafe the
+// rest (C1 controls, bidi and other format characters), so no untrusted
+// string can drive or reorder the terminal.
+func (p *printer) flush() error {
+	if p.buf.Len() == 0 {
+		return nil
+	}
+	_, err := p.out.Write(termsafe.EscapeJSON(p.buf.Bytes()))
+	p.buf.Reset()
 	return err
 }
 
-// lineOf is the JSON line for one event; nil for events it does not print.
-func lineOf(ev serve.Event) map[string]any {
+// askLine is the line of an ask's arrival, queueing or answer: a struct,
+// not a map, because every automatic answer prints two.
+type askLine struct {
+	Event         string               `json:"event"`
+	Ask           serve.AskID          `json:"ask"`
+	Session       string               `json:"session"`
+	ID            string               `json:"id"`
+	Agent         string               `json:"agent"`
+	Surface       string               `json:"surface"`
+	Values        *[]string            `json:"values,omitempty"` // present, maybe empty, when the ask has facts
+	Host          string               `json:"host,omitempty"`
+	Verdict       resolve.Action       `json:"verdict,omitempty"`
+	State         wire.State           `json:"state,omitempty"`
+	Approved      *bool                `json:"approved,omitempty"`
+	Reason        string               `json:"reason,omitempty"`
+	GrantWidth    string               `json:"sessionGrantWidth,omitempty"`
+	DecidedBy     *wire.DecisionSource `json:"decidedBy,omitempty"`
+	Auto          *bool                `json:"auto,omitempty"`
+	Replayed      bool                 `json:"replayed,omitempty"`
+	LatencyMicros *int64               `json:"latencyMicros,omitempty"`
+	Approver      string               `json:"approver,omitempty"`
+	At            string               `json:"at"`
+}
+
+// lineOf is the JSON line for one event at time at; nil for events it
+// does not print.
+func lineOf(ev serve.Event, at string) any {
 	switch ev := ev.(type) {
 	case serve.Arrived:
-		m := askFields("arrived", ev.Ask)
-		m["verdict"] = ev.Ask.Verdict.Action
-		return m
+		l := askFields("arrived", ev.Ask, at)
+		l.Verdict = ev.Ask.Verdict.Action
+		return l
 	case serve.AskQueued:
-		return askFields("queued", ev.Ask)
+		return askFields("queued", ev.Ask, at)
 	case serve.Decided:
-		m := askFields("decided", ev.Ask)
-		m["state"] = ev.Response.State
-		m["approved"] = ev.Response.Approved
-		if ev.Response.DenialReason != "" {
-			m["reason"] = ev.Response.DenialReason
-		}
-		if ev.Response.SessionGrantWidth != "" {
-			m["sessionGrantWidth"] = ev.Response.SessionGrantWidth
-		}
-		m["decidedBy"] = ev.Response.DecidedBy
-		m["auto"] = ev.Auto
-		if ev.Replayed {
-			m["replayed"] = true
-		}
-		m["latencyMicros"] = ev.Latency.Microseconds()
-		if ev.Approver != "" {
-			m["approver"] = ev.Approver
-		}
-		return m
+		l := askFields("decided", ev.Ask, at)
+		latency := ev.Latency.Microseconds()
+		l.State, l.Approved, l.Reason, l.GrantWidth = ev.Response.State, &ev.Response.Approved, ev.Response.DenialReason, ev.Response.SessionGrantWidth
+		l.DecidedBy, l.Auto, l.Replayed, l.LatencyMicros, l.Approver = ev.Response.DecidedBy, &ev.Auto, ev.Replayed, &latency, ev.Approver
+		return l
+	}
+	m := otherLine(ev)
+	if m != nil {
+		m["at"] = at
+	}
+	return m
+}
+
+// otherLine is the line of an event that is not about one ask.
+func otherLine(ev serve.Event) map[string]any {
+	switch ev := ev.(type) {
 	case serve.Withdrawn:
 		return map[string]any{"event": "withdrawn", "ask": ev.ID, "session": ev.Session, "pending": ev.Pending}
 	case serve.Invalid:
@@ -161,22 +214,16 @@ func lineOf(ev serve.Event) map[string]any {
 // judged (accessIntent.matchValues), as in the audit log; display text is
 // command-bearing and stays out of logs (decision 0028), so an ask without
 // facts has none.
-func askFields(event string, a serve.Ask) map[string]any {
-	m := map[string]any{
-		"event":   event,
-		"ask":     a.ID,
-		"session": a.Session,
-		"id":      a.Request.ID,
-		"agent":   a.Request.RequesterAgentName,
-		"surface": serve.SurfaceOf(a.Request),
+func askFields(event string, a serve.Ask, at string) *askLine {
+	l := &askLine{
+		Event: event, Ask: a.ID, Session: a.Session, ID: a.Request.ID,
+		Agent: a.Request.RequesterAgentName, Surface: serve.SurfaceOf(a.Request), Host: a.Host, At: at,
 	}
 	if ai := a.Request.AccessIntent; ai != nil {
-		m["values"] = nonNil(ai.MatchValues)
+		values := nonNil(ai.MatchValues)
+		l.Values = &values
 	}
-	if a.Host != "" {
-		m["host"] = a.Host
-	}
-	return m
+	return l
 }
 
 func nonNil(s []string) []string {

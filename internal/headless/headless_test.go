@@ -225,7 +225,7 @@ func TestLinesNeverCarryTheMatchedSpelling(t *testing.T) {
 		serve.Arrived{Ask: ask}, serve.AskQueued{Ask: ask},
 		serve.Decided{Ask: ask, Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: wire.UserDecision()}},
 	} {
-		data, err := json.Marshal(lineOf(ev))
+		data, err := json.Marshal(lineOf(ev, "2026-12-04T00:00:00Z"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func TestLinesCarryTimeAndValues(t *testing.T) {
 			}
 		}
 	}
-	line := lineOf(serve.PolicyStatus{NoFile: "no policy file found; looked in \"/x\""})
+	line := otherLine(serve.PolicyStatus{NoFile: "no policy file found; looked in \"/x\""})
 	if line["noFile"] != "no policy file found; looked in \"/x\"" {
 		t.Fatalf("policy line %v", line)
 	}
@@ -325,7 +325,7 @@ func TestSessionDeniesLine(t *testing.T) {
 }
 
 func TestSkippedLineCountsWhatWasNotPrinted(t *testing.T) {
-	line := lineOf(serve.Skipped{Arrived: 5, Approved: 3, Denied: 2, Invalid: 1})
+	line := otherLine(serve.Skipped{Arrived: 5, Approved: 3, Denied: 2, Invalid: 1})
 	if line["event"] != "skipped" || line["arrived"] != 5 || line["approved"] != 3 || line["denied"] != 2 || line["invalid"] != 1 {
 		t.Fatalf("skipped line %v", line)
 	}

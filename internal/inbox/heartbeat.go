@@ -404,6 +404,7 @@ func (in *Inbox) releaseLocked(ids []string, forget bool) {
 			s.beat = nil
 		}
 		s.serving, s.published, s.lock, s.dirs = false, false, nil, nil
+		in.clearBacklog(s)
 		if forget {
 			delete(in.sessions, id)
 		}

@@ -160,6 +160,7 @@ type Inbox struct {
 	cache                       bool            // directories are cached: fsnotify runs, Run has not returned
 	running                     bool
 	waiting                     int // session directories waiting for a discovery slot (reported)
+	backlogged                  int // names kept in every session's backlog
 
 	hbMu   sync.Mutex  // serializes heartbeat claims, refreshes and removal
 	hbDir  *safefs.Dir // serving/, kept open; hbMu guards
@@ -184,6 +185,7 @@ type sessionState struct {
 	junkDirs      int          // directories named *.json in requests/ (reported)
 	waiting       bool         // requests wait on disk for a free slot
 	waitingID     bool         // a request waits for its id's earlier request
+	backlog       backlog      // names seen while there was no room (backlog.go)
 }
 
 type entry struct {

@@ -55,7 +55,7 @@ func (in *Inbox) scanQueued(w *watcher) {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		if in.served(id) {
+		if in.served(id) && !in.readBacklog(id) {
 			in.scanSession(w, id, false)
 		}
 	}
@@ -373,6 +373,7 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 	}
 	if truncated {
 		listed = nil // unknown: keep what was reported
+		in.backlogIncomplete(id)
 	}
 	in.forgetVanished(id, d.reqs, listed, before)
 }
@@ -478,7 +479,10 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 	_, busy := in.inflight[path]
 	_, refused := in.reported[path]
 	s := in.sessions[session]
-	full := !in.roomToRead(s)
+	full := !busy && !refused && !in.roomToRead(s)
+	if full {
+		in.deferName(s, name)
+	}
 	in.mu.Unlock()
 	if busy || refused || full {
 		return
@@ -521,6 +525,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 		// Both would be answered through the same response file; the
 		// second waits until the first is done.
 		s.waitingID = true
+		in.deferName(s, name)
 		in.mu.Unlock()
 		return
 	}

@@ -3,9 +3,11 @@ package safefs
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -25,6 +27,30 @@ var transientRetryWaits = []time.Duration{10 * time.Millisecond, 20 * time.Milli
 
 // tempSeq tells apart temp files this process creates in the same millisecond.
 var tempSeq atomic.Uint64
+
+// pid names this process's temp files (os.Getpid is a syscall each time).
+var pid = strconv.Itoa(os.Getpid())
+
+// umaskNarrows: the umask takes read or write from a 0600 file's owner, so
+// each written file is given 0600 explicitly. Read once from
+// /proc/self/status (setting the umask to read it would race with files
+// created meanwhile); where that cannot be read, always.
+var umaskNarrows = readUmask()&0o600 != 0
+
+func readUmask() uint32 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0o777
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+				return uint32(m)
+			}
+		}
+	}
+	return 0o777
+}
 
 // WriteFileAtomic writes data to path atomically (see Dir.WriteFileAtomic).
 // The parent directory is opened following symlinks: use it for the user's
@@ -110,8 +136,7 @@ func readRegular(dirfd int, path, name string, max int64, extraFlags int) ([]byt
 	if err != nil {
 		return nil, FileID{}, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
+	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, FileID{}, &os.PathError{Op: "fstat", Path: path, Err: err}
@@ -122,14 +147,38 @@ func readRegular(dirfd int, path, name string, max int64, extraFlags int) ([]byt
 	if st.Size > max {
 		return nil, FileID{}, fmt.Errorf("%s: %w (%d > %d bytes)", path, ErrTooLarge, st.Size, max)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	data, err := readUpTo(fd, st.Size, max)
 	if err != nil {
-		return nil, FileID{}, err
+		return nil, FileID{}, &os.PathError{Op: "read", Path: path, Err: err}
 	}
 	if int64(len(data)) > max {
 		return nil, FileID{}, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrTooLarge, max)
 	}
 	return data, fileIDOf(&st), nil
+}
+
+// readUpTo reads fd to its end, or to one byte past max. A regular file
+// read short is at its end, so a file of the size fstat gave takes one
+// read.
+func readUpTo(fd int, size, max int64) ([]byte, error) {
+	buf := make([]byte, 0, min(size, max)+1)
+	for int64(len(buf)) <= max {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, int(min(int64(cap(buf)), max+1-int64(len(buf)))))
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+		if len(buf) < cap(buf) {
+			return buf, nil
+		}
+	}
+	return buf, nil
 }
 
 // OpenAppendPrivate opens path for appending, created 0600, without

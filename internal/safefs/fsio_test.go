@@ -7,12 +7,19 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
-// withUmask runs f under a given umask; tests using it must not be parallel.
+// withUmask runs f under a given umask, read again as at start; tests using
+// it must not be parallel.
 func withUmask(mask int, f func()) {
 	old := syscall.Umask(mask)
-	defer syscall.Umask(old)
+	umaskNarrows = readUmask()&0o600 != 0
+	defer func() {
+		syscall.Umask(old)
+		umaskNarrows = readUmask()&0o600 != 0
+	}()
 	f()
 }
 
@@ -55,13 +62,13 @@ func TestWriteFileAtomicTempNameAndFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	unix.Close(f)
 	// A second temp in the same millisecond must not collide.
 	f2, tmp2, err := d.createTemp("r.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f2.Close()
+	unix.Close(f2)
 	for _, name := range []string{tmp, tmp2} {
 		if !strings.HasPrefix(name, "r.json.") || strings.HasSuffix(name, ".json") || !strings.HasSuffix(name, ".tmp") {
 			t.Errorf("temp name %s", name)

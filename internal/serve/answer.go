@@ -5,6 +5,7 @@ package serve
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/permtui/permtui/internal/inbox"
@@ -45,26 +46,118 @@ func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 // errGone: the request vanished; the ask was reported withdrawn.
 var errGone = errors.New("request gone")
 
-// answerWorkers answer automatic decisions: a fixed pool, so a burst
-// creates no goroutine (and grows no stack) per request, and enough of them
-// that the audit log's group commit shares each fsync (issue 9).
-const answerWorkers = 32
-
-// answerQueue holds decided asks waiting for a worker; when it is full the
-// inbox's consumer waits, and requests wait on disk.
-const answerQueue = 1024
-
-// job is a decided ask and its answer, for a worker to write.
+// job is a decided ask and its answer.
 type job struct {
 	p   *pending
 	ans *answer
 }
 
-// answerLoop is one worker: it writes each queued answer; a
-// failed write is retried on its own goroutine, never holding a worker.
-func (s *Server) answerLoop() {
-	for j := range s.work {
-		p, ans := j.p, j.ans
+// answerQueue holds decided answers for the answerer. The consumer never
+// waits for it: what it decides while the answerer writes (an fsync on a
+// slow disk) is answered next, together, with one audit commit.
+type answerQueue struct {
+	mu     sync.Mutex
+	jobs   []job
+	closed bool
+	ready  chan struct{} // signalled when jobs were added or the queue closed
+}
+
+func (q *answerQueue) put(jobs []job) {
+	if len(jobs) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.jobs = append(q.jobs, jobs...)
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *answerQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *answerQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for queued answers; it returns none once closed and empty.
+func (q *answerQueue) take(spare []job) []job {
+	for {
+		q.mu.Lock()
+		jobs := q.jobs
+		if len(jobs) > 0 || q.closed {
+			q.jobs = spare[:0]
+			q.mu.Unlock()
+			return jobs
+		}
+		q.mu.Unlock()
+		<-q.ready
+	}
+}
+
+// answerer writes the answers the consumer decided, a batch at a time, so
+// that judging the next requests overlaps the audit's fsync and the
+// response writes of the last ones.
+func (s *Server) answerer() {
+	var spare []job
+	for {
+		jobs := s.answering.take(spare)
+		if len(jobs) == 0 {
+			return
+		}
+		s.answerAll(jobs)
+		clear(jobs)
+		spare = jobs
+	}
+}
+
+// answerAll answers jobs decided together on the caller's goroutine: their
+// decisions share one audit commit, then each response is written. An
+// answer that cannot be written is retried on its own goroutine.
+func (s *Server) answerAll(jobs []job) {
+	recs := make([]AuditRecord, 0, len(jobs))
+	for _, j := range jobs {
+		s.adoptRecorded(j.p, j.ans)
+		if !j.ans.audited {
+			recs = append(recs, j.ans.record)
+		}
+	}
+	if len(recs) > 0 && s.audit.appendAll(recs) == nil {
+		for _, j := range jobs {
+			j.ans.audited = true
+		}
+	}
+	writers := min(maxWriters, len(jobs)/writerShare)
+	if writers < 2 {
+		s.writeAll(jobs, 0, 1)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() { s.writeAll(jobs, w, writers) })
+	}
+	wg.Wait()
+}
+
+// A large batch's responses are written by up to maxWriters goroutines,
+// each taking at least writerShare of them: on a disk a response write
+// waits for the journal, and writes wait together (on tmpfs they are short
+// and stay on the one processor).
+const (
+	maxWriters  = 4
+	writerShare = 16
+)
+
+// writeAll writes every n-th answer of jobs from the first.
+func (s *Server) writeAll(jobs []job, first, n int) {
+	for i := first; i < len(jobs); i += n {
+		p, ans := jobs[i].p, jobs[i].ans
 		if err := s.attempt(p, ans); err != nil && !errors.Is(err, errGone) && !s.postpone(p, ans) {
 			go func() {
 				defer s.workers.Done()
@@ -86,13 +179,7 @@ func (s *Server) answerAtExit(p *pending, ans *answer) {
 // then writes the response. Each step runs once per answer, so a retry
 // neither audits nor grants twice. Failures are reported as WriteFailed.
 func (s *Server) attempt(p *pending, ans *answer) error {
-	if !ans.audited {
-		// The log may have opened only now (it was unusable at arrival):
-		// a decision recorded by an earlier run still wins.
-		if rec, ok := s.audit.recorded(keyOfRequest(p.Session, p.Request)); ok {
-			*ans = *replayAnswer(rec)
-		}
-	}
+	s.adoptRecorded(p, ans)
 	if !ans.audited {
 		if err := s.audit.append(ans.record); err != nil {
 			s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
@@ -135,6 +222,23 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 	default:
 		s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
 		return err
+	}
+}
+
+// adoptRecorded replaces ans with the decision the log holds for the
+// request when the log could not be looked at on arrival (it was unusable
+// then and may have opened only now): a decision recorded by an earlier
+// run still wins.
+func (s *Server) adoptRecorded(p *pending, ans *answer) {
+	if ans.audited || p.logChecked {
+		return
+	}
+	rec, ok, looked := s.audit.recorded(keyOfRequest(p.Session, p.Request))
+	switch {
+	case ok:
+		*ans = *replayAnswer(rec)
+	case looked:
+		p.logChecked = true
 	}
 }
 

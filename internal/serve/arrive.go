@@ -14,7 +14,8 @@ import (
 )
 
 func (s *Server) arrive(ev inbox.Arrived) {
-	if rec, ok := s.audit.recorded(keyOfRequest(ev.Session, ev.Request)); ok {
+	rec, ok, looked := s.audit.recorded(keyOfRequest(ev.Session, ev.Request))
+	if ok {
 		s.replay(ev, rec)
 		return
 	}
@@ -29,7 +30,7 @@ func (s *Server) arrive(ev inbox.Arrived) {
 		s.mu.Unlock()
 		return
 	}
-	p := &pending{Ask: a, deciding: a.Verdict.Action != resolve.Ask}
+	p := &pending{Ask: a, deciding: a.Verdict.Action != resolve.Ask, logChecked: looked}
 	p.queued = !p.deciding
 	if p.queued && !s.inbox.Park(a.ID) {
 		// Beyond the memory budget: it waits on disk, and the inbox
@@ -49,7 +50,7 @@ func (s *Server) arrive(ev inbox.Arrived) {
 		s.emit(AskQueued{Ask: a})
 		return
 	}
-	s.work <- job{p, s.ruleAnswer(p)}
+	s.ready = append(s.ready, job{p, s.ruleAnswer(p)})
 }
 
 // judge applies the recorded authority. A request without facts always goes
@@ -112,7 +113,7 @@ func (s *Server) withdrawn(w inbox.Withdrawn) {
 func (s *Server) recordExpiry(p *pending) {
 	rec := s.record(p, "", &answer{})
 	rec.Kind = AuditExpired
-	s.audit.appendAsync(rec)
+	s.audit.appendLazy(rec)
 }
 
 // ruleAnswer answers from the verdict of the recorded authority.
@@ -165,6 +166,7 @@ func (s *Server) rejudge() {
 	}
 	s.mu.Unlock()
 	sortByID(waiting)
+	var jobs []job
 	for _, p := range waiting {
 		v := s.judge(p.ID, p.Session, p.Request)
 		if v.Action == resolve.Ask {
@@ -178,8 +180,9 @@ func (s *Server) rejudge() {
 		p.deciding, p.Verdict = true, v
 		s.workers.Add(1)
 		s.mu.Unlock()
-		s.work <- job{p, s.ruleAnswer(p)}
+		jobs = append(jobs, job{p, s.ruleAnswer(p)})
 	}
+	s.answerAll(jobs)
 }
 
 // PolicyLoaded reports a (re)loaded policy and re-judges pending asks.

@@ -212,18 +212,30 @@ func readAuditLine(line []byte, fn func(AuditRecord), expiries bool) int {
 // errAuditClosed: the audit log was closed (the server stopped).
 var errAuditClosed = errors.New("audit log closed")
 
-// auditLog appends records with group commit: one writer goroutine takes
-// every record queued while the previous fsync ran and makes the whole batch
-// durable with one write and one fsync.
+// auditLog appends records with group commit, the way databases commit: a
+// caller whose record must be durable either leads a commit (one write and
+// one fsync for every line waiting) or waits for the commit in progress and
+// then leads the next. No goroutine sits between a decision and its fsync,
+// so an automatic answer costs no hand-off (issue 23). Lines whose loss is
+// harmless (delivered, expired) ride the next commit.
 type auditLog struct {
 	path   string
-	queue  chan auditEntry
-	done   chan struct{}
-	stop   chan struct{}
-	file   *os.File
 	report func(Event)  // repairs and the log's health, for the front end
 	syncs  atomic.Int64 // fsyncs done, for benchmarks
-	failed bool         // the last open or commit failed (reported as degraded)
+
+	mu      sync.Mutex
+	cond    *sync.Cond  // a commit finished
+	next    *auditBatch // the lines of the next commit
+	leading bool        // a commit is in progress
+	closed  bool
+	lazy    *time.Timer // flushes lines nobody waits for
+	armed   bool        // lazy will fire
+
+	spare []byte // the last committed batch's buffer, for the next
+
+	// The leader alone uses these.
+	file   *os.File
+	failed bool // the last open or commit failed (reported as degraded)
 
 	idxMu     sync.Mutex
 	index     map[deliveryKey]linePos // the first decision recorded for each request
@@ -231,23 +243,37 @@ type auditLog struct {
 	indexed   int64                   // how far the index has read it
 }
 
-type auditEntry struct {
-	line []byte
-	errc chan error
+// auditBatch is one commit: its lines, what they mean to the index, and
+// the outcome its waiters read.
+type auditBatch struct {
+	buf     []byte
+	notes   []indexNote
+	durable bool // a caller waits for the fsync
+	done    bool
+	err     error
 }
+
+// indexNote is what a line of a batch changes in the replay index.
+type indexNote struct {
+	key  deliveryKey
+	off  int64 // within the batch
+	n    int32
+	gone bool // a delivered line saying the request cannot come again
+}
+
+// lazyFlush bounds how long a line nobody waits for stays in memory when
+// no decision follows it; lazyMax bounds how much waits.
+const (
+	lazyFlush = time.Second
+	lazyMax   = 64 << 10
+)
 
 // newAuditLog opens the log at once, so a state directory that cannot hold
 // it is reported as degraded before the first request, not per request.
 func newAuditLog(stateDir string, report func(Event)) *auditLog {
-	l := &auditLog{
-		path:   filepath.Join(stateDir, "audit.jsonl"),
-		queue:  make(chan auditEntry, 256),
-		done:   make(chan struct{}),
-		stop:   make(chan struct{}),
-		report: report,
-	}
+	l := &auditLog{path: filepath.Join(stateDir, "audit.jsonl"), report: report, next: &auditBatch{}}
+	l.cond = sync.NewCond(&l.mu)
 	l.health(l.open())
-	go l.writer()
 	return l
 }
 
@@ -286,7 +312,7 @@ func (l *auditLog) open() error {
 	l.idxMu.Lock()
 	defer l.idxMu.Unlock()
 	if l.indexFile == nil {
-		// A file of its own: the writer closes and reopens l.file.
+		// A file of its own: the leader closes and reopens l.file.
 		rf, err := os.Open(l.path)
 		if err != nil {
 			_ = f.Close()
@@ -350,48 +376,127 @@ func repairTail(f *os.File, path string) (string, int, error) {
 }
 
 // append returns once rec is on stable storage, or with the reason it is not.
-func (l *auditLog) append(rec AuditRecord) error {
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("audit: encode: %w", err)
+func (l *auditLog) append(rec AuditRecord) error { return l.appendAll([]AuditRecord{rec}) }
+
+// appendAll makes recs durable with one commit (shared with whatever else
+// is waiting), or returns why none of them is.
+func (l *auditLog) appendAll(recs []AuditRecord) error {
+	lines := make([][]byte, len(recs))
+	for i, rec := range recs {
+		line, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("audit: encode: %w", err)
+		}
+		lines[i] = line
 	}
-	e := auditEntry{line: append(line, '\n'), errc: make(chan error, 1)}
-	select {
-	case l.queue <- e:
-	case <-l.stop:
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
 		return errAuditClosed
 	}
-	select {
-	case err := <-e.errc:
-		return err
-	case <-l.done:
-		select {
-		case err := <-e.errc: // committed just before the writer stopped
-			return err
-		default:
-			return errAuditClosed
+	b := l.next
+	for i, line := range lines {
+		b.add(line, decisionNote(recs[i]))
+	}
+	b.durable = true
+	for !b.done {
+		if l.leading {
+			l.cond.Wait()
+		} else {
+			l.lead()
 		}
 	}
+	return b.err
 }
 
-// appendAsync queues v for the next batch without waiting for it; a record
-// that cannot be queued or written is lost (only for lines whose loss is
-// harmless, see Server.delivered).
-func (l *auditLog) appendAsync(v any) {
+// decisionNote indexes a decision line as indexFrom would.
+func decisionNote(rec AuditRecord) indexNote {
+	if rec.Kind != "" || rec.RequestID == "" {
+		return indexNote{n: -1}
+	}
+	return indexNote{key: keyOf(rec.ServedSession, rec.RequestID, rec.RequesterSession, rec.CreatedAt)}
+}
+
+// appendLazy queues v for the next commit without waiting for it; a line
+// that cannot be written is lost (only for lines whose loss is harmless,
+// see Server.delivered). delivered lines carry the key they release.
+func (l *auditLog) appendLazy(v any) {
 	line, err := json.Marshal(v)
 	if err != nil {
 		return
 	}
-	select {
-	case l.queue <- auditEntry{line: append(line, '\n'), errc: make(chan error, 1)}:
-	case <-l.stop:
+	note := indexNote{n: -1}
+	if d, ok := v.(AuditDelivery); ok && d.RequestGone {
+		note = indexNote{key: keyOf(d.ServedSession, d.RequestID, d.RequesterSession, d.CreatedAt), gone: true}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.next.add(line, note)
+	switch {
+	case len(l.next.buf) >= lazyMax && !l.leading:
+		l.lead()
+	case l.armed:
+	case l.lazy == nil:
+		l.armed, l.lazy = true, time.AfterFunc(lazyFlush, l.flush)
+	default:
+		l.armed = true
+		l.lazy.Reset(lazyFlush)
 	}
 }
 
-// close stops the writer after the batch in progress; later appends fail.
+// add appends one line; a note with n < 0 means the index ignores it.
+func (b *auditBatch) add(line []byte, note indexNote) {
+	if note.n >= 0 {
+		note.off, note.n = int64(len(b.buf)), int32(len(line)+1)
+		b.notes = append(b.notes, note)
+	}
+	b.buf = append(append(b.buf, line...), '\n')
+}
+
+// flush commits the lines nobody waits for.
+func (l *auditLog) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed = false
+	for len(l.next.buf) > 0 && !l.leading {
+		l.lead()
+	}
+}
+
+// lead commits l.next. l.mu is held, and released while the log is written.
+func (l *auditLog) lead() {
+	b := l.next
+	l.next = &auditBatch{buf: l.spare[:0]}
+	l.spare = nil
+	l.leading = true
+	l.mu.Unlock()
+	b.err = l.commit(b)
+	l.health(b.err)
+	l.mu.Lock()
+	l.leading, b.done = false, true
+	if cap(b.buf) <= lazyMax {
+		l.spare, b.buf = b.buf, nil
+	}
+	l.cond.Broadcast()
+}
+
+// close commits what is queued; later appends fail.
 func (l *auditLog) close() {
-	close(l.stop)
-	<-l.done
+	l.mu.Lock()
+	l.closed = true
+	if l.lazy != nil {
+		l.lazy.Stop()
+	}
+	for l.leading {
+		l.cond.Wait()
+	}
+	if len(l.next.buf) > 0 {
+		l.lead()
+	}
+	l.mu.Unlock()
 	if l.file != nil {
 		_ = l.file.Close()
 	}
@@ -402,58 +507,25 @@ func (l *auditLog) close() {
 	}
 }
 
-func (l *auditLog) writer() {
-	defer close(l.done)
-	for {
-		var batch []auditEntry
-		select {
-		case first := <-l.queue:
-			batch = append(batch, first)
-		case <-l.stop:
-			// Lines queued before close (delivery records) are still written.
-			select {
-			case first := <-l.queue:
-				batch = append(batch, first)
-			default:
-				return
-			}
-		}
-	drain:
-		for {
-			select {
-			case e := <-l.queue:
-				batch = append(batch, e)
-			default:
-				break drain
-			}
-		}
-		err := l.commit(batch)
-		l.health(err)
-		for _, e := range batch {
-			e.errc <- err
-		}
-	}
-}
-
-func (l *auditLog) commit(batch []auditEntry) error {
+// commit writes one batch, fsyncs it when someone waits for it, and
+// indexes its lines when nothing else was appended since the index last
+// looked (else the next recorded reads them from the file).
+func (l *auditLog) commit(b *auditBatch) error {
 	if err := l.open(); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	for _, e := range batch {
-		buf.Write(e.line)
+	n, err := l.file.Write(b.buf)
+	if err == nil && b.durable {
+		err = l.file.Sync()
+		l.syncs.Add(1)
 	}
-	st, err := l.file.Stat()
-	if err == nil {
-		_, err = l.file.Write(buf.Bytes())
-		if err == nil {
-			err = l.file.Sync()
-			l.syncs.Add(1)
-		}
-		if err != nil {
-			// Cut a partial batch off so the log stays line-valid.
-			_ = l.file.Truncate(st.Size())
-		}
+	st, serr := l.file.Stat()
+	switch {
+	case err != nil && serr == nil:
+		// Cut a partial batch off so the log stays line-valid.
+		_ = l.file.Truncate(st.Size() - int64(n))
+	case err == nil && serr == nil:
+		l.indexBatch(st.Size()-int64(len(b.buf)), b)
 	}
 	if err != nil {
 		_ = l.file.Close()
@@ -461,4 +533,23 @@ func (l *auditLog) commit(batch []auditEntry) error {
 		return fmt.Errorf("audit: %w", err)
 	}
 	return nil
+}
+
+// indexBatch adds a written batch to the replay index without reading it
+// back, when it begins where the index stopped reading: the file did not
+// grow by anyone else's line before, or after, it (appends only grow it).
+func (l *auditLog) indexBatch(at int64, b *auditBatch) {
+	l.idxMu.Lock()
+	defer l.idxMu.Unlock()
+	if l.indexFile == nil || l.indexed != at {
+		return
+	}
+	for _, note := range b.notes {
+		if note.gone {
+			delete(l.index, note.key)
+		} else if _, seen := l.index[note.key]; !seen {
+			l.index[note.key] = linePos{off: at + note.off, n: note.n}
+		}
+	}
+	l.indexed = at + int64(len(b.buf))
 }

@@ -202,7 +202,7 @@ func (s *Server) recordRevocation(rec AuditRecord) {
 	s.mu.Unlock()
 	if audit != nil {
 		rec.Kind, rec.DecidedAt = AuditRevoked, s.cfg.Now().UnixMilli()
-		audit.appendAsync(rec)
+		audit.appendLazy(rec)
 	}
 }
 

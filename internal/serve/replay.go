@@ -92,14 +92,15 @@ func indexFrom(f *os.File, off int64, idx map[deliveryKey]linePos) (int64, error
 	}
 }
 
-// recorded returns the decision the log holds for the request, if any. It
-// first indexes what was appended since the last look, by this process or
-// by another permtui that served the session before it.
-func (l *auditLog) recorded(k deliveryKey) (AuditRecord, bool) {
+// recorded returns the decision the log holds for the request, if any, and
+// whether the index could be looked at. It first indexes what was appended
+// since the last look, by another permtui that served the session before
+// it (this process's own lines are indexed as they are committed).
+func (l *auditLog) recorded(k deliveryKey) (rec AuditRecord, ok, looked bool) {
 	l.idxMu.Lock()
 	if l.indexFile == nil {
 		l.idxMu.Unlock()
-		return AuditRecord{}, false
+		return AuditRecord{}, false, false
 	}
 	if st, err := l.indexFile.Stat(); err == nil && st.Size() > l.indexed {
 		if off, err := indexFrom(l.indexFile, l.indexed, l.index); err == nil {
@@ -110,17 +111,16 @@ func (l *auditLog) recorded(k deliveryKey) (AuditRecord, bool) {
 	f := l.indexFile
 	l.idxMu.Unlock()
 	if !ok {
-		return AuditRecord{}, false
+		return AuditRecord{}, false, true
 	}
 	line := make([]byte, pos.n)
 	if _, err := f.ReadAt(line, pos.off); err != nil {
-		return AuditRecord{}, false
+		return AuditRecord{}, false, true
 	}
-	var rec AuditRecord
 	if json.Unmarshal(line, &rec) != nil {
-		return AuditRecord{}, false
+		return AuditRecord{}, false, true
 	}
-	return rec, true
+	return rec, true, true
 }
 
 // replayAnswer is the answer a recorded decision gave: audited already, its
@@ -149,7 +149,7 @@ func replayAnswer(rec AuditRecord) *answer {
 // in a crash only means the request, if still there, is answered again with
 // the same decision.
 func (s *Server) delivered(p *pending, resp wire.Response, replayed bool) {
-	s.audit.appendAsync(AuditDelivery{
+	s.audit.appendLazy(AuditDelivery{
 		Kind: deliveryKind, AskID: p.ID, RequestID: p.Request.ID, ServedSession: p.Session,
 		RequesterSession: p.Request.RequesterSessionID, CreatedAt: p.Request.CreatedAt,
 		State: resp.State, Approved: resp.Approved, DeliveredAt: resp.RespondedAt, Replayed: replayed,

@@ -122,13 +122,18 @@ type Server struct {
 	stopped     bool
 	ctx         context.Context // Run's context: retries stop when it is done
 	workers     sync.WaitGroup  // answers and retries in progress
-	work        chan job        // decided answers for the worker pool
+	ready       []job           // answers decided by the inbox consumer in its current batch; only it uses them
+	answering   answerQueue     // decided answers waiting for the answerer
 }
 
 type pending struct {
 	Ask
 	deciding bool // an answer is being written: no person may decide it
 	queued   bool // it was queued for a person (AskQueued was sent)
+	// logChecked: the audit log's index had no decision for it at
+	// arrival, so none can appear before it is answered (its session is
+	// ours).
+	logChecked bool
 }
 
 // answer is a decided response with what must happen before it is written.
@@ -158,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, postponed: map[AskID]bool{}, work: make(chan job, answerQueue)}
+	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, postponed: map[AskID]bool{}, answering: answerQueue{ready: make(chan struct{}, 1)}}
 	icfg := cfg.Inbox
 	icfg.Layout, icfg.Sessions, icfg.Poll = cfg.Layout, cfg.Sessions, cfg.Poll
 	icfg.Now, icfg.Logger = cfg.Now, cfg.Logger
@@ -208,21 +213,16 @@ func (s *Server) Run(ctx context.Context) error {
 
 	// The inbox outlives ctx briefly: exit denials are written through it
 	// while the heartbeat still says we serve.
-	pool := make(chan struct{})
-	for range answerWorkers {
-		go func() {
-			defer func() { pool <- struct{}{} }()
-			s.answerLoop()
-		}()
-	}
 	inCtx, stopInbox := context.WithCancel(context.Background())
 	inDone := make(chan error, 1)
-	consumed := make(chan struct{})
+	consumed, answered := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(consumed)
-		for ev := range s.inbox.Events() {
-			s.onInbox(ev)
-		}
+		s.consume(s.inbox.Events())
+	}()
+	go func() {
+		defer close(answered)
+		s.answerer()
 	}()
 	go func() { inDone <- s.inbox.Run(inCtx) }()
 
@@ -248,16 +248,14 @@ func (s *Server) Run(ctx context.Context) error {
 		s.answerAtExit(p, s.exitAnswer(p))
 	}
 	s.workers.Wait()
-	close(s.work) // nothing queues an answer once closing and drained
-	for range answerWorkers {
-		<-pool
-	}
 
 	stopInbox()
 	if ierr := <-inDone; err == nil {
 		err = ierr
 	}
 	<-consumed
+	s.answering.close()
+	<-answered
 	s.audit.close()
 	s.mu.Lock()
 	s.running, s.stopped = false, true
@@ -266,10 +264,35 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// onInbox turns inbox observations into judgments and events. It runs on
-// Run's one consumer of the inbox's event channel, so deliveries are handled
-// in order and never while the inbox holds a lock; it does no IO (answers
-// are written by workers).
+// consumeBatch bounds the events taken together, so the first answer of a
+// batch waits for at most this many judgments.
+const consumeBatch = 256
+
+// consume is Run's one consumer of the inbox's events: it takes every event
+// ready at once and hands the automatic decisions among them to the
+// answerer together.
+func (s *Server) consume(events <-chan inbox.Event) {
+	for ev := range events {
+		s.onInbox(ev)
+	batch:
+		for range consumeBatch - 1 {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					break batch
+				}
+				s.onInbox(ev)
+			default:
+				break batch
+			}
+		}
+		s.answering.put(s.ready)
+		s.ready = s.ready[:0]
+	}
+}
+
+// onInbox turns inbox observations into judgments and events, in order and
+// never while the inbox holds a lock; automatic answers wait in s.ready.
 func (s *Server) onInbox(ev inbox.Event) {
 	switch ev := ev.(type) {
 	case inbox.Arrived:
@@ -344,7 +367,7 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 	if !again {
 		s.emit(Arrived{Ask: a})
 	}
-	s.work <- job{p, replayAnswer(rec)}
+	s.ready = append(s.ready, job{p, replayAnswer(rec)})
 }
 
 // emit hands an event to the front end; what happened to an ask is also
@@ -352,6 +375,9 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 func (s *Server) emit(ev Event) {
 	switch ev := ev.(type) {
 	case Decided:
+		if ev.Auto {
+			break // audit.jsonl has it under the same askId; a log write per answer cost a syscall each (issue 23)
+		}
 		s.cfg.Logger.Info("answered", "ask", ev.Ask.ID, "request", ev.Ask.Request.ID, "session", ev.Ask.Session,
 			"state", ev.Response.State, "auto", ev.Auto)
 	case Withdrawn:

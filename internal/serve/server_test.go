@@ -568,3 +568,49 @@ func TestUnattendedDecisionMayOnlyDeny(t *testing.T) {
 		t.Fatalf("%+v", resp)
 	}
 }
+
+// The replay index takes a committed batch's lines from memory only when no
+// other writer appended around it; lines another permtui appended (a rule,
+// another server's decision) are read from the file, and every decision is
+// found where it is.
+func TestAuditIndexFindsDecisionsAroundForeignAppends(t *testing.T) {
+	dir := t.TempDir()
+	l := newAuditLog(dir, func(Event) {})
+	defer l.close()
+	rec := func(id string) AuditRecord {
+		return AuditRecord{RequestID: id, ServedSession: "s", RequesterSession: "c", CreatedAt: 1, State: wire.StateApproved, Approved: true}
+	}
+	foreign := func(rec AuditRecord) {
+		line, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, "audit.jsonl"), os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.Write(append(line, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.append(rec("a")); err != nil {
+		t.Fatal(err)
+	}
+	foreign(rec("x"))
+	if err := l.appendAll([]AuditRecord{rec("b"), rec("c")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := AppendRuleRecord(dir, RuleRecord{Surface: "bash", Pattern: "ls", Action: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.append(rec("d")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "x", "b", "c", "d"} {
+		got, ok, looked := l.recorded(keyOf("s", id, "c", 1))
+		if !ok || !looked || got.RequestID != id {
+			t.Errorf("recorded(%s) = %+v, %v, %v", id, got, ok, looked)
+		}
+	}
+}
