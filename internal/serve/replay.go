@@ -25,6 +25,11 @@ import (
 // hub uses too (decision 0186).
 type deliveryKey [16]byte
 
+// keyOf is the index key of an audit line's request.
+func keyOf(session, requestID, requester string, createdAt float64) deliveryKey {
+	return deliveryKey(wire.RequestKey{Session: session, ID: requestID, Requester: requester, CreatedAt: createdAt}.Sum())
+}
+
 func keyOfRequest(session string, req *wire.Request) deliveryKey {
 	return wire.KeyOf(session, req).Sum()
 }
@@ -80,7 +85,7 @@ func indexFrom(f *os.File, off int64, idx map[deliveryKey]linePos) (int64, error
 			RequestGone      bool    `json:"requestGone"`
 		}
 		if json.Unmarshal(line, &head) == nil && head.RequestID != "" {
-			k := deliveryKey(wire.RequestKey{Session: head.ServedSession, ID: head.RequestID, Requester: head.RequesterSession, CreatedAt: head.CreatedAt}.Sum())
+			k := keyOf(head.ServedSession, head.RequestID, head.RequesterSession, head.CreatedAt)
 			switch _, seen := idx[k]; {
 			case head.Kind == "" && !seen:
 				idx[k] = linePos{off: off, n: int32(len(line))}
