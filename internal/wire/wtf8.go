@@ -3,6 +3,8 @@ package wire
 import (
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/permtui/permtui/internal/jsonparse"
 )
 
 // Strings keep what JavaScript keeps (decision 0175). A JavaScript string is
@@ -10,13 +12,12 @@ import (
 // Go string holds it in the generalized UTF-8 of WTF-8: the three bytes
 // ED A0..BF 80..BF, which valid UTF-8 never contains. A surrogate pair is
 // always the four-byte UTF-8 of its code point, so equal JavaScript strings
-// have equal Go bytes. This file is that representation's one home.
+// have equal Go bytes. This file is that representation's home (the JSON
+// reader, internal/jsonparse, writes it as it decodes).
 
 // AppendSurrogate appends the WTF-8 form of the surrogate unit u
-// (0xD800..0xDFFF).
-func AppendSurrogate(b []byte, u uint16) []byte {
-	return append(b, 0xED, 0xA0|byte(u>>6&0x1F), 0x80|byte(u&0x3F))
-}
+// (0xD800..0xDFFF); the JSON reader writes it, so it is defined there.
+func AppendSurrogate(b []byte, u uint16) []byte { return jsonparse.AppendSurrogate(b, u) }
 
 // SurrogateAt decodes the WTF-8 surrogate that starts s, if one does.
 func SurrogateAt(s string) (u uint16, ok bool) {
@@ -85,7 +86,7 @@ func ToValidWTF8(s string) string {
 // string values hold the surrogates as WTF-8, as JSON.parse keeps them. A
 // text that is not valid JSON is returned as it is.
 func KeepLoneSurrogates(data []byte) []byte {
-	if !validJSON(data) {
+	if _, err := decodeJSON(data); err != nil {
 		return data
 	}
 	return keepLoneSurrogates(data)
@@ -159,20 +160,8 @@ func hexEscape(b []byte) (uint16, bool) {
 	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
 		return 0, false
 	}
-	var u uint16
-	for _, c := range b[2:6] {
-		switch {
-		case c >= '0' && c <= '9':
-			u = u<<4 | uint16(c-'0')
-		case c >= 'a' && c <= 'f':
-			u = u<<4 | uint16(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			u = u<<4 | uint16(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return u, true
+	u, ok := jsonparse.Hex4(string(b[2:6]))
+	return uint16(u), ok
 }
 
 // JSString is a string that JSON output writes as JSON.stringify does: a
