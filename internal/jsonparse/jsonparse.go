@@ -7,7 +7,6 @@ package jsonparse
 
 import (
 	"fmt"
-	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -36,11 +35,34 @@ type Value struct {
 	Bool bool
 	// Str is a string's contents or a number's literal text (numbers beyond
 	// float64 stay readable: the caller decides what they mean).
-	Str     string
-	Items   []Value
-	Members []Member // first-seen key order, each key once with its last value
+	Str string
 	// Start and End are the value's bytes in the text, [Start, End).
 	Start, End int
+	// c holds a container's elements behind a pointer, so a scalar (most
+	// values of a large text) is small.
+	c *container
+}
+
+type container struct {
+	items   []Value
+	members []Member
+}
+
+// Items are an array's values.
+func (v Value) Items() []Value {
+	if v.c == nil {
+		return nil
+	}
+	return v.c.items
+}
+
+// Members are an object's members in first-seen key order, each key once
+// with its last value.
+func (v Value) Members() []Member {
+	if v.c == nil {
+		return nil
+	}
+	return v.c.members
 }
 
 // Member is one key of an object with its value.
@@ -53,9 +75,10 @@ type Member struct {
 // Get is the value of key in an object; Absent when v is no object or lacks
 // the key.
 func (v Value) Get(key string) Value {
-	for i := range v.Members {
-		if v.Members[i].Key == key {
-			return v.Members[i].Value
+	members := v.Members()
+	for i := range members {
+		if members[i].Key == key {
+			return members[i].Value
 		}
 	}
 	return Value{}
@@ -72,10 +95,9 @@ func (e *SyntaxError) Error() string {
 }
 
 // Parse reads text as one JSON value with at most maxDepth objects and
-// arrays nested. A
-// byte of invalid UTF-8 in a string reads as U+FFFD (as encoding/json does;
-// a caller wanting Node's decoding decodes the text first). A leading BOM is
-// refused, as JSON.parse refuses U+FEFF.
+// arrays nested. A byte of invalid UTF-8 in a string reads as U+FFFD (as
+// encoding/json does; a caller wanting Node's decoding decodes the text
+// first). A leading BOM is refused, as JSON.parse refuses U+FEFF.
 func Parse(text string, maxDepth int) (Value, error) {
 	p := parser{s: text, maxDepth: maxDepth}
 	p.space()
@@ -96,8 +118,51 @@ type parser struct {
 	maxDepth int
 	// Open containers gather their elements here; each is copied out once,
 	// at its exact size, when it closes.
-	members []Member
-	items   []Value
+	members stack[Member]
+	items   stack[Value]
+}
+
+// chunkLen is how many elements a chunk of a stack holds.
+const chunkLen = 1024
+
+// stack keeps its elements in chunks that never move, so a container of
+// many elements costs no copying while it grows, only the one copy out.
+type stack[T any] struct {
+	chunks [][]T
+	n      int
+}
+
+func (s *stack[T]) push(v T) {
+	c := s.n / chunkLen
+	if c == len(s.chunks) {
+		s.chunks = append(s.chunks, nil)
+		if c > 0 { // the first chunk grows as needed: most texts are small
+			s.chunks[c] = make([]T, 0, chunkLen)
+		}
+	}
+	s.chunks[c] = append(s.chunks[c], v)
+	s.n++
+}
+
+func (s *stack[T]) at(i int) *T { return &s.chunks[i/chunkLen][i%chunkLen] }
+
+// take returns the elements from base on, at their exact size.
+func (s *stack[T]) take(base int) []T {
+	out := make([]T, 0, s.n-base)
+	for i := base; i < s.n; {
+		chunk := s.chunks[i/chunkLen][i%chunkLen:]
+		out = append(out, chunk...)
+		i += len(chunk)
+	}
+	return out
+}
+
+// truncate drops the elements from n on.
+func (s *stack[T]) truncate(n int) {
+	for c := n / chunkLen; c*chunkLen < s.n; c++ {
+		s.chunks[c] = s.chunks[c][:max(n-c*chunkLen, 0)]
+	}
+	s.n = n
 }
 
 func (p *parser) fail(format string, args ...any) error {
@@ -128,10 +193,16 @@ func (p *parser) value(depth int) (Value, error) {
 	switch c := p.s[p.i]; {
 	case c == '{':
 		v.Kind = Object
-		v.Members, err = p.object(depth)
+		var members []Member
+		if members, err = p.object(depth); len(members) > 0 {
+			v.c = &container{members: members}
+		}
 	case c == '[':
 		v.Kind = Array
-		v.Items, err = p.array(depth)
+		var items []Value
+		if items, err = p.array(depth); len(items) > 0 {
+			v.c = &container{items: items}
+		}
 	case c == '"':
 		v.Kind = String
 		v.Str, err = p.str()
@@ -175,8 +246,8 @@ func (p *parser) object(depth int) ([]Member, error) {
 		p.i++
 		return nil, nil
 	}
-	base := len(p.members)
-	defer func() { p.members = p.members[:base] }()
+	base := p.members.n
+	defer p.members.truncate(base)
 	var index map[string]int
 	for {
 		p.space()
@@ -197,7 +268,7 @@ func (p *parser) object(depth int) ([]Member, error) {
 		if m.Value, err = p.value(depth + 1); err != nil {
 			return nil, err
 		}
-		p.members, index = addMember(p.members, base, index, m)
+		index = addMember(&p.members, base, index, m)
 		p.space()
 		if p.i >= len(p.s) {
 			return nil, p.fail("unexpected end of input in an object")
@@ -207,7 +278,7 @@ func (p *parser) object(depth int) ([]Member, error) {
 			p.i++
 		case '}':
 			p.i++
-			return slices.Clone(p.members[base:]), nil
+			return p.members.take(base), nil
 		default:
 			return nil, p.fail("expected ',' or '}' in an object")
 		}
@@ -217,29 +288,29 @@ func (p *parser) object(depth int) ([]Member, error) {
 // addMember adds m to the object whose members start at base, or gives an
 // earlier member of its key m's value and spans in place, as JSON.parse
 // keeps a repeated key where it first stood.
-func addMember(members []Member, base int, index map[string]int, m Member) ([]Member, map[string]int) {
+func addMember(members *stack[Member], base int, index map[string]int, m Member) map[string]int {
 	at, found := index[m.Key]
-	for i := base; index == nil && i < len(members); i++ {
-		if members[i].Key == m.Key {
+	for i := base; index == nil && i < members.n; i++ {
+		if members.at(i).Key == m.Key {
 			at, found = i, true
 			break
 		}
 	}
 	if found {
-		members[at] = m
-		return members, index
+		*members.at(at) = m
+		return index
 	}
-	members = append(members, m)
+	members.push(m)
 	switch {
 	case index != nil:
-		index[m.Key] = len(members) - 1
-	case len(members)-base > indexFrom:
-		index = make(map[string]int, 2*(len(members)-base))
-		for i := base; i < len(members); i++ {
-			index[members[i].Key] = i
+		index[m.Key] = members.n - 1
+	case members.n-base > indexFrom:
+		index = make(map[string]int, 2*(members.n-base))
+		for i := base; i < members.n; i++ {
+			index[members.at(i).Key] = i
 		}
 	}
-	return members, index
+	return index
 }
 
 func (p *parser) array(depth int) ([]Value, error) {
@@ -247,17 +318,17 @@ func (p *parser) array(depth int) ([]Value, error) {
 	p.space()
 	if p.i < len(p.s) && p.s[p.i] == ']' {
 		p.i++
-		return []Value{}, nil
+		return nil, nil
 	}
-	base := len(p.items)
-	defer func() { p.items = p.items[:base] }()
+	base := p.items.n
+	defer p.items.truncate(base)
 	for {
 		p.space()
 		item, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
-		p.items = append(p.items, item)
+		p.items.push(item)
 		p.space()
 		if p.i >= len(p.s) {
 			return nil, p.fail("unexpected end of input in an array")
@@ -267,7 +338,7 @@ func (p *parser) array(depth int) ([]Value, error) {
 			p.i++
 		case ']':
 			p.i++
-			return slices.Clone(p.items[base:]), nil
+			return p.items.take(base), nil
 		default:
 			return nil, p.fail("expected ',' or ']' in an array")
 		}
@@ -386,13 +457,13 @@ func (p *parser) escape(b []byte) ([]byte, error) {
 	default:
 		return nil, p.fail("invalid escape \\%c", esc)
 	}
-	r, ok := Hex4(p.s[p.i:])
+	r, ok := hex4(p.s[p.i:])
 	if !ok {
 		return nil, p.fail("invalid \\u escape")
 	}
 	p.i += 4
 	if utf16.IsSurrogate(r) && r < 0xDC00 && len(p.s)-p.i >= 6 && p.s[p.i] == '\\' && p.s[p.i+1] == 'u' {
-		if lo, ok := Hex4(p.s[p.i+2:]); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+		if lo, ok := hex4(p.s[p.i+2:]); ok && lo >= 0xDC00 && lo <= 0xDFFF {
 			p.i += 6
 			return utf8.AppendRune(b, utf16.DecodeRune(r, lo)), nil
 		}
@@ -403,8 +474,8 @@ func (p *parser) escape(b []byte) ([]byte, error) {
 	return utf8.AppendRune(b, r), nil
 }
 
-// Hex4 decodes the four hex digits that start s, those of a \u escape.
-func Hex4(s string) (rune, bool) {
+// hex4 decodes the four hex digits that start s.
+func hex4(s string) (rune, bool) {
 	if len(s) < 4 {
 		return 0, false
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	stdjson "encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -51,10 +52,10 @@ func TestDuplicateKeysLastWins(t *testing.T) {
 		}
 		b.WriteString(`,"dup":2}`)
 		v := parse(t, b.String())
-		if len(v.Members) != n+1 || v.Members[0].Key != "dup" || v.Get("dup").Str != "2" {
-			t.Fatalf("%d keys: members %d, first %q, dup %q", n, len(v.Members), v.Members[0].Key, v.Get("dup").Str)
+		if len(v.Members()) != n+1 || v.Members()[0].Key != "dup" || v.Get("dup").Str != "2" {
+			t.Fatalf("%d keys: members %d, first %q, dup %q", n, len(v.Members()), v.Members()[0].Key, v.Get("dup").Str)
 		}
-		if at := v.Members[0].KeyStart; b.String()[at:at+5] != `"dup"` || at == 1 {
+		if at := v.Members()[0].KeyStart; b.String()[at:at+5] != `"dup"` || at == 1 {
 			t.Errorf("%d keys: the repeated key's span starts at %d, want its last place", n, at)
 		}
 	}
@@ -69,16 +70,16 @@ func TestSpans(t *testing.T) {
 	if text[v.Start:v.End] != `{"a" : [1, "x\n", {"b":null}], "c":true }` {
 		t.Errorf("root span %q", text[v.Start:v.End])
 	}
-	a := v.Members[0]
+	a := v.Members()[0]
 	if text[a.KeyStart:a.KeyStart+3] != `"a"` || text[a.Value.Start:a.Value.End] != `[1, "x\n", {"b":null}]` {
 		t.Errorf("member a: key at %d, value %q", a.KeyStart, text[a.Value.Start:a.Value.End])
 	}
 	for i, want := range []string{`1`, `"x\n"`, `{"b":null}`} {
-		if it := a.Value.Items[i]; text[it.Start:it.End] != want {
+		if it := a.Value.Items()[i]; text[it.Start:it.End] != want {
 			t.Errorf("item %d span %q, want %q", i, text[it.Start:it.End], want)
 		}
 	}
-	if c := v.Members[1].Value; text[c.Start:c.End] != "true" || !c.Bool || c.Kind != Bool {
+	if c := v.Members()[1].Value; text[c.Start:c.End] != "true" || !c.Bool || c.Kind != Bool {
 		t.Errorf("c = %+v", c)
 	}
 }
@@ -102,8 +103,8 @@ func TestStrings(t *testing.T) {
 			t.Errorf("Parse(%s) = %q, want %q", text, v.Str, want)
 		}
 	}
-	if v := parse(t, `{"\ud800":1}`); v.Members[0].Key != string(AppendSurrogate(nil, 0xD800)) {
-		t.Errorf("a key's lone surrogate: %q", v.Members[0].Key)
+	if v := parse(t, `{"\ud800":1}`); v.Members()[0].Key != string(AppendSurrogate(nil, 0xD800)) {
+		t.Errorf("a key's lone surrogate: %q", v.Members()[0].Key)
 	}
 }
 
@@ -166,15 +167,15 @@ func generic(v Value) any {
 	case String:
 		return surrogatesReplaced(v.Str)
 	case Array:
-		out := make([]any, len(v.Items))
-		for i, e := range v.Items {
+		out := make([]any, len(v.Items()))
+		for i, e := range v.Items() {
 			out[i] = generic(e)
 		}
 		return out
 	}
 	// Two keys may meet once their surrogates are replaced: the later in
 	// the text wins, as it does for encoding/json.
-	members := slices.SortedFunc(slices.Values(v.Members), func(a, b Member) int { return a.KeyStart - b.KeyStart })
+	members := slices.SortedFunc(slices.Values(v.Members()), func(a, b Member) int { return a.KeyStart - b.KeyStart })
 	out := map[string]any{}
 	for _, m := range members {
 		out[surrogatesReplaced(m.Key)] = generic(m.Value)
@@ -205,4 +206,33 @@ func stdDecode(data []byte) (any, error) {
 	var v any
 	err := dec.Decode(&v)
 	return v, err
+}
+
+// Containers of more elements than a chunk, nested in and beside each other,
+// read as encoding/json reads them.
+func TestLargeContainers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"big":[`)
+	for i := range 3 * chunkLen {
+		fmt.Fprintf(&b, `{"n":%d,"a":[%d,"s"],"k%d":true},`, i, i, i%3)
+	}
+	b.WriteString(`null],"keys":{`)
+	for i := range 2*chunkLen + 5 {
+		fmt.Fprintf(&b, `"k%d":[%d],`, i%(2*chunkLen), i)
+	}
+	b.WriteString(`"last":{}},"after":[[],[1,[2]]]}`)
+	v := parse(t, b.String())
+	want, err := stdDecode([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(generic(v), want) {
+		t.Error("a text of large containers reads differently from encoding/json")
+	}
+	if n := len(v.Get("big").Items()); n != 3*chunkLen+1 {
+		t.Errorf("big has %d items", n)
+	}
+	if keys := v.Get("keys"); len(keys.Members()) != 2*chunkLen+1 || keys.Get("k0").Items()[0].Str != "2048" {
+		t.Errorf("keys: %d members, k0 = %+v", len(keys.Members()), keys.Get("k0"))
+	}
 }

@@ -113,7 +113,7 @@ func listOf(item func(jsonparse.Value) error) func(jsonparse.Value) error {
 		if v.Kind != jsonparse.Array {
 			return fmt.Errorf("is %s, not an array", v.Kind)
 		}
-		for i, it := range v.Items {
+		for i, it := range v.Items() {
 			if err := item(it); err != nil {
 				return fmt.Errorf("[%d] %w", i, err)
 			}

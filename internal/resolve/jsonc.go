@@ -176,14 +176,14 @@ func parseJSON(text string) (jsonparse.Value, error) {
 // members are an object's keys and values in JavaScript order (the reader
 // keeps each key once, where it first stood).
 func members(v jsonparse.Value) ([]string, []jsonparse.Value) {
-	ks := make([]string, len(v.Members))
-	for i, m := range v.Members {
+	ks := make([]string, len(v.Members()))
+	for i, m := range v.Members() {
 		ks[i] = m.Key
 	}
 	order := jsOrder(ks, 0)
 	keys, vals := make([]string, len(order)), make([]jsonparse.Value, len(order))
 	for i, at := range order {
-		keys[i], vals[i] = ks[at], v.Members[at].Value
+		keys[i], vals[i] = ks[at], v.Members()[at].Value
 	}
 	return keys, vals
 }

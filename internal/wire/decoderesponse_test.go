@@ -29,7 +29,7 @@ func DecodeResponse(data []byte) (Response, error) {
 	if !ok {
 		return r, errors.New("not a JSON object")
 	}
-	for _, m := range o.Members {
+	for _, m := range o.Members() {
 		if !responseKeys[m.Key] {
 			return r, fmt.Errorf("unknown key %q", m.Key)
 		}

@@ -39,7 +39,9 @@ func asString(v jsonparse.Value) (string, bool) {
 
 func asBool(v jsonparse.Value) (bool, bool) { return v.Bool, v.Kind == jsonparse.Bool }
 
-func asArray(v jsonparse.Value) ([]jsonparse.Value, bool) { return v.Items, v.Kind == jsonparse.Array }
+func asArray(v jsonparse.Value) ([]jsonparse.Value, bool) {
+	return v.Items(), v.Kind == jsonparse.Array
+}
 
 // asNullableString accepts a string or null; the key must be present.
 func asNullableString(o object, key string) (*string, bool) {

@@ -100,11 +100,11 @@ func KeepLoneSurrogates(data []byte) []byte {
 		case v.Kind == jsonparse.String && HasSurrogate(v.Str):
 			kept = append(kept, v)
 		case v.Kind == jsonparse.Array:
-			for _, e := range v.Items {
+			for _, e := range v.Items() {
 				walk(e)
 			}
 		case v.Kind == jsonparse.Object:
-			for _, m := range v.Members {
+			for _, m := range v.Members() {
 				walk(m.Value)
 			}
 		}

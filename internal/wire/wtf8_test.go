@@ -69,7 +69,7 @@ func TestDecodeJSONKeepsLoneSurrogates(t *testing.T) {
 	}
 	// Nested values keep theirs, and so do keys, as in JSON.parse.
 	v, err := decodeJSON([]byte(`{"\ud800" : ["\udfff", {"k\udfff":"\\\ud800"}]}`))
-	arr := v.Get(string(AppendSurrogate(nil, 0xD800))).Items
+	arr := v.Get(string(AppendSurrogate(nil, 0xD800))).Items()
 	if err != nil || len(arr) != 2 || arr[0].Str != string(AppendSurrogate(nil, 0xDFFF)) ||
 		arr[1].Get("k"+string(AppendSurrogate(nil, 0xDFFF))).Str != `\`+string(AppendSurrogate(nil, 0xD800)) {
 		t.Errorf("keys and nested values: %#v, %v", v, err)
