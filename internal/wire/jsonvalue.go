@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+	"strings"
 
 	json "github.com/goccy/go-json"
 
@@ -30,11 +31,14 @@ func present(v jsonparse.Value) bool { return v.Kind != jsonparse.Absent }
 
 func asObject(v jsonparse.Value) (object, bool) { return v, v.Kind == jsonparse.Object }
 
+// asString reads a JSON string as a copy: the reader's strings share the
+// text, which a kept request must not hold (a short id from a 1 MiB file
+// would keep the megabyte alive).
 func asString(v jsonparse.Value) (string, bool) {
 	if v.Kind != jsonparse.String {
 		return "", false
 	}
-	return v.Str, true
+	return strings.Clone(v.Str), true
 }
 
 func asBool(v jsonparse.Value) (bool, bool) { return v.Bool, v.Kind == jsonparse.Bool }
@@ -49,7 +53,7 @@ func asNullableString(o object, key string) (*string, bool) {
 	case jsonparse.Null:
 		return nil, true
 	case jsonparse.String:
-		s := v.Str
+		s, _ := asString(v)
 		return &s, true
 	}
 	return nil, false
