@@ -204,10 +204,14 @@ func TestArchitectureTableIsTheImportGraph(t *testing.T) {
 // TestImportRules holds the rules of decision 0002 whatever the table says.
 func TestImportRules(t *testing.T) {
 	pkgs := modulePackages(t)
-	// The leaves: the protocol, and the filesystem, watch and terminal
+	// The leaves: the JSON reader, and the filesystem, watch and terminal
 	// helpers, import no package of the module, so everything depends
-	// inward on them and never the other way.
-	for _, leaf := range []string{"internal/wire", "internal/safefs", "internal/watch", "internal/termsafe", "internal/testkit"} {
+	// inward on them and never the other way; the protocol imports only
+	// the JSON reader.
+	if p, ok := pkgs["internal/wire"]; !ok || !slices.Equal(p.internal, []string{"internal/jsonparse"}) {
+		t.Errorf("internal/wire imports %v; it may import only internal/jsonparse", p)
+	}
+	for _, leaf := range []string{"internal/jsonparse", "internal/safefs", "internal/watch", "internal/termsafe", "internal/testkit"} {
 		p, ok := pkgs[leaf]
 		if !ok {
 			t.Errorf("leaf package %s is gone: update this test and decision 0002", leaf)

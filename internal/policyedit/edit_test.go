@@ -212,3 +212,18 @@ func TestAMovedMemberKeepsItsComments(t *testing.T) {
 		}
 	}
 }
+
+// The editor finds keys where pi's parser does: U+0085 is no JavaScript
+// space, so "\u0085bash" is another surface, and the edit adds a bash line
+// rather than rewriting that one.
+func TestEditFrontmatterReadsKeysAsPi(t *testing.T) {
+	text := "---\npermission:\n  \u0085bash: deny\n---\n"
+	out, err := editFrontmatter(text, Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "---\npermission:\n  \u0085bash: deny\n  bash:\n    \"ls\": allow\n---\n"
+	if out != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}

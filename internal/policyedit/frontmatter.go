@@ -5,177 +5,134 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/permtui/permtui/internal/resolve"
 )
 
-// fmLine is one line of an agent file's frontmatter that pi's parser reads.
-type fmLine struct {
-	indent int
-	key    string // quotes peeled, as pi reads it
-	value  string // trimmed, quotes kept
-	parent int    // line index of the map it belongs to; -1 = the root
+// fmEdit is an agent file being given a rule: its lines, and where pi's
+// parser finds the frontmatter's keys in them (resolve.ReadFrontmatter, the
+// one reader of the dialect), so the edit only replaces and inserts lines.
+type fmEdit struct {
+	lines []string
+	eol   string // "\r" when the file's lines end in CRLF
+	fm    resolve.Frontmatter
+	r     Rule
 }
 
 // editFrontmatter adds r to the permission: block of an agent file, changing
 // only the lines it must: a new surface or pattern line, the state line of a
-// surface that becomes a map. It reads the frontmatter with pi's own
-// dialect (ruleset-semantics §2.4): a key ends at the first colon, quotes
-// are peeled one per side, indentation nests.
+// surface that becomes a map.
 func editFrontmatter(text string, r Rule) (string, error) {
 	for _, s := range []string{r.Surface, r.Pattern} {
 		if strings.Contains(s, ":") {
 			return "", fmt.Errorf("%q holds a colon, which pi's frontmatter reader cannot keep in a key; use --scope global or project", s)
 		}
 	}
-	lines := strings.Split(text, "\n")
-	eol := ""
-	if strings.HasSuffix(lines[0], "\r") {
-		eol = "\r"
+	fm, err := resolve.ReadFrontmatter(text)
+	if err != nil {
+		return "", err
 	}
-	if strings.TrimSuffix(lines[0], "\r") != "---" {
-		return "", errors.New("the file does not start with a --- line, so pi reads no frontmatter from it")
+	e := fmEdit{lines: strings.Split(text, "\n"), fm: fm, r: r}
+	if strings.HasSuffix(e.lines[0], "\r") {
+		e.eol = "\r"
 	}
-	end := -1
-	for i := 2; i < len(lines); i++ {
-		if strings.HasPrefix(lines[i], "---") {
-			end = i
-			break
-		}
-	}
-	if end < 0 {
-		return "", errors.New("the frontmatter has no closing --- line, so pi reads none of it")
-	}
-	parsed := map[int]fmLine{}
-	var stack []int
-	for i := 1; i < end; i++ {
-		line := strings.TrimSuffix(lines[i], "\r")
-		trimmed := strings.TrimFunc(line, isSpace)
-		colon := strings.IndexByte(trimmed, ':')
-		if trimmed == "" || trimmed[0] == '#' || colon < 1 {
-			continue
-		}
-		l := fmLine{
-			indent: utf8.RuneCountInString(line[:len(line)-len(strings.TrimLeftFunc(line, isSpace))]),
-			key:    resolve.PeelQuotes(strings.TrimFunc(trimmed[:colon], isSpace)),
-			value:  strings.TrimFunc(trimmed[colon+1:], isSpace),
-			parent: -1,
-		}
-		for len(stack) > 0 && parsed[stack[len(stack)-1]].indent >= l.indent {
-			stack = stack[:len(stack)-1]
-		}
-		if len(stack) > 0 {
-			l.parent = stack[len(stack)-1]
-		}
-		parsed[i] = l
-		if l.value == "" {
-			stack = append(stack, i)
-		}
-	}
-	// children lists the lines directly under map line p (-1: the root).
-	children := func(p int, key string) []int {
-		var out []int
-		for i := 1; i < end; i++ {
-			if l, ok := parsed[i]; ok && l.parent == p && (key == "" || l.key == key) {
-				out = append(out, i)
-			}
-		}
-		return out
-	}
-	// last is the last line of the block that line p opens.
-	last := func(p int) int {
-		at := p
-		for i := p + 1; i < end; i++ {
-			l, ok := parsed[i]
-			for a := l.parent; ok && a >= 0; a = parsed[a].parent {
-				if a == p {
-					at = i
-					break
-				}
-			}
-		}
-		return at
-	}
-	indentOf := func(i int) string {
-		line := lines[i]
-		return line[:len(line)-len(strings.TrimLeftFunc(line, isSpace))]
-	}
-	// childIndent is how deep lines under map line p sit.
-	childIndent := func(p int, own string) string {
-		if kids := children(p, ""); len(kids) > 0 {
-			return indentOf(kids[0])
-		}
-		return own + "  "
-	}
-	ruleLines := func(indent string) []string {
-		key := indent + `"` + r.Pattern + `":`
-		if r.Reason == "" {
-			return []string{key + " " + string(r.Action)}
-		}
-		return []string{key, indent + "  action: deny", indent + `  reason: "` + r.Reason + `"`}
-	}
-	drop := map[int]bool{}
-	insert := func(after int, add []string) string {
-		var out []string
-		for i, line := range lines {
-			if !drop[i] {
-				out = append(out, line)
-			}
-			if i == after {
-				for _, a := range add {
-					out = append(out, a+eol)
-				}
-			}
-		}
-		return strings.Join(out, "\n")
-	}
-
-	perms := children(-1, "permission")
+	perms := e.children(-1, "permission")
 	switch {
 	case len(perms) > 1:
 		return "", errors.New("the frontmatter has more than one permission: key; merge them by hand first")
 	case len(perms) == 0:
-		block := append([]string{"permission:", "  " + fmKey(r.Surface) + ":"}, ruleLines("    ")...)
-		return insert(end-1, block), nil
-	case parsed[perms[0]].value != "":
-		return "", fmt.Errorf("line %d: permission: has a value, not a map, so pi reads no rules from it", perms[0]+1)
+		block := append([]string{"permission:", "  " + fmKey(r.Surface) + ":"}, e.ruleLines("    ")...)
+		return e.insert(fm.End-1, block, nil), nil
+	case fm.Keys[perms[0]].Value != "":
+		return "", fmt.Errorf("line %d: permission: has a value, not a map, so pi reads no rules from it", fm.Keys[perms[0]].Line+1)
 	}
 	perm := perms[0]
-	surfIndent := childIndent(perm, indentOf(perm))
-	surfaces := children(perm, r.Surface)
+	surfaces := e.children(perm, r.Surface)
 	switch {
 	case len(surfaces) > 1:
 		return "", fmt.Errorf("the permission block names %q more than once; merge them by hand first", r.Surface)
 	case len(surfaces) == 0:
-		block := append([]string{surfIndent + fmKey(r.Surface) + ":"}, ruleLines(surfIndent+"  ")...)
-		return insert(last(perm), block), nil
+		indent := e.childIndent(perm)
+		block := append([]string{indent + fmKey(r.Surface) + ":"}, e.ruleLines(indent+"  ")...)
+		return e.insert(fm.Keys[perm].Last, block, nil), nil
 	}
-	s := surfaces[0]
-	sl := parsed[s]
-	if sl.value != "" {
-		state := unquote(sl.value)
-		if !isState(state) {
-			return "", fmt.Errorf("line %d: %q is not a state pi reads (inline comments are not stripped); fix it first", s+1, strings.TrimSuffix(lines[s], "\r"))
-		}
-		// A state is shorthand for "*": state: spell it out, then add.
-		head := strings.TrimSuffix(lines[s], "\r")
-		lines[s] = head[:strings.IndexByte(head, ':')+1] + eol
-		inner := indentOf(s) + "  "
-		block := ruleLines(inner)
-		if r.Pattern != "*" {
-			block = append([]string{inner + `"*": ` + state}, block...)
-		}
-		return insert(s, block), nil
+	s := fm.Keys[surfaces[0]]
+	if s.Value != "" {
+		return e.spellOutState(s)
 	}
 	// The surface is a map: drop the pattern where it was, then add it last.
-	inner := childIndent(s, indentOf(s))
-	for _, old := range children(s, r.Pattern) {
-		for i := old; i <= last(old); i++ {
+	drop := map[int]bool{}
+	for _, old := range e.children(surfaces[0], r.Pattern) {
+		for i := fm.Keys[old].Line; i <= fm.Keys[old].Last; i++ {
 			drop[i] = true
 		}
 	}
-	return insert(last(s), ruleLines(inner)), nil
+	return e.insert(s.Last, e.ruleLines(e.childIndent(surfaces[0])), drop), nil
+}
+
+// spellOutState turns the state line of surface s into a map: a state is
+// shorthand for "*": state, so that line comes first, then the rule.
+func (e fmEdit) spellOutState(s resolve.FrontmatterKey) (string, error) {
+	state := unquote(s.Value)
+	if !isState(state) {
+		return "", fmt.Errorf("line %d: %q is not a state pi reads (inline comments are not stripped); fix it first", s.Line+1, strings.TrimSuffix(e.lines[s.Line], "\r"))
+	}
+	head := strings.TrimSuffix(e.lines[s.Line], "\r")
+	e.lines[s.Line] = head[:strings.IndexByte(head, ':')+1] + e.eol
+	inner := s.Lead + "  "
+	block := e.ruleLines(inner)
+	if e.r.Pattern != "*" {
+		block = append([]string{inner + `"*": ` + state}, block...)
+	}
+	return e.insert(s.Line, block, nil), nil
+}
+
+// children are the keys directly in map key p (-1: the root) named key.
+func (e fmEdit) children(p int, key string) []int {
+	var out []int
+	for i, k := range e.fm.Keys {
+		if k.Parent == p && k.Key == key {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// childIndent is how deep the keys in map key p sit: as its first key does,
+// or two spaces deeper than p when it has none.
+func (e fmEdit) childIndent(p int) string {
+	for _, k := range e.fm.Keys[p+1:] {
+		if k.Parent == p {
+			return k.Lead
+		}
+	}
+	return e.fm.Keys[p].Lead + "  "
+}
+
+// ruleLines are the lines of the rule's pattern entry at indent.
+func (e fmEdit) ruleLines(indent string) []string {
+	key := indent + `"` + e.r.Pattern + `":`
+	if e.r.Reason == "" {
+		return []string{key + " " + string(e.r.Action)}
+	}
+	return []string{key, indent + "  action: deny", indent + `  reason: "` + e.r.Reason + `"`}
+}
+
+// insert is the file with the lines in drop left out and add after line
+// after, each ending as the file's lines do.
+func (e fmEdit) insert(after int, add []string, drop map[int]bool) string {
+	var out []string
+	for i, line := range e.lines {
+		if !drop[i] {
+			out = append(out, line)
+		}
+		if i == after {
+			for _, a := range add {
+				out = append(out, a+e.eol)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // fmKey writes a surface key bare when pi reads it back unchanged, else quoted.
@@ -187,9 +144,6 @@ func fmKey(k string) string {
 	}
 	return k
 }
-
-// isSpace is JavaScript's trim set, near enough: Unicode spaces and the BOM.
-func isSpace(r rune) bool { return unicode.IsSpace(r) || r == '\uFEFF' }
 
 // unquote removes a matching pair of quotes around a value, as pi does.
 func unquote(v string) string {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/permtui/permtui/internal/jsonparse"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -50,12 +51,12 @@ var allowedTopLevel = map[string]bool{
 // file pi rejects for a bad value is rejected here too (decision 0024).
 // promptNotifications and commandEffects have no published shape we know:
 // any value passes.
-var knobChecks = map[string]func(jsonValue) error{
-	"$schema":                   kindIs(jsonString),
-	"debugLog":                  kindIs(jsonBool),
-	"permissionReviewLog":       kindIs(jsonBool),
-	"yoloMode":                  kindIs(jsonBool),
-	"doublePressToConfirm":      kindIs(jsonBool),
+var knobChecks = map[string]func(jsonparse.Value) error{
+	"$schema":                   kindIs(jsonparse.String),
+	"debugLog":                  kindIs(jsonparse.Bool),
+	"permissionReviewLog":       kindIs(jsonparse.Bool),
+	"yoloMode":                  kindIs(jsonparse.Bool),
+	"doublePressToConfirm":      kindIs(jsonparse.Bool),
 	"forwardingTimeoutMs":       positiveInteger,
 	"promptMaxRows":             positiveInteger,
 	"promptFieldMaxWidth":       positiveInteger,
@@ -64,32 +65,32 @@ var knobChecks = map[string]func(jsonValue) error{
 	"toolTextSummaryMaxLength":  positiveInteger,
 	"piInfrastructureReadPaths": listOf(nonEmptyString),
 	"authorizerChain":           listOf(nonEmptyString),
-	"permissionDialogKeys": strictObject(map[string]func(jsonValue) error{
-		"approve": kindIs(jsonString), "approveSession": kindIs(jsonString), "approveSessionBoth": kindIs(jsonString),
-		"deny": kindIs(jsonString), "denyWithReason": kindIs(jsonString),
+	"permissionDialogKeys": strictObject(map[string]func(jsonparse.Value) error{
+		"approve": kindIs(jsonparse.String), "approveSession": kindIs(jsonparse.String), "approveSessionBoth": kindIs(jsonparse.String),
+		"deny": kindIs(jsonparse.String), "denyWithReason": kindIs(jsonparse.String),
 	}),
-	"shellTools": recordOf(strictObject(map[string]func(jsonValue) error{
+	"shellTools": recordOf(strictObject(map[string]func(jsonparse.Value) error{
 		"commandArgument": nonEmptyString, "workdirArgument": nonEmptyString,
 	}, "commandArgument")),
-	"authorizerTrust": recordOf(listOf(func(v jsonValue) error {
-		if v.kind != jsonString || (v.str != "path" && v.str != "external_directory") {
+	"authorizerTrust": recordOf(listOf(func(v jsonparse.Value) error {
+		if v.Kind != jsonparse.String || (v.Str != "path" && v.Str != "external_directory") {
 			return errors.New(`must be "path" or "external_directory"`)
 		}
 		return nil
 	})),
 }
 
-func kindIs(kind jsonKind) func(jsonValue) error {
-	return func(v jsonValue) error {
-		if v.kind != kind {
-			return fmt.Errorf("is %s, not %s", v.kind, kind)
+func kindIs(kind jsonparse.Kind) func(jsonparse.Value) error {
+	return func(v jsonparse.Value) error {
+		if v.Kind != kind {
+			return fmt.Errorf("is %s, not %s", v.Kind, kind)
 		}
 		return nil
 	}
 }
 
-func nonEmptyString(v jsonValue) error {
-	if v.kind != jsonString || v.str == "" {
+func nonEmptyString(v jsonparse.Value) error {
+	if v.Kind != jsonparse.String || v.Str == "" {
 		return errors.New("must be a non-empty string")
 	}
 	return nil
@@ -99,20 +100,20 @@ func nonEmptyString(v jsonValue) error {
 // rejects every integer above it, so pi rejects the file.
 const maxSafeInteger = 1<<53 - 1
 
-func positiveInteger(v jsonValue) error {
-	f, err := strconv.ParseFloat(v.str, 64)
-	if v.kind != jsonNumber || err != nil || f < 1 || f != math.Trunc(f) || f > maxSafeInteger {
+func positiveInteger(v jsonparse.Value) error {
+	f, err := strconv.ParseFloat(v.Str, 64)
+	if v.Kind != jsonparse.Number || err != nil || f < 1 || f != math.Trunc(f) || f > maxSafeInteger {
 		return errors.New("must be a whole number from 1 to 2^53-1")
 	}
 	return nil
 }
 
-func listOf(item func(jsonValue) error) func(jsonValue) error {
-	return func(v jsonValue) error {
-		if v.kind != jsonArray {
-			return fmt.Errorf("is %s, not an array", v.kind)
+func listOf(item func(jsonparse.Value) error) func(jsonparse.Value) error {
+	return func(v jsonparse.Value) error {
+		if v.Kind != jsonparse.Array {
+			return fmt.Errorf("is %s, not an array", v.Kind)
 		}
-		for i, it := range v.arr {
+		for i, it := range v.Items() {
 			if err := item(it); err != nil {
 				return fmt.Errorf("[%d] %w", i, err)
 			}
@@ -121,12 +122,12 @@ func listOf(item func(jsonValue) error) func(jsonValue) error {
 	}
 }
 
-func recordOf(field func(jsonValue) error) func(jsonValue) error {
-	return func(v jsonValue) error {
-		if v.kind != jsonObject {
-			return fmt.Errorf("is %s, not an object", v.kind)
+func recordOf(field func(jsonparse.Value) error) func(jsonparse.Value) error {
+	return func(v jsonparse.Value) error {
+		if v.Kind != jsonparse.Object {
+			return fmt.Errorf("is %s, not an object", v.Kind)
 		}
-		keys, vals := v.obj.all()
+		keys, vals := members(v)
 		for i, k := range keys {
 			if k == protoKey {
 				continue // zod's record parser skips it unchecked
@@ -142,12 +143,12 @@ func recordOf(field func(jsonValue) error) func(jsonValue) error {
 	}
 }
 
-func strictObject(fields map[string]func(jsonValue) error, required ...string) func(jsonValue) error {
-	return func(v jsonValue) error {
-		if v.kind != jsonObject {
-			return fmt.Errorf("is %s, not an object", v.kind)
+func strictObject(fields map[string]func(jsonparse.Value) error, required ...string) func(jsonparse.Value) error {
+	return func(v jsonparse.Value) error {
+		if v.Kind != jsonparse.Object {
+			return fmt.Errorf("is %s, not an object", v.Kind)
 		}
-		keys, vals := v.obj.all()
+		keys, vals := members(v)
 		for i, k := range keys {
 			check, ok := fields[k]
 			if !ok {
@@ -158,7 +159,7 @@ func strictObject(fields map[string]func(jsonValue) error, required ...string) f
 			}
 		}
 		for _, k := range required {
-			if _, ok := v.obj.get(k); !ok {
+			if v.Get(k).Kind == jsonparse.Absent {
 				return fmt.Errorf("lacks %s", k)
 			}
 		}
@@ -190,11 +191,11 @@ func parseConfig(text, origin, file string) (configFile, error) {
 	if err != nil {
 		return configFile{}, err
 	}
-	if root.kind != jsonObject {
-		return configFile{}, fmt.Errorf("the file holds %s, not an object", root.kind)
+	if root.Kind != jsonparse.Object {
+		return configFile{}, fmt.Errorf("the file holds %s, not an object", root.Kind)
 	}
 	var cfg configFile
-	keys, vals := root.obj.all()
+	keys, vals := members(root)
 	for i, key := range keys {
 		val := vals[i]
 		if !allowedTopLevel[key] {
@@ -207,7 +208,7 @@ func parseConfig(text, origin, file string) (configFile, error) {
 		}
 		switch key {
 		case "yoloMode":
-			cfg.yolo = &val.boolean
+			cfg.yolo = &val.Bool
 		case "permission":
 			perms, err := parsePermission(val, origin, file)
 			if err != nil {
@@ -219,12 +220,12 @@ func parseConfig(text, origin, file string) (configFile, error) {
 	return cfg, nil
 }
 
-func parsePermission(val jsonValue, origin, file string) (*permissions, error) {
-	if val.kind != jsonObject {
-		return nil, fmt.Errorf("permission is %s, not an object", val.kind)
+func parsePermission(val jsonparse.Value, origin, file string) (*permissions, error) {
+	if val.Kind != jsonparse.Object {
+		return nil, fmt.Errorf("permission is %s, not an object", val.Kind)
 	}
 	perms := newOrdered[surfaceValue]()
-	surfaces, values := val.obj.all()
+	surfaces, values := members(val)
 	for i, surface := range surfaces {
 		if surface == protoKey {
 			continue
@@ -237,15 +238,15 @@ func parsePermission(val jsonValue, origin, file string) (*permissions, error) {
 		if (strings.HasPrefix(surface, "path_") || strings.HasPrefix(surface, "external_directory_")) && !directionalKeys[surface] {
 			return nil, fmt.Errorf("%s is not a directional key (only path_read, path_write, external_directory_read, external_directory_write)", where())
 		}
-		switch v.kind {
-		case jsonString:
-			if !isState(v.str) {
-				return nil, fmt.Errorf("%s is %q, not allow, ask or deny", where(), v.str)
+		switch v.Kind {
+		case jsonparse.String:
+			if !isState(v.Str) {
+				return nil, fmt.Errorf("%s is %q, not allow, ask or deny", where(), v.Str)
 			}
-			perms.set(surface, surfaceValue{str: &entry{action: Action(v.str), origin: origin, file: file}})
-		case jsonObject:
+			perms.set(surface, surfaceValue{str: &entry{action: Action(v.Str), origin: origin, file: file}})
+		case jsonparse.Object:
 			patterns := newOrdered[entry]()
-			pats, raw := v.obj.all()
+			pats, raw := members(v)
 			for j, pat := range pats {
 				if pat == protoKey {
 					continue
@@ -262,7 +263,7 @@ func parsePermission(val jsonValue, origin, file string) (*permissions, error) {
 			}
 			perms.set(surface, surfaceValue{patterns: patterns})
 		default:
-			return nil, fmt.Errorf("%s is %s, not a state or a pattern map", where(), v.kind)
+			return nil, fmt.Errorf("%s is %s, not a state or a pattern map", where(), v.Kind)
 		}
 	}
 	return perms, nil
@@ -270,32 +271,32 @@ func parsePermission(val jsonValue, origin, file string) (*permissions, error) {
 
 // parsePatternEntry accepts a state string or the strict deny object
 // {"action":"deny","reason"?:string}. Errors continue the caller's location.
-func parsePatternEntry(v jsonValue) (entry, error) {
-	switch v.kind {
-	case jsonString:
-		if !isState(v.str) {
-			return entry{}, fmt.Errorf(" is %q, not allow, ask or deny", v.str)
+func parsePatternEntry(v jsonparse.Value) (entry, error) {
+	switch v.Kind {
+	case jsonparse.String:
+		if !isState(v.Str) {
+			return entry{}, fmt.Errorf(" is %q, not allow, ask or deny", v.Str)
 		}
-		return entry{action: Action(v.str)}, nil
-	case jsonObject:
+		return entry{action: Action(v.Str)}, nil
+	case jsonparse.Object:
 		e := entry{}
-		keys, fields := v.obj.all()
+		keys, fields := members(v)
 		for i, k := range keys {
 			f := fields[i]
 			switch k {
 			case "action":
-				if f.kind != jsonString || f.str != string(Deny) {
+				if f.Kind != jsonparse.String || f.Str != string(Deny) {
 					return entry{}, errors.New(`.action must be "deny"`)
 				}
 				e.action = Deny
 			case "reason":
-				if f.kind != jsonString {
-					return entry{}, fmt.Errorf(".reason is %s, not a string", f.kind)
+				if f.Kind != jsonparse.String {
+					return entry{}, fmt.Errorf(".reason is %s, not a string", f.Kind)
 				}
-				if wire.CodePoints(f.str) > maxReasonLength {
+				if wire.CodePoints(f.Str) > maxReasonLength {
 					return entry{}, fmt.Errorf(".reason is longer than %d characters", maxReasonLength)
 				}
-				e.reason = f.str
+				e.reason = f.Str
 			default:
 				return entry{}, fmt.Errorf(" has the unknown key %q (a deny object allows only action and reason)", k)
 			}
@@ -305,6 +306,6 @@ func parsePatternEntry(v jsonValue) (entry, error) {
 		}
 		return e, nil
 	default:
-		return entry{}, fmt.Errorf(" is %s, not a state or a deny object", v.kind)
+		return entry{}, fmt.Errorf(" is %s, not a state or a deny object", v.Kind)
 	}
 }

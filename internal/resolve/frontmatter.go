@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"errors"
 	"strings"
 	"unicode/utf8"
 )
@@ -13,57 +14,101 @@ type fmValue struct {
 	m     *ordered[fmValue]
 }
 
-// parseFrontmatter reads the frontmatter of an agent file the way pi's own
+// FrontmatterKey is one line of an agent file's frontmatter that pi's parser
+// reads as a key, with where it stands, so an editor changes only lines.
+type FrontmatterKey struct {
+	Line   int    // the line's index in the file split at "\n"
+	Lead   string // the whitespace before the key
+	Key    string // quotes peeled, as pi reads it
+	Value  string // trimmed, quotes kept; "" opens a map
+	Parent int    // the index in Frontmatter.Keys of the map it is in; -1 the root
+	Last   int    // the last line of what it holds (its own line for a value)
+}
+
+// Frontmatter is what pi's parser reads of an agent file's frontmatter:
+// the key lines in file order, and the closing --- line.
+type Frontmatter struct {
+	Keys []FrontmatterKey
+	End  int
+}
+
+// ReadFrontmatter reads the frontmatter of an agent file the way pi's own
 // small parser does (ruleset-semantics §2.4), quirks included: no inline
 // comment stripping, the key ends at the first colon, quotes are peeled one
-// per side. It returns nil when the file has no frontmatter.
-func parseFrontmatter(text string) *ordered[fmValue] {
-	text = strings.ReplaceAll(decodeUTF8(text), "\r\n", "\n")
-	if !strings.HasPrefix(text, "---\n") {
-		return nil
+// per side, indentation (in code points) nests. The error says why pi reads
+// no frontmatter at all.
+func ReadFrontmatter(text string) (Frontmatter, error) {
+	lines := strings.Split(decodeUTF8(text), "\n")
+	if strings.TrimSuffix(lines[0], "\r") != "---" || len(lines) < 2 {
+		return Frontmatter{}, errors.New("the file does not start with a --- line, so pi reads no frontmatter from it")
 	}
-	body := text[len("---\n"):]
-	end := strings.Index(body, "\n---")
-	if end < 0 {
-		return nil
-	}
-	root := newOrdered[fmValue]()
-	type open struct {
-		indent int
-		m      *ordered[fmValue]
-	}
-	stack := []open{{indent: -1, m: root}}
-	for _, line := range strings.Split(body[:end], "\n") {
-		trimmed := jsTrim(line)
-		if trimmed == "" || trimmed[0] == '#' {
-			continue
+	fm := Frontmatter{End: -1}
+	for i := 2; i < len(lines) && fm.End < 0; i++ {
+		if strings.HasPrefix(lines[i], "---") {
+			fm.End = i
 		}
+	}
+	if fm.End < 0 {
+		return Frontmatter{}, errors.New("the frontmatter has no closing --- line, so pi reads none of it")
+	}
+	type opened struct{ at, indent int }
+	var open []opened // the map keys enclosing the current line, outermost first
+	for i := 1; i < fm.End; i++ {
+		line := strings.TrimSuffix(lines[i], "\r")
+		trimmed := jsTrim(line)
 		// The key needs a character before the colon once the line is
 		// trimmed: "  : x" is skipped, not read as an empty key.
 		colon := strings.IndexByte(trimmed, ':')
-		if colon < 1 {
+		if trimmed == "" || trimmed[0] == '#' || colon < 1 {
 			continue
 		}
-		indent := utf8.RuneCountInString(line[:len(line)-len(jsTrimLeft(line))])
-		key := PeelQuotes(jsTrim(trimmed[:colon]))
-		value := jsTrim(trimmed[colon+1:])
-		for len(stack) > 1 && stack[len(stack)-1].indent >= indent {
-			stack = stack[:len(stack)-1]
+		k := FrontmatterKey{Line: i, Lead: line[:len(line)-len(jsTrimLeft(line))], Parent: -1, Last: i,
+			Key: peelQuotes(jsTrim(trimmed[:colon])), Value: jsTrim(trimmed[colon+1:])}
+		indent := utf8.RuneCountInString(k.Lead)
+		for len(open) > 0 && open[len(open)-1].indent >= indent {
+			open = open[:len(open)-1]
 		}
-		parent := stack[len(stack)-1].m
+		for _, o := range open {
+			fm.Keys[o.at].Last = i
+		}
+		if len(open) > 0 {
+			k.Parent = open[len(open)-1].at
+		}
+		fm.Keys = append(fm.Keys, k)
+		if k.Value == "" {
+			open = append(open, opened{len(fm.Keys) - 1, indent})
+		}
+	}
+	return fm, nil
+}
+
+// parseFrontmatter builds the maps pi's parser builds from the frontmatter;
+// nil when the file has none.
+func parseFrontmatter(text string) *ordered[fmValue] {
+	fm, err := ReadFrontmatter(text)
+	if err != nil {
+		return nil
+	}
+	root := newOrdered[fmValue]()
+	maps := make([]*ordered[fmValue], len(fm.Keys)) // the map each map line opens
+	for i, k := range fm.Keys {
+		parent := root
+		if k.Parent >= 0 {
+			parent = maps[k.Parent]
+		}
 		// pi assigns obj[key]: for __proto__ that is the prototype setter,
 		// which ignores a string and hides a map from the object's own keys,
 		// so the key and everything under it are absent (decision 0026).
-		proto := key == protoKey
-		if value == "" {
-			child := newOrdered[fmValue]()
+		proto := k.Key == protoKey
+		value := k.Value
+		switch {
+		case value == "":
+			maps[i] = newOrdered[fmValue]()
 			if !proto {
-				parent.set(key, fmValue{isMap: true, m: child})
+				parent.set(k.Key, fmValue{isMap: true, m: maps[i]})
 			}
-			stack = append(stack, open{indent: indent, m: child})
 			continue
-		}
-		if proto {
+		case proto:
 			continue
 		}
 		// JavaScript's slice(1, -1) after startsWith and endsWith: a lone
@@ -71,14 +116,14 @@ func parseFrontmatter(text string) *ordered[fmValue] {
 		if n := len(value); (value[0] == '"' || value[0] == '\'') && value[n-1] == value[0] {
 			value = value[1:max(n-1, 1)]
 		}
-		parent.set(key, fmValue{str: value})
+		parent.set(k.Key, fmValue{str: value})
 	}
 	return root
 }
 
-// PeelQuotes removes one leading and one trailing quote (' or "),
+// peelQuotes removes one leading and one trailing quote (' or "),
 // independently of each other.
-func PeelQuotes(s string) string {
+func peelQuotes(s string) string {
 	if s != "" && (s[0] == '"' || s[0] == '\'') {
 		s = s[1:]
 	}

@@ -2,14 +2,13 @@ package resolve
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 
-	"github.com/permtui/permtui/internal/wire"
+	"github.com/permtui/permtui/internal/jsonparse"
 )
 
 // stripJSONComments removes // line comments (keeping the newline) and
@@ -106,30 +105,41 @@ func (o *ordered[V]) set(k string, v V) {
 // sort moves the integer-like keys to the front in ascending numeric order,
 // keeping the other keys in insertion order.
 func (o *ordered[V]) sort() {
-	type intKey struct {
-		n  uint64
-		at int
-	}
-	nums := make([]intKey, 0, o.ints)
-	for i, k := range o.ks {
-		if n, ok := arrayIndex(k); ok {
-			nums = append(nums, intKey{n, i})
-		}
-	}
-	slices.SortFunc(nums, func(a, b intKey) int { return cmp.Compare(a.n, b.n) })
 	ks, vs := make([]string, 0, len(o.ks)), make([]V, 0, len(o.vs))
-	for _, n := range nums {
-		ks, vs = append(ks, o.ks[n.at]), append(vs, o.vs[n.at])
-	}
-	for i, k := range o.ks {
-		if _, ok := arrayIndex(k); !ok {
-			ks, vs = append(ks, k), append(vs, o.vs[i])
-		}
+	for _, at := range jsOrder(o.ks, o.ints) {
+		ks, vs = append(ks, o.ks[at]), append(vs, o.vs[at])
 	}
 	o.ks, o.vs, o.unsorted = ks, vs, false
 	for i, k := range ks {
 		o.index[k] = i
 	}
+}
+
+// jsOrder is the order in which JavaScript lists an object of the distinct
+// keys ks, as indexes into ks: the ints integer-like keys in ascending
+// numeric order, then the others as they stand.
+func jsOrder(ks []string, ints int) []int {
+	type intKey struct {
+		n  uint64
+		at int
+	}
+	nums := make([]intKey, 0, ints)
+	for i, k := range ks {
+		if n, ok := arrayIndex(k); ok {
+			nums = append(nums, intKey{n, i})
+		}
+	}
+	slices.SortFunc(nums, func(a, b intKey) int { return cmp.Compare(a.n, b.n) })
+	order := make([]int, 0, len(ks))
+	for _, n := range nums {
+		order = append(order, n.at)
+	}
+	for i, k := range ks {
+		if _, ok := arrayIndex(k); !ok {
+			order = append(order, i)
+		}
+	}
+	return order
 }
 
 // arrayIndex reports whether k is a canonical array index ("0", or digits
@@ -147,304 +157,35 @@ func arrayIndex(k string) (uint64, bool) {
 	return n, err == nil && n <= 1<<32-2
 }
 
-// jsonValue is a decoded JSON value; objects keep JavaScript key order.
-type jsonValue struct {
-	kind    jsonKind
-	str     string // string contents, or a number's text
-	boolean bool
-	obj     *ordered[jsonValue]
-	arr     []jsonValue
-}
-
-type jsonKind uint8
-
-const (
-	jsonNull jsonKind = iota
-	jsonBool
-	jsonNumber
-	jsonString
-	jsonArray
-	jsonObject
-)
-
-func (k jsonKind) String() string {
-	return [...]string{"null", "a boolean", "a number", "a string", "an array", "an object"}[k]
-}
-
-// parseJSON is a strict JSON.parse: no trailing commas, no comments, no
-// leading BOM. Invalid UTF-8 reads as Node's utf8 decoding reads it.
-func parseJSON(text string) (jsonValue, error) {
-	p := jsonParser{s: decodeUTF8(text)}
-	p.space()
-	v, err := p.value(0)
-	if err != nil {
-		return jsonValue{}, err
-	}
-	p.space()
-	if p.i < len(p.s) {
-		return jsonValue{}, p.errorf("unexpected %q after the JSON value", p.s[p.i])
-	}
-	return v, nil
-}
-
-type jsonParser struct {
-	s string
-	i int
-}
-
+// maxJSONDepth bounds a policy file's nesting; pi's files nest three deep.
 const maxJSONDepth = 200
 
-func (p *jsonParser) errorf(format string, args ...any) error {
-	line := 1 + strings.Count(p.s[:p.i], "\n")
-	return fmt.Errorf("JSON syntax error at line %d: %s", line, fmt.Sprintf(format, args...))
+// parseJSON is JSON.parse over text read as Node reads a file (decodeUTF8),
+// through the one JSON reader; a syntax error names its line.
+func parseJSON(text string) (jsonparse.Value, error) {
+	text = decodeUTF8(text)
+	v, err := jsonparse.Parse(text, maxJSONDepth)
+	var se *jsonparse.SyntaxError
+	if errors.As(err, &se) {
+		line := 1 + strings.Count(text[:se.Offset], "\n")
+		return v, fmt.Errorf("JSON syntax error at line %d: %s", line, se.Msg)
+	}
+	return v, err
 }
 
-func (p *jsonParser) space() {
-	for p.i < len(p.s) {
-		switch p.s[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
+// members are an object's keys and values in JavaScript order (the reader
+// keeps each key once, where it first stood).
+func members(v jsonparse.Value) ([]string, []jsonparse.Value) {
+	ks := make([]string, len(v.Members()))
+	for i, m := range v.Members() {
+		ks[i] = m.Key
 	}
-}
-
-func (p *jsonParser) value(depth int) (jsonValue, error) {
-	if depth > maxJSONDepth {
-		return jsonValue{}, p.errorf("nesting deeper than %d", maxJSONDepth)
+	order := jsOrder(ks, 0)
+	keys, vals := make([]string, len(order)), make([]jsonparse.Value, len(order))
+	for i, at := range order {
+		keys[i], vals[i] = ks[at], v.Members()[at].Value
 	}
-	if p.i >= len(p.s) {
-		return jsonValue{}, p.errorf("unexpected end of input")
-	}
-	switch c := p.s[p.i]; {
-	case c == '{':
-		return p.object(depth)
-	case c == '[':
-		return p.array(depth)
-	case c == '"':
-		s, err := p.str()
-		return jsonValue{kind: jsonString, str: s}, err
-	case c == '-' || (c >= '0' && c <= '9'):
-		return p.number()
-	case strings.HasPrefix(p.s[p.i:], "true"):
-		p.i += 4
-		return jsonValue{kind: jsonBool, boolean: true}, nil
-	case strings.HasPrefix(p.s[p.i:], "false"):
-		p.i += 5
-		return jsonValue{kind: jsonBool}, nil
-	case strings.HasPrefix(p.s[p.i:], "null"):
-		p.i += 4
-		return jsonValue{kind: jsonNull}, nil
-	default:
-		return jsonValue{}, p.errorf("unexpected %q", c)
-	}
-}
-
-func (p *jsonParser) object(depth int) (jsonValue, error) {
-	p.i++ // {
-	obj := newOrdered[jsonValue]()
-	p.space()
-	if p.i < len(p.s) && p.s[p.i] == '}' {
-		p.i++
-		return jsonValue{kind: jsonObject, obj: obj}, nil
-	}
-	for {
-		p.space()
-		if p.i >= len(p.s) || p.s[p.i] != '"' {
-			return jsonValue{}, p.errorf("expected a property name in double quotes")
-		}
-		key, err := p.str()
-		if err != nil {
-			return jsonValue{}, err
-		}
-		p.space()
-		if p.i >= len(p.s) || p.s[p.i] != ':' {
-			return jsonValue{}, p.errorf("expected ':' after property name")
-		}
-		p.i++
-		p.space()
-		v, err := p.value(depth + 1)
-		if err != nil {
-			return jsonValue{}, err
-		}
-		obj.set(key, v)
-		p.space()
-		if p.i >= len(p.s) {
-			return jsonValue{}, p.errorf("unexpected end of input in an object")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return jsonValue{kind: jsonObject, obj: obj}, nil
-		default:
-			return jsonValue{}, p.errorf("expected ',' or '}' in an object")
-		}
-	}
-}
-
-func (p *jsonParser) array(depth int) (jsonValue, error) {
-	p.i++ // [
-	p.space()
-	if p.i < len(p.s) && p.s[p.i] == ']' {
-		p.i++
-		return jsonValue{kind: jsonArray}, nil
-	}
-	var items []jsonValue
-	for {
-		p.space()
-		item, err := p.value(depth + 1)
-		if err != nil {
-			return jsonValue{}, err
-		}
-		items = append(items, item)
-		p.space()
-		if p.i >= len(p.s) {
-			return jsonValue{}, p.errorf("unexpected end of input in an array")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return jsonValue{kind: jsonArray, arr: items}, nil
-		default:
-			return jsonValue{}, p.errorf("expected ',' or ']' in an array")
-		}
-	}
-}
-
-func (p *jsonParser) number() (jsonValue, error) {
-	start := p.i
-	digits := func() int {
-		n := 0
-		for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
-			p.i++
-			n++
-		}
-		return n
-	}
-	if p.s[p.i] == '-' {
-		p.i++
-	}
-	if p.i < len(p.s) && p.s[p.i] == '0' {
-		p.i++
-	} else if digits() == 0 {
-		return jsonValue{}, p.errorf("invalid number")
-	}
-	if p.i < len(p.s) && p.s[p.i] == '.' {
-		p.i++
-		if digits() == 0 {
-			return jsonValue{}, p.errorf("invalid number")
-		}
-	}
-	if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
-		p.i++
-		if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
-			p.i++
-		}
-		if digits() == 0 {
-			return jsonValue{}, p.errorf("invalid number")
-		}
-	}
-	return jsonValue{kind: jsonNumber, str: p.s[start:p.i]}, nil
-}
-
-// str decodes a JSON string. A lone surrogate escape is kept in its WTF-8
-// form (wire.AppendSurrogate).
-func (p *jsonParser) str() (string, error) {
-	p.i++ // opening quote
-	start := p.i
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		if c == '"' {
-			s := p.s[start:p.i]
-			p.i++
-			return s, nil
-		}
-		if c == '\\' || c < 0x20 {
-			break
-		}
-		p.i++
-	}
-	var b strings.Builder
-	b.WriteString(p.s[start:p.i])
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return b.String(), nil
-		case c < 0x20:
-			return "", p.errorf("control character in a string")
-		case c != '\\':
-			b.WriteByte(c)
-			p.i++
-			continue
-		}
-		p.i++
-		if p.i >= len(p.s) {
-			break
-		}
-		esc := p.s[p.i]
-		p.i++
-		switch esc {
-		case '"', '\\', '/':
-			b.WriteByte(esc)
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'u':
-			r, ok := p.hex4()
-			if !ok {
-				return "", p.errorf("invalid \\u escape")
-			}
-			if utf16.IsSurrogate(r) && strings.HasPrefix(p.s[p.i:], "\\u") {
-				save := p.i
-				p.i += 2
-				if lo, ok := p.hex4(); ok {
-					if pair := utf16.DecodeRune(r, lo); pair != utf8.RuneError {
-						r = pair
-					} else {
-						p.i = save
-					}
-				} else {
-					p.i = save
-				}
-			}
-			if utf16.IsSurrogate(r) {
-				// JSON.parse keeps a lone surrogate (decision 0175).
-				var scratch [3]byte
-				b.Write(wire.AppendSurrogate(scratch[:0], uint16(r)))
-				continue
-			}
-			b.WriteRune(r)
-		default:
-			return "", p.errorf("invalid escape \\%c", esc)
-		}
-	}
-	return "", p.errorf("unterminated string")
-}
-
-func (p *jsonParser) hex4() (rune, bool) {
-	if p.i+4 > len(p.s) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(p.s[p.i:p.i+4], 16, 32)
-	if err != nil || strings.ContainsAny(p.s[p.i:p.i+4], "+-") {
-		return 0, false
-	}
-	p.i += 4
-	return rune(n), true
+	return keys, vals
 }
 
 // quotedEnd is the index just past the string literal opening at text[i]

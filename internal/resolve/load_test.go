@@ -258,11 +258,11 @@ func TestJSONObjectOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"2", "10", "4294967294", "b", "a", "01", "4294967295", "-1"}
-	if keys, _ := v.obj.all(); strings.Join(keys, ",") != strings.Join(want, ",") {
+	if keys, _ := members(v); strings.Join(keys, ",") != strings.Join(want, ",") {
 		t.Fatalf("keys = %v, want %v", keys, want)
 	}
-	if b, _ := v.obj.get("b"); b.str != "5" {
-		t.Errorf("duplicate b = %s, want the last value 5", b.str)
+	if b := v.Get("b"); b.Str != "5" {
+		t.Errorf("duplicate b = %s, want the last value 5", b.Str)
 	}
 	for _, bad := range []string{`{"a":1,}`, `[1,]`, `{a:1}`, `{"a":01}`, `{"a":"\x"}`, "\ufeff{}", `{"a":1} x`, `{"a":"` + "\t" + `"}`, `'a'`, ``} {
 		if _, err := parseJSON(bad); err == nil {
@@ -270,8 +270,8 @@ func TestJSONObjectOrder(t *testing.T) {
 		}
 	}
 	s, err := parseJSON(`"\ud83d\ude00 \u00e9 \ud800 \/"`)
-	if err != nil || s.str != "😀 é \xed\xa0\x80 /" { // the lone \ud800 kept (decision 0175)
-		t.Errorf("string escapes = %q, %v", s.str, err)
+	if err != nil || s.Str != "😀 é \xed\xa0\x80 /" { // the lone \ud800 kept (decision 0175)
+		t.Errorf("string escapes = %q, %v", s.Str, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/permtui/permtui/internal/jsonparse"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -109,12 +110,12 @@ func checkRulesetVector(t *testing.T, v testkit.Ruleset) {
 	if len(v.Pattern) > 0 {
 		// Decoded by the config parser, which keeps a lone surrogate.
 		pv, err := parseJSON(string(v.Pattern))
-		if err != nil || (pv.kind != jsonString && pv.kind != jsonNull) {
+		if err != nil || (pv.Kind != jsonparse.String && pv.Kind != jsonparse.Null) {
 			t.Fatalf("pattern %s: %v", v.Pattern, err)
 		}
 		var want *string
-		if pv.kind == jsonString {
-			want = &pv.str
+		if pv.Kind == jsonparse.String {
+			want = &pv.Str
 		}
 		if (want == nil) != (got.Pattern == nil) || (want != nil && *want != *got.Pattern) {
 			t.Errorf("pattern = %v, want %v\n%s", deref(got.Pattern), deref(want), got.Explanation)

@@ -3,6 +3,8 @@ package wire
 import (
 	"errors"
 	"fmt"
+
+	"github.com/permtui/permtui/internal/jsonparse"
 )
 
 // maxForwardedDepth is how many nested "forwarded" hops a reader accepts.
@@ -97,21 +99,21 @@ func (d DecisionSource) MarshalJSON() ([]byte, error) {
 // readDecision validates a decidedBy value as the newest child does (§5.3):
 // any malformed field at any depth, or more than four forwarded hops, drops
 // the whole value. Unknown keys are ignored.
-func readDecision(v any, hops int) (*DecisionSource, error) {
+func readDecision(v jsonparse.Value, hops int) (*DecisionSource, error) {
 	o, ok := asObject(v)
 	if !ok {
 		return nil, errors.New("not an object")
 	}
-	kind, _ := asString(o["kind"])
+	kind, _ := asString(o.Get("kind"))
 	d := &DecisionSource{Kind: kind}
 	bad := func(field string) error { return fmt.Errorf("%s decider has a bad %s", kind, field) }
 	switch kind {
 	case DecidedByUser:
-		if d.Via, _ = asString(o["via"]); d.Via != "dialog" && d.Via != "select" {
+		if d.Via, _ = asString(o.Get("via")); d.Via != "dialog" && d.Via != "select" {
 			return nil, bad("via")
 		}
 	case DecidedByRule, DecidedBySessionApproval:
-		if d.Surface, ok = asString(o["surface"]); !ok {
+		if d.Surface, ok = asString(o.Get("surface")); !ok {
 			return nil, bad("surface")
 		}
 		if d.Pattern, ok = asNullableString(o, "pattern"); !ok {
@@ -123,10 +125,10 @@ func readDecision(v any, hops int) (*DecisionSource, error) {
 			}
 		}
 	case DecidedByAuthorizer:
-		if d.Name, ok = asString(o["name"]); !ok {
+		if d.Name, ok = asString(o.Get("name")); !ok {
 			return nil, bad("name")
 		}
-		if d.Verdict, _ = asString(o["verdict"]); d.Verdict != "allow" && d.Verdict != "deny" {
+		if d.Verdict, _ = asString(o.Get("verdict")); d.Verdict != "allow" && d.Verdict != "deny" {
 			return nil, bad("verdict")
 		}
 		if d.Reason, ok = asNullableString(o, "reason"); !ok {
@@ -138,7 +140,7 @@ func readDecision(v any, hops int) (*DecisionSource, error) {
 		}
 	case DecidedByInfraRead:
 	case DecidedByUnavailable, DecidedByGateError:
-		reason, ok := asString(o["reason"])
+		reason, ok := asString(o.Get("reason"))
 		if !ok {
 			return nil, bad("reason")
 		}
@@ -150,11 +152,11 @@ func readDecision(v any, hops int) (*DecisionSource, error) {
 		if d.ResponderSessionID, ok = asNullableString(o, "responderSessionId"); !ok {
 			return nil, bad("responderSessionId")
 		}
-		inner, present := o["decision"]
-		if !present {
+		inner := o.Get("decision")
+		if !present(inner) {
 			return nil, bad("decision")
 		}
-		if inner != nil {
+		if inner.Kind != jsonparse.Null {
 			dec, err := readDecision(inner, hops+1)
 			if err != nil {
 				return nil, err

@@ -3,6 +3,8 @@ package wire
 import (
 	"errors"
 	"fmt"
+
+	"github.com/permtui/permtui/internal/jsonparse"
 )
 
 // permtui never reads a response as a strict reader; the conformance
@@ -27,39 +29,39 @@ func DecodeResponse(data []byte) (Response, error) {
 	if !ok {
 		return r, errors.New("not a JSON object")
 	}
-	for k, val := range o {
-		if !responseKeys[k] {
-			return r, fmt.Errorf("unknown key %q", k)
+	for _, m := range o.Members() {
+		if !responseKeys[m.Key] {
+			return r, fmt.Errorf("unknown key %q", m.Key)
 		}
-		if val == nil {
-			return r, fmt.Errorf("%s is null", k)
+		if m.Value.Kind == jsonparse.Null {
+			return r, fmt.Errorf("%s is null", m.Key)
 		}
 	}
 	var state string
-	if r.Approved, ok = o["approved"].(bool); !ok {
+	if r.Approved, ok = asBool(o.Get("approved")); !ok {
 		return r, errors.New("approved is not a boolean")
 	}
-	if state, ok = asString(o["state"]); !ok {
+	if state, ok = asString(o.Get("state")); !ok {
 		return r, errors.New("state is not a string")
 	}
 	r.State = State(state)
-	if r.ResponderSessionID, ok = asString(o["responderSessionId"]); !ok {
+	if r.ResponderSessionID, ok = asString(o.Get("responderSessionId")); !ok {
 		return r, errors.New("responderSessionId is not a string")
 	}
-	if r.RespondedAt, ok = asInt64(o["respondedAt"]); !ok {
+	if r.RespondedAt, ok = asInt64(o.Get("respondedAt")); !ok {
 		return r, errors.New("respondedAt is not an integer")
 	}
-	if v, present := o["denialReason"]; present {
+	if v := o.Get("denialReason"); present(v) {
 		if r.DenialReason, ok = asString(v); !ok {
 			return r, errors.New("denialReason is not a string")
 		}
 	}
-	if v, present := o["sessionGrantWidth"]; present {
+	if v := o.Get("sessionGrantWidth"); present(v) {
 		if r.SessionGrantWidth, ok = asString(v); !ok {
 			return r, errors.New("sessionGrantWidth is not a string")
 		}
 	}
-	if v, present := o["decidedBy"]; present {
+	if v := o.Get("decidedBy"); present(v) {
 		if r.DecidedBy, err = readDecision(v, 0); err != nil {
 			return r, fmt.Errorf("decidedBy: %w", err)
 		}

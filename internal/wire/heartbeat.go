@@ -28,15 +28,15 @@ func ParseHeartbeat(data []byte) (Heartbeat, error) {
 	if !ok {
 		return h, errors.New("heartbeat is not a JSON object")
 	}
-	if h.SessionID, _ = asString(o["sessionId"]); h.SessionID == "" {
+	if h.SessionID, _ = asString(o.Get("sessionId")); h.SessionID == "" {
 		return h, errors.New("heartbeat sessionId is not a non-empty string")
 	}
-	pid, ok := asInt64(o["pid"])
+	pid, ok := asInt64(o.Get("pid"))
 	if !ok || pid <= 0 || pid > math.MaxInt32 {
 		return h, errors.New("heartbeat pid is not a positive integer")
 	}
 	h.PID = int(pid)
-	if h.UpdatedAt, ok = asInt64Truncated(o["updatedAt"]); !ok {
+	if h.UpdatedAt, ok = asInt64Truncated(o.Get("updatedAt")); !ok {
 		return h, errors.New("heartbeat updatedAt is not a finite number")
 	}
 	return h, nil

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/permtui/permtui/internal/jsonparse"
 )
 
 // MaxFileSize caps every inbox file permtui reads (our policy; pi has no cap).
@@ -93,22 +95,22 @@ func ParseRequest(data []byte) (*Request, error) {
 		return nil, reject("not a JSON object")
 	}
 	r := &Request{}
-	if r.ID, ok = asString(o["id"]); !ok {
+	if r.ID, ok = asString(o.Get("id")); !ok {
 		return nil, reject("id is not a string")
 	}
 	if !ValidID(r.ID) {
 		return nil, reject("id %s is not a safe file name", QuoteShort(r.ID))
 	}
-	if r.CreatedAt, ok = asFloat(o["createdAt"]); !ok {
+	if r.CreatedAt, ok = asFloat(o.Get("createdAt")); !ok {
 		return nil, reject("createdAt is not a finite JSON number")
 	}
-	if r.RequesterSessionID, ok = asString(o["requesterSessionId"]); !ok {
+	if r.RequesterSessionID, ok = asString(o.Get("requesterSessionId")); !ok {
 		return nil, reject("requesterSessionId is not a string")
 	}
-	if r.TargetSessionID, ok = asString(o["targetSessionId"]); !ok {
+	if r.TargetSessionID, ok = asString(o.Get("targetSessionId")); !ok {
 		return nil, reject("targetSessionId is not a string")
 	}
-	if r.RequesterAgentName, ok = asString(o["requesterAgentName"]); !ok {
+	if r.RequesterAgentName, ok = asString(o.Get("requesterAgentName")); !ok {
 		return nil, reject("requesterAgentName is not a string")
 	}
 	r.readOptional(o)
@@ -122,7 +124,7 @@ func (r *Request) readOptional(o object) {
 		r.Dropped = append(r.Dropped, DroppedField{Field: field, Reason: err.Error()})
 	}
 	r.Source = SourceToolCall
-	if v, present := o["source"]; present {
+	if v := o.Get("source"); present(v) {
 		if s, _ := asString(v); validSource(Source(s)) {
 			r.Source = Source(s)
 		} else {
@@ -133,7 +135,7 @@ func (r *Request) readOptional(o object) {
 		key string
 		dst **string
 	}{{"surface", &r.Surface}, {"value", &r.Value}} {
-		if _, present := o[f.key]; !present {
+		if !present(o.Get(f.key)) {
 			continue
 		}
 		if s, ok := asNullableString(o, f.key); ok {
@@ -142,28 +144,28 @@ func (r *Request) readOptional(o object) {
 			drop(f.key, errors.New("not a string or null"))
 		}
 	}
-	if v, present := o["message"]; present {
+	if v := o.Get("message"); present(v) {
 		if s, ok := asString(v); ok {
 			r.Message = &s
 		} else {
 			drop("message", errors.New("not a string"))
 		}
 	}
-	if v, present := o["payload"]; present {
+	if v := o.Get("payload"); present(v) {
 		if p, err := readPayload(v); err == nil {
 			r.Payload = p
 		} else {
 			drop("payload", err)
 		}
 	}
-	if v, present := o["sessionApproval"]; present {
+	if v := o.Get("sessionApproval"); present(v) {
 		if sa, err := readSessionApproval(v); err == nil {
 			r.SessionApproval = sa
 		} else {
 			drop("sessionApproval", err)
 		}
 	}
-	if v, present := o["accessIntent"]; present {
+	if v := o.Get("accessIntent"); present(v) {
 		if ai, err := readAccessIntent(v); err == nil {
 			r.AccessIntent = ai
 		} else {
@@ -178,13 +180,13 @@ func validSource(s Source) bool {
 
 // readSessionApproval accepts the v30+ {grants} shape and, as a permtui
 // extension, the legacy {surface, patterns} shape converted to grants.
-func readSessionApproval(v any) (*SessionApproval, error) {
+func readSessionApproval(v jsonparse.Value) (*SessionApproval, error) {
 	o, ok := asObject(v)
 	if !ok {
 		return nil, errors.New("not an object")
 	}
-	if rawGrants, present := o["grants"]; present {
-		arr, ok := rawGrants.([]any)
+	if rawGrants := o.Get("grants"); present(rawGrants) {
+		arr, ok := asArray(rawGrants)
 		if !ok || len(arr) == 0 {
 			return nil, errors.New("grants is not a non-empty array")
 		}
@@ -194,8 +196,8 @@ func readSessionApproval(v any) (*SessionApproval, error) {
 			if !ok {
 				return nil, fmt.Errorf("grant %d is not an object", i)
 			}
-			surface, _ := asString(g["surface"])
-			pattern, ok := asString(g["pattern"])
+			surface, _ := asString(g.Get("surface"))
+			pattern, ok := asString(g.Get("pattern"))
 			if surface == "" || !ok {
 				return nil, fmt.Errorf("grant %d needs a non-empty surface and a string pattern", i)
 			}
@@ -203,8 +205,8 @@ func readSessionApproval(v any) (*SessionApproval, error) {
 		}
 		return &SessionApproval{Grants: grants}, nil
 	}
-	surface, _ := asString(o["surface"])
-	patterns, ok := asStringSlice(o["patterns"])
+	surface, _ := asString(o.Get("surface"))
+	patterns, ok := asStringSlice(o.Get("patterns"))
 	if surface == "" || !ok {
 		return nil, errors.New("neither {grants} nor legacy {surface, patterns} with string patterns")
 	}
@@ -220,42 +222,42 @@ func readSessionApproval(v any) (*SessionApproval, error) {
 }
 
 // readAccessIntent is all-or-nothing (§4.4).
-func readAccessIntent(v any) (*AccessIntent, error) {
+func readAccessIntent(v jsonparse.Value) (*AccessIntent, error) {
 	o, ok := asObject(v)
 	if !ok {
 		return nil, errors.New("not an object")
 	}
 	ai := &AccessIntent{}
-	if ai.Surface, ok = asString(o["surface"]); !ok {
+	if ai.Surface, ok = asString(o.Get("surface")); !ok {
 		return nil, errors.New("surface is not a string")
 	}
-	if ai.MatchValues, ok = asStringSlice(o["matchValues"]); !ok {
+	if ai.MatchValues, ok = asStringSlice(o.Get("matchValues")); !ok {
 		return nil, errors.New("matchValues is not an array of strings")
 	}
 	if ai.BoundaryValue, ok = asNullableString(o, "boundaryValue"); !ok {
 		return nil, errors.New("boundaryValue is not a string or null")
 	}
-	if ai.RequesterCwd, ok = asString(o["requesterCwd"]); !ok {
+	if ai.RequesterCwd, ok = asString(o.Get("requesterCwd")); !ok {
 		return nil, errors.New("requesterCwd is not a string")
 	}
-	p, ok := asObject(o["principal"])
+	p, ok := asObject(o.Get("principal"))
 	if !ok {
 		return nil, errors.New("principal is not an object")
 	}
-	sid, ok1 := asString(p["sessionId"])
-	agent, ok2 := asString(p["agentName"])
+	sid, ok1 := asString(p.Get("sessionId"))
+	agent, ok2 := asString(p.Get("agentName"))
 	if !ok1 || !ok2 {
 		return nil, errors.New("principal needs string sessionId and agentName")
 	}
 	ai.Principal = Principal{SessionID: sid, AgentName: agent}
-	if fv, present := o["floor"]; present {
+	if fv := o.Get("floor"); present(fv) {
 		f, ok := asString(fv)
 		if !ok {
 			return nil, errors.New("floor is not a string")
 		}
 		ai.Floor = &f
 	}
-	if uv, present := o["askingUnits"]; present {
+	if uv := o.Get("askingUnits"); present(uv) {
 		units, err := readAskingUnits(uv)
 		if err != nil {
 			return nil, err
@@ -265,8 +267,8 @@ func readAccessIntent(v any) (*AccessIntent, error) {
 	return ai, nil
 }
 
-func readAskingUnits(v any) ([]AskingUnit, error) {
-	arr, ok := v.([]any)
+func readAskingUnits(v jsonparse.Value) ([]AskingUnit, error) {
+	arr, ok := asArray(v)
 	if !ok || len(arr) == 0 {
 		return nil, errors.New("askingUnits is not a non-empty array")
 	}
@@ -276,12 +278,12 @@ func readAskingUnits(v any) ([]AskingUnit, error) {
 		if !ok {
 			return nil, fmt.Errorf("askingUnits[%d] is not an object", i)
 		}
-		cmd, ok := asString(u["command"])
+		cmd, ok := asString(u.Get("command"))
 		if !ok {
 			return nil, fmt.Errorf("askingUnits[%d].command is not a string", i)
 		}
 		unit := AskingUnit{Command: cmd}
-		if fv, present := u["floor"]; present {
+		if fv := u.Get("floor"); present(fv) {
 			f, ok := asString(fv)
 			if !ok {
 				return nil, fmt.Errorf("askingUnits[%d].floor is not a string", i)
@@ -303,32 +305,32 @@ func validCommandContext(c *string) bool {
 }
 
 // readPayload is all-or-nothing; every nullable key must be present (§4.5).
-func readPayload(v any) (*Payload, error) {
+func readPayload(v jsonparse.Value) (*Payload, error) {
 	o, ok := asObject(v)
 	if !ok {
 		return nil, errors.New("not an object")
 	}
 	p := &Payload{}
-	if p.Kind, _ = asString(o["kind"]); !payloadKinds[p.Kind] {
+	if p.Kind, _ = asString(o.Get("kind")); !payloadKinds[p.Kind] {
 		return nil, errors.New("unknown kind")
 	}
-	req, ok := asObject(o["request"])
+	req, ok := asObject(o.Get("request"))
 	if !ok {
 		return nil, errors.New("request is not an object")
 	}
-	who, ok := asObject(req["requester"])
+	who, ok := asObject(req.Get("requester"))
 	if !ok {
 		return nil, errors.New("request.requester is not an object")
 	}
 	pr := &p.Request
 	var okAll [8]bool
 	pr.RequesterAgentName, okAll[0] = asNullableString(who, "agentName")
-	pr.RequesterForwarded, okAll[1] = who["forwarded"].(bool)
+	pr.RequesterForwarded, okAll[1] = asBool(who.Get("forwarded"))
 	pr.RequesterSessionID, okAll[2] = asNullableString(who, "sessionId")
-	pr.Surface, okAll[3] = asString(req["surface"])
+	pr.Surface, okAll[3] = asString(req.Get("surface"))
 	pr.ToolName, okAll[4] = asNullableString(req, "toolName")
 	pr.InvokedToolName, okAll[5] = asNullableString(req, "invokedToolName")
-	pr.Value, okAll[6] = asString(req["value"])
+	pr.Value, okAll[6] = asString(req.Get("value"))
 	pr.MatchedPattern, okAll[7] = asNullableString(req, "matchedPattern")
 	for _, ok := range okAll {
 		if !ok {
@@ -337,7 +339,7 @@ func readPayload(v any) (*Payload, error) {
 	}
 	// 40.0.0 added matchedSpelling; older children omit it, so a missing key
 	// reads as null (the one exception to §4.5's "present").
-	if _, present := req["matchedSpelling"]; present {
+	if present(req.Get("matchedSpelling")) {
 		if pr.MatchedSpelling, ok = asNullableString(req, "matchedSpelling"); !ok {
 			return nil, errors.New("request.matchedSpelling is not a string or null")
 		}
@@ -348,30 +350,30 @@ func readPayload(v any) (*Payload, error) {
 	if pr.ExecutedUnit, ok = asNullableString(req, "executedUnit"); !ok {
 		return nil, errors.New("request.executedUnit is not a string or null")
 	}
-	evidence, ok := o["evidence"].([]any)
+	evidence, ok := asArray(o.Get("evidence"))
 	if !ok {
 		return nil, errors.New("evidence is not an array")
 	}
 	p.Evidence = make([]Evidence, 0, len(evidence))
 	for i, e := range evidence {
 		eo, ok := asObject(e)
-		label, ok1 := asString(eo["label"])
-		text, ok2 := asString(eo["text"])
+		label, ok1 := asString(eo.Get("label"))
+		text, ok2 := asString(eo.Get("text"))
 		detail, ok3 := asNullableString(eo, "detail")
 		if !ok || !ok1 || !ok2 || !ok3 {
 			return nil, fmt.Errorf("evidence[%d] is malformed", i)
 		}
 		p.Evidence = append(p.Evidence, Evidence{Label: label, Text: text, Detail: detail})
 	}
-	annotations, ok := o["annotations"].([]any)
+	annotations, ok := asArray(o.Get("annotations"))
 	if !ok {
 		return nil, errors.New("annotations is not an array")
 	}
 	p.Annotations = make([]Annotation, 0, len(annotations))
 	for i, a := range annotations {
 		ao, ok := asObject(a)
-		src, ok1 := asString(ao["source"])
-		text, ok2 := asString(ao["text"])
+		src, ok1 := asString(ao.Get("source"))
+		text, ok2 := asString(ao.Get("text"))
 		if !ok || !ok1 || !ok2 {
 			return nil, fmt.Errorf("annotations[%d] is malformed", i)
 		}

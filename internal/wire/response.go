@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/permtui/permtui/internal/jsonparse"
 )
 
 func knownState(s State) bool {
@@ -122,28 +124,28 @@ func ReadResponseAsChild(data []byte) (*ChildResponse, error) {
 		return nil, unreadable("not a JSON object")
 	}
 	c := &ChildResponse{GrantWidth: GrantWidthProven}
-	if c.Approved, ok = o["approved"].(bool); !ok {
+	if c.Approved, ok = asBool(o.Get("approved")); !ok {
 		return nil, unreadable("approved is not a boolean")
 	}
-	state, _ := asString(o["state"])
+	state, _ := asString(o.Get("state"))
 	if c.State = State(state); !knownState(c.State) {
 		return nil, unreadable("state is not one of the five states")
 	}
-	if _, ok := asString(o["responderSessionId"]); !ok {
+	if _, ok := asString(o.Get("responderSessionId")); !ok {
 		return nil, unreadable("responderSessionId is not a string")
 	}
-	c.DenialReason, _ = asString(o["denialReason"])
-	if c.RespondedAt, ok = asInt64Truncated(o["respondedAt"]); !ok {
+	c.DenialReason, _ = asString(o.Get("denialReason"))
+	if c.RespondedAt, ok = asInt64Truncated(o.Get("respondedAt")); !ok {
 		c.RespondedAt = time.Now().UnixMilli()
 	}
 	c.DecidedByStatus = DecidedByAbsent
-	if v, present := o["decidedBy"]; present {
+	if v := o.Get("decidedBy"); present(v) {
 		c.DecidedByStatus = DecidedByDropped
 		if d, err := readDecision(v, 0); err == nil {
 			c.DecidedBy, c.DecidedByStatus = d, DecidedByKept
 		}
 	}
-	if w, _ := asString(o["sessionGrantWidth"]); w == GrantWidthFamily {
+	if w, _ := asString(o.Get("sessionGrantWidth")); w == GrantWidthFamily {
 		c.GrantWidth = GrantWidthFamily
 	}
 	return c, nil
@@ -151,7 +153,7 @@ func ReadResponseAsChild(data []byte) (*ChildResponse, error) {
 
 // asInt64Truncated reads any finite JSON number within int64 range,
 // dropping a fraction.
-func asInt64Truncated(v any) (int64, bool) {
+func asInt64Truncated(v jsonparse.Value) (int64, bool) {
 	f, ok := asFloat(v)
 	if !ok || f < -(1<<63) || f >= 1<<63 {
 		return 0, false

@@ -1,8 +1,11 @@
 package wire
 
 import (
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/permtui/permtui/internal/jsonparse"
 )
 
 // Strings keep what JavaScript keeps (decision 0175). A JavaScript string is
@@ -10,13 +13,12 @@ import (
 // Go string holds it in the generalized UTF-8 of WTF-8: the three bytes
 // ED A0..BF 80..BF, which valid UTF-8 never contains. A surrogate pair is
 // always the four-byte UTF-8 of its code point, so equal JavaScript strings
-// have equal Go bytes. This file is that representation's one home.
+// have equal Go bytes. This file is that representation's home (the JSON
+// reader, internal/jsonparse, writes it as it decodes).
 
 // AppendSurrogate appends the WTF-8 form of the surrogate unit u
-// (0xD800..0xDFFF).
-func AppendSurrogate(b []byte, u uint16) []byte {
-	return append(b, 0xED, 0xA0|byte(u>>6&0x1F), 0x80|byte(u&0x3F))
-}
+// (0xD800..0xDFFF); the JSON reader writes it, so it is defined there.
+func AppendSurrogate(b []byte, u uint16) []byte { return jsonparse.AppendSurrogate(b, u) }
 
 // SurrogateAt decodes the WTF-8 surrogate that starts s, if one does.
 func SurrogateAt(s string) (u uint16, ok bool) {
@@ -81,98 +83,45 @@ func ToValidWTF8(s string) string {
 }
 
 // KeepLoneSurrogates prepares a JSON text for a decoder that writes U+FFFD
-// for a lone surrogate escape (goccy/go-json, encoding/json): decoded, its
-// string values hold the surrogates as WTF-8, as JSON.parse keeps them. A
-// text that is not valid JSON is returned as it is.
+// for a lone surrogate escape (goccy/go-json, encoding/json): each string
+// value holding one is written again with the surrogate as its raw WTF-8
+// bytes, which the decoder copies, so decoded it holds what JSON.parse
+// keeps. Object keys name fields and are left alone. A text that is not
+// valid JSON is returned as it is.
 func KeepLoneSurrogates(data []byte) []byte {
-	if !validJSON(data) {
+	v, err := decodeJSON(data)
+	if err != nil {
 		return data
 	}
-	return keepLoneSurrogates(data)
-}
-
-// keepLoneSurrogates rewrites each lone surrogate escape in a string value
-// of a valid JSON text as its raw WTF-8 bytes, which the decoder copies into
-// the string, so the value keeps the surrogate JSON.parse keeps (the decoder
-// alone writes U+FFFD). A high escape directly followed by a low one is a
-// pair and stays. Object keys are left alone: they name fields, they are
-// not facts, and the decoder would replace the raw bytes in a key.
-func keepLoneSurrogates(data []byte) []byte {
+	var kept []jsonparse.Value
+	var walk func(v jsonparse.Value)
+	walk = func(v jsonparse.Value) {
+		switch {
+		case v.Kind == jsonparse.String && HasSurrogate(v.Str):
+			kept = append(kept, v)
+		case v.Kind == jsonparse.Array:
+			for _, e := range v.Items() {
+				walk(e)
+			}
+		case v.Kind == jsonparse.Object:
+			for _, m := range v.Members() {
+				walk(m.Value)
+			}
+		}
+	}
+	walk(v)
+	if len(kept) == 0 {
+		return data
+	}
+	// A repeated key's value stands where the key last did, out of order.
+	slices.SortFunc(kept, func(a, b jsonparse.Value) int { return a.Start - b.Start })
 	var out []byte
 	copied := 0
-	for i := 0; i < len(data); i++ {
-		if data[i] != '"' {
-			continue
-		}
-		end := i + 1
-		for end < len(data) && data[end] != '"' {
-			if data[end] == '\\' {
-				end++
-			}
-			end++
-		}
-		if end >= len(data) {
-			break // not valid JSON: nothing more to keep
-		}
-		if !isKey(data[end+1:]) {
-			for j := i + 1; j < end; j++ {
-				if data[j] != '\\' {
-					continue
-				}
-				u, ok := hexEscape(data[j:end])
-				if !ok || !utf16.IsSurrogate(rune(u)) {
-					j++ // the escaped character: a backslash does not escape the next
-					continue
-				}
-				if lo, ok := hexEscape(data[j+6 : end]); u < 0xDC00 && ok && lo >= 0xDC00 && lo <= 0xDFFF {
-					j += 11 // a pair
-					continue
-				}
-				out = AppendSurrogate(append(out, data[copied:j]...), u)
-				copied = j + 6
-				j += 5
-			}
-		}
-		i = end
-	}
-	if out == nil {
-		return data
+	for _, s := range kept {
+		out = appendJSONString(append(out, data[copied:s.Start]...), s.Str, true)
+		copied = s.End
 	}
 	return append(out, data[copied:]...)
-}
-
-// isKey reports whether the text after a string's closing quote makes that
-// string an object key.
-func isKey(rest []byte) bool {
-	for _, c := range rest {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c == ':'
-	}
-	return false
-}
-
-// hexEscape decodes a \uXXXX escape at the start of b.
-func hexEscape(b []byte) (uint16, bool) {
-	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
-		return 0, false
-	}
-	var u uint16
-	for _, c := range b[2:6] {
-		switch {
-		case c >= '0' && c <= '9':
-			u = u<<4 | uint16(c-'0')
-		case c >= 'a' && c <= 'f':
-			u = u<<4 | uint16(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			u = u<<4 | uint16(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return u, true
 }
 
 // JSString is a string that JSON output writes as JSON.stringify does: a
@@ -186,7 +135,11 @@ func (s JSString) MarshalJSON() ([]byte, error) { return AppendJSONString(nil, s
 // AppendJSONString appends s as a JSON string: a quote, a backslash and a
 // control character escaped, a lone surrogate as \uXXXX, any other invalid
 // byte as \ufffd, everything else as it is.
-func AppendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s, false) }
+
+// appendJSONString is AppendJSONString; with rawSurrogates a lone surrogate
+// keeps its WTF-8 bytes.
+func appendJSONString(b []byte, s string, rawSurrogates bool) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); {
@@ -203,7 +156,11 @@ func AppendJSONString(b []byte, s string) []byte {
 			i++
 		default:
 			if u, ok := SurrogateAt(s[i:]); ok {
-				b = append(b, '\\', 'u', hex[u>>12], hex[u>>8&0xF], hex[u>>4&0xF], hex[u&0xF])
+				if rawSurrogates {
+					b = append(b, s[i:i+3]...)
+				} else {
+					b = append(b, '\\', 'u', hex[u>>12], hex[u>>8&0xF], hex[u>>4&0xF], hex[u&0xF])
+				}
 				i += 3
 				continue
 			}
