@@ -251,8 +251,8 @@ func heapSeen(tb testing.TB, asks, size int, budget inbox.Budget) uint64 {
 	live := testkit.LiveHeap()
 	ann.mu.Lock()
 	defer ann.mu.Unlock()
-	if m := ann.memory; m.heldBytes > ann.budget.ParkedBytes || m.held+m.waiting.Len() != asks {
-		tb.Fatalf("held %d asks, %d bytes, %d waiting under %+v", m.held, m.heldBytes, m.waiting.Len(), ann.budget)
+	if m := &ann.memory; m.held.Bytes() > ann.budget.ParkedBytes || m.held.Count()+m.waiting.Len() != asks {
+		tb.Fatalf("held %d asks, %d bytes, %d waiting under %+v", m.held.Count(), m.held.Bytes(), m.waiting.Len(), ann.budget)
 	}
 	return live
 }

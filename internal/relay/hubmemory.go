@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/permtui/permtui/internal/budget"
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
@@ -18,9 +19,8 @@ import (
 // asks held with their requests, and the asks that wait at the hub with
 // only their names kept.
 type memoryState struct {
-	held      int // asks shown, or being read again to be shown
-	heldBytes int64
-	waiting   list.List // of *hubAsk, oldest first
+	held    budget.Budget // asks shown, or being read again to be shown
+	waiting list.List     // of *hubAsk, oldest first
 	// unkeptFrom is the stream sequence of the first ask not kept because
 	// the waiting list was full. Later asks are not kept either, so that
 	// when the stream is read again from there (replayFrom, once half the
@@ -57,19 +57,13 @@ func (a *Approver) keep(seq uint64) bool {
 // fits reports whether an ask of size bytes may be shown now; one is
 // always shown, however large. a.mu is held.
 func (a *Approver) fits(size int64) bool {
-	m := &a.memory
-	return m.held == 0 || (m.held < a.budget.ParkedAsks && m.heldBytes+size <= a.budget.ParkedBytes)
+	held := &a.memory.held
+	return held.Count() == 0 || held.Fits(1, size)
 }
 
-func (a *Approver) hold(h *hubAsk) {
-	a.memory.held++
-	a.memory.heldBytes += h.size
-}
+func (a *Approver) hold(h *hubAsk) { a.memory.held.Add(1, h.size) }
 
-func (a *Approver) release(h *hubAsk) {
-	a.memory.held--
-	a.memory.heldBytes -= h.size
-}
+func (a *Approver) release(h *hubAsk) { a.memory.held.Release(h.size) }
 
 // afterMemoryChange wakes refill when the oldest waiting ask fits, has the stream
 // read again once half the waiting list is free, and reports. a.mu is held.
@@ -170,7 +164,7 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 func (a *Approver) reportMemory() {
 	m := &a.memory
 	r := &m.reported
-	n := m.waiting.Len() + m.held - len(a.byID)
+	n := m.waiting.Len() + m.held.Count() - len(a.byID)
 	over := m.unkeptFrom != 0 || m.replayFrom != 0
 	if n == r.waiting && over == r.over {
 		return
