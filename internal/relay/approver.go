@@ -29,6 +29,12 @@ var ErrNotReady = errors.New("relay: not attached to the hub yet")
 
 const hubTimeout = 5 * time.Second
 
+// askPullBatch is how many asks the approver asks the hub for at once, so
+// the messages its client has pulled and not yet taken in are at most 16 of
+// hub.MaxAskBytes (17 MiB), bounded by JetStream; nats.go's default, 500,
+// let a backlog overrun the client's buffer (decision 0196).
+const askPullBatch = 16
+
 // Approver attaches a console or headless approver to the hub: it is a
 // serve.Source whose events are the asks of every relay (with their host)
 // and whose Decide records the decision in the decisions bucket, where the
@@ -187,7 +193,7 @@ func (a *Approver) follow(ctx context.Context) (jetstream.ConsumeContext, error)
 	gen := a.gen
 	a.memory.replayFrom = 0
 	a.mu.Unlock()
-	cc, err := cons.Consume(func(msg jetstream.Msg) { a.onAsk(gen, msg) }, pullExpiry)
+	cc, err := cons.Consume(func(msg jetstream.Msg) { a.onAsk(gen, msg) }, pullExpiry, jetstream.PullMaxMessages(askPullBatch))
 	if err != nil {
 		a.mu.Lock()
 		a.memory.replayFrom = from // nothing was read: the next try starts there
