@@ -4,7 +4,10 @@
 // 0195). A Budget has no lock: its holder's lock guards it.
 package budget
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Limit bounds items and bytes; a zero or negative field bounds nothing.
 type Limit struct {
@@ -78,3 +81,31 @@ func (b *Budget) String() string {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// Spacing spaces the reports of how much waits beyond a budget, so a burst
+// is not a report per item: one is due at once when waiting starts or ends
+// or the holder's flag changes (such as "names no longer kept"), and at
+// most every so often while only the number changes. The zero value has
+// reported nothing waiting.
+type Spacing struct {
+	n    int
+	flag bool
+	at   time.Time
+}
+
+// Due reports whether a report of n waiting, with flag, is due at now, a
+// change of the number alone at most every every, and records it as made
+// when it is; when it is not due only for its spacing, wait is how long
+// until it is.
+func (s *Spacing) Due(n int, flag bool, now time.Time, every time.Duration) (due bool, wait time.Duration) {
+	if n == s.n && flag == s.flag {
+		return false, 0
+	}
+	if flag == s.flag && (n > 0) == (s.n > 0) {
+		if wait := every - now.Sub(s.at); wait > 0 {
+			return false, wait
+		}
+	}
+	s.n, s.flag, s.at = n, flag, now
+	return true, 0
+}

@@ -1,6 +1,9 @@
 package budget
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // Each bound holds exactly at its limit: what reaches it fits, one more
 // item or byte does not, and a refused reservation counts nothing.
@@ -95,5 +98,34 @@ func TestStringReportsUseAgainstTheBounds(t *testing.T) {
 	u.Add(7, 1<<20)
 	if got, want := u.String(), "7, 1.0 MiB"; got != want {
 		t.Errorf("unbounded String() = %q, want %q", got, want)
+	}
+}
+
+// A report of what waits is due at once when waiting starts or ends or the
+// flag changes, and otherwise at most every 5 s, the wait said.
+func TestSpacingReportsStartsAndEndsAtOnceAndChangesSpaced(t *testing.T) {
+	var s Spacing
+	t0 := time.Unix(1000, 0)
+	steps := []struct {
+		at   time.Duration
+		n    int
+		flag bool
+		due  bool
+		wait time.Duration
+	}{
+		{0, 0, false, false, 0}, // nothing waits, as before
+		{0, 3, false, true, 0},  // waiting starts
+		{time.Second, 4, false, false, 4 * time.Second},
+		{time.Second, 4, true, true, 0}, // the flag changed
+		{2 * time.Second, 9, true, false, 4 * time.Second},
+		{7 * time.Second, 9, true, true, 0},  // spaced change, now due
+		{7 * time.Second, 9, true, false, 0}, // nothing new
+		{8 * time.Second, 0, true, true, 0},  // waiting ends
+	}
+	for i, st := range steps {
+		due, wait := s.Due(st.n, st.flag, t0.Add(st.at), 5*time.Second)
+		if due != st.due || wait != st.wait {
+			t.Fatalf("step %d (%d waiting, flag %v at %v): due %v wait %v, want %v %v", i, st.n, st.flag, st.at, due, wait, st.due, st.wait)
+		}
 	}
 }

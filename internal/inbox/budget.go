@@ -422,15 +422,12 @@ func (in *Inbox) deliverAgain(e *entry) {
 const deferringReportEvery = 5 * time.Second
 
 // reportDeferring emits Deferring when the number of deferred asks changed
-// since the last report. Run goroutine only.
+// since the last report, as deferReports spaces them. Run goroutine only.
 func (in *Inbox) reportDeferring() {
 	now := in.cfg.Now()
 	in.mu.Lock()
-	n, last, parked := in.deferred.Count(), in.deferredReported, in.parked.String()
-	report := n != last && (n == 0 || last == 0 || now.Sub(in.deferredReportedAt) >= deferringReportEvery)
-	if report {
-		in.deferredReported, in.deferredReportedAt = n, now
-	}
+	n, parked := in.deferred.Count(), in.parked.String()
+	report, _ := in.deferReports.Due(n, false, now, deferringReportEvery)
 	in.mu.Unlock()
 	if report {
 		if n > 0 {

@@ -155,8 +155,7 @@ type Inbox struct {
 	// and postponed.
 	parked, deferred, flight budget.Budget
 	postponed                int
-	deferredReported         int             // the Waiting of the last Deferring
-	deferredReportedAt       time.Time       // and when
+	deferReports             budget.Spacing  // when the next Deferring is due
 	waitingRoom              bool            // sessions wait for a global bound
 	scanAll                  bool            // a full scan is queued
 	scanQ                    map[string]bool // sessions queued for a scan

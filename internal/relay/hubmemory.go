@@ -26,12 +26,8 @@ type memoryState struct {
 	// when the stream is read again from there (replayFrom, once half the
 	// list is free) they come back in order.
 	unkeptFrom, replayFrom uint64
-	reported               struct {
-		waiting int
-		over    bool
-		at      time.Time
-	}
-	reportTimer *time.Timer
+	reports                budget.Spacing // of the number waiting, and of names not kept
+	reportTimer            *time.Timer
 }
 
 // memoryReportEvery spaces reports of a changing number of waiting asks;
@@ -163,26 +159,20 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 // held.
 func (a *Approver) reportMemory() {
 	m := &a.memory
-	r := &m.reported
 	n := m.waiting.Len() + m.held.Count() - len(a.byID)
 	over := m.unkeptFrom != 0 || m.replayFrom != 0
-	if n == r.waiting && over == r.over {
+	due, wait := m.reports.Due(n, over, a.now(), memoryReportEvery)
+	if wait > 0 && m.reportTimer == nil {
+		m.reportTimer = time.AfterFunc(wait, func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.memory.reportTimer = nil
+			a.reportMemory()
+		})
+	}
+	if !due {
 		return
 	}
-	if over == r.over && (n > 0) == (r.waiting > 0) {
-		if wait := memoryReportEvery - a.now().Sub(r.at); wait > 0 {
-			if m.reportTimer == nil {
-				m.reportTimer = time.AfterFunc(wait, func() {
-					a.mu.Lock()
-					defer a.mu.Unlock()
-					a.memory.reportTimer = nil
-					a.reportMemory()
-				})
-			}
-			return
-		}
-	}
-	r.waiting, r.over, r.at = n, over, a.now()
 	problem := ""
 	if n > 0 || over {
 		problem = fmt.Sprintf("asks wait at the hub unshown (%d): at most %d asks or %d MiB of them are held at once; they are shown as earlier asks are answered",
