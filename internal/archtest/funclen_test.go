@@ -1,7 +1,6 @@
 package archtest
 
 import (
-	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -13,14 +12,6 @@ import (
 // maxFuncLines bounds a product function, from its func line to its closing
 // brace (issue 22): a longer one is split by job.
 const maxFuncLines = 80
-
-// overLimitOwned names the functions over the bound in files another
-// engineer owns this round, each with its owner; the lead empties it when
-// their branches merge. Keys are "path: Func" as funcLengths names them.
-var overLimitOwned = map[string]string{
-	"internal/policyedit/frontmatter.go: editFrontmatter": "JSON engineer",
-	"internal/policyedit/jsonc.go: editConfigLF":          "JSON engineer",
-}
 
 // funcLength is one function declaration of a non-test file.
 type funcLength struct {
@@ -79,30 +70,14 @@ func funcName(fn *ast.FuncDecl) string {
 	return fn.Name.Name
 }
 
-// TestFunctionLength fails naming each product function over maxFuncLines
-// that is not in overLimitOwned, and each allowlist entry that no longer
-// needs to be there.
+// TestFunctionLength fails naming each product function over maxFuncLines.
 func TestFunctionLength(t *testing.T) {
 	lengths := funcLengths(t)
 	sort.Slice(lengths, func(i, j int) bool { return lengths[i].lines > lengths[j].lines })
-	seen := map[string]bool{}
-	var over []string
 	for _, f := range lengths {
 		if f.lines <= maxFuncLines {
 			break
 		}
-		if _, owned := overLimitOwned[f.name]; owned {
-			seen[f.name] = true
-			continue
-		}
-		over = append(over, fmt.Sprintf("%s: %d lines", f.name, f.lines))
-	}
-	for _, o := range over {
-		t.Errorf("%s (at most %d; split it by job)", o, maxFuncLines)
-	}
-	for name, owner := range overLimitOwned {
-		if !seen[name] {
-			t.Errorf("allowlist entry %q (%s) is at most %d lines now or gone: remove it", name, owner, maxFuncLines)
-		}
+		t.Errorf("%s: %d lines (at most %d; split it by job)", f.name, f.lines, maxFuncLines)
 	}
 }

@@ -19,7 +19,7 @@ func TestNamesSeenWhileFullAreReadFromTheBacklogInOrder(t *testing.T) {
 	}
 	h.eventually("the names beyond the slots kept in the backlog", func() bool {
 		s := h.in.sessions[servedID]
-		return s.inflight == maxInFlight && len(s.backlog.names) == extra && !s.backlog.incomplete
+		return s.flight.Count() == maxInFlight && len(s.backlog.names) == extra && !s.backlog.incomplete
 	})
 	// The decision point of a queued scan: a complete backlog is read, and
 	// requests/ is not listed.
@@ -44,7 +44,7 @@ func TestNamesSeenWhileFullAreReadFromTheBacklogInOrder(t *testing.T) {
 	}
 	h.eventually("the backlog empty and uncounted", func() bool {
 		s := h.in.sessions[servedID]
-		return len(s.backlog.names) == 0 && len(s.backlog.queued) == 0 && h.in.backlogged == 0 && s.inflight == 0
+		return len(s.backlog.names) == 0 && len(s.backlog.queued) == 0 && h.in.backlogged == 0 && s.flight.Count() == 0
 	})
 }
 

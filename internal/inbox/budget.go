@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/permtui/permtui/internal/budget"
 	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -67,6 +68,23 @@ func setDefaultInt[T int | int64](v *T, def T) {
 	}
 }
 
+// setBudgets bounds the counts over all sessions by the configured budget.
+func (in *Inbox) setBudgets() {
+	b := &in.cfg.Budget
+	in.parked.Limit = budget.Limit{Count: b.ParkedAsks, Bytes: b.ParkedBytes}
+	in.deferred.Limit = budget.Limit{Count: b.DeferredAsks}
+	in.flight.Limit = budget.Limit{Bytes: b.InFlightBytes}
+}
+
+// newSession is the state of a session newly known, with its own bounds.
+func (in *Inbox) newSession() *sessionState {
+	b := &in.cfg.Budget
+	return &sessionState{
+		flight:   budget.Budget{Limit: budget.Limit{Count: maxInFlight, Bytes: b.SessionInFlightBytes}},
+		deferred: budget.Budget{Limit: budget.Limit{Count: b.SessionDeferredAsks}},
+	}
+}
+
 // Deferring: asks waiting for a person are beyond the parked budget and
 // wait on disk (Waiting of them; 0 once none does). It is reported when
 // deferral starts and stops, and in between when the number changed, at
@@ -88,19 +106,18 @@ type Usage struct {
 func (in *Inbox) Usage() Usage {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return Usage{ParkedAsks: in.parked, DeferredAsks: in.deferred, ParkedBytes: in.parkedBytes, InFlightBytes: in.inflightBytes}
+	return Usage{ParkedAsks: in.parked.Count(), DeferredAsks: in.deferred.Count(), ParkedBytes: in.parked.Bytes(), InFlightBytes: in.flight.Bytes()}
 }
 
 // roomToRead reports whether the session may read one more request file
 // now. When it may not, the session is marked to be scanned again once
 // room frees. in.mu is held.
 func (in *Inbox) roomToRead(s *sessionState) bool {
-	b := &in.cfg.Budget
 	switch {
-	case s.inflight >= maxInFlight || s.inflightBytes+wire.MaxFileSize > b.SessionInFlightBytes || s.deferred >= b.SessionDeferredAsks:
+	case !s.flight.Fits(1, wire.MaxFileSize) || s.deferred.Full():
 		s.waiting = true
 		return false
-	case !in.bytesFit(s, wire.MaxFileSize) || in.deferred >= b.DeferredAsks:
+	case !in.flight.Fits(1, wire.MaxFileSize) || in.deferred.Full():
 		s.waiting = true
 		in.waitingRoom = true
 		return false
@@ -111,26 +128,23 @@ func (in *Inbox) roomToRead(s *sessionState) bool {
 // bytesFit reports whether size more bytes fit in flight, in the session
 // and over all sessions. in.mu is held.
 func (in *Inbox) bytesFit(s *sessionState, size int64) bool {
-	b := &in.cfg.Budget
-	return s.inflightBytes+size <= b.SessionInFlightBytes && in.inflightBytes+size <= b.InFlightBytes
+	return s.flight.Fits(0, size) && in.flight.Fits(0, size)
 }
 
 // holdInFlight counts a delivered entry against its session's and the
 // global in-flight bounds. in.mu is held.
 func (in *Inbox) holdInFlight(e *entry, s *sessionState) {
-	s.inflight++
-	s.inflightBytes += e.size
-	in.inflightBytes += e.size
+	s.flight.Add(1, e.size)
+	in.flight.Add(1, e.size)
 }
 
 // releaseInFlight stops counting an in-flight entry (it was answered,
 // parked, deferred or withdrawn) and queues the scans waiting for its room.
 // in.mu is held.
 func (in *Inbox) releaseInFlight(e *entry) {
-	in.inflightBytes -= e.size
+	in.flight.Release(e.size)
 	if s := in.sessions[e.session]; s != nil {
-		s.inflight--
-		s.inflightBytes -= e.size
+		s.flight.Release(e.size)
 	}
 	in.roomFreed(e.session)
 }
@@ -141,11 +155,10 @@ func (in *Inbox) releaseInFlight(e *entry) {
 // session held back by a global bound once half of it is free. in.mu is
 // held.
 func (in *Inbox) roomFreed(session string) {
-	b := &in.cfg.Budget
-	if s := in.sessions[session]; s != nil && s.waiting && s.inflight <= maxInFlight/2 && s.inflightBytes <= b.SessionInFlightBytes/2 && s.deferred < b.SessionDeferredAsks {
+	if s := in.sessions[session]; s != nil && s.waiting && s.flight.HalfFree() && !s.deferred.Full() {
 		in.queueScan(session, s)
 	}
-	if in.waitingRoom && in.inflightBytes <= in.cfg.Budget.InFlightBytes/2 && in.deferred < in.cfg.Budget.DeferredAsks {
+	if in.waitingRoom && in.flight.HalfFree() && !in.deferred.Full() {
 		in.waitingRoom = false
 		for id, s := range in.sessions {
 			if s.waiting {
@@ -180,11 +193,8 @@ func (in *Inbox) Park(id AskID) bool {
 		return false
 	}
 	in.releaseInFlight(e)
-	b := &in.cfg.Budget
-	if in.parked < b.ParkedAsks && in.parkedBytes+e.size <= b.ParkedBytes {
+	if in.parked.Reserve(e.size) {
 		e.parked = true
-		in.parked++
-		in.parkedBytes += e.size
 		return true
 	}
 	in.setDeferred(e, true)
@@ -204,9 +214,9 @@ func (in *Inbox) setDeferred(e *entry, deferred bool) {
 	if !deferred {
 		n = -1
 	}
-	in.deferred += n
+	in.deferred.Add(n, 0)
 	if s := in.sessions[e.session]; s != nil {
-		s.deferred += n
+		s.deferred.Add(n, 0)
 	}
 	if !deferred {
 		in.roomFreed(e.session)
@@ -218,8 +228,7 @@ func (in *Inbox) setDeferred(e *entry, deferred bool) {
 func (in *Inbox) unpark(e *entry) {
 	switch {
 	case e.parked:
-		in.parked--
-		in.parkedBytes -= e.size
+		in.parked.Release(e.size)
 		in.wake() // a deferred ask may fit now
 	case e.deferred:
 		in.setDeferred(e, false)
@@ -267,7 +276,7 @@ func (in *Inbox) Rejudge() {
 func (in *Inbox) nextRejudged() *entry {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.deferred == 0 {
+	if in.deferred.Count() == 0 {
 		return nil
 	}
 	for _, e := range in.byID {
@@ -275,7 +284,7 @@ func (in *Inbox) nextRejudged() *entry {
 			continue
 		}
 		s := in.sessions[e.session]
-		if s == nil || !s.serving || s.inflight >= maxInFlight || !in.bytesFit(s, e.size) {
+		if s == nil || !s.serving || !s.flight.Fits(1, e.size) || !in.flight.Fits(0, e.size) {
 			continue
 		}
 		in.setDeferred(e, false)
@@ -313,10 +322,10 @@ func (in *Inbox) Postpone(id AskID) bool {
 	if e.parked {
 		in.unpark(e)
 		e.parked = false
-		s.inflight++
+		s.flight.Add(1, 0)
 	} else {
-		s.inflightBytes -= e.size
-		in.inflightBytes -= e.size
+		s.flight.Add(0, -e.size)
+		in.flight.Release(e.size)
 		in.roomFreed(e.session)
 	}
 	e.postponed = true
@@ -345,8 +354,8 @@ func (in *Inbox) nextPostponed() *entry {
 		}
 		e.postponed = false
 		in.postponed--
-		s.inflightBytes += e.size
-		in.inflightBytes += e.size
+		s.flight.Add(0, e.size)
+		in.flight.Add(1, e.size)
 		return e
 	}
 	return nil
@@ -358,8 +367,7 @@ func (in *Inbox) nextPostponed() *entry {
 func (in *Inbox) nextDeferred() *entry {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	b := &in.cfg.Budget
-	if in.deferred == 0 || in.parked >= b.ParkedAsks {
+	if in.deferred.Count() == 0 || !in.parked.Fits(1, 0) {
 		return nil
 	}
 	var oldest *entry
@@ -370,14 +378,12 @@ func (in *Inbox) nextDeferred() *entry {
 			}
 		}
 	}
-	if oldest == nil || in.parkedBytes+oldest.size > b.ParkedBytes {
+	if oldest == nil || !in.parked.Reserve(oldest.size) {
 		return nil
 	}
 	in.setDeferred(oldest, false)
 	oldest.rejudge = false
 	oldest.parked = true
-	in.parked++
-	in.parkedBytes += oldest.size
 	return oldest
 }
 
@@ -416,19 +422,16 @@ func (in *Inbox) deliverAgain(e *entry) {
 const deferringReportEvery = 5 * time.Second
 
 // reportDeferring emits Deferring when the number of deferred asks changed
-// since the last report. Run goroutine only.
+// since the last report, as deferReports spaces them. Run goroutine only.
 func (in *Inbox) reportDeferring() {
 	now := in.cfg.Now()
 	in.mu.Lock()
-	n, last := in.deferred, in.deferredReported
-	report := n != last && (n == 0 || last == 0 || now.Sub(in.deferredReportedAt) >= deferringReportEvery)
-	if report {
-		in.deferredReported, in.deferredReportedAt = n, now
-	}
+	n, parked := in.deferred.Count(), in.parked.String()
+	report, _ := in.deferReports.Due(n, false, now, deferringReportEvery)
 	in.mu.Unlock()
 	if report {
 		if n > 0 {
-			in.cfg.Logger.Warn("asks beyond the parked budget wait on disk", "waiting", n)
+			in.cfg.Logger.Warn("asks beyond the parked budget wait on disk", "waiting", n, "parked", parked)
 		}
 		in.emit(Deferring{Waiting: n, Budget: in.cfg.Budget})
 	}

@@ -250,12 +250,12 @@ func TestTheBudgetCountsReturnToZero(t *testing.T) {
 	}
 	h.eventually("every count back to zero", func() bool {
 		for _, s := range h.in.sessions {
-			if s.inflight != 0 || s.inflightBytes != 0 || s.deferred != 0 {
+			if s.flight.Count() != 0 || s.flight.Bytes() != 0 || s.deferred.Count() != 0 {
 				return false
 			}
 		}
-		return h.in.parked == 0 && h.in.deferred == 0 && h.in.postponed == 0 && h.in.parkedBytes == 0 &&
-			h.in.inflightBytes == 0 && len(h.in.byID) == 0 && len(h.in.inflight) == 0 && len(h.in.byReq) == 0
+		return h.in.parked.Count() == 0 && h.in.deferred.Count() == 0 && h.in.postponed == 0 && h.in.parked.Bytes() == 0 &&
+			h.in.flight.Count() == 0 && h.in.flight.Bytes() == 0 && len(h.in.byID) == 0 && len(h.in.inflight) == 0 && len(h.in.byReq) == 0
 	})
 }
 

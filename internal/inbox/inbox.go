@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/permtui/permtui/internal/budget"
 	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/watch"
 	"github.com/permtui/permtui/internal/wire"
@@ -147,20 +148,19 @@ type Inbox struct {
 	reported map[string]string        // paths refused but not removable: reason reported
 	byReq    map[reqKey]*entry        // unanswered entries by session and request id
 	lastID   AskID                    // the last delivery minted
-	// What the budget counts (budget.go): entries parked for a person
-	// and deferred, over all sessions, and the file bytes of the parked
-	// and the in-flight ones.
-	parked, deferred, postponed int
-	parkedBytes, inflightBytes  int64
-	deferredReported            int             // the Waiting of the last Deferring
-	deferredReportedAt          time.Time       // and when
-	waitingRoom                 bool            // sessions wait for a global bound
-	scanAll                     bool            // a full scan is queued
-	scanQ                       map[string]bool // sessions queued for a scan
-	cache                       bool            // directories are cached: fsnotify runs, Run has not returned
-	running                     bool
-	waiting                     int // session directories waiting for a discovery slot (reported)
-	backlogged                  int // names kept in every session's backlog
+	// What the budget counts (budget.go), over all sessions: entries
+	// parked for a person, deferred and in flight (with their file bytes),
+	// and postponed.
+	parked, deferred, flight budget.Budget
+	postponed                int
+	deferReports             budget.Spacing  // when the next Deferring is due
+	waitingRoom              bool            // sessions wait for a global bound
+	scanAll                  bool            // a full scan is queued
+	scanQ                    map[string]bool // sessions queued for a scan
+	cache                    bool            // directories are cached: fsnotify runs, Run has not returned
+	running                  bool
+	waiting                  int // session directories waiting for a discovery slot (reported)
+	backlogged               int // names kept in every session's backlog
 
 	hbMu   sync.Mutex  // serializes heartbeat claims, refreshes and removal
 	hbDir  *safefs.Dir // serving/, kept open; hbMu guards
@@ -168,24 +168,23 @@ type Inbox struct {
 }
 
 type sessionState struct {
-	serving       bool
-	lock          *safefs.Dir  // the session directory, flocked while we serve it
-	elsewhere     bool         // another node serves it (reported)
-	otherPID      int          // the live pid serving it elsewhere (0: not known yet)
-	otherPermtui  bool         // that node is another permtui (it holds the lock)
-	nextClaim     time.Time    // when to look at a foreign heartbeat again
-	published     bool         // we wrote a heartbeat for it
-	badDir        string       // a refused session root or requests/, reported once
-	idle          bool         // the last scan found no request file on disk
-	dirs          *dirs        // open directories while valid
-	beat          *safefs.Swap // the files behind our heartbeat; hbMu guards
-	inflight      int          // in-flight entries of the session (not parked or deferred)
-	inflightBytes int64        // their file bytes
-	deferred      int          // its deferred entries
-	junkDirs      int          // directories named *.json in requests/ (reported)
-	waiting       bool         // requests wait on disk for a free slot
-	waitingID     bool         // a request waits for its id's earlier request
-	backlog       backlog      // names seen while there was no room (backlog.go)
+	serving      bool
+	lock         *safefs.Dir   // the session directory, flocked while we serve it
+	elsewhere    bool          // another node serves it (reported)
+	otherPID     int           // the live pid serving it elsewhere (0: not known yet)
+	otherPermtui bool          // that node is another permtui (it holds the lock)
+	nextClaim    time.Time     // when to look at a foreign heartbeat again
+	published    bool          // we wrote a heartbeat for it
+	badDir       string        // a refused session root or requests/, reported once
+	idle         bool          // the last scan found no request file on disk
+	dirs         *dirs         // open directories while valid
+	beat         *safefs.Swap  // the files behind our heartbeat; hbMu guards
+	flight       budget.Budget // in-flight entries of the session (not parked or deferred), their file bytes
+	deferred     budget.Budget // its deferred entries
+	junkDirs     int           // directories named *.json in requests/ (reported)
+	waiting      bool          // requests wait on disk for a free slot
+	waitingID    bool          // a request waits for its id's earlier request
+	backlog      backlog       // names seen while there was no room (backlog.go)
 }
 
 type entry struct {
@@ -243,12 +242,13 @@ func New(cfg Config) (*Inbox, error) {
 		scanQ:    map[string]bool{},
 		reported: map[string]string{},
 	}
+	in.setBudgets()
 	for _, raw := range cfg.Sessions {
 		id, ok := wire.NormalizeSessionID(raw)
 		if !ok {
 			return nil, errors.New("inbox: unusable session id " + wire.QuoteShort(raw))
 		}
-		in.sessions[id] = &sessionState{}
+		in.sessions[id] = in.newSession()
 	}
 	return in, nil
 }

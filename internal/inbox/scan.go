@@ -192,7 +192,7 @@ func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
 	in.mu.Lock()
 	room := len(in.sessions) < in.cfg.MaxDiscovered
 	if room {
-		in.sessions[id] = &sessionState{}
+		in.sessions[id] = in.newSession()
 	}
 	in.mu.Unlock()
 	if room {
@@ -204,7 +204,7 @@ func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
 	in.mu.Lock()
 	var idle string
 	for known, s := range in.sessions {
-		if s.idle && in.sessions[known].inflight == 0 && (idle == "" || known < idle) {
+		if s.idle && in.sessions[known].flight.Count() == 0 && (idle == "" || known < idle) {
 			idle = known
 		}
 	}
@@ -218,7 +218,7 @@ func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
 	if len(in.sessions) >= in.cfg.MaxDiscovered {
 		return false
 	}
-	in.sessions[id] = &sessionState{}
+	in.sessions[id] = in.newSession()
 	return true
 }
 
@@ -552,7 +552,7 @@ func (in *Inbox) drop(e *entry) {
 	case e.postponed:
 		in.postponed--
 		if s := in.sessions[e.session]; s != nil {
-			s.inflight--
+			s.flight.Add(-1, 0)
 		}
 		in.roomFreed(e.session)
 	default:

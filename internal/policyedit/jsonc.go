@@ -67,51 +67,69 @@ func editConfigLF(text []byte, r Rule) ([]byte, error) {
 		if v.Kind() != '"' || !isState(v.String()) {
 			return nil, fmt.Errorf("permission[%q] is %s, not a state or a pattern map", r.Surface, v)
 		}
-		if r.Pattern == "*" && r.Reason == "" {
-			sv.Value = hujson.String(string(r.Action))
-			return pack(&root, nil)
-		}
-		// A state is shorthand for {"*": state}: spell it out, then add.
-		members := []string{`"*": ` + string(v), quote(r.Pattern) + ": " + value}
-		if r.Pattern == "*" {
-			members = []string{`"*": ` + value}
-		}
-		obj := "{" + strings.Join(members, ", ") + "}"
-		if multiline(perm) {
-			inner := "\n" + surfIndent + unit
-			obj = "{" + inner + strings.Join(members, ","+inner) + "\n" + surfIndent + "}"
-		}
-		nv, err := hujson.Parse([]byte(obj))
-		if err != nil {
+		if err := setState(sv, v, r, multiline(perm), surfIndent, unit); err != nil {
 			return nil, err
 		}
-		nv.BeforeExtra, nv.AfterExtra = sv.BeforeExtra, sv.AfterExtra
-		*sv = nv
 		return pack(&root, nil)
 	case *hujson.Object:
-		i, err := findMember(v, r.Pattern)
-		if err != nil {
+		if err := putPatternLast(v, r, surfIndent, unit); err != nil {
 			return nil, err
 		}
-		var above, trailing []byte
-		indent := childIndent(v, surfIndent, unit) // as it was, should the pattern be the only member
-		if i >= 0 {
-			above, trailing = removeMember(v, i)
-		}
-		if err := appendMember(v, r.Pattern, value, surfIndent, indent); err != nil {
-			return nil, err
-		}
-		m := &v.Members[len(v.Members)-1].Name
-		switch {
-		case bytes.IndexByte(above, '\n') >= 0:
-			m.BeforeExtra = append(m.BeforeExtra[:max(0, bytes.LastIndexByte(m.BeforeExtra, '\n'))], above...)
-		case len(above) > 0: // a comment on the member's own line goes before its name
-			m.BeforeExtra = append(m.BeforeExtra, bytes.TrimLeft(above, " \t")...)
-		}
-		v.AfterExtra = append(trailing, v.AfterExtra...)
 		return pack(&root, nil)
 	}
 	return nil, fmt.Errorf("permission[%q] is not a state or a pattern map", r.Surface)
+}
+
+// setState puts r where a surface's value is the state v: the state
+// itself for a plain "*" rule, else v spelled out as {"*": v} with r added.
+func setState(sv *hujson.Value, v hujson.Literal, r Rule, multi bool, surfIndent, unit string) error {
+	value := ruleValue(r)
+	if r.Pattern == "*" && r.Reason == "" {
+		sv.Value = hujson.String(string(r.Action))
+		return nil
+	}
+	members := []string{`"*": ` + string(v), quote(r.Pattern) + ": " + value}
+	if r.Pattern == "*" {
+		members = []string{`"*": ` + value}
+	}
+	obj := "{" + strings.Join(members, ", ") + "}"
+	if multi {
+		inner := "\n" + surfIndent + unit
+		obj = "{" + inner + strings.Join(members, ","+inner) + "\n" + surfIndent + "}"
+	}
+	nv, err := hujson.Parse([]byte(obj))
+	if err != nil {
+		return err
+	}
+	nv.BeforeExtra, nv.AfterExtra = sv.BeforeExtra, sv.AfterExtra
+	*sv = nv
+	return nil
+}
+
+// putPatternLast puts r's pattern last in the surface's pattern map v,
+// moving it there with its comments when it is there already.
+func putPatternLast(v *hujson.Object, r Rule, surfIndent, unit string) error {
+	i, err := findMember(v, r.Pattern)
+	if err != nil {
+		return err
+	}
+	var above, trailing []byte
+	indent := childIndent(v, surfIndent, unit) // as it was, should the pattern be the only member
+	if i >= 0 {
+		above, trailing = removeMember(v, i)
+	}
+	if err := appendMember(v, r.Pattern, ruleValue(r), surfIndent, indent); err != nil {
+		return err
+	}
+	m := &v.Members[len(v.Members)-1].Name
+	switch {
+	case bytes.IndexByte(above, '\n') >= 0:
+		m.BeforeExtra = append(m.BeforeExtra[:max(0, bytes.LastIndexByte(m.BeforeExtra, '\n'))], above...)
+	case len(above) > 0: // a comment on the member's own line goes before its name
+		m.BeforeExtra = append(m.BeforeExtra, bytes.TrimLeft(above, " \t")...)
+	}
+	v.AfterExtra = append(trailing, v.AfterExtra...)
+	return nil
 }
 
 func isState(s string) bool {

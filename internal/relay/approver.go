@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/permtui/permtui/internal/budget"
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/serve"
@@ -27,6 +28,12 @@ import (
 var ErrNotReady = errors.New("relay: not attached to the hub yet")
 
 const hubTimeout = 5 * time.Second
+
+// askPullBatch is how many asks the approver asks the hub for at once, so
+// the messages its client has pulled and not yet taken in are at most 16 of
+// hub.MaxAskBytes (17 MiB), bounded by JetStream; nats.go's default, 500,
+// let a backlog overrun the client's buffer (decision 0196).
+const askPullBatch = 16
 
 // Approver attaches a console or headless approver to the hub: it is a
 // serve.Source whose events are the asks of every relay (with their host)
@@ -74,9 +81,9 @@ type hubAsk struct {
 
 // NewApprover makes an approver named name (its credentials' name, which
 // relays record in their audit records) over an authenticated connection.
-// It shows at most budget's ParkedAsks and ParkedBytes of asks at once and
+// It shows at most bounds' ParkedAsks and ParkedBytes of asks at once and
 // keeps the names of at most DeferredAsks more (zero fields: the defaults).
-func NewApprover(nc *nats.Conn, name string, log *slog.Logger, budget inbox.Budget) (*Approver, error) {
+func NewApprover(nc *nats.Conn, name string, log *slog.Logger, bounds inbox.Budget) (*Approver, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -86,12 +93,14 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, budget inbox.Budg
 	}
 	events := serve.NewBroker()
 	front, _ := events.Subscribe() // read to the end by the front end
-	return &Approver{
-		name: name, js: js, log: log, events: events, front: front, now: time.Now, budget: budget.WithDefaults(),
+	a := &Approver{
+		name: name, js: js, log: log, events: events, front: front, now: time.Now, budget: bounds.WithDefaults(),
 		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
 		byKey: map[string]*hubAsk{}, hostOf: map[string]string{}, byID: map[serve.AskID]*hubAsk{},
 		closed: map[string]bool{}, grants: map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
-	}, nil
+	}
+	a.memory.held.Limit = budget.Limit{Count: a.budget.ParkedAsks, Bytes: a.budget.ParkedBytes}
+	return a, nil
 }
 
 // Events are AskQueued for each open ask of any relay, then Decided or
@@ -184,7 +193,7 @@ func (a *Approver) follow(ctx context.Context) (jetstream.ConsumeContext, error)
 	gen := a.gen
 	a.memory.replayFrom = 0
 	a.mu.Unlock()
-	cc, err := cons.Consume(func(msg jetstream.Msg) { a.onAsk(gen, msg) }, pullExpiry)
+	cc, err := cons.Consume(func(msg jetstream.Msg) { a.onAsk(gen, msg) }, pullExpiry, jetstream.PullMaxMessages(askPullBatch))
 	if err != nil {
 		a.mu.Lock()
 		a.memory.replayFrom = from // nothing was read: the next try starts there
@@ -315,7 +324,7 @@ func decodeHostAsk(host string, data []byte) (askMsg, *wire.Request, error) {
 // show makes h's ask from its message and queues it for the front end.
 // a.mu is held.
 func (a *Approver) show(h *hubAsk, m askMsg, req *wire.Request, size int64) {
-	a.memory.heldBytes += size - h.size // the message read again may differ
+	a.memory.held.Add(0, size-h.size) // the message read again may differ
 	h.size = size
 	h.ask = &serve.Ask{
 		Arrived: inbox.Arrived{ID: h.id, Session: m.Session, Path: m.Path, Request: req, At: time.UnixMilli(m.At)},

@@ -3,11 +3,13 @@ package relay
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	json "github.com/goccy/go-json"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/permtui/permtui/internal/hub"
@@ -251,8 +253,8 @@ func heapSeen(tb testing.TB, asks, size int, budget inbox.Budget) uint64 {
 	live := testkit.LiveHeap()
 	ann.mu.Lock()
 	defer ann.mu.Unlock()
-	if m := ann.memory; m.heldBytes > ann.budget.ParkedBytes || m.held+m.waiting.Len() != asks {
-		tb.Fatalf("held %d asks, %d bytes, %d waiting under %+v", m.held, m.heldBytes, m.waiting.Len(), ann.budget)
+	if m := &ann.memory; m.held.Bytes() > ann.budget.ParkedBytes || m.held.Count()+m.waiting.Len() != asks {
+		tb.Fatalf("held %d asks, %d bytes, %d waiting under %+v", m.held.Count(), m.held.Bytes(), m.waiting.Len(), ann.budget)
 	}
 	return live
 }
@@ -374,4 +376,85 @@ func TestHubMemoryReportsAreSpaced(t *testing.T) {
 		!strings.Contains(got[3], "unshown (0)") || !strings.Contains(got[3], "read from the hub again") {
 		t.Fatalf("reports %q", got)
 	}
+}
+
+// The approver asks the hub for at most askPullBatch asks at a time, so
+// the asks its client has pulled and not yet taken in are bounded by what
+// JetStream may send it (decision 0196): nats.go's default batch of 500
+// asks of up to 1.06 MiB each let a backlog fill the client's buffer past
+// its slow-consumer limit.
+func TestHubApproverPullsABoundedBatchOfAsks(t *testing.T) {
+	th := startHub(t)
+	nc, err := th.h.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	pulls := testkit.NewRecorder[int]()
+	sub, err := nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT."+hub.AsksStream+".*", func(m *nats.Msg) {
+		var req struct {
+			Batch int `json:"batch"`
+		}
+		if json.Unmarshal(m.Data, &req) == nil {
+			pulls.Add(req.Batch)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	alpha := newFakeRelay(t, th, "alpha")
+	for i := range 3 * askPullBatch {
+		alpha.ask(i, "make")
+	}
+	ann := newApprover(t, th, "ann")
+	ann.events.WaitForN(t, "every ask shown", isQueued, 3*askPullBatch)
+	batches := pulls.Snapshot()
+	if len(batches) < 3 {
+		t.Fatalf("%d asks shown with %d pull requests (%v): want one per batch at least", 3*askPullBatch, len(batches), batches)
+	}
+	for _, b := range batches {
+		if b < 1 || b > askPullBatch {
+			t.Fatalf("pull requests for %v asks, want 1 to %d each", batches, askPullBatch)
+		}
+	}
+}
+
+// BenchmarkHubApproverBacklogPeak logs the peak heap in use while an
+// approver with an 8 MiB budget reads a backlog of 150 asks of 1 MiB that
+// wait at the hub (which runs in this process: its caches count too).
+// What the client has pulled and not yet taken in is bounded by
+// askPullBatch (decision 0196).
+func BenchmarkHubApproverBacklogPeak(b *testing.B) {
+	const asks = 150
+	th := startHub(b)
+	alpha := newFakeRelay(b, th, "alpha")
+	command := "make " + strings.Repeat("x", mib/4-1024)
+	for i := range asks {
+		alpha.ask(i, command)
+	}
+	runtime.GC()
+	var peak uint64
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	ann := newApproverWith(b, th, "ann", inbox.Budget{ParkedBytes: 8 << 20})
+	ann.waitSeen(b, asks)
+	close(stop)
+	<-sampled
+	b.Logf("%d asks of 1 MiB waiting at the hub, read under an 8 MiB budget: peak heap in use %d MiB", asks, peak>>20)
 }

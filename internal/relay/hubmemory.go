@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/permtui/permtui/internal/budget"
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
@@ -18,20 +19,15 @@ import (
 // asks held with their requests, and the asks that wait at the hub with
 // only their names kept.
 type memoryState struct {
-	held      int // asks shown, or being read again to be shown
-	heldBytes int64
-	waiting   list.List // of *hubAsk, oldest first
+	held    budget.Budget // asks shown, or being read again to be shown
+	waiting list.List     // of *hubAsk, oldest first
 	// unkeptFrom is the stream sequence of the first ask not kept because
 	// the waiting list was full. Later asks are not kept either, so that
 	// when the stream is read again from there (replayFrom, once half the
 	// list is free) they come back in order.
 	unkeptFrom, replayFrom uint64
-	reported               struct {
-		waiting int
-		over    bool
-		at      time.Time
-	}
-	reportTimer *time.Timer
+	reports                budget.Spacing // of the number waiting, and of names not kept
+	reportTimer            *time.Timer
 }
 
 // memoryReportEvery spaces reports of a changing number of waiting asks;
@@ -57,19 +53,13 @@ func (a *Approver) keep(seq uint64) bool {
 // fits reports whether an ask of size bytes may be shown now; one is
 // always shown, however large. a.mu is held.
 func (a *Approver) fits(size int64) bool {
-	m := &a.memory
-	return m.held == 0 || (m.held < a.budget.ParkedAsks && m.heldBytes+size <= a.budget.ParkedBytes)
+	held := &a.memory.held
+	return held.Count() == 0 || held.Fits(1, size)
 }
 
-func (a *Approver) hold(h *hubAsk) {
-	a.memory.held++
-	a.memory.heldBytes += h.size
-}
+func (a *Approver) hold(h *hubAsk) { a.memory.held.Add(1, h.size) }
 
-func (a *Approver) release(h *hubAsk) {
-	a.memory.held--
-	a.memory.heldBytes -= h.size
-}
+func (a *Approver) release(h *hubAsk) { a.memory.held.Release(h.size) }
 
 // afterMemoryChange wakes refill when the oldest waiting ask fits, has the stream
 // read again once half the waiting list is free, and reports. a.mu is held.
@@ -169,26 +159,20 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 // held.
 func (a *Approver) reportMemory() {
 	m := &a.memory
-	r := &m.reported
-	n := m.waiting.Len() + m.held - len(a.byID)
+	n := m.waiting.Len() + m.held.Count() - len(a.byID)
 	over := m.unkeptFrom != 0 || m.replayFrom != 0
-	if n == r.waiting && over == r.over {
+	due, wait := m.reports.Due(n, over, a.now(), memoryReportEvery)
+	if wait > 0 && m.reportTimer == nil {
+		m.reportTimer = time.AfterFunc(wait, func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.memory.reportTimer = nil
+			a.reportMemory()
+		})
+	}
+	if !due {
 		return
 	}
-	if over == r.over && (n > 0) == (r.waiting > 0) {
-		if wait := memoryReportEvery - a.now().Sub(r.at); wait > 0 {
-			if m.reportTimer == nil {
-				m.reportTimer = time.AfterFunc(wait, func() {
-					a.mu.Lock()
-					defer a.mu.Unlock()
-					a.memory.reportTimer = nil
-					a.reportMemory()
-				})
-			}
-			return
-		}
-	}
-	r.waiting, r.over, r.at = n, over, a.now()
 	problem := ""
 	if n > 0 || over {
 		problem = fmt.Sprintf("asks wait at the hub unshown (%d): at most %d asks or %d MiB of them are held at once; they are shown as earlier asks are answered",

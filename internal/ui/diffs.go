@@ -109,17 +109,17 @@ func (m *Model) wantDiff(e *entry) tea.Cmd {
 // spent: its diff would not be kept.
 func (m *Model) startReads() tea.Cmd {
 	var cmds []tea.Cmd
-	for m.diffReads < maxDiffReads && len(m.diffQueue) > 0 {
+	for !m.diffReads.Full() && len(m.diffQueue) > 0 {
 		e := m.find(m.diffQueue[0])
 		m.diffQueue = m.diffQueue[1:]
 		switch {
 		case e == nil || e.diffState != diffWaiting:
-		case m.diffBytes >= diffBudget && e.ask.ID != m.highlight:
+		case m.diffs.Full() && e.ask.ID != m.highlight:
 			m.dropDiff(e) // a stale diff waiting to be read again goes too
 			e.diffState = diffDropped
 		default:
 			e.diffState = diffReading
-			m.diffReads++
+			m.diffReads.Add(1, 0)
 			cmds = append(cmds, m.previewCmd(e.ask))
 		}
 	}
@@ -163,7 +163,7 @@ func (m *Model) previewCmd(a serve.Ask) tea.Cmd {
 // diff after dropping others' (the latest asks' first) to make room. A read
 // for an ask that left the queue or expired meanwhile is let go.
 func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
-	m.diffReads--
+	m.diffReads.Release(0)
 	e := m.find(msg.ask)
 	switch {
 	case e == nil || e.diffState != diffReading:
@@ -171,23 +171,22 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 		e.diffState = diffNone
 	default:
 		if e.diff != nil { // read again after the file changed: the stale one goes
-			m.diffBytes -= e.diff.Size()
+			m.diffs.Release(int64(e.diff.Size()))
 			e.diff, e.diffReread, e.diffStale = nil, true, false
 		}
-		size := msg.diff.Size()
+		size := int64(msg.diff.Size())
 		if e.ask.ID == m.highlight {
-			for i := len(m.queue) - 1; i >= 0 && m.diffBytes+size > diffBudget; i-- {
+			for i := len(m.queue) - 1; i >= 0 && !m.diffs.Fits(1, size); i-- {
 				if o := m.queue[i]; o != e && o.diffState == diffKept {
 					m.dropDiff(o)
 				}
 			}
-		}
-		if e.ask.ID != m.highlight && m.diffBytes+size > diffBudget {
+			m.diffs.Add(1, size) // kept even beyond the budget
+		} else if !m.diffs.Reserve(size) {
 			e.diffState = diffDropped
 			break
 		}
 		e.diff, e.diffState, e.diffStamp = &msg.diff, diffKept, msg.stamp
-		m.diffBytes += size
 		if e.diffLate || e.diffReread {
 			e.diffRead = m.opts.Now()
 		}
@@ -207,7 +206,7 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 // dropDiff lets an ask's diff go; it is read again when the ask is shown.
 func (m *Model) dropDiff(e *entry) {
 	if e.diff != nil {
-		m.diffBytes -= e.diff.Size()
+		m.diffs.Release(int64(e.diff.Size()))
 		e.diff, e.diffState, e.diffStale = nil, diffDropped, false
 	}
 }

@@ -165,8 +165,8 @@ func TestKeptDiffsStayWithinTheBudget(t *testing.T) {
 			kept += e.diff.Size()
 		}
 	}
-	if kept > diffBudget || kept != h.m.diffBytes || kept == 0 {
-		t.Fatalf("diffs kept: %d bytes (counted %d), budget %d", kept, h.m.diffBytes, diffBudget)
+	if kept > diffBudget || int64(kept) != h.m.diffs.Bytes() || kept == 0 {
+		t.Fatalf("diffs kept: %d bytes (counted %d), budget %d", kept, h.m.diffs.Bytes(), diffBudget)
 	}
 	if last := h.m.queue[n-1]; last.diff != nil || last.diffState != diffDropped {
 		t.Fatalf("the last ask's diff is kept beyond the budget (state %d)", last.diffState)
@@ -197,8 +197,8 @@ func TestADiffNotKeptIsReadWhenShown(t *testing.T) {
 	if reads != before+1 || e.diff == nil || e.diffState != diffKept {
 		t.Fatalf("the highlighted ask's diff was not read when shown (%d reads, state %d)", reads-before, e.diffState)
 	}
-	if h.m.diffBytes > diffBudget+e.diff.Size() {
-		t.Fatalf("diffs kept: %d bytes, budget %d", h.m.diffBytes, diffBudget)
+	if h.m.diffs.Bytes() > diffBudget+int64(e.diff.Size()) {
+		t.Fatalf("diffs kept: %d bytes, budget %d", h.m.diffs.Bytes(), diffBudget)
 	}
 	h.keys("v")
 	v := h.m.View()
@@ -211,8 +211,8 @@ func TestADiffNotKeptIsReadWhenShown(t *testing.T) {
 	for range n {
 		h.m.Update(EventMsg{Event: serve.Decided{Ask: h.m.queue[0].ask, Auto: true, Response: wire.Response{Approved: true, State: wire.StateApproved}}})
 	}
-	if len(h.m.queue) != 0 || h.m.diffBytes != 0 {
-		t.Fatalf("%d asks left, %d diff bytes still counted", len(h.m.queue), h.m.diffBytes)
+	if len(h.m.queue) != 0 || h.m.diffs.Bytes() != 0 || h.m.diffs.Count() != 0 {
+		t.Fatalf("%d asks left, %d diff bytes still counted", len(h.m.queue), h.m.diffs.Bytes())
 	}
 }
 
@@ -234,8 +234,8 @@ func TestExpiredAsksKeptAreBounded(t *testing.T) {
 	if len(h.m.queue) > maxExpiredKept || h.m.expired != n {
 		t.Fatalf("%d expired asks kept, %d counted; want at most %d kept, %d counted", len(h.m.queue), h.m.expired, maxExpiredKept, n)
 	}
-	if h.m.diffBytes != 0 {
-		t.Fatalf("expired asks keep %d bytes of diffs", h.m.diffBytes)
+	if h.m.diffs.Bytes() != 0 {
+		t.Fatalf("expired asks keep %d bytes of diffs", h.m.diffs.Bytes())
 	}
 	if bound := uint64(maxExpiredKept)*mib*3/2 + 4*mib; got > bound {
 		t.Fatalf("%d expired 1 MiB asks left %d MiB live, want under %d", n, got/mib, bound/mib)
@@ -308,7 +308,7 @@ func TestADiffReadWhileTheAskExpiredIsNotKept(t *testing.T) {
 	_, read := h.m.Update(EventMsg{Event: serve.AskQueued{Ask: a}})
 	h.events(withdrawn(a.ID, true))
 	h.run(read)
-	if e := h.m.find(a.ID); e == nil || e.diff != nil || e.diffState != diffNone || h.m.diffBytes != 0 || h.m.diffReads != 0 {
-		t.Fatalf("an expired ask kept its diff: %+v, %d bytes counted, %d reads", e, h.m.diffBytes, h.m.diffReads)
+	if e := h.m.find(a.ID); e == nil || e.diff != nil || e.diffState != diffNone || h.m.diffs.Bytes() != 0 || h.m.diffReads.Count() != 0 {
+		t.Fatalf("an expired ask kept its diff: %+v, %d bytes counted, %d reads", e, h.m.diffs.Bytes(), h.m.diffReads.Count())
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/permtui/permtui/internal/budget"
 	"github.com/permtui/permtui/internal/preview"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
@@ -199,10 +200,10 @@ type Model struct {
 	invalid     int
 	log         []logEntry
 
-	// The diffs kept and their reads (diffs.go): diffBytes of diffs kept,
-	// diffReads commands reading, diffQueue asks waiting for one.
-	diffBytes int
-	diffReads int
+	// The diffs kept and their reads (diffs.go): diffs kept, diffReads
+	// commands reading, diffQueue asks waiting for one.
+	diffs     budget.Budget
+	diffReads budget.Budget
 	diffQueue []serve.AskID
 
 	// filter narrows the queue to asks it matches (/); grouped
@@ -282,6 +283,8 @@ func New(opts Options) *Model {
 		autoByAgent: map[string]*autoCount{},
 		grantList:   grantList{common: c},
 		titleCount:  -1,
+		diffs:       budget.Budget{Limit: budget.Limit{Bytes: diffBudget}},
+		diffReads:   budget.Budget{Limit: budget.Limit{Count: maxDiffReads}},
 	}
 	m.filterInput = textinput.New()
 	m.filterInput.Prompt = "/"
