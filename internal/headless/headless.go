@@ -166,9 +166,10 @@ func lineOf(ev serve.Event, at string) any {
 		return l
 	}
 	m := otherLine(ev)
-	if m != nil {
-		m["at"] = at
+	if m == nil {
+		return nil // a nil map would print as null
 	}
+	m["at"] = at
 	return m
 }
 

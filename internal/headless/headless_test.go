@@ -362,3 +362,21 @@ func TestLostDecisionRacesPrintNoError(t *testing.T) {
 		}
 	}
 }
+
+// Events headless does not print (a restarted server's history) print
+// nothing, not a null line, even among printed ones taken in one batch.
+func TestUnprintedEventsPrintNothing(t *testing.T) {
+	events := eventSource(make(chan serve.Event, 3))
+	events <- serve.History{Records: []serve.AuditRecord{{RequestID: "r"}}}
+	events <- serve.Serving{Serving: inbox.Serving{Session: rootID}}
+	events <- serve.History{}
+	close(events)
+	var out bytes.Buffer
+	if err := Run(context.Background(), events, &out, Leave); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], `"event":"serving"`) {
+		t.Fatalf("want only the serving line, got %q", lines)
+	}
+}
