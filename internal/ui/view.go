@@ -246,7 +246,7 @@ func (m *Model) activityLines() []string {
 		}
 		per = append(per, name)
 	}
-	for _, agent := range sortedKeys(m.autoByAgent) {
+	for _, agent := range slices.Sorted(maps.Keys(m.autoByAgent)) {
 		counted(agent, *m.autoByAgent[agent])
 	}
 	if m.otherAgents != (autoCount{}) {
