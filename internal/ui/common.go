@@ -3,6 +3,7 @@ package ui
 import (
 	"strings"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -32,6 +33,15 @@ func (c *common) indented(text string, indent, maxLines int) []string {
 		chunks[i] = strings.Repeat(" ", indent) + ch
 	}
 	return chunks
+}
+
+// wrapped word-wraps text in style under an indent.
+func (c *common) wrapped(style lipgloss.Style, text string, indent int) []string {
+	lines := wrapWords(text, max(c.width-indent, 10))
+	for i, l := range lines {
+		lines[i] = strings.Repeat(" ", indent) + style.Render(l)
+	}
+	return lines
 }
 
 // wrapKeep wraps a value at a single space when one is on the line, else

@@ -9,7 +9,6 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/permtui/permtui/internal/resolve"
@@ -290,7 +289,7 @@ func (d *scopeDialog) view(height int) []string {
 			lines = append(lines, style.Render(mark+o.Title)+s.Muted.Render(" — "+effect))
 		} else {
 			lines = append(lines, style.Render(mark+o.Title))
-			lines = append(lines, d.mutedWrapped(effect, 8)...)
+			lines = append(lines, d.wrapped(s.Muted, effect, 8)...)
 		}
 		grants := o.Grants
 		if i == d.chosen {
@@ -303,14 +302,14 @@ func (d *scopeDialog) view(height int) []string {
 			lines = append(lines, d.coverageLines()...)
 		}
 		if o.Caveat != "" {
-			lines = append(lines, d.mutedWrapped(o.Caveat, 8)...)
+			lines = append(lines, d.wrapped(s.Muted, o.Caveat, 8)...)
 		}
 		if i == d.chosen {
 			marked[1] = len(lines)
 		}
 	}
 	if d.scopes.Note != "" {
-		lines = append(append(lines, ""), d.mutedWrapped(d.scopes.Note, 0)...)
+		lines = append(append(lines, ""), d.wrapped(s.Muted, d.scopes.Note, 0)...)
 	}
 	lines = append(lines, "", s.Muted.Render("enter approves with the marked scope; esc cancels and decides nothing"))
 	return d.scrolled(lines, height, marked[0], marked[1])
@@ -382,18 +381,4 @@ func (d *scopeDialog) coverageLines() []string {
 		lines = append(lines, "        "+s.Warning.Render("also answers "+plural(len(cov.others), "other waiting ask")+":"))
 	}
 	return append(lines, d.othersLines(d.q, cov.others, 10)...)
-}
-
-// mutedWrapped word-wraps an explanation under an indent.
-func (d *scopeDialog) mutedWrapped(text string, indent int) []string {
-	return d.wrapped(d.styles.Muted, text, indent)
-}
-
-// wrapped word-wraps text in style under an indent.
-func (d *scopeDialog) wrapped(style lipgloss.Style, text string, indent int) []string {
-	lines := wrapWords(text, max(d.width-indent, 10))
-	for i, l := range lines {
-		lines[i] = strings.Repeat(" ", indent) + style.Render(l)
-	}
-	return lines
 }

@@ -732,10 +732,10 @@ func (m *Model) logLines() []string {
 			times = "  ×" + itoa(l.count)
 		}
 		if l.note != "" {
-			out = append(out, m.logWrap(stamp, l.note+times)...)
+			out = append(out, hanging(stamp, l.note+times, m.width)...)
 			continue
 		}
-		out = append(out, m.logWrap(stamp, m.stateWords(l.outcome)+"  "+l.label+times)...)
+		out = append(out, hanging(stamp, m.stateWords(l.outcome)+"  "+l.label+times, m.width)...)
 		by := "by " + l.by
 		if l.choice != "" {
 			by += " · " + l.choice
@@ -743,19 +743,19 @@ func (m *Model) logLines() []string {
 		if l.reason != "" {
 			by += " · reason: " + l.reason
 		}
-		out = append(out, m.logWrap(logIndent, by)...)
+		out = append(out, hanging(logIndent, by, m.width)...)
 	}
 	return out
 }
 
-// logWrap wraps text after a first-line prefix, continuing under it.
-func (m *Model) logWrap(prefix, text string) []string {
-	lines := wrapWords(text, max(m.width-len(logIndent), 10))
+// hanging wraps text at words after prefix, continuing under the text.
+func hanging(prefix, text string, width int) []string {
+	lines := wrapWords(text, max(width-len(prefix), 10))
 	for i := range lines {
 		if i == 0 {
 			lines[i] = prefix + lines[i]
 		} else {
-			lines[i] = logIndent + lines[i]
+			lines[i] = strings.Repeat(" ", len(prefix)) + lines[i]
 		}
 	}
 	return lines
