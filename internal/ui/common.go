@@ -3,6 +3,8 @@ package ui
 import (
 	"strings"
 
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 )
@@ -33,6 +35,15 @@ func (c *common) indented(text string, indent, maxLines int) []string {
 		chunks[i] = strings.Repeat(" ", indent) + ch
 	}
 	return chunks
+}
+
+// newInput is a one-line text input as every dialog and the filter have
+// it, with a steady cursor.
+func newInput(prompt string, charLimit int) textinput.Model {
+	ti := textinput.New()
+	ti.Prompt, ti.CharLimit = prompt, charLimit
+	ti.Cursor.SetMode(cursor.CursorStatic)
+	return ti
 }
 
 // wrapped word-wraps text in style under an indent.

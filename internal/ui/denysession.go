@@ -3,7 +3,6 @@ package ui
 import (
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -29,13 +28,9 @@ type denyDialog struct {
 }
 
 func newDenyDialog(c *common, q asks) denyDialog {
-	reason := textinput.New()
-	reason.Prompt, reason.Placeholder, reason.CharLimit = "reason:  ", "shown to the agents, now and for every later match", 500
-	pattern := textinput.New()
-	pattern.Prompt, pattern.CharLimit = "pattern: ", 1000
-	reason.Cursor.SetMode(cursor.CursorStatic)
-	pattern.Cursor.SetMode(cursor.CursorStatic)
-	return denyDialog{common: c, q: q, reason: reason, pattern: pattern}
+	reason := newInput("reason:  ", 500)
+	reason.Placeholder = "shown to the agents, now and for every later match"
+	return denyDialog{common: c, q: q, reason: reason, pattern: newInput("pattern: ", 1000)}
 }
 
 // open prefills from the ask: the whole-session suggestion when the child

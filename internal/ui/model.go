@@ -13,7 +13,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -286,11 +285,8 @@ func New(opts Options) *Model {
 		diffs:       budget.Budget{Limit: budget.Limit{Bytes: diffBudget}},
 		diffReads:   budget.Budget{Limit: budget.Limit{Count: maxDiffReads}},
 	}
-	m.filterInput = textinput.New()
-	m.filterInput.Prompt = "/"
+	m.filterInput = newInput("/", 200)
 	m.filterInput.Placeholder = "text of the row, agent: cwd: surface: session:, ~fuzzy; enter keeps"
-	m.filterInput.CharLimit = 200
-	m.filterInput.Cursor.SetMode(cursor.CursorStatic)
 	m.scope = newScopeDialog(c, m)
 	m.reason = newReasonDialog(c, m)
 	m.denyDialog = newDenyDialog(c, m)

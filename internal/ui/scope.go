@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -52,11 +51,7 @@ type scopeDialog struct {
 }
 
 func newScopeDialog(c *common, q asks) scopeDialog {
-	ti := textinput.New()
-	ti.Prompt = "pattern: "
-	ti.CharLimit = 1000
-	ti.Cursor.SetMode(cursor.CursorStatic)
-	return scopeDialog{common: c, q: q, input: ti}
+	return scopeDialog{common: c, q: q, input: newInput("pattern: ", 1000)}
 }
 
 func (d *scopeDialog) open(e *entry) {
