@@ -411,9 +411,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		}
 	case serve.Invalid:
 		m.invalid++
-		note := "rejected request " + Sanitize(ev.Path) + ": " + Sanitize(ev.Reason)
-		m.addLog(logEntry{note: "⚠ " + note})
-		m.setStatus(note)
+		m.warn("rejected request " + Sanitize(ev.Path) + ": " + Sanitize(ev.Reason))
 	case serve.Skipped:
 		// The console fell behind; what it was not sent one by one is
 		// counted, and itemized in the audit log.
@@ -447,9 +445,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		if e := m.find(ev.Ask); e != nil {
 			what = label(e)
 		}
-		note := "answer not written yet for " + what + ": " + Sanitize(ev.Err) + " (retrying)"
-		m.addLog(logEntry{note: "⚠ " + note})
-		m.setStatus(note)
+		m.warn("answer not written yet for " + what + ": " + Sanitize(ev.Err) + " (retrying)")
 	case serve.History:
 		m.addHistory(ev.Records)
 	case serve.GrantsChanged:
@@ -468,9 +464,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.degraded[ev.Area] = ev.Problem
 		m.addLog(logEntry{note: "⚠ " + ev.Area + ": " + Sanitize(ev.Problem)})
 	case serve.Repaired:
-		note := "repaired " + ev.Area + ": " + Sanitize(ev.What)
-		m.addLog(logEntry{note: "⚠ " + note})
-		m.setStatus(note)
+		m.warn("repaired " + ev.Area + ": " + Sanitize(ev.What))
 	}
 	return nil
 }
@@ -480,9 +474,7 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 		return nil
 	}
 	if a.Request == nil { // a serve bug; say so rather than drop it silently
-		note := "ask " + askNumber(a.ID) + " arrived without its request and cannot be shown"
-		m.addLog(logEntry{note: "⚠ " + note})
-		m.setStatus(note)
+		m.warn("ask " + askNumber(a.ID) + " arrived without its request and cannot be shown")
 		return nil
 	}
 	m.queue = append(m.queue, &entry{ask: a, same: identity(a)})
@@ -545,9 +537,7 @@ func (m *Model) applyDecided(msg decidedMsg) {
 		if e.state == stateSending {
 			e.state = statePending
 		}
-		note := "could not answer " + label(e) + ": " + Sanitize(msg.Err.Error())
-		m.addLog(logEntry{note: "⚠ " + note})
-		m.setStatus(note)
+		m.warn("could not answer " + label(e) + ": " + Sanitize(msg.Err.Error()))
 	}
 }
 
@@ -696,6 +686,12 @@ func (m *Model) pendingCount() int {
 func (m *Model) setStatus(s string) {
 	m.status, m.statusAt, m.statusSettle, m.statusAsk, m.statusOffSelection = clip(s, textBytes), m.opts.Now(), false, 0, false
 	m.streak = autoStreak{}
+}
+
+// warn puts a problem on the status line and, marked ⚠, in the log.
+func (m *Model) warn(note string) {
+	m.addLog(logEntry{note: "⚠ " + note})
+	m.setStatus(note)
 }
 
 // statusTTL is how long a status message stays: long enough to read, short
