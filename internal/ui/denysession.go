@@ -104,12 +104,7 @@ func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
 // asks; a deny covers a chain by any of its units, as serve judges it.
 func (d *denyDialog) coverage() coverage { return coverageOf(d.q, d.ask, []wire.Grant{d.deny()}, true) }
 
-func (d *denyDialog) gone() string {
-	if e := d.q.find(d.ask); e == nil || e.state != statePending {
-		return "that ask is no longer waiting; nothing decided"
-	}
-	return ""
-}
+func (d *denyDialog) gone() string { return askGone(d.q, d.ask) }
 
 func (d *denyDialog) help() help.KeyMap {
 	return d.keys.overlayHelp(d.keys.NextField, relabel(d.keys.Confirm, "deny"))
@@ -117,13 +112,10 @@ func (d *denyDialog) help() help.KeyMap {
 
 func (d *denyDialog) view(height int) []string {
 	s := d.styles
-	e := d.q.find(d.ask)
-	if e == nil {
-		return []string{d.rule("deny for the session")}
+	lines, ok := d.sessionAsk(d.q, d.ask, "deny for the session")
+	if !ok {
+		return lines
 	}
-	// The title names the ask, so it stays on screen when the options scroll.
-	lines := []string{d.rule("deny for the session · " + label(e))}
-	lines = append(lines, d.sessionAsk(e)...)
 	lines = append(lines, "  "+d.reason.View(), "  "+d.pattern.View())
 	cov := d.coverage()
 	text, style := "surface "+Sanitize(d.surface)+"; covers this ask", s.Muted

@@ -214,3 +214,11 @@ func stillPending(q asks, ids []serve.AskID) []serve.AskID {
 	}
 	return out
 }
+
+// askGone is gone for a dialog on one ask.
+func askGone(q asks, id serve.AskID) string {
+	if e := q.find(id); e == nil || e.state != statePending {
+		return "that ask is no longer waiting; nothing decided"
+	}
+	return ""
+}
