@@ -96,18 +96,13 @@ func wrapKeep(text string, width int) []string {
 // lines (0: all); prose wraps at words when wrapProse, else takes one
 // truncated line.
 func (c *common) renderFields(fields []field, wrapProse bool, factLines int) []string {
-	return c.renderFieldsAt(fields, wrapProse, factLines, c.width)
-}
-
-// renderFieldsAt is renderFields in a column width wide.
-func (c *common) renderFieldsAt(fields []field, wrapProse bool, factLines, width int) []string {
-	out, _ := c.renderOwned(fields, wrapProse, factLines, width)
+	out, _ := c.renderOwned(fields, wrapProse, factLines, c.width)
 	return out
 }
 
-// renderOwned is renderFieldsAt with, for each line, the must ordinal of
-// the field it shows (0 for none), negated when that field was cut short:
-// what seenIn counts as seen.
+// renderOwned is renderFields in a column width wide with, for each line,
+// the must ordinal of the field it shows (0 for none), negated when that
+// field was cut short: what seenIn counts as seen.
 func (c *common) renderOwned(fields []field, wrapProse bool, factLines, width int) (out []string, owner []int) {
 	s := c.styles
 	textWidth := max(width-labelWidth-1, 10)

@@ -339,7 +339,7 @@ func (m *Model) alsoUnseen(a decideAction) string {
 	if len(a.also) == 0 || len(a.targets) == 0 || !approves(a.d, a.targets[0]) {
 		return ""
 	}
-	if why := m.changeUnseen(m.stillPending(a.also)); why != "" {
+	if why := m.changeUnseen(stillPending(m, a.also)); why != "" {
 		return "refused: it would also answer an ask not seen whole; look at it first (esc, then highlight it), or e narrows the pattern. " + why
 	}
 	return ""

@@ -28,7 +28,7 @@ func (m *Model) View() string {
 	if o := m.active(); o != nil {
 		body = o.view(bodyHeight)
 	} else {
-		body = m.queueBody(bodyHeight)
+		body = m.queueLayout(bodyHeight).lines
 	}
 	body = fitLines(body, bodyHeight)
 
@@ -274,12 +274,6 @@ func (m *Model) statusLines() []string {
 	return lines
 }
 
-// queueBody is the queue (at most a third of the body, scrolled to keep the
-// highlighted ask in view) over the detail of the highlighted ask.
-func (m *Model) queueBody(height int) []string {
-	return m.queueLayout(height).lines
-}
-
 // layout is the queue's body and what of the highlighted ask it shows: the
 // must ordinals on screen whole (decision 0159) and whether its change, if
 // it has one, is on screen whole.
@@ -290,6 +284,8 @@ type layout struct {
 	changeWhole bool
 }
 
+// queueLayout is the queue (at most a third of the body, scrolled to keep
+// the highlighted ask in view) over the detail of the highlighted ask.
 func (m *Model) queueLayout(height int) layout {
 	return m.layoutWith(height, m.shape(height))
 }
