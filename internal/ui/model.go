@@ -741,6 +741,7 @@ func (m *Model) servedIDs() (serving, elsewhere []string) {
 // named from the recorded facts (agent, surface, first match value).
 func (m *Model) addHistory(recs []serve.AuditRecord) {
 	for _, r := range recs {
+		at := time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location())
 		label := clip(r.Agent, nameBytes) + " · " + clip(r.Surface, nameBytes)
 		if len(r.MatchValues) > 0 {
 			label += " · " + clip(r.MatchValues[0], textBytes)
@@ -753,20 +754,19 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 			case len(r.Grants) > 0:
 				g = r.Grants[0]
 			}
-			m.addLog(logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()),
-				note: revokedNote(clip(r.ServedSession, nameBytes), wire.Grant{Surface: clip(g.Surface, nameBytes), Pattern: clip(g.Pattern, textBytes)}, deny)})
+			m.addLog(logEntry{at: at, note: revokedNote(clip(r.ServedSession, nameBytes),
+				wire.Grant{Surface: clip(g.Surface, nameBytes), Pattern: clip(g.Pattern, textBytes)}, deny)})
 			continue
 		}
 		if r.Kind == serve.AuditExpired {
-			m.addLog(logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()),
-				note: "⌛ expired  " + label + " (the child stopped waiting)"})
+			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (the child stopped waiting)"})
 			continue
 		}
 		state := r.State
 		if state == wire.StateApprovedForServingSession {
 			state = wire.StateApproved // the wire never sees it; grants say the rest
 		}
-		l := logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()), label: label,
+		l := logEntry{at: at, label: label,
 			outcome: outcomeOf(wire.Response{Approved: r.Approved, State: state}),
 			by:      decidedBy(r.DecidedBy, r.Auto, r.Approved), reason: clip(r.Reason, textBytes)}
 		if len(r.Grants) > 0 {
