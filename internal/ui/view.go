@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/permtui/permtui/internal/resolve"
@@ -176,12 +177,6 @@ func (m *Model) sessionLines(short bool) []string {
 // and where to read it.
 func (m *Model) policyLines(short bool) []string {
 	s := m.styles
-	warn := func(lines []string) []string {
-		for i := range lines {
-			lines[i] = s.Warning.Render(lines[i])
-		}
-		return lines
-	}
 	switch {
 	case m.opts.OverHub && !m.policyLoaded:
 		// Over a hub each relay judges with its own policy and reports
@@ -193,9 +188,9 @@ func (m *Model) policyLines(short bool) []string {
 		// Two lines, so where it looked shows: a mistyped --agent-dir.
 		wrapped := wrapWords("policy ⚠ "+Sanitize(m.policyNoFile), m.width)
 		if short || len(wrapped) > 2 {
-			return warn([]string{"policy ⚠ no policy file (l: log says where it looked)"})
+			return styled(s.Warning, []string{"policy ⚠ no policy file (l: log says where it looked)"})
 		}
-		return warn(wrapped)
+		return styled(s.Warning, wrapped)
 	case len(m.policyProblems) == 0:
 		return []string{"policy ✓ loaded"}
 	}
@@ -208,7 +203,7 @@ func (m *Model) policyLines(short bool) []string {
 	if limit := map[bool]int{true: 1, false: 3}[short]; len(wrapped) > limit {
 		wrapped = wrapWords(head, m.width)
 	}
-	return warn(wrapped)
+	return styled(s.Warning, wrapped)
 }
 
 // servedBy names the other node that answers a session: another permtui
@@ -268,10 +263,7 @@ func (m *Model) statusLines() []string {
 	if len(lines) > 3 {
 		lines = append(lines[:2], ansi.Truncate(lines[2], m.width-1, "")+"…")
 	}
-	for i := range lines {
-		lines[i] = m.styles.Status.Render(lines[i])
-	}
-	return lines
+	return styled(m.styles.Status, lines)
 }
 
 // layout is the queue's body and what of the highlighted ask it shows: the
@@ -496,10 +488,7 @@ func (m *Model) selectionLines() []string {
 	if len(lines) > 2 {
 		lines = append(lines[:1], ansi.Truncate(lines[1], m.width-len(" … more marked [•]"), "")+" … more marked [•]")
 	}
-	for i := range lines {
-		lines[i] = m.styles.Warning.Render(lines[i])
-	}
-	return lines
+	return styled(m.styles.Warning, lines)
 }
 
 // outOfForce names, for an ask's detail, the policy files whose rules —
@@ -844,6 +833,14 @@ func flow(segments []string, width int) []string {
 	}
 	if cur != "" {
 		lines = append(lines, cur)
+	}
+	return lines
+}
+
+// styled renders each line in style, in place.
+func styled(style lipgloss.Style, lines []string) []string {
+	for i := range lines {
+		lines[i] = style.Render(lines[i])
 	}
 	return lines
 }
