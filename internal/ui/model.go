@@ -321,10 +321,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.sizePager(false)
 	}
 	m.noteChangeSeen()
-	if show := m.showDiff(); show != nil {
-		cmd = tea.Batch(cmd, show)
-	}
-	return m, cmd
+	return m, tea.Batch(cmd, m.showDiff())
 }
 
 func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
