@@ -440,10 +440,7 @@ func (m *Model) refreshRuleWaiting() tea.Cmd {
 	if m.mode != modeRule {
 		return nil
 	}
-	if act := m.ruleDialog.setWaiting(m.ruleWaiting()); act != nil {
-		return m.apply(act)
-	}
-	return nil
+	return m.apply(m.ruleDialog.setWaiting(m.ruleWaiting())) // nil: nothing changed
 }
 
 // openDenySession opens "deny for the session" on the highlighted ask. A

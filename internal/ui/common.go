@@ -3,6 +3,9 @@ package ui
 import (
 	"strings"
 
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/textinput"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -32,6 +35,24 @@ func (c *common) indented(text string, indent, maxLines int) []string {
 		chunks[i] = strings.Repeat(" ", indent) + ch
 	}
 	return chunks
+}
+
+// newInput is a one-line text input as every dialog and the filter have
+// it, with a steady cursor.
+func newInput(prompt string, charLimit int) textinput.Model {
+	ti := textinput.New()
+	ti.Prompt, ti.CharLimit = prompt, charLimit
+	ti.Cursor.SetMode(cursor.CursorStatic)
+	return ti
+}
+
+// wrapped word-wraps text in style under an indent.
+func (c *common) wrapped(style lipgloss.Style, text string, indent int) []string {
+	lines := wrapWords(text, max(c.width-indent, 10))
+	for i, l := range lines {
+		lines[i] = strings.Repeat(" ", indent) + style.Render(l)
+	}
+	return lines
 }
 
 // wrapKeep wraps a value at a single space when one is on the line, else
@@ -75,18 +96,13 @@ func wrapKeep(text string, width int) []string {
 // lines (0: all); prose wraps at words when wrapProse, else takes one
 // truncated line.
 func (c *common) renderFields(fields []field, wrapProse bool, factLines int) []string {
-	return c.renderFieldsAt(fields, wrapProse, factLines, c.width)
-}
-
-// renderFieldsAt is renderFields in a column width wide.
-func (c *common) renderFieldsAt(fields []field, wrapProse bool, factLines, width int) []string {
-	out, _ := c.renderOwned(fields, wrapProse, factLines, width)
+	out, _ := c.renderOwned(fields, wrapProse, factLines, c.width)
 	return out
 }
 
-// renderOwned is renderFieldsAt with, for each line, the must ordinal of
-// the field it shows (0 for none), negated when that field was cut short:
-// what seenIn counts as seen.
+// renderOwned is renderFields in a column width wide with, for each line,
+// the must ordinal of the field it shows (0 for none), negated when that
+// field was cut short: what seenIn counts as seen.
 func (c *common) renderOwned(fields []field, wrapProse bool, factLines, width int) (out []string, owner []int) {
 	s := c.styles
 	textWidth := max(width-labelWidth-1, 10)

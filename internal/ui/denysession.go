@@ -3,7 +3,6 @@ package ui
 import (
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -29,13 +28,9 @@ type denyDialog struct {
 }
 
 func newDenyDialog(c *common, q asks) denyDialog {
-	reason := textinput.New()
-	reason.Prompt, reason.Placeholder, reason.CharLimit = "reason:  ", "shown to the agents, now and for every later match", 500
-	pattern := textinput.New()
-	pattern.Prompt, pattern.CharLimit = "pattern: ", 1000
-	reason.Cursor.SetMode(cursor.CursorStatic)
-	pattern.Cursor.SetMode(cursor.CursorStatic)
-	return denyDialog{common: c, q: q, reason: reason, pattern: pattern}
+	reason := newInput("reason:  ", 500)
+	reason.Placeholder = "shown to the agents, now and for every later match"
+	return denyDialog{common: c, q: q, reason: reason, pattern: newInput("pattern: ", 1000)}
 }
 
 // open prefills from the ask: the whole-session suggestion when the child
@@ -109,12 +104,7 @@ func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
 // asks; a deny covers a chain by any of its units, as serve judges it.
 func (d *denyDialog) coverage() coverage { return coverageOf(d.q, d.ask, []wire.Grant{d.deny()}, true) }
 
-func (d *denyDialog) gone() string {
-	if e := d.q.find(d.ask); e == nil || e.state != statePending {
-		return "that ask is no longer waiting; nothing decided"
-	}
-	return ""
-}
+func (d *denyDialog) gone() string { return askGone(d.q, d.ask) }
 
 func (d *denyDialog) help() help.KeyMap {
 	return d.keys.overlayHelp(d.keys.NextField, relabel(d.keys.Confirm, "deny"))
@@ -122,13 +112,10 @@ func (d *denyDialog) help() help.KeyMap {
 
 func (d *denyDialog) view(height int) []string {
 	s := d.styles
-	e := d.q.find(d.ask)
-	if e == nil {
-		return []string{d.rule("deny for the session")}
+	lines, ok := d.sessionAsk(d.q, d.ask, "deny for the session")
+	if !ok {
+		return lines
 	}
-	// The title names the ask, so it stays on screen when the options scroll.
-	lines := []string{d.rule("deny for the session · " + label(e))}
-	lines = append(lines, d.sessionAsk(e)...)
 	lines = append(lines, "  "+d.reason.View(), "  "+d.pattern.View())
 	cov := d.coverage()
 	text, style := "surface "+Sanitize(d.surface)+"; covers this ask", s.Muted
@@ -140,9 +127,7 @@ func (d *denyDialog) view(height int) []string {
 		lines = append(lines, "  "+s.Warning.Render("also denies "+plural(len(cov.others), "other waiting ask")+" at once:"))
 	}
 	lines = append(append(lines, d.othersLines(d.q, cov.others, 4)...), "")
-	for _, l := range wrapWords("Every later ask of this root session that the pattern covers is denied with this reason, before grants and the policy; p lists and revokes it.", max(d.width-2, 10)) {
-		lines = append(lines, "  "+s.Muted.Render(l))
-	}
+	lines = append(lines, d.wrapped(s.Muted, "Every later ask of this root session that the pattern covers is denied with this reason, before grants and the policy; p lists and revokes it.", 2)...)
 	lines = append(lines, "", s.Muted.Render("tab moves between reason and pattern; enter denies; esc cancels, decides nothing"))
 	return fitLines(lines, height)
 }

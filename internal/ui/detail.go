@@ -490,9 +490,6 @@ func askNumber(id serve.AskID) string { return "#" + strconv.FormatUint(uint64(i
 
 // askLabel names an ask in one clipped line: agent, surface and value.
 func askLabel(a serve.Ask) string {
-	agent, surface, value := askParts(a)
-	if a.Request == nil {
-		return value
-	}
-	return joinLabel(agent, surface, value)
+	_, _, _, label := askParts(a)
+	return label
 }

@@ -89,9 +89,8 @@ func (m *Model) applyStamp(msg stampMsg) tea.Cmd {
 	if e == nil || e.diffState != diffKept || msg.stamp == e.diffStamp {
 		return nil
 	}
-	e.diffStale, e.diffState = true, diffWaiting
-	m.diffQueue = append([]serve.AskID{e.ask.ID}, m.diffQueue...)
-	return m.startReads()
+	e.diffStale = true
+	return m.readFirst(e)
 }
 
 // wantDiff queues the read of a new ask's diff when it is a write or edit.
@@ -136,8 +135,14 @@ func (m *Model) showDiff() tea.Cmd {
 	if e == nil || e.diffState != diffDropped {
 		return nil
 	}
-	e.diffState, e.diffLate = diffWaiting, true
-	m.diffQueue = append([]serve.AskID{e.ask.ID}, m.diffQueue...)
+	e.diffLate = true
+	return m.readFirst(e)
+}
+
+// readFirst puts an ask's read before every other waiting one.
+func (m *Model) readFirst(e *entry) tea.Cmd {
+	e.diffState = diffWaiting
+	m.diffQueue = slices.Insert(m.diffQueue, 0, e.ask.ID)
 	return m.startReads()
 }
 
@@ -171,8 +176,8 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 		e.diffState = diffNone
 	default:
 		if e.diff != nil { // read again after the file changed: the stale one goes
-			m.diffs.Release(int64(e.diff.Size()))
-			e.diff, e.diffReread, e.diffStale = nil, true, false
+			m.dropDiff(e)
+			e.diffReread = true
 		}
 		size := int64(msg.diff.Size())
 		if e.ask.ID == m.highlight {
@@ -339,7 +344,7 @@ func (m *Model) alsoUnseen(a decideAction) string {
 	if len(a.also) == 0 || len(a.targets) == 0 || !approves(a.d, a.targets[0]) {
 		return ""
 	}
-	if why := m.changeUnseen(m.stillPending(a.also)); why != "" {
+	if why := m.changeUnseen(stillPending(m, a.also)); why != "" {
 		return "refused: it would also answer an ask not seen whole; look at it first (esc, then highlight it), or e narrows the pattern. " + why
 	}
 	return ""

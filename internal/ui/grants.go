@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -57,12 +58,12 @@ func (g *grantList) setDenies(denies map[string][]serve.SessionDeny) {
 // rebuild lists the grants, sessions in id order, then the denies.
 func (g *grantList) rebuild() {
 	g.rows = g.rows[:0]
-	for _, s := range sortedKeys(g.grants) {
+	for _, s := range slices.Sorted(maps.Keys(g.grants)) {
 		for _, gr := range g.grants[s] {
 			g.rows = append(g.rows, grantRow{session: s, grant: gr})
 		}
 	}
-	for _, s := range sortedKeys(g.denies) {
+	for _, s := range slices.Sorted(maps.Keys(g.denies)) {
 		for _, d := range g.denies[s] {
 			g.rows = append(g.rows, grantRow{session: s, grant: d.Grant, deny: &d})
 		}

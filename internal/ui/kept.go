@@ -89,11 +89,7 @@ func (m *Model) countAuto(agent string, approved bool) {
 // decidedEntry is the log entry of a written response and, when it was
 // automatic, the activity line's latest answer.
 func decidedEntry(ev serve.Decided) (logEntry, autoAnswer) {
-	agent, surface, value := askParts(ev.Ask)
-	label := value
-	if ev.Ask.Request != nil {
-		label = joinLabel(agent, surface, value)
-	}
+	agent, surface, value, label := askParts(ev.Ask)
 	l := logEntry{outcome: outcomeOf(ev.Response), label: label,
 		by: decidedBy(ev.Response.DecidedBy, ev.Auto, ev.Response.Approved), reason: clip(ev.Response.DenialReason, textBytes)}
 	if ev.Approver != "" && !ev.Auto { // where the person answered: the approve page, a hub approver
@@ -103,15 +99,14 @@ func decidedEntry(ev serve.Decided) (logEntry, autoAnswer) {
 }
 
 // askParts names an ask by its agent, surface and the value a queue row
-// shows, each sanitized and clipped; without a request only its number.
-func askParts(a serve.Ask) (agent, surface, value string) {
+// shows, each sanitized and clipped, and by the three in one label; without
+// a request only its number.
+func askParts(a serve.Ask) (agent, surface, value, label string) {
 	if a.Request == nil {
-		return "", "", "ask " + askNumber(a.ID)
+		n := "ask " + askNumber(a.ID)
+		return "", "", n, n
 	}
 	v, _ := rawRowValue(a.Request)
-	return clip(agentOf(a.Request), nameBytes), clip(serve.SurfaceOf(a.Request), nameBytes), collapseRuns(clip(v, textBytes))
-}
-
-func joinLabel(agent, surface, value string) string {
-	return agent + " · " + surface + " · " + value
+	agent, surface, value = clip(agentOf(a.Request), nameBytes), clip(serve.SurfaceOf(a.Request), nameBytes), collapseRuns(clip(v, textBytes))
+	return agent, surface, value, agent + " · " + surface + " · " + value
 }

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -286,11 +285,8 @@ func New(opts Options) *Model {
 		diffs:       budget.Budget{Limit: budget.Limit{Bytes: diffBudget}},
 		diffReads:   budget.Budget{Limit: budget.Limit{Count: maxDiffReads}},
 	}
-	m.filterInput = textinput.New()
-	m.filterInput.Prompt = "/"
+	m.filterInput = newInput("/", 200)
 	m.filterInput.Placeholder = "text of the row, agent: cwd: surface: session:, ~fuzzy; enter keeps"
-	m.filterInput.CharLimit = 200
-	m.filterInput.Cursor.SetMode(cursor.CursorStatic)
 	m.scope = newScopeDialog(c, m)
 	m.reason = newReasonDialog(c, m)
 	m.denyDialog = newDenyDialog(c, m)
@@ -325,10 +321,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.sizePager(false)
 	}
 	m.noteChangeSeen()
-	if show := m.showDiff(); show != nil {
-		cmd = tea.Batch(cmd, show)
-	}
-	return m, cmd
+	return m, tea.Batch(cmd, m.showDiff())
 }
 
 func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -415,9 +408,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		}
 	case serve.Invalid:
 		m.invalid++
-		note := "rejected request " + Sanitize(ev.Path) + ": " + Sanitize(ev.Reason)
-		m.addLog(logEntry{note: "⚠ " + note})
-		m.setStatus(note)
+		m.warn("rejected request " + Sanitize(ev.Path) + ": " + Sanitize(ev.Reason))
 	case serve.Skipped:
 		// The console fell behind; what it was not sent one by one is
 		// counted, and itemized in the audit log.
@@ -451,9 +442,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		if e := m.find(ev.Ask); e != nil {
 			what = label(e)
 		}
-		note := "answer not written yet for " + what + ": " + Sanitize(ev.Err) + " (retrying)"
-		m.addLog(logEntry{note: "⚠ " + note})
-		m.setStatus(note)
+		m.warn("answer not written yet for " + what + ": " + Sanitize(ev.Err) + " (retrying)")
 	case serve.History:
 		m.addHistory(ev.Records)
 	case serve.GrantsChanged:
@@ -472,9 +461,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.degraded[ev.Area] = ev.Problem
 		m.addLog(logEntry{note: "⚠ " + ev.Area + ": " + Sanitize(ev.Problem)})
 	case serve.Repaired:
-		note := "repaired " + ev.Area + ": " + Sanitize(ev.What)
-		m.addLog(logEntry{note: "⚠ " + note})
-		m.setStatus(note)
+		m.warn("repaired " + ev.Area + ": " + Sanitize(ev.What))
 	}
 	return nil
 }
@@ -484,9 +471,7 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 		return nil
 	}
 	if a.Request == nil { // a serve bug; say so rather than drop it silently
-		note := "ask " + askNumber(a.ID) + " arrived without its request and cannot be shown"
-		m.addLog(logEntry{note: "⚠ " + note})
-		m.setStatus(note)
+		m.warn("ask " + askNumber(a.ID) + " arrived without its request and cannot be shown")
 		return nil
 	}
 	m.queue = append(m.queue, &entry{ask: a, same: identity(a)})
@@ -549,9 +534,7 @@ func (m *Model) applyDecided(msg decidedMsg) {
 		if e.state == stateSending {
 			e.state = statePending
 		}
-		note := "could not answer " + label(e) + ": " + Sanitize(msg.Err.Error())
-		m.addLog(logEntry{note: "⚠ " + note})
-		m.setStatus(note)
+		m.warn("could not answer " + label(e) + ": " + Sanitize(msg.Err.Error()))
 	}
 }
 
@@ -702,6 +685,12 @@ func (m *Model) setStatus(s string) {
 	m.streak = autoStreak{}
 }
 
+// warn puts a problem on the status line and, marked ⚠, in the log.
+func (m *Model) warn(note string) {
+	m.addLog(logEntry{note: "⚠ " + note})
+	m.setStatus(note)
+}
+
 // statusTTL is how long a status message stays: long enough to read, short
 // enough that it does not describe a queue that has moved on.
 const statusTTL = 10 * time.Second
@@ -749,6 +738,7 @@ func (m *Model) servedIDs() (serving, elsewhere []string) {
 // named from the recorded facts (agent, surface, first match value).
 func (m *Model) addHistory(recs []serve.AuditRecord) {
 	for _, r := range recs {
+		at := time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location())
 		label := clip(r.Agent, nameBytes) + " · " + clip(r.Surface, nameBytes)
 		if len(r.MatchValues) > 0 {
 			label += " · " + clip(r.MatchValues[0], textBytes)
@@ -761,20 +751,19 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 			case len(r.Grants) > 0:
 				g = r.Grants[0]
 			}
-			m.addLog(logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()),
-				note: revokedNote(clip(r.ServedSession, nameBytes), wire.Grant{Surface: clip(g.Surface, nameBytes), Pattern: clip(g.Pattern, textBytes)}, deny)})
+			m.addLog(logEntry{at: at, note: revokedNote(clip(r.ServedSession, nameBytes),
+				wire.Grant{Surface: clip(g.Surface, nameBytes), Pattern: clip(g.Pattern, textBytes)}, deny)})
 			continue
 		}
 		if r.Kind == serve.AuditExpired {
-			m.addLog(logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()),
-				note: "⌛ expired  " + label + " (the child stopped waiting)"})
+			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (the child stopped waiting)"})
 			continue
 		}
 		state := r.State
 		if state == wire.StateApprovedForServingSession {
 			state = wire.StateApproved // the wire never sees it; grants say the rest
 		}
-		l := logEntry{at: time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location()), label: label,
+		l := logEntry{at: at, label: label,
 			outcome: outcomeOf(wire.Response{Approved: r.Approved, State: state}),
 			by:      decidedBy(r.DecidedBy, r.Auto, r.Approved), reason: clip(r.Reason, textBytes)}
 		if len(r.Grants) > 0 {

@@ -117,7 +117,7 @@ func (m *Model) apply(act action) tea.Cmd {
 			m.setStatus(why)
 			return nil
 		}
-		cmd := m.decideTargets(a.pressed, a.what, m.stillPending(a.targets), a.d, m.opts.ConfirmDouble)
+		cmd := m.decideTargets(a.pressed, a.what, stillPending(m, a.targets), a.d, m.opts.ConfirmDouble)
 		if cmd != nil {
 			m.mode = modeQueue
 		}
@@ -144,7 +144,7 @@ func (m *Model) apply(act action) tea.Cmd {
 			m.mode = modeScope
 		}
 	case openReasonAction:
-		if targets := m.stillPending(a.targets); len(targets) > 0 {
+		if targets := stillPending(m, a.targets); len(targets) > 0 {
 			m.mode = modeReason
 			return m.reason.open(targets)
 		}
@@ -155,7 +155,7 @@ func (m *Model) apply(act action) tea.Cmd {
 		return func() tea.Msg { return rulePreviewMsg{seq: a.seq, preview: rules.PreviewRule(a.draft)} }
 	case writeRuleAction:
 		if a.draft.Action == resolve.Allow {
-			if why := m.changeUnseen(m.stillPending(a.decides)); why != "" {
+			if why := m.changeUnseen(stillPending(m, a.decides)); why != "" {
 				m.ruleDialog.writing = false
 				m.setStatus("not written: the rule would allow an ask not seen whole; look at it first, or narrow the pattern. " + why)
 				return nil
@@ -203,8 +203,6 @@ func (m *Model) closeStaleOverlay() {
 	}
 }
 
-func (m *Model) stillPending(ids []serve.AskID) []serve.AskID { return stillPending(m, ids) }
-
 func stillPending(q asks, ids []serve.AskID) []serve.AskID {
 	var out []serve.AskID
 	for _, id := range ids {
@@ -213,4 +211,12 @@ func stillPending(q asks, ids []serve.AskID) []serve.AskID {
 		}
 	}
 	return out
+}
+
+// askGone is gone for a dialog on one ask.
+func askGone(q asks, id serve.AskID) string {
+	if e := q.find(id); e == nil || e.state != statePending {
+		return "that ask is no longer waiting; nothing decided"
+	}
+	return ""
 }

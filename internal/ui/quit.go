@@ -1,8 +1,6 @@
 package ui
 
 import (
-	"strings"
-
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -67,28 +65,15 @@ func (d *quitDialog) view(int) []string {
 	n := d.q.pendingCount()
 	them := map[bool]string{true: "it", false: "them"}[n == 1]
 	lines := []string{d.rule("quit?"), ""}
-	lines = append(lines, d.hanging("  ", plural(n, "ask is", "asks are")+" still waiting for a person.")...)
+	lines = append(lines, hanging("  ", plural(n, "ask is", "asks are")+" still waiting for a person.", d.width)...)
 	if d.overHub {
-		lines = append(lines, d.hanging("  ", "L quits; the hub keeps "+them+" for another console.")...)
+		lines = append(lines, hanging("  ", "L quits; the hub keeps "+them+" for another console.", d.width)...)
 	} else {
-		lines = append(append(lines, ""), d.hanging("  D: ", "deny "+them+" as \"permtui exited\" (the children go on at once)")...)
+		lines = append(append(lines, ""), hanging("  D: ", "deny "+them+" as \"permtui exited\" (the children go on at once)", d.width)...)
 		if d.canLeave {
-			lines = append(lines, d.hanging("  L: ", "leave "+them+" for the next server (the children keep waiting until "+
-				"their timeout; one that watches the heartbeat may give up sooner)")...)
+			lines = append(lines, hanging("  L: ", "leave "+them+" for the next server (the children keep waiting until "+
+				"their timeout; one that watches the heartbeat may give up sooner)", d.width)...)
 		}
 	}
 	return append(lines, "", d.styles.Muted.Render("  esc, q, n or enter stays (the default)"))
-}
-
-// hanging wraps text at words after prefix, continuing under the text.
-func (d *quitDialog) hanging(prefix, text string) []string {
-	lines := wrapWords(text, max(d.width-len(prefix), 10))
-	for i := range lines {
-		if i == 0 {
-			lines[i] = prefix + lines[i]
-		} else {
-			lines[i] = strings.Repeat(" ", len(prefix)) + lines[i]
-		}
-	}
-	return lines
 }

@@ -3,7 +3,6 @@ package ui
 import (
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -23,11 +22,8 @@ type reasonDialog struct {
 }
 
 func newReasonDialog(c *common, q asks) reasonDialog {
-	ti := textinput.New()
+	ti := newInput("reason: ", 500)
 	ti.Placeholder = "reason shown to the agent"
-	ti.CharLimit = 500
-	ti.Prompt = "reason: "
-	ti.Cursor.SetMode(cursor.CursorStatic)
 	d := reasonDialog{common: c, q: q, input: ti}
 	d.resize()
 	return d

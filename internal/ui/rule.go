@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -110,14 +109,7 @@ type ruleDialog struct {
 }
 
 func newRuleDialog(c *common, q asks) ruleDialog {
-	in := func(prompt string) textinput.Model {
-		ti := textinput.New()
-		ti.Prompt = prompt
-		ti.CharLimit = 1000
-		ti.Cursor.SetMode(cursor.CursorStatic)
-		return ti
-	}
-	d := ruleDialog{common: c, q: q, pattern: in("pattern: "), count: in("count: ")}
+	d := ruleDialog{common: c, q: q, pattern: newInput("pattern: ", 1000), count: newInput("count: ", 1000)}
 	d.resize()
 	return d
 }

@@ -4,12 +4,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/permtui/permtui/internal/resolve"
@@ -53,11 +51,7 @@ type scopeDialog struct {
 }
 
 func newScopeDialog(c *common, q asks) scopeDialog {
-	ti := textinput.New()
-	ti.Prompt = "pattern: "
-	ti.CharLimit = 1000
-	ti.Cursor.SetMode(cursor.CursorStatic)
-	return scopeDialog{common: c, q: q, input: ti}
+	return scopeDialog{common: c, q: q, input: newInput("pattern: ", 1000)}
 }
 
 func (d *scopeDialog) open(e *entry) {
@@ -69,8 +63,7 @@ func (d *scopeDialog) open(e *entry) {
 // and so can record as the person narrows it. The child records its own
 // grants for "this subagent".
 func (d *scopeDialog) editable() bool {
-	o := d.scopes.Options[d.chosen]
-	return (o.Kind == serve.ScopeSession || o.Kind == serve.ScopeSessionBoth) && len(o.Grants) == 1
+	return d.wholeSession() && len(d.scopes.Options[d.chosen].Grants) == 1
 }
 
 // grants are what the chosen scope records: the offer, or the edit.
@@ -246,12 +239,7 @@ func grantSurfaceCovers(grant, surface string) bool {
 	return grant == surface || ok && grant == fam
 }
 
-func (d *scopeDialog) gone() string {
-	if e := d.q.find(d.ask); e == nil || e.state != statePending {
-		return "that ask is no longer waiting; nothing decided"
-	}
-	return ""
-}
+func (d *scopeDialog) gone() string { return askGone(d.q, d.ask) }
 
 func (d *scopeDialog) help() help.KeyMap {
 	if d.editing {
@@ -266,13 +254,10 @@ func (d *scopeDialog) help() help.KeyMap {
 
 func (d *scopeDialog) view(height int) []string {
 	s := d.styles
-	e := d.q.find(d.ask)
-	if e == nil {
-		return []string{d.rule("approve for session")}
+	lines, ok := d.sessionAsk(d.q, d.ask, "approve for session")
+	if !ok {
+		return lines
 	}
-	// The title names the ask, so it stays on screen when the options scroll.
-	lines := []string{d.rule("approve for session · " + label(e))}
-	lines = append(lines, d.sessionAsk(e)...)
 	var marked [2]int // the marked option's first line and the line after it
 	for i, o := range d.scopes.Options {
 		if i == d.chosen {
@@ -290,7 +275,7 @@ func (d *scopeDialog) view(height int) []string {
 			lines = append(lines, style.Render(mark+o.Title)+s.Muted.Render(" — "+effect))
 		} else {
 			lines = append(lines, style.Render(mark+o.Title))
-			lines = append(lines, d.mutedWrapped(effect, 8)...)
+			lines = append(lines, d.wrapped(s.Muted, effect, 8)...)
 		}
 		grants := o.Grants
 		if i == d.chosen {
@@ -303,14 +288,14 @@ func (d *scopeDialog) view(height int) []string {
 			lines = append(lines, d.coverageLines()...)
 		}
 		if o.Caveat != "" {
-			lines = append(lines, d.mutedWrapped(o.Caveat, 8)...)
+			lines = append(lines, d.wrapped(s.Muted, o.Caveat, 8)...)
 		}
 		if i == d.chosen {
 			marked[1] = len(lines)
 		}
 	}
 	if d.scopes.Note != "" {
-		lines = append(append(lines, ""), d.mutedWrapped(d.scopes.Note, 0)...)
+		lines = append(append(lines, ""), d.wrapped(s.Muted, d.scopes.Note, 0)...)
 	}
 	lines = append(lines, "", s.Muted.Render("enter approves with the marked scope; esc cancels and decides nothing"))
 	return d.scrolled(lines, height, marked[0], marked[1])
@@ -346,13 +331,20 @@ func (c *common) scrolled(lines []string, height, from, to int) []string {
 	return out
 }
 
-// sessionAsk is the ask a whole-session choice is made on, and what the
-// whole session is (the scope and session-deny dialogs).
-func (c *common) sessionAsk(e *entry) []string {
+// sessionAsk is the head of the scope and session-deny dialogs: the title,
+// the ask a whole-session choice is made on, and what the whole session
+// is. Without the ask (it left the queue) it is the title alone, and !ok.
+func (c *common) sessionAsk(q asks, id serve.AskID, title string) (lines []string, ok bool) {
+	e := q.find(id)
+	if e == nil {
+		return []string{c.rule(title)}, false
+	}
 	r := e.ask.Request
-	lines := []string{"  " + Sanitize(agentOf(r)) + " asks for " + Sanitize(serve.SurfaceOf(r)) + ":"}
+	// The title names the ask, so it stays on screen when the options scroll.
+	lines = []string{c.rule(title + " · " + label(e)),
+		"  " + Sanitize(agentOf(r)) + " asks for " + Sanitize(serve.SurfaceOf(r)) + ":"}
 	lines = append(lines, c.indented(collapseRuns(Sanitize(shortValue(r))), 4, maxFactLines)...)
-	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), "")
+	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), ""), true
 }
 
 // coverageLines show the pattern being edited and what the grant covers.
@@ -382,18 +374,4 @@ func (d *scopeDialog) coverageLines() []string {
 		lines = append(lines, "        "+s.Warning.Render("also answers "+plural(len(cov.others), "other waiting ask")+":"))
 	}
 	return append(lines, d.othersLines(d.q, cov.others, 10)...)
-}
-
-// mutedWrapped word-wraps an explanation under an indent.
-func (d *scopeDialog) mutedWrapped(text string, indent int) []string {
-	return d.wrapped(d.styles.Muted, text, indent)
-}
-
-// wrapped word-wraps text in style under an indent.
-func (d *scopeDialog) wrapped(style lipgloss.Style, text string, indent int) []string {
-	lines := wrapWords(text, max(d.width-indent, 10))
-	for i, l := range lines {
-		lines[i] = strings.Repeat(" ", indent) + style.Render(l)
-	}
-	return lines
 }

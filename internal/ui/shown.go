@@ -104,12 +104,7 @@ func groupKey(e *entry) string {
 
 // lineOf is the index of an ask's line in the queue list, or -1.
 func lineOf(lines []queueLine, id serve.AskID) int {
-	for i, l := range lines {
-		if l.e != nil && l.e.ask.ID == id {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(lines, func(l queueLine) bool { return l.e != nil && l.e.ask.ID == id })
 }
 
 // queryFilter is the / filter parsed: text to find in the row as shown,
@@ -210,10 +205,8 @@ func fuzzyMatch(query, text string) bool {
 // filter hides the highlighted one.
 func (m *Model) keepHighlightShown() {
 	shown := m.shown()
-	for _, e := range shown {
-		if e.ask.ID == m.highlight {
-			return
-		}
+	if indexOf(shown, m.highlight) >= 0 {
+		return
 	}
 	m.highlight = 0
 	if len(shown) > 0 {

@@ -1,9 +1,6 @@
 package ui
 
-import (
-	"sort"
-	"strconv"
-)
+import "strconv"
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
@@ -24,13 +21,4 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

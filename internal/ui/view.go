@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/permtui/permtui/internal/resolve"
@@ -28,7 +29,7 @@ func (m *Model) View() string {
 	if o := m.active(); o != nil {
 		body = o.view(bodyHeight)
 	} else {
-		body = m.queueBody(bodyHeight)
+		body = m.queueLayout(bodyHeight).lines
 	}
 	body = fitLines(body, bodyHeight)
 
@@ -176,12 +177,6 @@ func (m *Model) sessionLines(short bool) []string {
 // and where to read it.
 func (m *Model) policyLines(short bool) []string {
 	s := m.styles
-	warn := func(lines []string) []string {
-		for i := range lines {
-			lines[i] = s.Warning.Render(lines[i])
-		}
-		return lines
-	}
 	switch {
 	case m.opts.OverHub && !m.policyLoaded:
 		// Over a hub each relay judges with its own policy and reports
@@ -193,9 +188,9 @@ func (m *Model) policyLines(short bool) []string {
 		// Two lines, so where it looked shows: a mistyped --agent-dir.
 		wrapped := wrapWords("policy ⚠ "+Sanitize(m.policyNoFile), m.width)
 		if short || len(wrapped) > 2 {
-			return warn([]string{"policy ⚠ no policy file (l: log says where it looked)"})
+			return styled(s.Warning, []string{"policy ⚠ no policy file (l: log says where it looked)"})
 		}
-		return warn(wrapped)
+		return styled(s.Warning, wrapped)
 	case len(m.policyProblems) == 0:
 		return []string{"policy ✓ loaded"}
 	}
@@ -208,7 +203,7 @@ func (m *Model) policyLines(short bool) []string {
 	if limit := map[bool]int{true: 1, false: 3}[short]; len(wrapped) > limit {
 		wrapped = wrapWords(head, m.width)
 	}
-	return warn(wrapped)
+	return styled(s.Warning, wrapped)
 }
 
 // servedBy names the other node that answers a session: another permtui
@@ -246,7 +241,7 @@ func (m *Model) activityLines() []string {
 		}
 		per = append(per, name)
 	}
-	for _, agent := range sortedKeys(m.autoByAgent) {
+	for _, agent := range slices.Sorted(maps.Keys(m.autoByAgent)) {
 		counted(agent, *m.autoByAgent[agent])
 	}
 	if m.otherAgents != (autoCount{}) {
@@ -268,16 +263,7 @@ func (m *Model) statusLines() []string {
 	if len(lines) > 3 {
 		lines = append(lines[:2], ansi.Truncate(lines[2], m.width-1, "")+"…")
 	}
-	for i := range lines {
-		lines[i] = m.styles.Status.Render(lines[i])
-	}
-	return lines
-}
-
-// queueBody is the queue (at most a third of the body, scrolled to keep the
-// highlighted ask in view) over the detail of the highlighted ask.
-func (m *Model) queueBody(height int) []string {
-	return m.queueLayout(height).lines
+	return styled(m.styles.Status, lines)
 }
 
 // layout is the queue's body and what of the highlighted ask it shows: the
@@ -290,6 +276,8 @@ type layout struct {
 	changeWhole bool
 }
 
+// queueLayout is the queue (at most a third of the body, scrolled to keep
+// the highlighted ask in view) over the detail of the highlighted ask.
 func (m *Model) queueLayout(height int) layout {
 	return m.layoutWith(height, m.shape(height))
 }
@@ -500,10 +488,7 @@ func (m *Model) selectionLines() []string {
 	if len(lines) > 2 {
 		lines = append(lines[:1], ansi.Truncate(lines[1], m.width-len(" … more marked [•]"), "")+" … more marked [•]")
 	}
-	for i := range lines {
-		lines[i] = m.styles.Warning.Render(lines[i])
-	}
-	return lines
+	return styled(m.styles.Warning, lines)
 }
 
 // outOfForce names, for an ask's detail, the policy files whose rules —
@@ -732,10 +717,10 @@ func (m *Model) logLines() []string {
 			times = "  ×" + itoa(l.count)
 		}
 		if l.note != "" {
-			out = append(out, m.logWrap(stamp, l.note+times)...)
+			out = append(out, hanging(stamp, l.note+times, m.width)...)
 			continue
 		}
-		out = append(out, m.logWrap(stamp, m.stateWords(l.outcome)+"  "+l.label+times)...)
+		out = append(out, hanging(stamp, m.stateWords(l.outcome)+"  "+l.label+times, m.width)...)
 		by := "by " + l.by
 		if l.choice != "" {
 			by += " · " + l.choice
@@ -743,19 +728,19 @@ func (m *Model) logLines() []string {
 		if l.reason != "" {
 			by += " · reason: " + l.reason
 		}
-		out = append(out, m.logWrap(logIndent, by)...)
+		out = append(out, hanging(logIndent, by, m.width)...)
 	}
 	return out
 }
 
-// logWrap wraps text after a first-line prefix, continuing under it.
-func (m *Model) logWrap(prefix, text string) []string {
-	lines := wrapWords(text, max(m.width-len(logIndent), 10))
+// hanging wraps text at words after prefix, continuing under the text.
+func hanging(prefix, text string, width int) []string {
+	lines := wrapWords(text, max(width-len(prefix), 10))
 	for i := range lines {
 		if i == 0 {
 			lines[i] = prefix + lines[i]
 		} else {
-			lines[i] = logIndent + lines[i]
+			lines[i] = strings.Repeat(" ", len(prefix)) + lines[i]
 		}
 	}
 	return lines
@@ -848,6 +833,14 @@ func flow(segments []string, width int) []string {
 	}
 	if cur != "" {
 		lines = append(lines, cur)
+	}
+	return lines
+}
+
+// styled renders each line in style, in place.
+func styled(style lipgloss.Style, lines []string) []string {
+	for i := range lines {
+		lines[i] = style.Render(lines[i])
 	}
 	return lines
 }
