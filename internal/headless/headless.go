@@ -80,7 +80,8 @@ func Run(ctx context.Context, s Server, out io.Writer, ask string) error {
 type printer struct {
 	out io.Writer
 	buf bytes.Buffer
-	at  string // when the batch was taken
+	enc *json.Encoder // into buf
+	at  string        // when the batch was taken
 }
 
 // handle prints ev and, with ask Deny, denies an ask that needs a person.
@@ -107,9 +108,11 @@ func (p *printer) handle(s Server, ev serve.Event, ask string) error {
 
 // line encodes v as one JSON line into the batch.
 func (p *printer) line(v any) error {
-	enc := json.NewEncoder(&p.buf)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if p.enc == nil {
+		p.enc = json.NewEncoder(&p.buf)
+		p.enc.SetEscapeHTML(false)
+	}
+	return p.enc.Encode(v)
 }
 
 // flush writes the batch. The encoder escapes C0 controls and termsafe the
