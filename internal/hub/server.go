@@ -195,19 +195,6 @@ func (h *Hub) Shutdown() {
 	h.srv.WaitForShutdown()
 }
 
-// setup creates or updates the stream and buckets permtui uses, each with
-// replicas copies (1 for the embedded hub; 3 on a cluster, so that a node
-// lost does not stall asks). Provision runs it, for the embedded hub on
-// start and for `permtui hub provision` on an existing deployment.
-func setup(ctx context.Context, js jetstream.JetStream, retention time.Duration, replicas int) error {
-	for _, cfg := range StreamConfigs(retention, replicas) {
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("hub: stream %s: %w", cfg.Name, err)
-		}
-	}
-	return nil
-}
-
 // StreamConfigs are the asks stream and the two buckets' streams. The
 // grants bucket's is what a key-value bucket with history 1 makes; the
 // decisions bucket's is made directly (decisionsConfig).
