@@ -120,7 +120,7 @@ func issueUsers(credsDir string, relays, approvers []string, add func(issuedUser
 		if err != nil {
 			return err
 		}
-		pub, err := c.public()
+		_, pub, err := c.keyPair()
 		if err != nil {
 			return err
 		}
