@@ -186,9 +186,14 @@ func (r *Relay) queued(a serve.Ask) {
 	r.mu.Lock()
 	r.open[key] = &openAsk{id: a.ID, data: data}
 	r.keys[a.ID] = key
-	r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true})
+	r.queue = append(r.queue, r.askOut(key, data))
 	r.mu.Unlock()
-	r.signal()
+	notify(r.wake)
+}
+
+// askOut is the message that sends the ask key to the hub.
+func (r *Relay) askOut(key string, data []byte) outMsg {
+	return outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true}
 }
 
 // denyTooLarge denies an ask whose message is larger than the hub
@@ -238,19 +243,17 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 	r.mu.Lock()
 	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key), key: key, data: data})
 	r.mu.Unlock()
-	r.signal()
+	notify(r.wake)
 }
 
 func (r *Relay) republish() {
 	r.mu.Lock()
 	for key, oa := range r.open {
-		r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: oa.data, ask: true})
+		r.queue = append(r.queue, r.askOut(key, oa.data))
 	}
 	r.mu.Unlock()
-	r.signal()
+	notify(r.wake)
 }
-
-func (r *Relay) signal() { notify(r.wake) }
 
 // notify wakes c's reader unless a wake-up is pending already.
 func notify(c chan struct{}) {
