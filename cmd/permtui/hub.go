@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -253,13 +252,6 @@ func relayUntilDone(ctx context.Context, f relayFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Run(ctx) }()
 	go r.Run(ctx)
-	err = headless.Run(ctx, r, stdout, headless.Leave)
-	cancel()
-	if runErr := <-served; runErr != nil && !errors.Is(runErr, context.Canceled) && err == nil {
-		err = runErr
-	}
-	return err
+	return serveWhile(ctx, cancel, srv, func() error { return headless.Run(ctx, r, stdout, headless.Leave) })
 }

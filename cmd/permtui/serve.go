@@ -136,16 +136,25 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 		return err
 	}
 	defer awayDone()
+	rules := consoleRules{ruleService{opts: f.loadOptions(), stateDir: f.stateDir}}
+	err = serveWhile(ctx, cancel, srv, func() error {
+		return runFrontEnd(ctx, srv, f.frontEnd, stdout, consoleSetup{rules: rules})
+	})
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// serveWhile runs srv while front runs, then ends it (cancel) and waits for
+// it; front's error comes first, then the server's.
+func serveWhile(ctx context.Context, cancel context.CancelFunc, srv *serve.Server, front func() error) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Run(ctx) }()
-	rules := consoleRules{ruleService{opts: f.loadOptions(), stateDir: f.stateDir}}
-	err = runFrontEnd(ctx, srv, f.frontEnd, stdout, consoleSetup{rules: rules})
+	err := front()
 	cancel()
 	if runErr := <-served; runErr != nil && !errors.Is(runErr, context.Canceled) && err == nil {
 		err = runErr
-	}
-	if errors.Is(err, context.Canceled) {
-		err = nil
 	}
 	return err
 }
