@@ -149,19 +149,8 @@ func (r *Relay) handle(ev serve.Event) {
 	case serve.AskQueued:
 		r.queued(ev.Ask)
 	case serve.Decided:
-		r.mu.Lock()
-		cut, ok := r.tooLarge[ev.Ask.ID]
-		delete(r.tooLarge, ev.Ask.ID)
-		r.mu.Unlock()
-		g := goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver}
-		if ok {
-			g.Ask = &cut
-		}
-		r.gone(ev.Ask.ID, g)
+		r.gone(ev.Ask.ID, goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver})
 	case serve.Withdrawn:
-		r.mu.Lock()
-		delete(r.tooLarge, ev.ID)
-		r.mu.Unlock()
 		r.gone(ev.ID, goneMsg{})
 	}
 }
@@ -219,9 +208,14 @@ func (r *Relay) denySent(id serve.AskID, data []byte, limit int, by string, err 
 	r.denyTooLarge(id, m, req, len(data), limit, by, err)
 }
 
-// gone tells the hub an ask it carries is no longer open.
+// gone tells the hub an ask it carries is no longer open; the answer of one
+// denied as too large carries its cut ask, for consoles to show.
 func (r *Relay) gone(id serve.AskID, m goneMsg) {
 	r.mu.Lock()
+	if cut, ok := r.tooLarge[id]; ok && m.Response != nil {
+		m.Ask = &cut
+	}
+	delete(r.tooLarge, id)
 	key, ok := r.keys[id]
 	if ok {
 		delete(r.keys, id)
