@@ -193,13 +193,11 @@ func attachHub(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	defer awayDone()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan struct{})
-	go func() { defer close(done); a.Run(ctx) }()
-	// The policy is the relays': rules are written on their hosts.
-	err = runFrontEnd(ctx, a, f.frontEnd, stdout, consoleSetup{overHub: true})
-	cancel()
-	<-done
-	return err
+	run := func(ctx context.Context) error { a.Run(ctx); return nil }
+	return serveWhile(ctx, cancel, run, func() error {
+		// The policy is the relays': rules are written on their hosts.
+		return runFrontEnd(ctx, a, f.frontEnd, stdout, consoleSetup{overHub: true})
+	})
 }
 
 type relayFlags struct {
@@ -253,5 +251,5 @@ func relayUntilDone(ctx context.Context, f relayFlags, stdout io.Writer) error {
 		return err
 	}
 	go r.Run(ctx)
-	return serveWhile(ctx, cancel, srv, func() error { return headless.Run(ctx, r, stdout, headless.Leave) })
+	return serveWhile(ctx, cancel, srv.Run, func() error { return headless.Run(ctx, r, stdout, headless.Leave) })
 }
