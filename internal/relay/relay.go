@@ -82,8 +82,8 @@ type Relay struct {
 }
 
 type openAsk struct {
-	id   serve.AskID
-	data []byte
+	id  serve.AskID
+	msg outMsg // sent again after a reconnect
 }
 
 type outMsg struct {
@@ -173,16 +173,12 @@ func (r *Relay) queued(a serve.Ask) {
 		return
 	}
 	r.mu.Lock()
-	r.open[key] = &openAsk{id: a.ID, data: data}
+	out := outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true}
+	r.open[key] = &openAsk{id: a.ID, msg: out}
 	r.keys[a.ID] = key
-	r.queue = append(r.queue, r.askOut(key, data))
+	r.queue = append(r.queue, out)
 	r.mu.Unlock()
 	notify(r.wake)
-}
-
-// askOut is the message that sends the ask key to the hub.
-func (r *Relay) askOut(key string, data []byte) outMsg {
-	return outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true}
 }
 
 // denyTooLarge denies an ask whose message is larger than the hub
@@ -242,8 +238,8 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 
 func (r *Relay) republish() {
 	r.mu.Lock()
-	for key, oa := range r.open {
-		r.queue = append(r.queue, r.askOut(key, oa.data))
+	for _, oa := range r.open {
+		r.queue = append(r.queue, oa.msg)
 	}
 	r.mu.Unlock()
 	notify(r.wake)
