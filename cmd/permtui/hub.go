@@ -33,8 +33,13 @@ audit, automatic answers at once) and sends each ask that needs a person to
 the hub; the decision that comes back is audited here, then written.`
 
 func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if ok, err := runHubSub(ctx, args, stdout, stderr); ok {
-		return err
+	if len(args) > 0 {
+		switch args[0] {
+		case "users":
+			return runHubUsers(args[1:], stdout, stderr)
+		case "provision":
+			return runHubProvision(ctx, args[1:], stdout, stderr)
+		}
 	}
 	var (
 		stateDir, listen, store, tlsCert, tlsKey string
