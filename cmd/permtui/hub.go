@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,8 +33,13 @@ audit, automatic answers at once) and sends each ask that needs a person to
 the hub; the decision that comes back is audited here, then written.`
 
 func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if ok, err := runHubSub(ctx, args, stdout, stderr); ok {
-		return err
+	if len(args) > 0 {
+		switch args[0] {
+		case "users":
+			return runHubUsers(args[1:], stdout, stderr)
+		case "provision":
+			return runHubProvision(ctx, args[1:], stdout, stderr)
+		}
 	}
 	var (
 		stateDir, listen, store, tlsCert, tlsKey string
@@ -194,13 +198,11 @@ func attachHub(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	defer awayDone()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan struct{})
-	go func() { defer close(done); a.Run(ctx) }()
-	// The policy is the relays': rules are written on their hosts.
-	err = runFrontEnd(ctx, a, f.frontEnd, stdout, consoleSetup{overHub: true})
-	cancel()
-	<-done
-	return err
+	run := func(ctx context.Context) error { a.Run(ctx); return nil }
+	return serveWhile(ctx, cancel, run, func() error {
+		// The policy is the relays': rules are written on their hosts.
+		return runFrontEnd(ctx, a, f.frontEnd, stdout, consoleSetup{overHub: true})
+	})
 }
 
 type relayFlags struct {
@@ -253,13 +255,6 @@ func relayUntilDone(ctx context.Context, f relayFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Run(ctx) }()
 	go r.Run(ctx)
-	err = headless.Run(ctx, r, stdout, headless.Leave)
-	cancel()
-	if runErr := <-served; runErr != nil && !errors.Is(runErr, context.Canceled) && err == nil {
-		err = runErr
-	}
-	return err
+	return serveWhile(ctx, cancel, srv.Run, func() error { return headless.Run(ctx, r, stdout, headless.Leave) })
 }

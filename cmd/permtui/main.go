@@ -72,8 +72,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprint(stdout, usage)
 			return 0
 		case "--version", "-version":
-			fmt.Fprintln(stdout, "permtui", version)
-			return 0
+			cmd, rest = "version", nil
 		default:
 			if !strings.HasPrefix(args[0], "-") {
 				fmt.Fprintf(stderr, "permtui: unknown command %q\n\n%s", args[0], usage)

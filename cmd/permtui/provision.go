@@ -25,20 +25,6 @@ Creates or updates permtui's stream and buckets on an existing NATS deployment
 with N replicas each, reads them back and fails if the server did not take a
 setting permtui needs (docs/hub.md).`
 
-// runHubSub runs a subcommand of hub; it reports false for none.
-func runHubSub(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
-	if len(args) == 0 {
-		return false, nil
-	}
-	switch args[0] {
-	case "users":
-		return true, runHubUsers(args[1:], stdout, stderr)
-	case "provision":
-		return true, runHubProvision(ctx, args[1:], stdout, stderr)
-	}
-	return false, nil
-}
-
 func runHubUsers(args []string, stdout, stderr io.Writer) error {
 	var (
 		credsDir          string

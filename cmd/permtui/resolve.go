@@ -165,8 +165,9 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		sessionGrants = store.For(f.sessions[0])
 	}
 
-	// served is what serve would do; differs says it is not what stdout says.
-	var served resolve.Verdict
+	// v is pi's verdict, printed (a batch prints its own); served is what
+	// serve would do; differs says it is not what stdout says.
+	var v, served resolve.Verdict
 	var differs bool
 	switch {
 	case f.request != "":
@@ -183,12 +184,8 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 				sessionGrants = store.For(id)
 			}
 		}
-		v := policy.Resolve(req, sessionGrants)
+		v = policy.Resolve(req, sessionGrants)
 		served = judgment.Served(policy, req, v)
-		differs = served.Action != v.Action
-		if err := writeVerdict(stdout, v); err != nil {
-			return err
-		}
 	case f.batch:
 		var err error
 		if served, differs, err = resolveBatch(policy, sessionGrants, stdin, stdout); err != nil {
@@ -197,8 +194,9 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	default:
 		warnUnknownSurface(stderr, policy, f.surface)
 		q := resolve.Query{Agent: f.agent, Surface: f.surface, Values: f.values}
-		var v resolve.Verdict
 		v, served = judgeFacts(policy, q, sessionGrants)
+	}
+	if !f.batch {
 		differs = served.Action != v.Action
 		if err := writeVerdict(stdout, v); err != nil {
 			return err

@@ -164,7 +164,6 @@ const ruleLockWait = 10 * time.Second
 type ruleService struct {
 	opts     resolve.LoadOptions
 	stateDir string
-	lockWait time.Duration // 0: ruleLockWait
 }
 
 // lock takes the write lock of the file a rule at scope goes to.
@@ -173,11 +172,7 @@ func (s ruleService) lock(scope policyedit.Scope, agent string) (func(), error) 
 	if err != nil {
 		return nil, err
 	}
-	wait := s.lockWait
-	if wait == 0 {
-		wait = ruleLockWait
-	}
-	return policyedit.Lock(target, wait)
+	return policyedit.Lock(target, ruleLockWait)
 }
 
 // rulePlan is a checked change with what it would have decided.

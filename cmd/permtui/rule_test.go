@@ -219,6 +219,8 @@ func TestSimulateGuardsPersonDenials(t *testing.T) {
 	}
 	if code != 0 || rep.DeniedNowAllowed != 0 || len(rep.Changed) != 2 {
 		t.Errorf("exit %d: %+v", code, rep)
+	} else if rep.Changed[0].Person != "approved" || rep.Changed[1].Person != "denied" {
+		t.Errorf("persons %q, %q: want approved, denied", rep.Changed[0].Person, rep.Changed[1].Person)
 	}
 	cfg := filepath.Join(t.TempDir(), "candidate.json")
 	testkit.WriteFile(t, cfg, []byte(`{"permission":{"bash":"allow"}}`))

@@ -136,16 +136,26 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 		return err
 	}
 	defer awayDone()
-	served := make(chan error, 1)
-	go func() { served <- srv.Run(ctx) }()
 	rules := consoleRules{ruleService{opts: f.loadOptions(), stateDir: f.stateDir}}
-	err = runFrontEnd(ctx, srv, f.frontEnd, stdout, consoleSetup{rules: rules})
+	err = serveWhile(ctx, cancel, srv.Run, func() error {
+		return runFrontEnd(ctx, srv, f.frontEnd, stdout, consoleSetup{rules: rules})
+	})
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// serveWhile runs a serving loop (a server's or a hub approver's Run) while
+// front runs, then ends it (cancel) and waits for it; front's error comes
+// first, then the loop's.
+func serveWhile(ctx context.Context, cancel context.CancelFunc, run func(context.Context) error, front func() error) error {
+	served := make(chan error, 1)
+	go func() { served <- run(ctx) }()
+	err := front()
 	cancel()
 	if runErr := <-served; runErr != nil && !errors.Is(runErr, context.Canceled) && err == nil {
 		err = runErr
-	}
-	if errors.Is(err, context.Canceled) {
-		err = nil
 	}
 	return err
 }

@@ -194,7 +194,11 @@ func printReport(w io.Writer, rep simulate.Report, loosened []policyedit.Looseni
 		fmt.Fprintf(w, "  agent %s\n", strconv.Quote(g.agent))
 		for _, o := range g.asks {
 			f := o.Record.Facts
-			fmt.Fprintf(w, "    %s → %s  %s %q%s\n      by %s\n", o.Before.Action, o.After.Action, strconv.Quote(f.Surface), f.MatchValues, person(o), policyedit.DescribeRule(o.After.Rule))
+			note := ""
+			if p := personAnswer(o); p != "" {
+				note = "  (a person " + p + " it)"
+			}
+			fmt.Fprintf(w, "    %s → %s  %s %q%s\n      by %s\n", o.Before.Action, o.After.Action, strconv.Quote(f.Surface), f.MatchValues, note, policyedit.DescribeRule(o.After.Rule))
 		}
 	}
 	if denied := rep.DeniedNowAllowed(); len(denied) > 0 {
@@ -214,12 +218,13 @@ func printLoosened(w io.Writer, loosened []policyedit.LooseningGroup) {
 	}
 }
 
-func person(o simulate.Outcome) string {
+// personAnswer is what a person answered the ask: approved, denied or "".
+func personAnswer(o simulate.Outcome) string {
 	switch {
 	case o.PersonDenied:
-		return "  (a person denied it)"
+		return "denied"
 	case o.PersonApproved:
-		return "  (a person approved it)"
+		return "approved"
 	}
 	return ""
 }
@@ -308,16 +313,8 @@ func printReportJSON(w io.Writer, rep simulate.Report, loosened []policyedit.Loo
 	for _, g := range byAgent(rep.Changed()) {
 		for _, o := range g.asks {
 			f := o.Record.Facts
-			c := changedAskJSON{RequestID: o.Record.RequestID, Agent: f.Principal, Surface: f.Surface, Values: f.MatchValues,
-				Before: o.Before.Action, After: o.After.Action}
-			c.Rule = toRuleJSON(o.After.Rule)
-			switch {
-			case o.PersonDenied:
-				c.Person = "denied"
-			case o.PersonApproved:
-				c.Person = "approved"
-			}
-			out.Changed = append(out.Changed, c)
+			out.Changed = append(out.Changed, changedAskJSON{RequestID: o.Record.RequestID, Agent: f.Principal, Surface: f.Surface,
+				Values: f.MatchValues, Before: o.Before.Action, After: o.After.Action, Person: personAnswer(o), Rule: toRuleJSON(o.After.Rule)})
 		}
 	}
 	data, err := json.MarshalIndent(out, "", "  ")

@@ -75,13 +75,15 @@ func (c Creds) check() error {
 	return nil
 }
 
-// public is the nkey the server authenticates.
-func (c Creds) public() (string, error) {
+// keyPair is the seed's key pair and its public key, the one the server
+// authenticates.
+func (c Creds) keyPair() (nkeys.KeyPair, string, error) {
 	kp, err := nkeys.FromSeed([]byte(c.Seed))
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	return kp.PublicKey()
+	pub, err := kp.PublicKey()
+	return kp, pub, err
 }
 
 // Standard reports a NATS .creds file (role and name are not in it).
@@ -94,11 +96,7 @@ func (c Creds) options(role, name string) ([]nats.Option, error) {
 	if c.jwtFile != "" {
 		opts = append(opts, nats.UserCredentials(c.jwtFile))
 	} else {
-		kp, err := nkeys.FromSeed([]byte(c.Seed))
-		if err != nil {
-			return nil, err
-		}
-		pub, err := kp.PublicKey()
+		kp, pub, err := c.keyPair()
 		if err != nil {
 			return nil, err
 		}

@@ -13,19 +13,24 @@ import (
 	"github.com/permtui/permtui/internal/safefs"
 )
 
-// Provision sets up the streams (setup), here or on an existing deployment, and reads
-// them back, reporting what differs from what permtui needs: a setting the
-// server did not take (an older server without per-subject discard), or
-// fewer replicas than asked for.
+// Provision creates or updates the stream and buckets permtui uses, each
+// with replicas copies (1 for the embedded hub; 3 on a cluster, so that a
+// node lost does not stall asks), here or on an existing deployment, and
+// reads them back, reporting what differs from what permtui needs: a
+// setting the server did not take (an older server without per-subject
+// discard), or fewer replicas than asked for.
 func Provision(ctx context.Context, js jetstream.JetStream, retention time.Duration, replicas int) error {
 	if err := awaitJetStream(ctx, js); err != nil {
 		return err
 	}
-	if err := setup(ctx, js, retention, replicas); err != nil {
-		return err
+	wants := StreamConfigs(retention, replicas)
+	for _, cfg := range wants {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("hub: stream %s: %w", cfg.Name, err)
+		}
 	}
 	var problems []string
-	for _, want := range StreamConfigs(retention, replicas) {
+	for _, want := range wants {
 		st, err := js.Stream(ctx, want.Name)
 		if err != nil {
 			return fmt.Errorf("hub: stream %s: %w", want.Name, err)
@@ -115,7 +120,7 @@ func issueUsers(credsDir string, relays, approvers []string, add func(issuedUser
 		if err != nil {
 			return err
 		}
-		pub, err := c.public()
+		_, pub, err := c.keyPair()
 		if err != nil {
 			return err
 		}

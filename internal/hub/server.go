@@ -39,10 +39,11 @@ type Config struct {
 
 // Hub is a running embedded NATS server with JetStream.
 type Hub struct {
-	srv   *server.Server
-	url   string
-	creds map[string]string // role-name → file
-	admin nkeys.KeyPair     // the hub's own user, in process only
+	srv      *server.Server
+	url      string
+	creds    map[string]string // role-name → file
+	admin    nkeys.KeyPair     // the hub's own user, in process only
+	adminPub string
 }
 
 // Start runs the embedded server. On first start it issues the credentials
@@ -147,12 +148,11 @@ func (h *Hub) users(cfg Config) ([]*server.NkeyUser, error) {
 	if err != nil {
 		return nil, err
 	}
-	adminPub, err := admin.PublicKey()
-	if err != nil {
+	if h.adminPub, err = admin.PublicKey(); err != nil {
 		return nil, err
 	}
 	h.admin = admin
-	return append(users, &server.NkeyUser{Nkey: adminPub}), nil
+	return append(users, &server.NkeyUser{Nkey: h.adminPub}), nil
 }
 
 // setUp makes the stream and buckets through the hub's own connection, by
@@ -176,11 +176,7 @@ func (h *Hub) setUp(retention time.Duration) error {
 // written anywhere; it may do everything (Start sets up the stream and
 // buckets with it).
 func (h *Hub) Admin() (*nats.Conn, error) {
-	pub, err := h.admin.PublicKey()
-	if err != nil {
-		return nil, err
-	}
-	return nats.Connect("", nats.InProcessServer(h.srv), nats.Nkey(pub, h.admin.Sign))
+	return nats.Connect("", nats.InProcessServer(h.srv), nats.Nkey(h.adminPub, h.admin.Sign))
 }
 
 // URL is the client URL to give relays and consoles.
@@ -193,19 +189,6 @@ func (h *Hub) CredsFile(role, name string) string { return h.creds[role+"-"+name
 func (h *Hub) Shutdown() {
 	h.srv.Shutdown()
 	h.srv.WaitForShutdown()
-}
-
-// setup creates or updates the stream and buckets permtui uses, each with
-// replicas copies (1 for the embedded hub; 3 on a cluster, so that a node
-// lost does not stall asks). Provision runs it, for the embedded hub on
-// start and for `permtui hub provision` on an existing deployment.
-func setup(ctx context.Context, js jetstream.JetStream, retention time.Duration, replicas int) error {
-	for _, cfg := range StreamConfigs(retention, replicas) {
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("hub: stream %s: %w", cfg.Name, err)
-		}
-	}
-	return nil
 }
 
 // StreamConfigs are the asks stream and the two buckets' streams. The

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -222,12 +223,8 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 			return // sent again after a reconnect
 		}
 		m, req, err := decodeHostAsk(host, msg.Data())
-		if err != nil {
-			a.log.Warn("ask not shown", "subject", msg.Subject(), "err", err)
-			return
-		}
-		meta, err := msg.Metadata()
-		if err != nil {
+		meta, merr := msg.Metadata()
+		if err = cmp.Or(err, merr); err != nil {
 			a.log.Warn("ask not shown", "subject", msg.Subject(), "err", err)
 			return
 		}
@@ -245,7 +242,7 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 		a.byKey[hk] = h
 		a.hostOf[tok[3]] = host
 		if a.memory.waiting.Len() == 0 && a.fits(size) {
-			a.hold(h)
+			a.memory.held.Add(1, h.size)
 			a.show(h, m, req, size)
 			return
 		}
@@ -276,7 +273,7 @@ func (a *Approver) letGo(host, key string, g goneMsg) {
 		a.memory.waiting.Remove(h.elem) // never shown
 		return
 	}
-	a.release(h)
+	a.memory.held.Release(h.size)
 	if h.ask == nil {
 		return // being read again; refill drops it
 	}

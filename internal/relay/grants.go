@@ -119,18 +119,16 @@ func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, 
 		}
 	}
 	for ctx.Err() == nil {
-		cons, err := grantsConsumer(ctx, js, consumer)
-		if err != nil {
-			log.Warn("grants watch not ready; retrying", "err", err)
-			await(ctx, time.After(retryMax))
-			continue
-		}
 		lost := make(chan struct{}, 1)
-		cc, err := cons.Consume(take, pullExpiry, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if mayBeGone(err) {
-				notify(lost)
-			}
-		}))
+		var cc jetstream.ConsumeContext
+		cons, err := grantsConsumer(ctx, js, consumer)
+		if err == nil {
+			cc, err = cons.Consume(take, pullExpiry, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				if mayBeGone(err) {
+					notify(lost)
+				}
+			}))
+		}
 		if err != nil {
 			log.Warn("grants watch not ready; retrying", "err", err)
 			await(ctx, time.After(retryMax))

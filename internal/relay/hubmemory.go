@@ -57,10 +57,6 @@ func (a *Approver) fits(size int64) bool {
 	return held.Count() == 0 || held.Fits(1, size)
 }
 
-func (a *Approver) hold(h *hubAsk) { a.memory.held.Add(1, h.size) }
-
-func (a *Approver) release(h *hubAsk) { a.memory.held.Release(h.size) }
-
 // afterMemoryChange wakes refill when the oldest waiting ask fits, has the stream
 // read again once half the waiting list is free, and reports. a.mu is held.
 func (a *Approver) afterMemoryChange() {
@@ -99,7 +95,7 @@ func (a *Approver) nextWaiting() *hubAsk {
 	}
 	h := a.memory.waiting.Remove(f).(*hubAsk)
 	h.elem = nil
-	a.hold(h)
+	a.memory.held.Add(1, h.size)
 	return h
 }
 
@@ -146,12 +142,12 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 		// or no longer an ask: not shown, as when first seen.
 		a.log.Warn("waiting ask not shown", "host", h.host, "key", h.key, "err", err)
 	default:
-		a.release(h)
+		a.memory.held.Release(h.size)
 		h.elem = a.memory.waiting.PushFront(h)
 		return err
 	}
 	a.forget(h)
-	a.release(h)
+	a.memory.held.Release(h.size)
 	return nil
 }
 

@@ -82,8 +82,8 @@ type Relay struct {
 }
 
 type openAsk struct {
-	id   serve.AskID
-	data []byte
+	id  serve.AskID
+	msg outMsg // sent again after a reconnect
 }
 
 type outMsg struct {
@@ -149,19 +149,8 @@ func (r *Relay) handle(ev serve.Event) {
 	case serve.AskQueued:
 		r.queued(ev.Ask)
 	case serve.Decided:
-		r.mu.Lock()
-		cut, ok := r.tooLarge[ev.Ask.ID]
-		delete(r.tooLarge, ev.Ask.ID)
-		r.mu.Unlock()
-		g := goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver}
-		if ok {
-			g.Ask = &cut
-		}
-		r.gone(ev.Ask.ID, g)
+		r.gone(ev.Ask.ID, goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver})
 	case serve.Withdrawn:
-		r.mu.Lock()
-		delete(r.tooLarge, ev.ID)
-		r.mu.Unlock()
 		r.gone(ev.ID, goneMsg{})
 	}
 }
@@ -184,11 +173,12 @@ func (r *Relay) queued(a serve.Ask) {
 		return
 	}
 	r.mu.Lock()
-	r.open[key] = &openAsk{id: a.ID, data: data}
+	out := outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true}
+	r.open[key] = &openAsk{id: a.ID, msg: out}
 	r.keys[a.ID] = key
-	r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true})
+	r.queue = append(r.queue, out)
 	r.mu.Unlock()
-	r.signal()
+	notify(r.wake)
 }
 
 // denyTooLarge denies an ask whose message is larger than the hub
@@ -214,9 +204,14 @@ func (r *Relay) denySent(id serve.AskID, data []byte, limit int, by string, err 
 	r.denyTooLarge(id, m, req, len(data), limit, by, err)
 }
 
-// gone tells the hub an ask it carries is no longer open.
+// gone tells the hub an ask it carries is no longer open; the answer of one
+// denied as too large carries its cut ask, for consoles to show.
 func (r *Relay) gone(id serve.AskID, m goneMsg) {
 	r.mu.Lock()
+	if cut, ok := r.tooLarge[id]; ok && m.Response != nil {
+		m.Ask = &cut
+	}
+	delete(r.tooLarge, id)
 	key, ok := r.keys[id]
 	if ok {
 		delete(r.keys, id)
@@ -238,19 +233,17 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 	r.mu.Lock()
 	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key), key: key, data: data})
 	r.mu.Unlock()
-	r.signal()
+	notify(r.wake)
 }
 
 func (r *Relay) republish() {
 	r.mu.Lock()
-	for key, oa := range r.open {
-		r.queue = append(r.queue, outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: oa.data, ask: true})
+	for _, oa := range r.open {
+		r.queue = append(r.queue, oa.msg)
 	}
 	r.mu.Unlock()
-	r.signal()
+	notify(r.wake)
 }
-
-func (r *Relay) signal() { notify(r.wake) }
 
 // notify wakes c's reader unless a wake-up is pending already.
 func notify(c chan struct{}) {
