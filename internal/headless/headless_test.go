@@ -380,3 +380,42 @@ func TestUnprintedEventsPrintNothing(t *testing.T) {
 		t.Fatalf("want only the serving line, got %q", lines)
 	}
 }
+
+// stoppingSource is a Server whose first decision arrives as the server is
+// told to stop (SIGTERM while a batch of asks is being denied).
+type stoppingSource struct {
+	eventSource
+	stop    context.CancelFunc
+	decided []serve.AskID
+}
+
+func (s *stoppingSource) Decide(d serve.Decision) error {
+	s.decided = append(s.decided, d.Ask)
+	s.stop()
+	return nil
+}
+
+// Once ctx is done headless decides nothing more, also for asks taken in
+// the same batch as the one it was deciding: they are left for the
+// shutdown (denied, or left for the next relay with LeaveOnExit).
+func TestNoDecisionAfterStopWithinABatch(t *testing.T) {
+	req := pichild.NewestBash(rootID, "builder", "c1", "/w", "ls")
+	events := eventSource(make(chan serve.Event, 3))
+	for id := range serve.AskID(3) {
+		events <- serve.AskQueued{Ask: serve.Ask{Arrived: inbox.Arrived{ID: id + 1, Session: rootID, Request: req}}}
+	}
+	close(events)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := &stoppingSource{eventSource: events, stop: cancel}
+	var out bytes.Buffer
+	if err := Run(ctx, src, &out, Deny); err != nil {
+		t.Fatal(err)
+	}
+	if len(src.decided) != 1 || src.decided[0] != 1 {
+		t.Fatalf("decided %v after the stop; want only ask 1, decided before it", src.decided)
+	}
+	if n := strings.Count(out.String(), `"event":"queued"`); n != 3 {
+		t.Fatalf("%d queued lines, want all 3 printed: %s", n, out.String())
+	}
+}
