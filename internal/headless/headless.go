@@ -60,6 +60,11 @@ func Run(ctx context.Context, s Server, out io.Writer, ask string) error {
 			if err := p.handle(s, ev, ask); err != nil {
 				return err
 			}
+			if p.buf.Len() >= maxBatchBytes {
+				if err := p.flush(); err != nil {
+					return err
+				}
+			}
 			select {
 			case ev, ok = <-events:
 			default:
@@ -72,6 +77,11 @@ func Run(ctx context.Context, s Server, out io.Writer, ask string) error {
 	}
 	return nil
 }
+
+// maxBatchBytes bounds the lines held before they are written: events can
+// keep coming for as long as a batch is printed (each denial waits for the
+// audit's fsync while more asks arrive).
+const maxBatchBytes = 64 << 10
 
 // printer collects the lines of the events taken together.
 type printer struct {

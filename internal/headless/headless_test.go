@@ -419,3 +419,38 @@ func TestNoDecisionAfterStopWithinABatch(t *testing.T) {
 		t.Fatalf("%d queued lines, want all 3 printed: %s", n, out.String())
 	}
 }
+
+// writeSizes records the size of each write.
+type writeSizes struct{ sizes []int }
+
+func (w *writeSizes) Write(b []byte) (int, error) {
+	w.sizes = append(w.sizes, len(b))
+	return len(b), nil
+}
+
+// Events that keep coming while a batch is printed (asks denied one by
+// one, each waiting for the audit's fsync, while more arrive) are written
+// in bounded pieces, not held in memory until the stream pauses.
+func TestABatchIsWrittenInBoundedPieces(t *testing.T) {
+	req := pichild.NewestBash(rootID, "builder", "c1", "/w", "ls")
+	const n = 2000
+	events := eventSource(make(chan serve.Event, n))
+	for id := range serve.AskID(n) {
+		events <- serve.AskQueued{Ask: serve.Ask{Arrived: inbox.Arrived{ID: id + 1, Session: rootID, Request: req}}}
+	}
+	close(events)
+	var out writeSizes
+	if err := Run(context.Background(), events, &out, Leave); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, size := range out.sizes {
+		total += size
+		if size > maxBatchBytes+4096 {
+			t.Fatalf("a write of %d bytes; a batch is written by %d", size, maxBatchBytes)
+		}
+	}
+	if total < 2*maxBatchBytes {
+		t.Fatalf("only %d bytes printed for %d asks: the test does not exceed one batch", total, n)
+	}
+}
