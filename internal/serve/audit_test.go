@@ -5,10 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -94,5 +96,35 @@ func TestReadAuditSkipsAnOverlongLine(t *testing.T) {
 	bad, err := ReadAudit(strings.NewReader(log), func(r AuditRecord) { ids = append(ids, r.RequestID) })
 	if err != nil || bad != 1 || strings.Join(ids, ",") != "a,b" {
 		t.Fatalf("ids %v, bad %d, err %v", ids, bad, err)
+	}
+}
+
+// The timer that writes lines nobody waits for can fire while a commit is
+// in progress, which took none of the lines appended since it began. They
+// are written by a later firing, not left in memory until something else
+// is appended (a delivered line lost in a crash long after it was due).
+func TestLazyLinesAreWrittenWhenTheTimerFiresMidCommit(t *testing.T) {
+	l := newAuditLog(t.TempDir(), func(Event) {})
+	defer l.close()
+	l.mu.Lock()
+	l.leading = true // another caller's commit is in progress
+	l.mu.Unlock()
+	l.appendLazy(AuditDelivery{Kind: deliveryKind, RequestID: "late"})
+	l.lazy.Stop() // and the timer fires now
+	l.flush()
+	l.mu.Lock()
+	l.leading = false // the commit ends
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for {
+		data, err := os.ReadFile(l.path)
+		if err == nil && strings.Contains(string(data), `"requestId":"late"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivered line was never written after the timer fired mid-commit: %q %v", data, err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
