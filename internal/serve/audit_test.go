@@ -128,3 +128,29 @@ func TestLazyLinesAreWrittenWhenTheTimerFiresMidCommit(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A request's requesterSessionId is any string a child sends, a lone
+// surrogate included (kept as JSON.parse keeps it, decision 0175), which
+// the audit line writes as U+FFFD. Its recorded decision is still found
+// after a restart, so a crash between the record and the response does not
+// get the request judged, or a person asked, a second time.
+func TestADecisionForAnOddRequesterIsFoundAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	req := &wire.Request{ID: "1791279012345-odd-1", RequesterSessionID: "child\xed\xa0\x80\xffx", CreatedAt: 1791279012345.5}
+	rec := AuditRecord{RequestID: req.ID, ServedSession: rootID, RequesterSession: req.RequesterSessionID,
+		CreatedAt: req.CreatedAt, State: wire.StateDenied}
+	l := newAuditLog(dir, func(Event) {})
+	if err := l.append(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := l.recorded(keyOfRequest(rootID, req)); !ok {
+		t.Error("the decision is not found by the process that recorded it")
+	}
+	l.close()
+	restarted := newAuditLog(dir, func(Event) {})
+	defer restarted.close()
+	got, ok, looked := restarted.recorded(keyOfRequest(rootID, req))
+	if !ok || !looked || got.RequestID != req.ID || got.State != wire.StateDenied {
+		t.Fatalf("after a restart: found %v (looked %v), record %+v", ok, looked, got)
+	}
+}
