@@ -47,34 +47,41 @@ func Run(ctx context.Context, s Server, out io.Writer, ask string) error {
 		return fmt.Errorf("headless: unknown ask policy %q (want %q or %q)", ask, Deny, Leave)
 	}
 	p := &printer{out: out}
-	events, stopping := s.Events(), ctx.Done()
-	for {
-		select {
-		case <-stopping:
-			stopping, ask = nil, Leave
-			continue
-		case ev, ok := <-events:
-			if !ok {
-				return nil
+	events := s.Events()
+	for ev := range events {
+		// Everything already waiting is printed with one write.
+		p.at = time.Now().UTC().Format(time.RFC3339Nano)
+		for ok := true; ok; {
+			// Looked at per event: a batch taken before ctx ended must
+			// not go on deciding after it.
+			if ctx.Err() != nil {
+				ask = Leave
 			}
-			// Everything already waiting is printed with one write.
-			p.at = time.Now().UTC().Format(time.RFC3339Nano)
-			for ok {
-				if err := p.handle(s, ev, ask); err != nil {
-					return err
-				}
-				select {
-				case ev, ok = <-events:
-				default:
-					ok = false
-				}
-			}
-			if err := p.flush(); err != nil {
+			if err := p.handle(s, ev, ask); err != nil {
 				return err
 			}
+			if p.buf.Len() >= maxBatchBytes {
+				if err := p.flush(); err != nil {
+					return err
+				}
+			}
+			select {
+			case ev, ok = <-events:
+			default:
+				ok = false
+			}
+		}
+		if err := p.flush(); err != nil {
+			return err
 		}
 	}
+	return nil
 }
+
+// maxBatchBytes bounds the lines held before they are written: events can
+// keep coming for as long as a batch is printed (each denial waits for the
+// audit's fsync while more asks arrive).
+const maxBatchBytes = 64 << 10
 
 // printer collects the lines of the events taken together.
 type printer struct {

@@ -380,3 +380,77 @@ func TestUnprintedEventsPrintNothing(t *testing.T) {
 		t.Fatalf("want only the serving line, got %q", lines)
 	}
 }
+
+// stoppingSource is a Server whose first decision arrives as the server is
+// told to stop (SIGTERM while a batch of asks is being denied).
+type stoppingSource struct {
+	eventSource
+	stop    context.CancelFunc
+	decided []serve.AskID
+}
+
+func (s *stoppingSource) Decide(d serve.Decision) error {
+	s.decided = append(s.decided, d.Ask)
+	s.stop()
+	return nil
+}
+
+// Once ctx is done headless decides nothing more, also for asks taken in
+// the same batch as the one it was deciding: they are left for the
+// shutdown (denied, or left for the next relay with LeaveOnExit).
+func TestNoDecisionAfterStopWithinABatch(t *testing.T) {
+	req := pichild.NewestBash(rootID, "builder", "c1", "/w", "ls")
+	events := eventSource(make(chan serve.Event, 3))
+	for id := range serve.AskID(3) {
+		events <- serve.AskQueued{Ask: serve.Ask{Arrived: inbox.Arrived{ID: id + 1, Session: rootID, Request: req}}}
+	}
+	close(events)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := &stoppingSource{eventSource: events, stop: cancel}
+	var out bytes.Buffer
+	if err := Run(ctx, src, &out, Deny); err != nil {
+		t.Fatal(err)
+	}
+	if len(src.decided) != 1 || src.decided[0] != 1 {
+		t.Fatalf("decided %v after the stop; want only ask 1, decided before it", src.decided)
+	}
+	if n := strings.Count(out.String(), `"event":"queued"`); n != 3 {
+		t.Fatalf("%d queued lines, want all 3 printed: %s", n, out.String())
+	}
+}
+
+// writeSizes records the size of each write.
+type writeSizes struct{ sizes []int }
+
+func (w *writeSizes) Write(b []byte) (int, error) {
+	w.sizes = append(w.sizes, len(b))
+	return len(b), nil
+}
+
+// Events that keep coming while a batch is printed (asks denied one by
+// one, each waiting for the audit's fsync, while more arrive) are written
+// in bounded pieces, not held in memory until the stream pauses.
+func TestABatchIsWrittenInBoundedPieces(t *testing.T) {
+	req := pichild.NewestBash(rootID, "builder", "c1", "/w", "ls")
+	const n = 2000
+	events := eventSource(make(chan serve.Event, n))
+	for id := range serve.AskID(n) {
+		events <- serve.AskQueued{Ask: serve.Ask{Arrived: inbox.Arrived{ID: id + 1, Session: rootID, Request: req}}}
+	}
+	close(events)
+	var out writeSizes
+	if err := Run(context.Background(), events, &out, Leave); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, size := range out.sizes {
+		total += size
+		if size > maxBatchBytes+4096 {
+			t.Fatalf("a write of %d bytes; a batch is written by %d", size, maxBatchBytes)
+		}
+	}
+	if total < 2*maxBatchBytes {
+		t.Fatalf("only %d bytes printed for %d asks: the test does not exceed one batch", total, n)
+	}
+}

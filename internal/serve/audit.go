@@ -464,6 +464,12 @@ func (l *auditLog) flush() {
 	for len(l.next.buf) > 0 && !l.leading {
 		l.lead()
 	}
+	if len(l.next.buf) > 0 && !l.armed && !l.closed {
+		// A commit in progress took none of them, and nothing appended
+		// later may come to arm the timer again.
+		l.armed = true
+		l.lazy.Reset(lazyFlush)
+	}
 }
 
 // lead commits l.next. l.mu is held, and released while the log is written.

@@ -5,10 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -94,5 +96,61 @@ func TestReadAuditSkipsAnOverlongLine(t *testing.T) {
 	bad, err := ReadAudit(strings.NewReader(log), func(r AuditRecord) { ids = append(ids, r.RequestID) })
 	if err != nil || bad != 1 || strings.Join(ids, ",") != "a,b" {
 		t.Fatalf("ids %v, bad %d, err %v", ids, bad, err)
+	}
+}
+
+// The timer that writes lines nobody waits for can fire while a commit is
+// in progress, which took none of the lines appended since it began. They
+// are written by a later firing, not left in memory until something else
+// is appended (a delivered line lost in a crash long after it was due).
+func TestLazyLinesAreWrittenWhenTheTimerFiresMidCommit(t *testing.T) {
+	l := newAuditLog(t.TempDir(), func(Event) {})
+	defer l.close()
+	l.mu.Lock()
+	l.leading = true // another caller's commit is in progress
+	l.mu.Unlock()
+	l.appendLazy(AuditDelivery{Kind: deliveryKind, RequestID: "late"})
+	l.lazy.Stop() // and the timer fires now
+	l.flush()
+	l.mu.Lock()
+	l.leading = false // the commit ends
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for {
+		data, err := os.ReadFile(l.path)
+		if err == nil && strings.Contains(string(data), `"requestId":"late"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivered line was never written after the timer fired mid-commit: %q %v", data, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A request's requesterSessionId is any string a child sends, a lone
+// surrogate included (kept as JSON.parse keeps it, decision 0175), which
+// the audit line writes as U+FFFD. Its recorded decision is still found
+// after a restart, so a crash between the record and the response does not
+// get the request judged, or a person asked, a second time.
+func TestADecisionForAnOddRequesterIsFoundAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	req := &wire.Request{ID: "1791279012345-odd-1", RequesterSessionID: "child\xed\xa0\x80\xffx", CreatedAt: 1791279012345.5}
+	rec := AuditRecord{RequestID: req.ID, ServedSession: rootID, RequesterSession: req.RequesterSessionID,
+		CreatedAt: req.CreatedAt, State: wire.StateDenied}
+	l := newAuditLog(dir, func(Event) {})
+	if err := l.append(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := l.recorded(keyOfRequest(rootID, req)); !ok {
+		t.Error("the decision is not found by the process that recorded it")
+	}
+	l.close()
+	restarted := newAuditLog(dir, func(Event) {})
+	defer restarted.close()
+	got, ok, looked := restarted.recorded(keyOfRequest(rootID, req))
+	if !ok || !looked || got.RequestID != req.ID || got.State != wire.StateDenied {
+		t.Fatalf("after a restart: found %v (looked %v), record %+v", ok, looked, got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"os"
+	"unicode/utf8"
 
 	json "github.com/goccy/go-json"
 
@@ -22,16 +23,33 @@ import (
 // delivered, not the whole history (decision 0119).
 
 // deliveryKey is the Sum of a request's wire.RequestKey, the identity the
-// hub uses too (decision 0186).
+// hub uses too (decision 0186), over its strings as logged (asLogged).
 type deliveryKey [16]byte
 
-// keyOf is the index key of an audit line's request.
+// keyOf is the index key of an audit line's request. Its strings are taken
+// as the audit line gives them back, so a request, the line recorded for it
+// and the line read after a restart have one key.
 func keyOf(session, requestID, requester string, createdAt float64) deliveryKey {
-	return deliveryKey(wire.RequestKey{Session: session, ID: requestID, Requester: requester, CreatedAt: createdAt}.Sum())
+	return deliveryKey(wire.RequestKey{Session: asLogged(session), ID: asLogged(requestID), Requester: asLogged(requester), CreatedAt: createdAt}.Sum())
 }
 
 func keyOfRequest(session string, req *wire.Request) deliveryKey {
-	return wire.KeyOf(session, req).Sum()
+	return keyOf(session, req.ID, req.RequesterSessionID, req.CreatedAt)
+}
+
+// asLogged is s as an audit line reads back: the encoder writes each byte
+// that is not UTF-8 (a lone surrogate a child sent, decision 0175) as
+// U+FFFD.
+func asLogged(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	line, _ := json.Marshal(s) // a string always encodes
+	var back string
+	if json.Unmarshal(line, &back) != nil {
+		return s
+	}
+	return back
 }
 
 // linePos locates a decision line in audit.jsonl.
