@@ -255,6 +255,9 @@ func (d *Dir) WriteFileAtomic(name string, data []byte) error {
 func writeAll(fd int, data []byte) error {
 	for len(data) > 0 {
 		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue // as os.File does: a signal is not a write error
+		}
 		if err != nil {
 			return err
 		}

@@ -167,6 +167,9 @@ func readUpTo(fd int, size, max int64) ([]byte, error) {
 			buf = slices.Grow(buf, int(min(int64(cap(buf)), max+1-int64(len(buf)))))
 		}
 		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue // as os.File does: a signal is not a read error (FUSE, NFS)
+		}
 		if err != nil {
 			return nil, err
 		}
