@@ -528,8 +528,11 @@ func (l *auditLog) commit(b *auditBatch) error {
 	st, serr := l.file.Stat()
 	switch {
 	case err != nil && serr == nil:
-		// Cut a partial batch off so the log stays line-valid.
-		_ = l.file.Truncate(st.Size() - int64(n))
+		// Cut a partial batch off so the log stays line-valid, and out of
+		// the index, which may have read it meanwhile.
+		cut := st.Size() - int64(n)
+		_ = l.file.Truncate(cut)
+		l.unindexFrom(cut)
 	case err == nil && serr == nil:
 		l.indexBatch(st.Size()-int64(len(b.buf)), b)
 	}
@@ -539,6 +542,22 @@ func (l *auditLog) commit(b *auditBatch) error {
 		return fmt.Errorf("audit: %w", err)
 	}
 	return nil
+}
+
+// unindexFrom forgets what the index read at or past off, a cut the log
+// was truncated at: a later line written there must not be taken for it.
+func (l *auditLog) unindexFrom(off int64) {
+	l.idxMu.Lock()
+	defer l.idxMu.Unlock()
+	if l.indexFile == nil || l.indexed <= off {
+		return
+	}
+	for k, pos := range l.index {
+		if pos.off >= off {
+			delete(l.index, k)
+		}
+	}
+	l.indexed = off
 }
 
 // indexBatch adds a written batch to the replay index without reading it

@@ -614,3 +614,39 @@ func TestAuditIndexFindsDecisionsAroundForeignAppends(t *testing.T) {
 		}
 	}
 }
+
+// A batch cut off the log after a failed commit leaves the index: the next
+// line written at that offset is not taken for the decision that was there.
+func TestAuditIndexForgetsWhatATruncationCut(t *testing.T) {
+	dir := t.TempDir()
+	l := newAuditLog(dir, func(Event) {})
+	defer l.close()
+	rec := func(id string) AuditRecord {
+		return AuditRecord{RequestID: id, ServedSession: "s", RequesterSession: "c", CreatedAt: 1, State: wire.StateApproved, Approved: true}
+	}
+	if err := l.append(rec("kept")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.append(rec("cut")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, "audit.jsonl"), st.Size()); err != nil {
+		t.Fatal(err)
+	}
+	l.unindexFrom(st.Size())
+	if err := l.append(rec("later")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := l.recorded(keyOf("s", "cut", "c", 1)); ok {
+		t.Error("the cut decision is still found")
+	}
+	for _, id := range []string{"kept", "later"} {
+		if got, ok, _ := l.recorded(keyOf("s", id, "c", 1)); !ok || got.RequestID != id {
+			t.Errorf("recorded(%s) = %+v, %v", id, got, ok)
+		}
+	}
+}
