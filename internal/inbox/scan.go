@@ -86,7 +86,9 @@ func (in *Inbox) safetyNet(w *watcher, round int) {
 // the inbox's shape and rescans what it touches.
 func (in *Inbox) handle(w *watcher, ev fsnotify.Event) {
 	dir, name := filepath.Split(ev.Name)
-	dir = filepath.Clean(dir)
+	if len(dir) > 1 {
+		dir = dir[:len(dir)-1] // a watched path is clean: only its separator to drop
+	}
 	if id, ok := w.reqDirs[dir]; ok {
 		if !strings.HasSuffix(name, ".json") {
 			return // the temp file of an atomic write
@@ -94,7 +96,7 @@ func (in *Inbox) handle(w *watcher, ev fsnotify.Event) {
 		if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write) {
 			in.scanFile(id, name)
 		} else {
-			in.fileGone(id, name)
+			in.fileGone(id, ev.Name) // the watched requests/ and the name
 		}
 		return
 	}
@@ -349,7 +351,7 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 			return true
 		}
 		in.mu.Lock()
-		_, ok := in.inflight[filepath.Join(d.reqs.Path(), e.Name())]
+		_, ok := in.inflight[d.reqs.Join(e.Name())]
 		in.mu.Unlock()
 		if ok {
 			delivered++
@@ -421,8 +423,7 @@ func (in *Inbox) scanFile(id, name string) {
 
 // fileGone closes a delivered request whose file an event says was
 // removed or renamed away, and forgets a refusal of that name.
-func (in *Inbox) fileGone(id, name string) {
-	path := filepath.Join(in.cfg.Layout.RequestsDir(id), name)
+func (in *Inbox) fileGone(id, path string) {
 	in.mu.Lock()
 	delete(in.reported, path)
 	e := in.inflight[path]
@@ -464,7 +465,7 @@ func (in *Inbox) openFailed(id, path string, err error) {
 
 // consider reads one candidate file and delivers, refuses or skips it.
 func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.FileMode) {
-	path := filepath.Join(dir.Path(), name)
+	path := dir.Join(name)
 	in.mu.Lock()
 	if e := in.inflight[path]; e != nil {
 		in.mu.Unlock()
@@ -577,7 +578,7 @@ func (in *Inbox) answered(e *entry) {
 // (never following a symlink, never removing a directory). An entry that
 // stays is remembered so it is reported only once.
 func (in *Inbox) refuse(session string, dir *safefs.Dir, name, reason string, remove bool) {
-	path := filepath.Join(dir.Path(), name)
+	path := dir.Join(name)
 	if remove {
 		err := dir.Remove(name)
 		if err == nil || errors.Is(err, fs.ErrNotExist) {

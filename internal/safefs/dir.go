@@ -73,12 +73,19 @@ func (d *Dir) Path() string { return d.path }
 // Close releases the descriptor.
 func (d *Dir) Close() error { return unix.Close(d.fd) }
 
-func (d *Dir) join(name string) string { return filepath.Join(d.path, name) }
+// Join is the path of the entry name (one segment, as checkName allows) in
+// d: the directory's clean path and the name, without cleaning again.
+func (d *Dir) Join(name string) string {
+	if strings.HasSuffix(d.path, string(filepath.Separator)) {
+		return d.path + name
+	}
+	return d.path + string(filepath.Separator) + name
+}
 
 // checkName refuses anything but a single path segment.
 func (d *Dir) checkName(name string) error {
 	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
-		return &os.PathError{Op: "open", Path: d.join(name), Err: errors.New("not a single file name")}
+		return &os.PathError{Op: "open", Path: d.Join(name), Err: errors.New("not a single file name")}
 	}
 	return nil
 }
@@ -91,11 +98,11 @@ func (d *Dir) Open(name string) (*Dir, error) {
 	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
-		return nil, fmt.Errorf("%s: %w", d.join(name), ErrNotDir)
+		return nil, fmt.Errorf("%s: %w", d.Join(name), ErrNotDir)
 	case err != nil:
-		return nil, &os.PathError{Op: "open", Path: d.join(name), Err: err}
+		return nil, &os.PathError{Op: "open", Path: d.Join(name), Err: err}
 	}
-	return &Dir{fd: fd, path: d.join(name)}, nil
+	return &Dir{fd: fd, path: d.Join(name)}, nil
 }
 
 // OpenPrivate opens the subdirectory name, creating it with mode 0700 if it
@@ -107,7 +114,7 @@ func (d *Dir) OpenPrivate(name string) (*Dir, error) {
 	err := retryTransient(func() error { return unix.Mkdirat(d.fd, name, 0o700) })
 	created := err == nil
 	if err != nil && !errors.Is(err, unix.EEXIST) { // EEXIST: there already, or a child made it
-		return nil, &os.PathError{Op: "mkdir", Path: d.join(name), Err: err}
+		return nil, &os.PathError{Op: "mkdir", Path: d.Join(name), Err: err}
 	}
 	sub, err := d.Open(name)
 	if err != nil || !created {
@@ -166,7 +173,7 @@ func (d *Dir) Mode(name string) (fs.FileMode, error) {
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return 0, &os.PathError{Op: "lstat", Path: d.join(name), Err: err}
+		return 0, &os.PathError{Op: "lstat", Path: d.Join(name), Err: err}
 	}
 	return modeType(uint32(st.Mode)), nil
 }
@@ -204,7 +211,7 @@ func (d *Dir) ReadFileID(name string, max int64) ([]byte, FileID, error) {
 	if err := d.checkName(name); err != nil {
 		return nil, FileID{}, err
 	}
-	return readRegular(d.fd, d.join(name), name, max, unix.O_NOFOLLOW)
+	return readRegular(d.fd, d.Join(name), name, max, unix.O_NOFOLLOW)
 }
 
 // Remove unlinks the entry name. It never removes a directory (unlike
@@ -214,7 +221,7 @@ func (d *Dir) Remove(name string) error {
 		return err
 	}
 	if err := unix.Unlinkat(d.fd, name, 0); err != nil {
-		return &os.PathError{Op: "unlink", Path: d.join(name), Err: err}
+		return &os.PathError{Op: "unlink", Path: d.Join(name), Err: err}
 	}
 	return nil
 }
@@ -231,7 +238,7 @@ func (d *Dir) WriteFileAtomic(name string, data []byte) error {
 	// poller probe) on every response written (issue 23).
 	fd, tmp, err := d.createTemp(name)
 	if err != nil {
-		return fmt.Errorf("atomic write %s: %w", d.join(name), err)
+		return fmt.Errorf("atomic write %s: %w", d.Join(name), err)
 	}
 	err = writeAll(fd, data)
 	if err == nil && umaskNarrows {
@@ -246,7 +253,7 @@ func (d *Dir) WriteFileAtomic(name string, data []byte) error {
 	}
 	if err != nil {
 		_ = unix.Unlinkat(d.fd, tmp, 0)
-		return fmt.Errorf("atomic write %s: %w", d.join(name), err)
+		return fmt.Errorf("atomic write %s: %w", d.Join(name), err)
 	}
 	return nil
 }
@@ -275,7 +282,7 @@ func (d *Dir) createTemp(name string) (int, string, error) {
 			return fd, tmp, nil
 		}
 		if !errors.Is(err, unix.EEXIST) || attempt == 8 {
-			return -1, "", &os.PathError{Op: "create", Path: d.join(tmp), Err: err}
+			return -1, "", &os.PathError{Op: "create", Path: d.Join(tmp), Err: err}
 		}
 		tmp = base + "." + strconv.FormatUint(tempSeq.Add(1), 10) + ".tmp"
 	}

@@ -24,10 +24,10 @@ func (d *Dir) FileID(name string) (FileID, error) {
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return FileID{}, &os.PathError{Op: "lstat", Path: d.join(name), Err: err}
+		return FileID{}, &os.PathError{Op: "lstat", Path: d.Join(name), Err: err}
 	}
 	if t := modeType(uint32(st.Mode)); !t.IsRegular() {
-		return FileID{}, fmt.Errorf("%s: %w (%s)", d.join(name), ErrNotRegular, t.Type())
+		return FileID{}, fmt.Errorf("%s: %w (%s)", d.Join(name), ErrNotRegular, t.Type())
 	}
 	return fileIDOf(&st), nil
 }

@@ -55,7 +55,7 @@ func (d *Dir) NewSwap(name string, data []byte) (*Swap, error) {
 	if err != nil {
 		_ = unix.Unlinkat(d.fd, s.spareN+".new", 0)
 		s.Close()
-		return nil, fmt.Errorf("publish %s: %w", d.join(name), err)
+		return nil, fmt.Errorf("publish %s: %w", d.Join(name), err)
 	}
 	return s, nil
 }
@@ -65,9 +65,9 @@ func (d *Dir) createFilled(name string, data []byte) (*os.File, error) {
 	_ = unix.Unlinkat(d.fd, name, 0)
 	fd, err := unix.Openat(d.fd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, &os.PathError{Op: "create", Path: d.join(name), Err: err}
+		return nil, &os.PathError{Op: "create", Path: d.Join(name), Err: err}
 	}
-	f := os.NewFile(uintptr(fd), d.join(name))
+	f := os.NewFile(uintptr(fd), d.Join(name))
 	if err := f.Chmod(0o600); err != nil { // the umask may have narrowed it
 		f.Close()
 		return nil, err
@@ -104,14 +104,14 @@ func (s *Swap) Publish(data []byte) error {
 		err = s.spare.Truncate(int64(len(data)))
 	}
 	if err != nil {
-		return fmt.Errorf("publish %s: %w", s.dir.join(s.name), err)
+		return fmt.Errorf("publish %s: %w", s.dir.Join(s.name), err)
 	}
 	err = retryTransient(func() error { return exchange(s.dir.fd, s.spareN, s.name) })
 	switch {
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
 		return ErrSwapUnsupported
 	case err != nil:
-		return &os.PathError{Op: "exchange", Path: s.dir.join(s.name), Err: err}
+		return &os.PathError{Op: "exchange", Path: s.dir.Join(s.name), Err: err}
 	}
 	s.cur, s.spare = s.spare, s.cur
 	s.curIno, s.spareIno = s.spareIno, s.curIno
