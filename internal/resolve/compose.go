@@ -267,8 +267,7 @@ func canNamePiMcpTool(key string) bool {
 }
 
 func configRule(surface Pattern, surfaceText, pat string, e entry, home string) rule {
-	text := pat
-	r := rule{surface: surface, value: CompilePattern(pat, home), action: e.action, origin: e.origin, layer: layerConfig, pattern: &text}
+	r := rule{surface: surface, value: CompilePattern(pat, home), action: e.action, origin: e.origin, layer: layerConfig, pattern: new(pat)}
 	if e.action == Deny {
 		r.reason = e.reason
 	}

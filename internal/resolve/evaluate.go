@@ -272,8 +272,7 @@ func (p *Policy) LegacyHint(req *wire.Request, grants []wire.Grant) *Verdict {
 	if req.Value != nil {
 		values = []string{*req.Value}
 	}
-	v := p.Evaluate(Query{Agent: req.RequesterAgentName, Surface: *req.Surface, Values: values}, grants)
-	return &v
+	return new(p.Evaluate(Query{Agent: req.RequesterAgentName, Surface: *req.Surface, Values: values}, grants))
 }
 
 // DecidedBy is the wire provenance of a rule decision: {kind:"rule",
@@ -284,8 +283,7 @@ func (v Verdict) DecidedBy() *wire.DecisionSource {
 	}
 	var origin *string
 	if v.Origin != "" {
-		o := v.Origin
-		origin = &o
+		origin = new(v.Origin)
 	}
 	return wire.RuleDecision(v.Surface, v.Pattern, origin)
 }
@@ -317,8 +315,7 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 	switch {
 	case j.grant != nil:
 		v.Rule = &RuleRef{Surface: j.grant.Surface, Pattern: j.grant.Pattern, Action: Allow, Origin: OriginSession, Index: len(rs.rules)}
-		pat := j.grant.Pattern
-		v.Pattern = &pat
+		v.Pattern = new(j.grant.Pattern)
 		writeAll(&b, "The whole-session grant ", printable(j.grant.Surface), " ")
 		writeQuoted(&b, j.grant.Pattern)
 		b.WriteString(" matches ")

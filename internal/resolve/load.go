@@ -82,8 +82,7 @@ func (p *Policy) grantPattern(text string) *Pattern {
 	if c, ok := p.grantPatterns.Load(text); ok {
 		return c.(*Pattern)
 	}
-	c := CompilePattern(text, p.opts.Home)
-	actual, _ := p.grantPatterns.LoadOrStore(text, &c)
+	actual, _ := p.grantPatterns.LoadOrStore(text, new(CompilePattern(text, p.opts.Home)))
 	return actual.(*Pattern)
 }
 
