@@ -74,7 +74,7 @@ func editFrontmatter(text string, r Rule) (string, error) {
 // shorthand for "*": state, so that line comes first, then the rule.
 func (e fmEdit) spellOutState(s resolve.FrontmatterKey) (string, error) {
 	state := unquote(s.Value)
-	if !isState(state) {
+	if !resolve.IsState(state) {
 		return "", fmt.Errorf("line %d: %q is not a state pi reads (inline comments are not stripped); fix it first", s.Line+1, strings.TrimSuffix(e.lines[s.Line], "\r"))
 	}
 	head := strings.TrimSuffix(e.lines[s.Line], "\r")

@@ -182,8 +182,6 @@ const maxReasonLength = 500
 // authorizerTrust) it is absent whatever it holds (decision 0026).
 const protoKey = "__proto__"
 
-func isState(s string) bool { return s == string(Allow) || s == string(Ask) || s == string(Deny) }
-
 // parseConfig strips JSONC comments, parses strictly and validates the whole
 // file; any violation rejects it with an error saying where.
 func parseConfig(text, origin, file string) (configFile, error) {
@@ -240,7 +238,7 @@ func parsePermission(val jsonparse.Value, origin, file string) (*permissions, er
 		}
 		switch v.Kind {
 		case jsonparse.String:
-			if !isState(v.Str) {
+			if !IsState(v.Str) {
 				return nil, fmt.Errorf("%s is %q, not allow, ask or deny", where(), v.Str)
 			}
 			perms.set(surface, surfaceValue{str: &entry{action: Action(v.Str), origin: origin, file: file}})
@@ -274,7 +272,7 @@ func parsePermission(val jsonparse.Value, origin, file string) (*permissions, er
 func parsePatternEntry(v jsonparse.Value) (entry, error) {
 	switch v.Kind {
 	case jsonparse.String:
-		if !isState(v.Str) {
+		if !IsState(v.Str) {
 			return entry{}, fmt.Errorf(" is %q, not allow, ask or deny", v.Str)
 		}
 		return entry{action: Action(v.Str)}, nil

@@ -150,7 +150,7 @@ func agentPermissions(text, origin, file string) *permissions {
 	for i, surface := range surfaces {
 		v := values[i]
 		if !v.isMap {
-			if isState(v.str) {
+			if IsState(v.str) {
 				perms.set(surface, surfaceValue{str: &entry{action: Action(v.str), origin: origin, file: file}})
 			}
 			continue
@@ -174,7 +174,7 @@ func agentPermissions(text, origin, file string) *permissions {
 // extra keys are tolerated.
 func frontmatterEntry(v fmValue) (entry, bool) {
 	if !v.isMap {
-		return entry{action: Action(v.str)}, isState(v.str)
+		return entry{action: Action(v.str)}, IsState(v.str)
 	}
 	action, ok := v.m.get("action")
 	if !ok || action.isMap || action.str != string(Deny) {
