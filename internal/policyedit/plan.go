@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -195,8 +194,9 @@ func decides(v resolve.Verdict, t Target, r Rule, facts resolve.Query) error {
 	got := v.Rule
 	if !isRule(got, t.File, r) {
 		hint := ""
+		_, sortedFirst := resolve.ArrayIndex(r.Pattern)
 		switch {
-		case integerLike(r.Pattern):
+		case sortedFirst:
 			hint = fmt.Sprintf(" (pi sorts an integer-like key such as %q before every other key of its map, so any later pattern that matches wins over it)", r.Pattern)
 		case got != nil && rank(got.Origin) > rank(t.Origin):
 			hint = fmt.Sprintf(" (a %s rule, higher in pi's precedence, decides; write the rule at that scope or change that rule)", got.Origin)
@@ -226,12 +226,6 @@ func describeFacts(q resolve.Query) string {
 		s += " for agent " + q.Agent
 	}
 	return s
-}
-
-// integerLike: a canonical array index, which JavaScript orders first.
-func integerLike(k string) bool {
-	n, err := strconv.ParseUint(k, 10, 32)
-	return err == nil && n < 1<<32-1 && strconv.FormatUint(n, 10) == k
 }
 
 // rank orders the scopes by precedence (ruleset-semantics §4.1).

@@ -386,17 +386,17 @@ func TestOrderedMatchesJavaScriptOrder(t *testing.T) {
 		}
 		var want []slot
 		for _, s := range model {
-			if _, ok := arrayIndex(s.key); ok {
+			if _, ok := ArrayIndex(s.key); ok {
 				want = append(want, s)
 			}
 		}
 		slices.SortFunc(want, func(a, b slot) int {
-			x, _ := arrayIndex(a.key)
-			y, _ := arrayIndex(b.key)
+			x, _ := ArrayIndex(a.key)
+			y, _ := ArrayIndex(b.key)
 			return cmp.Compare(x, y)
 		})
 		for _, s := range model {
-			if _, ok := arrayIndex(s.key); !ok {
+			if _, ok := ArrayIndex(s.key); !ok {
 				want = append(want, s)
 			}
 		}
