@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,14 +103,7 @@ func (p *Policy) WatchPaths() []string { return slices.Clone(p.watch) }
 func (p *Policy) Yolo() (bool, string) { return p.yolo, p.yoloFrom }
 
 // Agents lists the agent names that have an agent file, sorted.
-func (p *Policy) Agents() []string {
-	names := make([]string, 0, len(p.agents))
-	for name := range p.agents {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
+func (p *Policy) Agents() []string { return slices.Sorted(maps.Keys(p.agents)) }
 
 // Rules lists the rules that judge agent's asks ("" = no agent scope) as
 // written, lowest priority first: for a policy editor that must know which
@@ -365,7 +357,7 @@ func appendScope(scopes []*permissions, perms *permissions) []*permissions {
 
 func (p *Policy) setYolo(v *bool, file string) {
 	if v != nil {
-		p.yolo, p.yoloFrom = *v, "yoloMode "+boolWord(*v)+" in "+printable(file)
+		p.yolo, p.yoloFrom = *v, "yoloMode "+strconv.FormatBool(*v)+" in "+printable(file)
 	}
 }
 
@@ -387,13 +379,6 @@ func (p *Policy) legacyYolo(file string) {
 	if cfg, err := parseConfig(string(data), OriginProject, file); err == nil && cfg.yolo != nil && !*cfg.yolo {
 		p.setYolo(cfg.yolo, file)
 	}
-}
-
-func boolWord(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
 
 // unheld records a policy pi reads that permtui cannot hold (decision 0177):

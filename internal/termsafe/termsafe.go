@@ -5,7 +5,7 @@
 package termsafe
 
 import (
-	"strconv"
+	"fmt"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -50,18 +50,8 @@ func EscapeJSON(data []byte) []byte {
 }
 
 func appendEscape(out []byte, r rune) []byte {
-	units := []rune{r}
-	if r > 0xffff {
-		hi, lo := utf16.EncodeRune(r)
-		units = []rune{hi, lo}
-	}
-	for _, u := range units {
-		out = append(out, `\u`...)
-		hex := strconv.FormatInt(int64(u), 16)
-		for range 4 - len(hex) {
-			out = append(out, '0')
-		}
-		out = append(out, hex...)
+	for _, u := range utf16.AppendRune(nil, r) {
+		out = fmt.Appendf(out, `\u%04x`, u)
 	}
 	return out
 }
