@@ -50,8 +50,6 @@ type ruleset struct {
 	floor     []Problem             // the invalid non-global scopes behind the fail-closed floor
 }
 
-func isFamily(surface string) bool { return surface == "path" || surface == "external_directory" }
-
 // familyMembers returns the read and write members of a bare family.
 func familyMembers(surface string) (read, write string, ok bool) {
 	switch surface {

@@ -167,12 +167,6 @@ func strictObject(fields map[string]func(jsonparse.Value) error, required ...str
 	}
 }
 
-// directionalKeys are the only legal keys of the path_* and
-// external_directory_* shapes (ADR 0013).
-var directionalKeys = map[string]bool{
-	"path_read": true, "path_write": true, "external_directory_read": true, "external_directory_write": true,
-}
-
 // maxReasonLength counts code points, as zod's string max does (a
 // surrogate pair is one, and so is a lone surrogate).
 const maxReasonLength = 500
@@ -233,7 +227,9 @@ func parsePermission(val jsonparse.Value, origin, file string) (*permissions, er
 		if surface == "" {
 			return nil, fmt.Errorf("permission has an empty key")
 		}
-		if (strings.HasPrefix(surface, "path_") || strings.HasPrefix(surface, "external_directory_")) && !directionalKeys[surface] {
+		// The family members are the only legal keys of the path_* and
+		// external_directory_* shapes (ADR 0013).
+		if _, member := Family(surface); !member && (strings.HasPrefix(surface, "path_") || strings.HasPrefix(surface, "external_directory_")) {
 			return nil, fmt.Errorf("%s is not a directional key (only path_read, path_write, external_directory_read, external_directory_write)", where())
 		}
 		switch v.Kind {

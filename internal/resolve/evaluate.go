@@ -108,7 +108,7 @@ func (p *Policy) judge(rs *ruleset, surface string, values []string, grants []wi
 // grantCovers says whether a grant recorded on grantSurface applies to a
 // query on surface. A grant on a bare family covers both members (§8.1).
 func (p *Policy) grantCovers(grantSurface, surface string) bool {
-	if isFamily(grantSurface) {
+	if _, _, family := familyMembers(grantSurface); family {
 		fam, ok := Family(surface)
 		return ok && fam == grantSurface
 	}
