@@ -99,9 +99,6 @@ func (p *Policy) Files() []string { return slices.Clone(p.read) }
 // reload (they need not exist).
 func (p *Policy) WatchPaths() []string { return slices.Clone(p.watch) }
 
-// Yolo reports the serving node's yoloMode and the file that set it.
-func (p *Policy) Yolo() (bool, string) { return p.yolo, p.yoloFrom }
-
 // Agents lists the agent names that have an agent file, sorted.
 func (p *Policy) Agents() []string { return slices.Sorted(maps.Keys(p.agents)) }
 
