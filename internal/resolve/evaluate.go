@@ -240,15 +240,16 @@ func (p *Policy) Evaluate(q Query, grants []wire.Grant) Verdict {
 // accessIntent always goes to a person (ADR 0008 §4).
 func (p *Policy) Resolve(req *wire.Request, grants []wire.Grant) Verdict {
 	if req == nil || req.AccessIntent == nil {
-		why := "A person decides: the request carries no facts (no accessIntent), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."
+		missing := "no accessIntent"
 		if req != nil {
 			for _, d := range req.Dropped {
 				if d.Field == "accessIntent" {
-					why = "A person decides: the request carries no facts (no accessIntent: it was malformed and dropped, " + printable(d.Reason) + "), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."
+					missing = "no accessIntent: it was malformed and dropped, " + printable(d.Reason)
 				}
 			}
 		}
-		return Verdict{Action: Ask, Explanation: "Ask. " + why}
+		return Verdict{Action: Ask, Explanation: "Ask. A person decides: the request carries no facts (" + missing +
+			"), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."}
 	}
 	ai := req.AccessIntent
 	return p.Evaluate(Query{
