@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -228,20 +229,11 @@ func describeFacts(q resolve.Query) string {
 	return s
 }
 
-// rank orders the scopes by precedence (ruleset-semantics §4.1).
-func rank(origin string) int {
-	switch origin {
-	case resolve.OriginGlobal:
-		return 1
-	case resolve.OriginProject:
-		return 2
-	case resolve.OriginAgent:
-		return 3
-	case resolve.OriginProjectAgent:
-		return 4
-	}
-	return 0
-}
+// scopes are the rule scopes, lowest precedence first (ruleset-semantics §4.1).
+var scopes = []string{resolve.OriginGlobal, resolve.OriginProject, resolve.OriginAgent, resolve.OriginProjectAgent}
+
+// rank orders the scopes by precedence; 0 for any other origin.
+func rank(origin string) int { return slices.Index(scopes, origin) + 1 }
 
 // readPolicyFile reads a policy file, following a link as pi does; a
 // missing file reads as empty.
