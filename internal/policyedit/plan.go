@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -86,9 +87,7 @@ func lineEdits(a, b string) []udiff.Edit {
 // policy as it would be (coverage, simulation) before anything is written.
 func (c *Change) Candidate(opts resolve.LoadOptions) resolve.LoadOptions {
 	overlay := map[string][]byte{}
-	for k, v := range opts.Overlay {
-		overlay[k] = v
-	}
+	maps.Copy(overlay, opts.Overlay)
 	overlay[c.Target.File] = c.New
 	opts.Overlay = overlay
 	return opts
