@@ -38,7 +38,9 @@ func EscapeJSON(data []byte) []byte {
 		r, size := utf8.DecodeRune(data[i:])
 		if Hidden(r) {
 			out = append(out, data[done:i]...)
-			out = appendEscape(out, r)
+			for _, u := range utf16.AppendRune(nil, r) {
+				out = fmt.Appendf(out, `\u%04x`, u)
+			}
 			done = i + size
 		}
 		i += size
@@ -47,11 +49,4 @@ func EscapeJSON(data []byte) []byte {
 		return data
 	}
 	return append(out, data[done:]...)
-}
-
-func appendEscape(out []byte, r rune) []byte {
-	for _, u := range utf16.AppendRune(nil, r) {
-		out = fmt.Appendf(out, `\u%04x`, u)
-	}
-	return out
 }
