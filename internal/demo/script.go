@@ -61,17 +61,15 @@ func flooredChain(env Env) *wire.Request {
 	const floor = "<indirection-bash-wrapper>"
 	full := `pnpm build && sh -c "pnpm test"`
 	r := pichild.NewestBash(MainSession, "implementer", childSession["implementer"], wt42(env), "pnpm build")
-	r.AccessIntent.Floor = ptr(floor)
+	r.AccessIntent.Floor = new(floor)
 	r.AccessIntent.AskingUnits = []wire.AskingUnit{
 		{Command: "pnpm build"},
-		{Command: `sh -c "pnpm test"`, Floor: ptr(floor)},
+		{Command: `sh -c "pnpm test"`, Floor: new(floor)},
 	}
-	r.Payload.Request.MatchedPattern = ptr(floor)
+	r.Payload.Request.MatchedPattern = new(floor)
 	r.Payload.Evidence = []wire.Evidence{{Label: "full command", Text: full}}
 	return r
 }
-
-func ptr(s string) *string { return &s }
 
 // Script is the demo: over two root sessions, asks the policy answers and asks
 // that need a person, then later asks that a whole-session grant on

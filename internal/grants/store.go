@@ -218,7 +218,10 @@ func (g *lists[T]) file(session string) string {
 
 // For returns a copy of the session's grants in recorded order, as the file
 // says now. If the file cannot be read, no grants are in force.
-func (g *Store) For(session string) []wire.Grant { return forSession(g, g.grants, session) }
+func (g *Store) For(session string) []wire.Grant {
+	list, _ := forSession(g, g.grants, session)
+	return list
+}
 
 // All returns a copy of every session's grants, as last read.
 func (g *Store) All() map[string][]wire.Grant { return all(g, g.grants) }
@@ -226,25 +229,18 @@ func (g *Store) All() map[string][]wire.Grant { return all(g, g.grants) }
 // Denies returns a copy of the session's denies in recorded order, as the
 // file says now. An unreadable file is an error, so the caller can fail
 // closed rather than judge as if nothing were denied.
-func (g *Store) Denies(session string) ([]Deny, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.denies.refresh(session); err != nil {
-		return nil, err
-	}
-	return slices.Clone(g.denies.by[session]), nil
-}
+func (g *Store) Denies(session string) ([]Deny, error) { return forSession(g, g.denies, session) }
 
 // AllDenies returns a copy of every session's denies, as last read.
 func (g *Store) AllDenies() map[string][]Deny { return all(g, g.denies) }
 
-func forSession[T comparable](g *Store, l *lists[T], session string) []T {
+func forSession[T comparable](g *Store, l *lists[T], session string) ([]T, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := l.refresh(session); err != nil {
-		return nil
+		return nil, err
 	}
-	return slices.Clone(l.by[session])
+	return slices.Clone(l.by[session]), nil
 }
 
 func all[T comparable](g *Store, l *lists[T]) map[string][]T {

@@ -106,9 +106,8 @@ func sessionDenied(j Judge, req *wire.Request, denies []grants.Deny) (resolve.Ve
 		if !j.Covers(req, d.Grant) {
 			continue
 		}
-		pattern := d.Pattern
 		return resolve.Verdict{
-			Action: resolve.Deny, Surface: req.AccessIntent.Surface, Pattern: &pattern,
+			Action: resolve.Deny, Surface: req.AccessIntent.Surface, Pattern: new(d.Pattern),
 			Origin: resolve.OriginSession, Reason: d.Reason,
 			Rule: &resolve.RuleRef{Surface: d.Surface, Pattern: d.Pattern, Action: resolve.Deny, Origin: resolve.OriginSession},
 			Explanation: "Deny. A person denied " + strconv.Quote(d.Surface) + " " + strconv.Quote(d.Pattern) +

@@ -99,15 +99,18 @@ func Check(o Options) error {
 func Run(events <-chan serve.Event, o Options) {
 	o.defaults()
 	var sinks []*rated
+	// Each deliverer calls its rate's ready.
 	if o.Command != "" {
-		r, _ := newRated(o, func(ready func()) (deliverer, error) { return newCommand(o, ready), nil })
+		r := &rated{o: o}
+		r.d = newCommand(o, r.ready)
 		sinks = append(sinks, r)
 	}
 	if o.Ntfy != "" {
-		r, err := newRated(o, func(ready func()) (deliverer, error) { return newNtfy(o, ready) })
-		if err != nil {
+		r := &rated{o: o}
+		if n, err := newNtfy(o, r.ready); err != nil {
 			o.Logger.Error("ntfy not used", "err", err) // Check refuses it before serving
 		} else {
+			r.d = n
 			sinks = append(sinks, r)
 		}
 	}

@@ -33,17 +33,6 @@ type rated struct {
 	closed bool
 }
 
-// newRated makes a deliverer with the rate's ready func and rates it.
-func newRated(o Options, makeD func(ready func()) (deliverer, error)) (*rated, error) {
-	r := &rated{o: o}
-	d, err := makeD(r.ready)
-	if err != nil {
-		return nil, err
-	}
-	r.d = d
-	return r, nil
-}
-
 func (r *rated) send(l status.Line) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

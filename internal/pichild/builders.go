@@ -25,8 +25,6 @@ func base(target, agent, requesterSession string) *wire.Request {
 	}
 }
 
-func ptr(s string) *string { return &s }
-
 // bashPattern is the session suggestion a child offers for a command: its
 // first two words followed by " *" (pi's arity tables, simplified).
 func bashPattern(command string) string {
@@ -41,8 +39,8 @@ func bashPattern(command string) string {
 // {surface, patterns} suggestion; no payload and no accessIntent.
 func LegacyBash(target, agent, requesterSession, command string) *wire.Request {
 	r := base(target, agent, requesterSession)
-	r.Message = ptr("Agent '" + agent + "' wants to run bash command: " + command)
-	r.Surface, r.Value = ptr("bash"), ptr(command)
+	r.Message = new("Agent '" + agent + "' wants to run bash command: " + command)
+	r.Surface, r.Value = new("bash"), new(command)
 	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: bashPattern(command)}}, Legacy: true}
 	return r
 }
@@ -55,16 +53,16 @@ func newest(target, agent, requesterSession, cwd, payloadKind, gateSurface, tool
 	r.Payload = &wire.Payload{
 		Kind: payloadKind,
 		Request: wire.PayloadRequest{
-			RequesterAgentName: ptr(agent),
+			RequesterAgentName: new(agent),
 			Surface:            gateSurface,
-			ToolName:           ptr(toolName),
+			ToolName:           new(toolName),
 			Value:              displayValue,
-			MatchedPattern:     ptr("*"),
+			MatchedPattern:     new("*"),
 		},
 		Evidence:    []wire.Evidence{},
 		Annotations: []wire.Annotation{},
 	}
-	r.Surface, r.Value = ptr(toolName), ptr(displayValue)
+	r.Surface, r.Value = new(toolName), new(displayValue)
 	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{grant}}
 	r.AccessIntent = &wire.AccessIntent{
 		Surface:       gateSurface,
@@ -100,7 +98,7 @@ func NewestPath(target, agent, requesterSession, cwd, surface, absPath string) *
 		tool = "write"
 	}
 	r := newest(target, agent, requesterSession, cwd, kind, surface, tool, display,
-		matchValues, ptr(absPath), wire.Grant{Surface: surface, Pattern: filepath.Dir(absPath) + "/*"})
+		matchValues, new(absPath), wire.Grant{Surface: surface, Pattern: filepath.Dir(absPath) + "/*"})
 	if kind == "external_directory" {
 		r.Payload.Evidence = []wire.Evidence{
 			{Label: "resolves to", Text: absPath},

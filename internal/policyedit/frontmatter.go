@@ -73,8 +73,8 @@ func editFrontmatter(text string, r Rule) (string, error) {
 // spellOutState turns the state line of surface s into a map: a state is
 // shorthand for "*": state, so that line comes first, then the rule.
 func (e fmEdit) spellOutState(s resolve.FrontmatterKey) (string, error) {
-	state := unquote(s.Value)
-	if !isState(state) {
+	state := resolve.FrontmatterString(s.Value)
+	if !resolve.IsState(state) {
 		return "", fmt.Errorf("line %d: %q is not a state pi reads (inline comments are not stripped); fix it first", s.Line+1, strings.TrimSuffix(e.lines[s.Line], "\r"))
 	}
 	head := strings.TrimSuffix(e.lines[s.Line], "\r")
@@ -143,12 +143,4 @@ func fmKey(k string) string {
 		}
 	}
 	return k
-}
-
-// unquote removes a matching pair of quotes around a value, as pi does.
-func unquote(v string) string {
-	if n := len(v); n >= 2 && (v[0] == '"' || v[0] == '\'') && v[n-1] == v[0] {
-		return v[1 : n-1]
-	}
-	return v
 }

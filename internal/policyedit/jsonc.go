@@ -64,7 +64,7 @@ func editConfigLF(text []byte, r Rule) ([]byte, error) {
 	sv := &perm.Members[idx].Value
 	switch v := sv.Value.(type) {
 	case hujson.Literal:
-		if v.Kind() != '"' || !isState(v.String()) {
+		if v.Kind() != '"' || !resolve.IsState(v.String()) {
 			return nil, fmt.Errorf("permission[%q] is %s, not a state or a pattern map", r.Surface, v)
 		}
 		if err := setState(sv, v, r, multiline(perm), surfIndent, unit); err != nil {
@@ -130,10 +130,6 @@ func putPatternLast(v *hujson.Object, r Rule, surfIndent, unit string) error {
 	}
 	v.AfterExtra = append(trailing, v.AfterExtra...)
 	return nil
-}
-
-func isState(s string) bool {
-	return s == string(resolve.Allow) || s == string(resolve.Ask) || s == string(resolve.Deny)
 }
 
 // ruleValue is the JSON text of a rule's action.

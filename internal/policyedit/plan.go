@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -86,9 +87,7 @@ func lineEdits(a, b string) []udiff.Edit {
 // policy as it would be (coverage, simulation) before anything is written.
 func (c *Change) Candidate(opts resolve.LoadOptions) resolve.LoadOptions {
 	overlay := map[string][]byte{}
-	for k, v := range opts.Overlay {
-		overlay[k] = v
-	}
+	maps.Copy(overlay, opts.Overlay)
 	overlay[c.Target.File] = c.New
 	opts.Overlay = overlay
 	return opts
@@ -195,8 +194,9 @@ func decides(v resolve.Verdict, t Target, r Rule, facts resolve.Query) error {
 	got := v.Rule
 	if !isRule(got, t.File, r) {
 		hint := ""
+		_, sortedFirst := resolve.ArrayIndex(r.Pattern)
 		switch {
-		case integerLike(r.Pattern):
+		case sortedFirst:
 			hint = fmt.Sprintf(" (pi sorts an integer-like key such as %q before every other key of its map, so any later pattern that matches wins over it)", r.Pattern)
 		case got != nil && rank(got.Origin) > rank(t.Origin):
 			hint = fmt.Sprintf(" (a %s rule, higher in pi's precedence, decides; write the rule at that scope or change that rule)", got.Origin)
@@ -228,26 +228,11 @@ func describeFacts(q resolve.Query) string {
 	return s
 }
 
-// integerLike: a canonical array index, which JavaScript orders first.
-func integerLike(k string) bool {
-	n, err := strconv.ParseUint(k, 10, 32)
-	return err == nil && n < 1<<32-1 && strconv.FormatUint(n, 10) == k
-}
+// scopes are the rule scopes, lowest precedence first (ruleset-semantics §4.1).
+var scopes = []string{resolve.OriginGlobal, resolve.OriginProject, resolve.OriginAgent, resolve.OriginProjectAgent}
 
-// rank orders the scopes by precedence (ruleset-semantics §4.1).
-func rank(origin string) int {
-	switch origin {
-	case resolve.OriginGlobal:
-		return 1
-	case resolve.OriginProject:
-		return 2
-	case resolve.OriginAgent:
-		return 3
-	case resolve.OriginProjectAgent:
-		return 4
-	}
-	return 0
-}
+// rank orders the scopes by precedence; 0 for any other origin.
+func rank(origin string) int { return slices.Index(scopes, origin) + 1 }
 
 // readPolicyFile reads a policy file, following a link as pi does; a
 // missing file reads as empty.

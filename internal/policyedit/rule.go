@@ -58,7 +58,7 @@ func (r Rule) Validate() error {
 		return fmt.Errorf("surface %q has surrounding spaces: pi trims the tool name it judges, so the rule would match no surface", r.Surface)
 	case r.Pattern == "":
 		return errors.New("the pattern is empty")
-	case r.Action != resolve.Allow && r.Action != resolve.Ask && r.Action != resolve.Deny:
+	case !resolve.IsState(string(r.Action)):
 		return fmt.Errorf("action %q is not allow, ask or deny", r.Action)
 	case r.Reason != "" && r.Action != resolve.Deny:
 		return errors.New("a reason goes with deny only")

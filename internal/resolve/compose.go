@@ -50,8 +50,6 @@ type ruleset struct {
 	floor     []Problem             // the invalid non-global scopes behind the fail-closed floor
 }
 
-func isFamily(surface string) bool { return surface == "path" || surface == "external_directory" }
-
 // familyMembers returns the read and write members of a bare family.
 func familyMembers(surface string) (read, write string, ok bool) {
 	switch surface {
@@ -267,8 +265,7 @@ func canNamePiMcpTool(key string) bool {
 }
 
 func configRule(surface Pattern, surfaceText, pat string, e entry, home string) rule {
-	text := pat
-	r := rule{surface: surface, value: CompilePattern(pat, home), action: e.action, origin: e.origin, layer: layerConfig, pattern: &text}
+	r := rule{surface: surface, value: CompilePattern(pat, home), action: e.action, origin: e.origin, layer: layerConfig, pattern: new(pat)}
 	if e.action == Deny {
 		r.reason = e.reason
 	}
@@ -287,10 +284,6 @@ var scopeNames = map[string]string{
 func describeRule(r *rule, total int) string {
 	var b strings.Builder
 	b.Grow(96 + len(r.ref.Surface) + len(r.ref.Pattern) + len(r.ref.File) + len(r.reason))
-	quote := func(s string) {
-		var scratch [64]byte
-		b.Write(strconv.AppendQuote(scratch[:0], s))
-	}
 	position := func() {
 		writeAll(&b, "rule ", strconv.Itoa(r.ref.Index+1), " of ", strconv.Itoa(total))
 	}
@@ -308,17 +301,17 @@ func describeRule(r *rule, total int) string {
 		}
 	case layerBaseline:
 		b.WriteString("the built-in MCP baseline rule mcp ")
-		quote(r.ref.Pattern)
+		writeQuoted(&b, r.ref.Pattern)
 		b.WriteString(" → allow (present because a config rule allows mcp; ")
 		position()
 		b.WriteString(")")
 	default:
 		writeAll(&b, "the rule ", printable(r.ref.Surface), " ")
-		quote(r.ref.Pattern)
+		writeQuoted(&b, r.ref.Pattern)
 		writeAll(&b, " → ", string(r.ref.Action))
 		if r.reason != "" {
 			b.WriteString(" (reason ")
-			quote(r.reason)
+			writeQuoted(&b, r.reason)
 			b.WriteString(")")
 		}
 		writeAll(&b, " from ", scopeNames[r.ref.Origin], " ", printable(r.ref.File), " (")

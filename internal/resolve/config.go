@@ -167,12 +167,6 @@ func strictObject(fields map[string]func(jsonparse.Value) error, required ...str
 	}
 }
 
-// directionalKeys are the only legal keys of the path_* and
-// external_directory_* shapes (ADR 0013).
-var directionalKeys = map[string]bool{
-	"path_read": true, "path_write": true, "external_directory_read": true, "external_directory_write": true,
-}
-
 // maxReasonLength counts code points, as zod's string max does (a
 // surrogate pair is one, and so is a lone surrogate).
 const maxReasonLength = 500
@@ -181,8 +175,6 @@ const maxReasonLength = 500
 // value, so in a record (permission, a pattern map, shellTools,
 // authorizerTrust) it is absent whatever it holds (decision 0026).
 const protoKey = "__proto__"
-
-func isState(s string) bool { return s == string(Allow) || s == string(Ask) || s == string(Deny) }
 
 // parseConfig strips JSONC comments, parses strictly and validates the whole
 // file; any violation rejects it with an error saying where.
@@ -235,12 +227,14 @@ func parsePermission(val jsonparse.Value, origin, file string) (*permissions, er
 		if surface == "" {
 			return nil, fmt.Errorf("permission has an empty key")
 		}
-		if (strings.HasPrefix(surface, "path_") || strings.HasPrefix(surface, "external_directory_")) && !directionalKeys[surface] {
+		// The family members are the only legal keys of the path_* and
+		// external_directory_* shapes (ADR 0013).
+		if _, member := Family(surface); !member && (strings.HasPrefix(surface, "path_") || strings.HasPrefix(surface, "external_directory_")) {
 			return nil, fmt.Errorf("%s is not a directional key (only path_read, path_write, external_directory_read, external_directory_write)", where())
 		}
 		switch v.Kind {
 		case jsonparse.String:
-			if !isState(v.Str) {
+			if !IsState(v.Str) {
 				return nil, fmt.Errorf("%s is %q, not allow, ask or deny", where(), v.Str)
 			}
 			perms.set(surface, surfaceValue{str: &entry{action: Action(v.Str), origin: origin, file: file}})
@@ -274,7 +268,7 @@ func parsePermission(val jsonparse.Value, origin, file string) (*permissions, er
 func parsePatternEntry(v jsonparse.Value) (entry, error) {
 	switch v.Kind {
 	case jsonparse.String:
-		if !isState(v.Str) {
+		if !IsState(v.Str) {
 			return entry{}, fmt.Errorf(" is %q, not allow, ask or deny", v.Str)
 		}
 		return entry{action: Action(v.Str)}, nil

@@ -108,7 +108,7 @@ func (p *Policy) judge(rs *ruleset, surface string, values []string, grants []wi
 // grantCovers says whether a grant recorded on grantSurface applies to a
 // query on surface. A grant on a bare family covers both members (§8.1).
 func (p *Policy) grantCovers(grantSurface, surface string) bool {
-	if isFamily(grantSurface) {
+	if _, _, family := familyMembers(grantSurface); family {
 		fam, ok := Family(surface)
 		return ok && fam == grantSurface
 	}
@@ -240,15 +240,16 @@ func (p *Policy) Evaluate(q Query, grants []wire.Grant) Verdict {
 // accessIntent always goes to a person (ADR 0008 §4).
 func (p *Policy) Resolve(req *wire.Request, grants []wire.Grant) Verdict {
 	if req == nil || req.AccessIntent == nil {
-		why := "A person decides: the request carries no facts (no accessIntent), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."
+		missing := "no accessIntent"
 		if req != nil {
 			for _, d := range req.Dropped {
 				if d.Field == "accessIntent" {
-					why = "A person decides: the request carries no facts (no accessIntent: it was malformed and dropped, " + printable(d.Reason) + "), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."
+					missing = "no accessIntent: it was malformed and dropped, " + printable(d.Reason)
 				}
 			}
 		}
-		return Verdict{Action: Ask, Explanation: "Ask. " + why}
+		return Verdict{Action: Ask, Explanation: "Ask. A person decides: the request carries no facts (" + missing +
+			"), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."}
 	}
 	ai := req.AccessIntent
 	return p.Evaluate(Query{
@@ -272,8 +273,7 @@ func (p *Policy) LegacyHint(req *wire.Request, grants []wire.Grant) *Verdict {
 	if req.Value != nil {
 		values = []string{*req.Value}
 	}
-	v := p.Evaluate(Query{Agent: req.RequesterAgentName, Surface: *req.Surface, Values: values}, grants)
-	return &v
+	return new(p.Evaluate(Query{Agent: req.RequesterAgentName, Surface: *req.Surface, Values: values}, grants))
 }
 
 // DecidedBy is the wire provenance of a rule decision: {kind:"rule",
@@ -284,8 +284,7 @@ func (v Verdict) DecidedBy() *wire.DecisionSource {
 	}
 	var origin *string
 	if v.Origin != "" {
-		o := v.Origin
-		origin = &o
+		origin = new(v.Origin)
 	}
 	return wire.RuleDecision(v.Surface, v.Pattern, origin)
 }
@@ -317,8 +316,7 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 	switch {
 	case j.grant != nil:
 		v.Rule = &RuleRef{Surface: j.grant.Surface, Pattern: j.grant.Pattern, Action: Allow, Origin: OriginSession, Index: len(rs.rules)}
-		pat := j.grant.Pattern
-		v.Pattern = &pat
+		v.Pattern = new(j.grant.Pattern)
 		writeAll(&b, "The whole-session grant ", printable(j.grant.Surface), " ")
 		writeQuoted(&b, j.grant.Pattern)
 		b.WriteString(" matches ")

@@ -100,9 +100,8 @@ func parseFrontmatter(text string) *ordered[fmValue] {
 		// which ignores a string and hides a map from the object's own keys,
 		// so the key and everything under it are absent (decision 0026).
 		proto := k.Key == protoKey
-		value := k.Value
 		switch {
-		case value == "":
+		case k.Value == "":
 			maps[i] = newOrdered[fmValue]()
 			if !proto {
 				parent.set(k.Key, fmValue{isMap: true, m: maps[i]})
@@ -111,14 +110,19 @@ func parseFrontmatter(text string) *ordered[fmValue] {
 		case proto:
 			continue
 		}
-		// JavaScript's slice(1, -1) after startsWith and endsWith: a lone
-		// quote character becomes the empty string.
-		if n := len(value); (value[0] == '"' || value[0] == '\'') && value[n-1] == value[0] {
-			value = value[1:max(n-1, 1)]
-		}
-		parent.set(k.Key, fmValue{str: value})
+		parent.set(k.Key, fmValue{str: FrontmatterString(k.Value)})
 	}
 	return root
+}
+
+// FrontmatterString is a key's value (FrontmatterKey.Value) as pi reads it:
+// JavaScript's slice(1, -1) after startsWith and endsWith, so a matching
+// pair of quotes goes and a lone quote character becomes the empty string.
+func FrontmatterString(value string) string {
+	if n := len(value); n > 0 && (value[0] == '"' || value[0] == '\'') && value[n-1] == value[0] {
+		return value[1:max(n-1, 1)]
+	}
+	return value
 }
 
 // peelQuotes removes one leading and one trailing quote (' or "),
@@ -150,7 +154,7 @@ func agentPermissions(text, origin, file string) *permissions {
 	for i, surface := range surfaces {
 		v := values[i]
 		if !v.isMap {
-			if isState(v.str) {
+			if IsState(v.str) {
 				perms.set(surface, surfaceValue{str: &entry{action: Action(v.str), origin: origin, file: file}})
 			}
 			continue
@@ -174,7 +178,7 @@ func agentPermissions(text, origin, file string) *permissions {
 // extra keys are tolerated.
 func frontmatterEntry(v fmValue) (entry, bool) {
 	if !v.isMap {
-		return entry{action: Action(v.str)}, isState(v.str)
+		return entry{action: Action(v.str)}, IsState(v.str)
 	}
 	action, ok := v.m.get("action")
 	if !ok || action.isMap || action.str != string(Deny) {

@@ -1,5 +1,7 @@
 package resolve
 
+import "slices"
+
 // ruleGroup indexes the rules of one plain surface name by the literal text
 // their value pattern must start with (a byte trie over prefixes) or, when
 // it has no literal prefix, must end with (a trie over reversed suffixes).
@@ -158,9 +160,7 @@ func buildGroup(rules []rule, ids []int32) *ruleGroup {
 
 func reverse(s string) string {
 	b := []byte(s)
-	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
-		b[i], b[j] = b[j], b[i]
-	}
+	slices.Reverse(b)
 	return string(b)
 }
 

@@ -88,7 +88,7 @@ func (o *ordered[V]) set(k string, v V) {
 		o.vs[i] = v
 		return
 	}
-	if n, isIndex := arrayIndex(k); isIndex {
+	if n, isIndex := ArrayIndex(k); isIndex {
 		if o.strs > 0 || (o.ints > 0 && n < o.top) {
 			o.unsorted = true
 		}
@@ -125,7 +125,7 @@ func jsOrder(ks []string, ints int) []int {
 	}
 	nums := make([]intKey, 0, ints)
 	for i, k := range ks {
-		if n, ok := arrayIndex(k); ok {
+		if n, ok := ArrayIndex(k); ok {
 			nums = append(nums, intKey{n, i})
 		}
 	}
@@ -135,16 +135,16 @@ func jsOrder(ks []string, ints int) []int {
 		order = append(order, n.at)
 	}
 	for i, k := range ks {
-		if _, ok := arrayIndex(k); !ok {
+		if _, ok := ArrayIndex(k); !ok {
 			order = append(order, i)
 		}
 	}
 	return order
 }
 
-// arrayIndex reports whether k is a canonical array index ("0", or digits
+// ArrayIndex reports whether k is a canonical array index ("0", or digits
 // without a leading zero, at most 2^32-2), which JavaScript orders first.
-func arrayIndex(k string) (uint64, bool) {
+func ArrayIndex(k string) (uint64, bool) {
 	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') {
 		return 0, false
 	}

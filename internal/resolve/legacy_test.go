@@ -30,3 +30,24 @@ func TestLegacyHint(t *testing.T) {
 		t.Errorf("a request without a legacy surface got a hint: %+v", h)
 	}
 }
+
+// A request without facts asks a person, and says why: no accessIntent, or
+// one the reader dropped as malformed, with the reader's reason shown
+// printable.
+func TestResolveWithoutFactsSaysWhy(t *testing.T) {
+	p := Load(newFixture(t).opts)
+	const tail = "), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."
+	for _, c := range []struct {
+		req  *wire.Request
+		want string
+	}{
+		{nil, "Ask. A person decides: the request carries no facts (no accessIntent" + tail},
+		{&wire.Request{ID: "r"}, "Ask. A person decides: the request carries no facts (no accessIntent" + tail},
+		{&wire.Request{ID: "r", Dropped: []wire.DroppedField{{Field: "accessIntent", Reason: "bad\x1bsurface"}}},
+			`Ask. A person decides: the request carries no facts (no accessIntent: it was malformed and dropped, "bad\x1bsurface"` + tail},
+	} {
+		if v := p.Resolve(c.req, nil); v.Action != Ask || v.Explanation != c.want {
+			t.Errorf("%+v: %s %q\nwant %q", c.req, v.Action, v.Explanation, c.want)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,8 +81,7 @@ func (p *Policy) grantPattern(text string) *Pattern {
 	if c, ok := p.grantPatterns.Load(text); ok {
 		return c.(*Pattern)
 	}
-	c := CompilePattern(text, p.opts.Home)
-	actual, _ := p.grantPatterns.LoadOrStore(text, &c)
+	actual, _ := p.grantPatterns.LoadOrStore(text, new(CompilePattern(text, p.opts.Home)))
 	return actual.(*Pattern)
 }
 
@@ -101,18 +99,8 @@ func (p *Policy) Files() []string { return slices.Clone(p.read) }
 // reload (they need not exist).
 func (p *Policy) WatchPaths() []string { return slices.Clone(p.watch) }
 
-// Yolo reports the serving node's yoloMode and the file that set it.
-func (p *Policy) Yolo() (bool, string) { return p.yolo, p.yoloFrom }
-
 // Agents lists the agent names that have an agent file, sorted.
-func (p *Policy) Agents() []string {
-	names := make([]string, 0, len(p.agents))
-	for name := range p.agents {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
+func (p *Policy) Agents() []string { return slices.Sorted(maps.Keys(p.agents)) }
 
 // Rules lists the rules that judge agent's asks ("" = no agent scope) as
 // written, lowest priority first: for a policy editor that must know which
@@ -366,7 +354,7 @@ func appendScope(scopes []*permissions, perms *permissions) []*permissions {
 
 func (p *Policy) setYolo(v *bool, file string) {
 	if v != nil {
-		p.yolo, p.yoloFrom = *v, "yoloMode "+boolWord(*v)+" in "+printable(file)
+		p.yolo, p.yoloFrom = *v, "yoloMode "+strconv.FormatBool(*v)+" in "+printable(file)
 	}
 }
 
@@ -388,13 +376,6 @@ func (p *Policy) legacyYolo(file string) {
 	if cfg, err := parseConfig(string(data), OriginProject, file); err == nil && cfg.yolo != nil && !*cfg.yolo {
 		p.setYolo(cfg.yolo, file)
 	}
-}
-
-func boolWord(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
 
 // unheld records a policy pi reads that permtui cannot hold (decision 0177):

@@ -205,8 +205,8 @@ func TestYoloScopes(t *testing.T) {
 	}
 	f.project(`{"yoloMode":"yes"}`)
 	p := Load(f.opts)
-	if yolo, _ := p.Yolo(); !yolo || len(p.Problems()) != 1 || !p.Problems()[0].FailClosed {
-		t.Errorf("a non-boolean yoloMode rejects the project file: yolo=%v problems=%+v", yolo, p.Problems())
+	if !p.yolo || len(p.Problems()) != 1 || !p.Problems()[0].FailClosed {
+		t.Errorf("a non-boolean yoloMode rejects the project file: yolo=%v problems=%+v", p.yolo, p.Problems())
 	}
 }
 
@@ -386,17 +386,17 @@ func TestOrderedMatchesJavaScriptOrder(t *testing.T) {
 		}
 		var want []slot
 		for _, s := range model {
-			if _, ok := arrayIndex(s.key); ok {
+			if _, ok := ArrayIndex(s.key); ok {
 				want = append(want, s)
 			}
 		}
 		slices.SortFunc(want, func(a, b slot) int {
-			x, _ := arrayIndex(a.key)
-			y, _ := arrayIndex(b.key)
+			x, _ := ArrayIndex(a.key)
+			y, _ := ArrayIndex(b.key)
 			return cmp.Compare(x, y)
 		})
 		for _, s := range model {
-			if _, ok := arrayIndex(s.key); !ok {
+			if _, ok := ArrayIndex(s.key); !ok {
 				want = append(want, s)
 			}
 		}
@@ -604,20 +604,20 @@ func TestLegacyFilesOnlyTurnYoloOff(t *testing.T) {
 	legacyProject := filepath.Join(f.opts.ProjectDir, ".pi", "agent", "pi-permissions.jsonc")
 	testkit.WriteFile(t, legacyProject, []byte(`{"yoloMode":false}`))
 	p := Load(f.opts)
-	if yolo, from := p.Yolo(); yolo || !strings.Contains(from, legacyProject) {
-		t.Errorf("yolo = %v from %q; want off from %s", yolo, from, legacyProject)
+	if p.yolo || !strings.Contains(p.yoloFrom, legacyProject) {
+		t.Errorf("yolo = %v from %q; want off from %s", p.yolo, p.yoloFrom, legacyProject)
 	}
 	if !slices.Contains(p.WatchPaths(), legacyProject) {
 		t.Errorf("watch paths %v lack %s", p.WatchPaths(), legacyProject)
 	}
 	f.opts.TrustProject = false
-	if yolo, _ := Load(f.opts).Yolo(); !yolo {
+	if !Load(f.opts).yolo {
 		t.Error("an untrusted project's legacy file turned yolo off; pi withholds it")
 	}
 	f.opts.TrustProject = true
 	testkit.WriteFile(t, legacyProject, []byte(`{"yoloMode":true}`))
 	f.global(`{"permission":{"bash":"ask"}}`)
-	if yolo, _ := Load(f.opts).Yolo(); yolo {
+	if Load(f.opts).yolo {
 		t.Error("a legacy yoloMode true turned yolo on")
 	}
 	// A legacy file permtui cannot read may hold a false: yolo is off.
@@ -629,8 +629,8 @@ func TestLegacyFilesOnlyTurnYoloOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = Load(f.opts)
-	if yolo, from := p.Yolo(); yolo || !strings.Contains(from, legacyProject) {
-		t.Errorf("unreadable legacy file: yolo = %v from %q; want off", yolo, from)
+	if p.yolo || !strings.Contains(p.yoloFrom, legacyProject) {
+		t.Errorf("unreadable legacy file: yolo = %v from %q; want off", p.yolo, p.yoloFrom)
 	}
 	if len(p.Problems()) != 1 || p.Problems()[0].FailClosed {
 		t.Errorf("problems = %+v; want one that names the legacy file without a floor", p.Problems())

@@ -15,7 +15,6 @@ import (
 // A pattern ending in " *" also matches with that suffix removed. A leading
 // home token (~, $HOME, ${HOME}) is expanded on the pattern side only.
 type Pattern struct {
-	text   string // as written
 	full   glob
 	alt    glob // full without its trailing " *"
 	hasAlt bool
@@ -45,15 +44,12 @@ func CompilePattern(text, home string) Pattern {
 	// Only what a JavaScript string can hold: valid UTF-8 and lone
 	// surrogates, which compileGlob matches by unit.
 	expanded := expandHome(wire.ToValidWTF8(text), home)
-	p := Pattern{text: text, full: compileGlob(expanded)}
+	p := Pattern{full: compileGlob(expanded)}
 	if n := len(expanded); n >= 2 && expanded[n-1] == '*' && expanded[n-2] == ' ' {
 		p.alt, p.hasAlt = compileGlob(expanded[:n-2]), true
 	}
 	return p
 }
-
-// Text is the pattern as written (before home expansion).
-func (p *Pattern) Text() string { return p.text }
 
 // Expanded is the pattern as matched: its home token expanded.
 func (p *Pattern) Expanded() string { return p.full.expr }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,13 +116,8 @@ func fingerprint(paths []string) string {
 	for _, p := range paths {
 		stat(p)
 		if entries, err := os.ReadDir(p); err == nil {
-			names := make([]string, 0, len(entries))
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
-			sort.Strings(names)
-			for _, n := range names {
-				stat(filepath.Join(p, n))
+			for _, e := range entries { // os.ReadDir sorts them by name
+				stat(filepath.Join(p, e.Name()))
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -38,25 +39,13 @@ func (p *Policy) NearestSurface(surface string) string {
 // namedSurfaces lists the plain (wildcard-free) surface names of every rule.
 func (p *Policy) namedSurfaces() []string {
 	var names []string
-	for _, rs := range p.rulesets() {
-		for name := range rs.bySurface {
-			names = append(names, name)
+	for _, rs := range slices.AppendSeq([]*ruleset{p.base, p.unlisted}, maps.Values(p.agents)) {
+		if rs != nil { // unlisted is nil while every agents directory could be listed
+			names = slices.AppendSeq(names, maps.Keys(rs.bySurface))
 		}
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
-}
-
-// rulesets lists every compiled ruleset of the policy.
-func (p *Policy) rulesets() []*ruleset {
-	all := []*ruleset{p.base}
-	if p.unlisted != nil {
-		all = append(all, p.unlisted)
-	}
-	for _, rs := range p.agents {
-		all = append(all, rs)
-	}
-	return all
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes

@@ -70,8 +70,8 @@ func TestParityRound3(t *testing.T) {
 func checkRulesetVector(t *testing.T, v testkit.Ruleset) {
 	p := rulesetPolicy(t, v)
 	grants := vectorGrants(v)
-	if yolo, _ := p.Yolo(); yolo != v.Yolo {
-		t.Errorf("yolo = %v, want %v", yolo, v.Yolo)
+	if p.yolo != v.Yolo {
+		t.Errorf("yolo = %v, want %v", p.yolo, v.Yolo)
 	}
 	var got Verdict
 	if v.Intent != "" {

@@ -15,6 +15,9 @@ const (
 	Deny  Action = "deny"
 )
 
+// IsState reports whether s is one of pi's three states (an Action).
+func IsState(s string) bool { return s == string(Allow) || s == string(Ask) || s == string(Deny) }
+
 // Verdict is the outcome of judging one request, with everything needed to
 // answer it on the wire and to explain it to a person.
 type Verdict struct {

@@ -117,32 +117,25 @@ func Replay(l Log, current, candidate *resolve.Policy) Report {
 
 // Changed lists the asks whose answer differs between the two policies.
 func (r Report) Changed() []Outcome {
-	var out []Outcome
-	for _, o := range r.Outcomes {
-		if o.Before.Action != o.After.Action {
-			out = append(out, o)
-		}
-	}
-	return out
+	return filter(r.Outcomes, func(o Outcome) bool { return o.Before.Action != o.After.Action })
 }
 
 // DeniedNowAllowed lists the asks a person denied that the candidate allows.
 func (r Report) DeniedNowAllowed() []Outcome {
-	var out []Outcome
-	for _, o := range r.Outcomes {
-		if o.PersonDenied && o.After.Action == resolve.Allow {
-			out = append(out, o)
-		}
-	}
-	return out
+	return filter(r.Outcomes, func(o Outcome) bool { return o.PersonDenied && o.After.Action == resolve.Allow })
 }
 
 // DecidedBy lists the asks the candidate decides with a rule that match
 // accepts: a new rule's coverage.
 func (r Report) DecidedBy(match func(*resolve.RuleRef) bool) []Outcome {
+	return filter(r.Outcomes, func(o Outcome) bool { return o.After.Rule != nil && match(o.After.Rule) })
+}
+
+// filter is the outcomes keep accepts, in order (nil for none).
+func filter(outcomes []Outcome, keep func(Outcome) bool) []Outcome {
 	var out []Outcome
-	for _, o := range r.Outcomes {
-		if o.After.Rule != nil && match(o.After.Rule) {
+	for _, o := range outcomes {
+		if keep(o) {
 			out = append(out, o)
 		}
 	}
@@ -159,11 +152,7 @@ type Coverage struct {
 // CoverageOf is the coverage of the rule match accepts.
 func (r Report) CoverageOf(match func(*resolve.RuleRef) bool) Coverage {
 	c := Coverage{Replayed: r.Replayed, Decided: r.DecidedBy(match)}
-	for _, o := range c.Decided {
-		if o.PersonDenied {
-			c.Denied = append(c.Denied, o)
-		}
-	}
+	c.Denied = filter(c.Decided, func(o Outcome) bool { return o.PersonDenied })
 	return c
 }
 

@@ -52,7 +52,11 @@ func Run(events <-chan serve.Event, o Options) {
 			continue
 		}
 		if o.Lines != nil {
-			if err := writeLine(o.Lines, l); err != nil {
+			data, err := EncodeLine(l)
+			if err == nil {
+				_, err = o.Lines.Write(data)
+			}
+			if err != nil {
 				o.Logger.Warn("events line not written", "err", err)
 			}
 		}
@@ -68,13 +72,4 @@ func EncodeLine(l Line) ([]byte, error) {
 		return nil, err
 	}
 	return append(termsafe.EscapeJSON(data), '\n'), nil
-}
-
-func writeLine(w io.Writer, l Line) error {
-	data, err := EncodeLine(l)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(data)
-	return err
 }

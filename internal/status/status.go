@@ -175,8 +175,7 @@ func (t *Tracker) line(kind string, a serve.Ask, outcome string, at time.Time) L
 		if t.detail == Full {
 			l.Why = text(a.Verdict.Explanation)
 			if r.Value != nil {
-				v := text(*r.Value)
-				l.Value = &v
+				l.Value = new(text(*r.Value))
 			}
 			if r.AccessIntent != nil {
 				l.Cwd = text(r.AccessIntent.RequesterCwd)

@@ -5,7 +5,7 @@
 package termsafe
 
 import (
-	"strconv"
+	"fmt"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -38,7 +38,9 @@ func EscapeJSON(data []byte) []byte {
 		r, size := utf8.DecodeRune(data[i:])
 		if Hidden(r) {
 			out = append(out, data[done:i]...)
-			out = appendEscape(out, r)
+			for _, u := range utf16.AppendRune(nil, r) {
+				out = fmt.Appendf(out, `\u%04x`, u)
+			}
 			done = i + size
 		}
 		i += size
@@ -47,21 +49,4 @@ func EscapeJSON(data []byte) []byte {
 		return data
 	}
 	return append(out, data[done:]...)
-}
-
-func appendEscape(out []byte, r rune) []byte {
-	units := []rune{r}
-	if r > 0xffff {
-		hi, lo := utf16.EncodeRune(r)
-		units = []rune{hi, lo}
-	}
-	for _, u := range units {
-		out = append(out, `\u`...)
-		hex := strconv.FormatInt(int64(u), 16)
-		for range 4 - len(hex) {
-			out = append(out, '0')
-		}
-		out = append(out, hex...)
-	}
-	return out
 }

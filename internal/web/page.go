@@ -119,8 +119,7 @@ func (s *Server) disclose(a serve.Ask) []ui.Fact {
 	var diff *preview.Diff
 	if c, ok := preview.ChangeOf(a.Request); ok && s.o.ReadFile != nil {
 		data, err := preview.ReadFor(a.Host, c.Path, s.o.ReadFile)
-		d := preview.Compute(c, data, err)
-		diff = &d
+		diff = new(preview.Compute(c, data, err))
 	}
 	return ui.Disclosure(a, diff)
 }
