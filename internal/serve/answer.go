@@ -133,31 +133,8 @@ func (s *Server) answerAll(jobs []job) {
 			j.ans.audited = true
 		}
 	}
-	writers := min(maxWriters, len(jobs)/writerShare)
-	if writers < 2 {
-		s.writeAll(jobs, 0, 1)
-		return
-	}
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() { s.writeAll(jobs, w, writers) })
-	}
-	wg.Wait()
-}
-
-// A large batch's responses are written by up to maxWriters goroutines,
-// each taking at least writerShare of them: on a disk a response write
-// waits for the journal, and writes wait together (on tmpfs they are short
-// and stay on the one processor).
-const (
-	maxWriters  = 4
-	writerShare = 16
-)
-
-// writeAll writes every n-th answer of jobs from the first.
-func (s *Server) writeAll(jobs []job, first, n int) {
-	for i := first; i < len(jobs); i += n {
-		p, ans := jobs[i].p, jobs[i].ans
+	for _, j := range jobs {
+		p, ans := j.p, j.ans
 		if err := s.attempt(p, ans); err != nil && !errors.Is(err, errGone) && !s.postpone(p, ans) {
 			go func() {
 				defer s.workers.Done()
