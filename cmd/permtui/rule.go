@@ -33,8 +33,8 @@ terminal; --yes to skip; --dry-run to only show). The rule is placed last in its
 surface so it decides what it matches; where pi's ordering would still let
 another rule decide the --value facts, nothing is written and permtui says why.`
 
-// promptable reports whether the person can be asked on stdin; tests replace it.
-var promptable = func(stdin io.Reader) bool {
+// promptable reports whether the person can be asked on stdin: a terminal.
+func promptable(stdin io.Reader) bool {
 	f, ok := stdin.(*os.File)
 	return ok && term.IsTerminal(f.Fd())
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -159,14 +156,6 @@ func TestRuleAddConfirmation(t *testing.T) {
 	if code, _, errOut := runCmd(t, "", add...); code != 1 || !strings.Contains(errOut, "no terminal") {
 		t.Errorf("without a terminal: %d %s", code, errOut)
 	}
-	promptable = func(io.Reader) bool { return true }
-	t.Cleanup(func() { promptable = func(io.Reader) bool { return false } })
-	if code, _, _ := runCmd(t, "n\n", add...); code != 1 || readFile(t, e.global()) != commented {
-		t.Errorf("declined: exit %d, file changed %v", code, readFile(t, e.global()) != commented)
-	}
-	if code, out, errOut := runCmd(t, "y\n", add...); code != 0 || !strings.Contains(out, "[y/N]") || !strings.Contains(readFile(t, e.global()), `"ls": "allow"`) {
-		t.Errorf("confirmed: %d %s %s", code, out, errOut)
-	}
 }
 
 // TestRuleAddBroadNeedsTheCount: allowing what a person denied needs a
@@ -184,12 +173,6 @@ func TestRuleAddBroadNeedsTheCount(t *testing.T) {
 		if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", n)...); code != 1 {
 			t.Errorf("--confirm-broad %s accepted: %s", n, errOut)
 		}
-	}
-	promptable = func(io.Reader) bool { return true }
-	t.Cleanup(func() { promptable = func(io.Reader) bool { return false } })
-	interactive := e.args("rule", "add", "--surface", "bash", "--pattern", "*", "--action", "allow")
-	if code, out, _ := runCmd(t, "y\n2\n", interactive...); code != 1 || !strings.Contains(out, "type 5") {
-		t.Errorf("wrong typed count: %d %s", code, out)
 	}
 	if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", "5")...); code != 0 {
 		t.Errorf("confirmed: %s", errOut)
@@ -455,41 +438,6 @@ func TestRuleAddAndSimulateHelpListOnlyTheirFlags(t *testing.T) {
 	}
 	if _, out, _ := runCmd(t, "", "resolve", "--help"); !strings.Contains(out, "-session") {
 		t.Error("resolve judges with a session's grants and must still offer --session")
-	}
-}
-
-// stdinThat runs change at the first read, as another writer would while
-// the prompt is open, then answers text.
-type stdinThat struct {
-	change func()
-	text   *strings.Reader
-}
-
-func (s *stdinThat) Read(b []byte) (int, error) {
-	if s.change != nil {
-		s.change()
-		s.change = nil
-	}
-	return s.text.Read(b)
-}
-
-// TestRuleAddReplansAfterTheConfirmation: an agent file that appears while
-// the y/N prompt is open makes the rule pass its deny; what was confirmed
-// named no loosening, so nothing is written.
-func TestRuleAddReplansAfterTheConfirmation(t *testing.T) {
-	e := newRuleEnv(t, commented)
-	promptable = func(io.Reader) bool { return true }
-	t.Cleanup(func() { promptable = func(io.Reader) bool { return false } })
-	stdin := &stdinThat{text: strings.NewReader("y\n"), change: func() {
-		testkit.WriteFile(t, filepath.Join(e.agentDir, "agents", "locked.md"), []byte("---\nname: locked\npermission:\n  bash:\n    \"*\": deny\n---\n"))
-	}}
-	var out, errOut bytes.Buffer
-	code := run(context.Background(), e.args("rule", "add", "--surface", "bash", "--pattern", "npm *", "--action", "allow"), stdin, &out, &errOut)
-	if code != 1 || !strings.Contains(errOut.String(), "the policy changed while you were deciding") {
-		t.Fatalf("exit %d:\n%s\n%s", code, out.String(), errOut.String())
-	}
-	if strings.Contains(out.String(), "written:") || readFile(t, e.global()) != commented {
-		t.Errorf("written:\n%s", out.String())
 	}
 }
 
