@@ -36,7 +36,9 @@ const payloadHeadroom = 1 << 10
 
 // Timings of the hub side. A decision for an ask this relay does not know
 // yet (it restarted and the inbox has not delivered the request again) is
-// offered again after unknownDelay, at most maxUnknownDeliveries times.
+// offered again after unknownDelay, at most maxUnknownDeliveries times, or
+// every onDiskDelay for as long as asks for a person wait on disk
+// (unknownDecision).
 const (
 	publishTimeout       = 5 * time.Second
 	publishBatch         = 64
@@ -44,6 +46,7 @@ const (
 	retryMax             = 2 * time.Second
 	unknownDelay         = time.Second
 	maxUnknownDeliveries = 30
+	onDiskDelay          = 10 * time.Second
 	// pullExpiry renews every pull request this often: a pull request held
 	// by a node that stopped (a consumer's leader) is replaced within about
 	// this long, rather than after the client's default 30 s.
@@ -76,6 +79,7 @@ type Relay struct {
 	queue    []outMsg               // messages to publish, in order
 	wake     chan struct{}
 
+	onDisk     bool          // asks for a person wait on disk, beyond serve's memory budget
 	consumer   chan struct{} // closed once this host's decision consumer exists
 	floor      decisionFloor
 	delivering sync.WaitGroup // decisions handed to the server, not yet acked
@@ -152,6 +156,12 @@ func (r *Relay) handle(ev serve.Event) {
 		r.gone(ev.Ask.ID, goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver})
 	case serve.Withdrawn:
 		r.gone(ev.ID, goneMsg{})
+	case serve.Degraded:
+		if ev.Area == serve.AreaMemory {
+			r.mu.Lock()
+			r.onDisk = ev.Problem != ""
+			r.mu.Unlock()
+		}
 	}
 }
 
@@ -513,7 +523,7 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 		d = decisionMsg{State: wire.StateDeniedWithReason, Reason: RefusedPrefix + err.Error()}
 	}
 	r.mu.Lock()
-	oa, finished := r.open[key], r.finished[key]
+	oa, finished, onDisk := r.open[key], r.finished[key], r.onDisk
 	r.mu.Unlock()
 	switch {
 	case oa != nil:
@@ -543,12 +553,34 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 	case finished:
 		done(msg.Ack)
 	default:
-		if merr == nil && meta.NumDelivered >= maxUnknownDeliveries {
-			done(msg.Term)
+		var offered uint64
+		if merr == nil {
+			offered = meta.NumDelivered
+		}
+		if giveUp, delay := unknownDecision(offered, onDisk); !giveUp {
+			_ = msg.NakWithDelay(delay)
 			return
 		}
-		_ = msg.NakWithDelay(unknownDelay)
+		done(msg.Term)
 	}
+}
+
+// unknownDecision says what becomes of a decision for an ask this relay
+// does not know, offered n times: offered again after delay, or given up.
+// While asks for a person wait on disk (beyond serve's memory budget) the
+// ask may be one of them, queued only as room frees, so its decision waits
+// as long: given up, the person's answer would be lost and the child left to
+// time out (decision 0209). Otherwise, once the inbox has had time to
+// deliver every request again, the request is gone, and its decision would
+// hold a consumer slot until the retention ends.
+func unknownDecision(n uint64, asksOnDisk bool) (giveUp bool, delay time.Duration) {
+	switch {
+	case asksOnDisk:
+		return false, onDiskDelay
+	case n >= maxUnknownDeliveries:
+		return true, 0
+	}
+	return false, unknownDelay
 }
 
 // readDecision reads a decision message; a delete or purge marker is none.

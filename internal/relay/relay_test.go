@@ -771,3 +771,37 @@ func TestAnApproverRefusesAForgedViaBeforeTheHubTakesIt(t *testing.T) {
 		t.Fatalf("%+v", resp)
 	}
 }
+
+// A decision for an ask the relay does not know is offered again while the
+// ask may still come: for the inbox's first deliveries after a restart, and
+// for as long as asks for a person wait on disk beyond serve's memory budget
+// (one of them may be it); only then is it given up (decision 0209).
+func TestADecisionForAnAskWaitingOnDiskIsKept(t *testing.T) {
+	for _, tc := range []struct {
+		n      uint64
+		onDisk bool
+		giveUp bool
+		delay  time.Duration
+	}{
+		{0, false, false, unknownDelay},
+		{maxUnknownDeliveries - 1, false, false, unknownDelay},
+		{maxUnknownDeliveries, false, true, 0},
+		{maxUnknownDeliveries, true, false, onDiskDelay},
+		{10 * maxUnknownDeliveries, true, false, onDiskDelay},
+	} {
+		if giveUp, delay := unknownDecision(tc.n, tc.onDisk); giveUp != tc.giveUp || delay != tc.delay {
+			t.Errorf("unknownDecision(%d, %v) = %v, %v; want %v, %v", tc.n, tc.onDisk, giveUp, delay, tc.giveUp, tc.delay)
+		}
+	}
+	// The relay learns it from the server's memory reports.
+	r := &Relay{}
+	r.handle(serve.Degraded{Area: serve.AreaMemory, Problem: "3 asks for a person wait on disk"})
+	if !r.onDisk {
+		t.Fatal("asks waiting on disk not noted")
+	}
+	r.handle(serve.Degraded{Area: serve.AreaAudit, Problem: "the audit log cannot be written"})
+	r.handle(serve.Degraded{Area: serve.AreaMemory})
+	if r.onDisk {
+		t.Fatal("recovery not noted")
+	}
+}
