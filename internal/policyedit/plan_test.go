@@ -260,6 +260,42 @@ func TestApplyThroughALink(t *testing.T) {
 	}
 }
 
+// A link repointed between the preview and the write, to a file with the
+// same text, is refused: the write goes only to the file the preview
+// checked, never to one no check saw.
+func TestApplyRefusesALinkRepointedSinceThePreview(t *testing.T) {
+	e := newEnv(t, nil)
+	dir := t.TempDir()
+	checked, other := filepath.Join(dir, "checked.json"), filepath.Join(dir, "other.json")
+	for _, f := range []string{checked, other} {
+		testkit.WriteFile(t, f, []byte(`{"permission":{}}`))
+	}
+	if err := os.MkdirAll(filepath.Dir(e.path("global")), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(checked, e.path("global")); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}, "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(e.path("global")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, e.path("global")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ch, e.opts, e.state, time.Now()); err == nil || !strings.Contains(err.Error(), "since the preview") {
+		t.Fatalf("Apply through a repointed link = %v", err)
+	}
+	for _, f := range []string{checked, other} {
+		if got, _ := os.ReadFile(f); string(got) != `{"permission":{}}` {
+			t.Errorf("%s written: %s", f, got)
+		}
+	}
+}
+
 // TestApplyRestoresWhenTheRuleDoesNotDecide: a change whose rule turns out
 // not to decide its facts once on disk is put back, and Apply says why.
 func TestApplyRestoresWhenTheRuleDoesNotDecide(t *testing.T) {

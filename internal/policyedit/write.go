@@ -34,12 +34,19 @@ func Apply(ch *Change, opts resolve.LoadOptions, stateDir string, now time.Time)
 	if existed != ch.Existed || !bytes.Equal(cur, ch.Old) {
 		return Written{}, fmt.Errorf("%s changed since the preview; nothing was written, run the command again", ch.Target.File)
 	}
+	// Only the file the preview checked is written (through a link, as
+	// dotfile managers keep config): a link repointed since then leads to a
+	// file no check saw.
+	real, err := realFile(ch.Target.File)
+	if err != nil {
+		return Written{}, err
+	}
+	if real != ch.Real {
+		return Written{}, fmt.Errorf("%s changed since the preview: it now leads to %s, not %s; nothing was written, run the command again", ch.Target.File, real, ch.Real)
+	}
 	file := ch.Target.File
 	if existed {
-		// Write through a link (dotfile managers keep config as links).
-		if file, err = filepath.EvalSymlinks(file); err != nil {
-			return Written{}, err
-		}
+		file = ch.Real
 	}
 	w := Written{File: file}
 	if existed {
