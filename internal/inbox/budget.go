@@ -427,7 +427,17 @@ func (in *Inbox) reportDeferring() {
 	now := in.cfg.Now()
 	in.mu.Lock()
 	n, parked := in.deferred.Count(), in.parked.String()
-	report, _ := in.deferReports.Due(n, false, now, deferringReportEvery)
+	report, wait := in.deferReports.Due(n, false, now, deferringReportEvery)
+	if wait > 0 && !in.reportSoon {
+		// Nothing else may wake the loop by then: it wakes itself.
+		in.reportSoon = true
+		time.AfterFunc(wait, func() {
+			in.mu.Lock()
+			in.reportSoon = false
+			in.mu.Unlock()
+			in.wake()
+		})
+	}
 	in.mu.Unlock()
 	if report {
 		if n > 0 {

@@ -327,3 +327,22 @@ func TestJunkDirectoriesNeitherHideRequestsNorTakeMemoryEach(t *testing.T) {
 		t.Fatalf("%d directories remembered one by one", remembered)
 	}
 }
+
+// A change of the number waiting on disk that comes within the spacing of
+// the last report is still reported once the spacing is over, with nothing
+// else happening meanwhile (no event, no tick: the test's rescan is an hour).
+func TestASpacedDeferringReportIsStillMade(t *testing.T) {
+	h := start(t, func(c *Config) { c.Budget.ParkedAsks = 2 })
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, fmt.Sprintf("1791279012345-sp%d-1", i))
+		h.send(servedID, ids[i])
+	}
+	asks := h.arrivals(ids...)
+	for _, a := range asks[:3] {
+		h.in.Park(a.ID)
+	}
+	h.rec.WaitFor(t, "one deferred", deferring(1))
+	h.in.Park(asks[3].ID)
+	h.rec.WaitFor(t, "two deferred, after the spacing", deferring(2))
+}

@@ -154,6 +154,7 @@ type Inbox struct {
 	parked, deferred, flight budget.Budget
 	postponed                int
 	deferReports             budget.Spacing  // when the next Deferring is due
+	reportSoon               bool            // a timer wakes the loop for a spaced Deferring
 	waitingRoom              bool            // sessions wait for a global bound
 	scanAll                  bool            // a full scan is queued
 	scanQ                    map[string]bool // sessions queued for a scan
