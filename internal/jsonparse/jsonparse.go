@@ -7,6 +7,7 @@ package jsonparse
 
 import (
 	"fmt"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -107,7 +108,7 @@ func Parse(text string, maxDepth int) (Value, error) {
 	}
 	p.space()
 	if p.i < len(p.s) {
-		return Value{}, p.fail("unexpected %q after the JSON value", p.s[p.i])
+		return Value{}, p.fail("unexpected %s after the JSON value", p.here())
 	}
 	return v, nil
 }
@@ -165,6 +166,19 @@ func (s *stack[T]) truncate(n int) {
 	s.n = n
 }
 
+// here names the character at the current offset as a person reads it: a
+// UTF-8 character (a BOM by name), or a byte that is not one.
+func (p *parser) here() string {
+	r, size := utf8.DecodeRuneInString(p.s[p.i:])
+	switch {
+	case r == utf8.RuneError && size <= 1:
+		return fmt.Sprintf("byte 0x%02X", p.s[p.i])
+	case r == '\uFEFF':
+		return "byte-order mark (U+FEFF)"
+	}
+	return strconv.QuoteRune(r)
+}
+
 func (p *parser) fail(format string, args ...any) error {
 	return &SyntaxError{Offset: p.i, Msg: fmt.Sprintf(format, args...)}
 }
@@ -217,7 +231,7 @@ func (p *parser) value(depth int) (Value, error) {
 	case p.literal("null"):
 		v.Kind = Null
 	default:
-		return Value{}, p.fail("unexpected %q", c)
+		return Value{}, p.fail("unexpected %s", p.here())
 	}
 	if err != nil {
 		return Value{}, err

@@ -236,3 +236,22 @@ func TestLargeContainers(t *testing.T) {
 		t.Errorf("keys: %d members, k0 = %+v", len(keys.Members()), keys.Get("k0"))
 	}
 }
+
+// A syntax error names a non-ASCII character as a person reads it: the
+// UTF-8 character, a BOM by name, or the byte that is not UTF-8 (each was
+// shown as one Latin-1 character per byte).
+func TestSyntaxErrorsNameCharactersAsRead(t *testing.T) {
+	for text, want := range map[string]string{
+		"\uFEFF{}":  "unexpected byte-order mark (U+FEFF)",
+		"é":         `unexpected 'é'`,
+		"\xff{}":    "unexpected byte 0xFF",
+		"\u00a0{}":  `unexpected '\u00a0'`,
+		"{} \u00e9": `unexpected 'é' after the JSON value`,
+		"[1, x]":    `unexpected 'x'`,
+	} {
+		_, err := Parse(text, 100)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want %q", text, err, want)
+		}
+	}
+}
