@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -413,5 +416,57 @@ func TestBinaryServesOnOneProcessorUnlessTold(t *testing.T) {
 		if !strings.Contains(last, tc.want) {
 			t.Errorf("%q: last scheduler trace %q, want %q\n%.2000s", tc.env, last, tc.want, stderr.String())
 		}
+	}
+}
+
+// Headless piped into a reader that stops (`permtui serve --headless | head`)
+// ends serving cleanly, as SIGTERM does: the write fails and is reported,
+// the heartbeat is withdrawn, and the process is not killed by SIGPIPE with
+// requests left unanswered and its heartbeat behind.
+func TestHeadlessStopsCleanlyWhenItsReaderGoes(t *testing.T) {
+	dir := t.TempDir()
+	agentDir, state := filepath.Join(dir, "agent"), filepath.Join(dir, "state")
+	layout := wire.NewLayout(agentDir)
+	cfgFile := filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json")
+	testkit.WriteFile(t, cfgFile, []byte(`{"permission":{"bash":{"ok *":"allow"}}}`))
+	if err := os.MkdirAll(layout.RequestsDir(crashRoot), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "serve", "--headless", "--agent-dir", agentDir, "--state-dir", state, "--session", crashRoot, "--untrusted-project")
+	cmd.Env = append(os.Environ(), "PERMTUI_TEST_MAIN=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr testkit.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// Like head -1: read a line, then go.
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Close()
+	child := &crashChild{layout: layout, got: map[string][]*wire.ChildResponse{}}
+	for i := range 20 {
+		child.send(t, pichild.NewestBash(crashRoot, "impl", "child-pipe", "/w", fmt.Sprintf("ok %d", i)))
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err = <-exited:
+	case <-time.After(testkit.WaitLimit):
+		t.Fatalf("still serving with its reader gone:\n%s", stderr.String())
+	}
+	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+		t.Fatalf("killed by %v, not stopped:\n%s", st.Signal(), stderr.String())
+	}
+	if err == nil || !strings.Contains(stderr.String(), "broken pipe") {
+		t.Errorf("exit %v, stderr:\n%s", err, stderr.String())
+	}
+	if _, err := os.Stat(layout.HeartbeatPath(crashRoot)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("heartbeat left behind: %v", err)
 	}
 }

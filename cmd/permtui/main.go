@@ -42,6 +42,11 @@ Run 'permtui <command> --help' for a command's flags.
 
 func main() {
 	oneProcessor()
+	// A reader that goes away (serve --headless | head) makes a write to
+	// stdout fail, and serving ends cleanly, rather than a SIGPIPE killing
+	// the process with requests unanswered and its heartbeat behind. Caught,
+	// not ignored: a child (--notify-cmd) still gets the default.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	// SIGINT and SIGTERM end serving cleanly: open asks are answered and the
 	// heartbeat is removed before exit.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
