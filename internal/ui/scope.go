@@ -69,14 +69,24 @@ func (d *scopeDialog) editable() bool {
 // grants are what the chosen scope records: the offer, or the edit.
 func (d *scopeDialog) grants() []wire.Grant {
 	o := d.scopes.Options[d.chosen]
-	pattern := d.edited
-	if d.editing { // what it covers shows as it is typed
-		pattern = strings.TrimSpace(d.input.Value())
-	}
+	pattern := d.pattern()
 	if pattern == "" || !d.editable() {
 		return o.Grants
 	}
 	return []wire.Grant{{Surface: o.Grants[0].Surface, Pattern: pattern}}
+}
+
+// pattern is the edit on screen: the one being typed, so what it covers
+// and whether it widens show as it is typed, or the last one kept; "" for
+// none.
+func (d *scopeDialog) pattern() string {
+	if !d.editing {
+		return d.edited
+	}
+	if p := strings.TrimSpace(d.input.Value()); p != d.suggested() {
+		return p
+	}
+	return ""
 }
 
 func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
@@ -148,11 +158,12 @@ func (d *scopeDialog) suggested() string { return d.scopes.Options[d.chosen].Gra
 // when the suggestion, as a pattern, matches the edit's text: "npm test *"
 // matches "npm test --w*"; "*" is matched by nothing narrower.
 func (d *scopeDialog) widens() bool {
-	if d.edited == "" {
+	p := d.pattern()
+	if p == "" {
 		return false
 	}
 	pat := resolve.CompilePattern(d.suggested(), "")
-	return !pat.Match(d.edited)
+	return !pat.Match(p)
 }
 
 // coverage is what the chosen grants cover: this ask, and the other

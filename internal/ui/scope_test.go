@@ -156,3 +156,23 @@ func TestScopeEditWiderThanTheSuggestionIsNamedAndConfirmed(t *testing.T) {
 	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession,
 		Grants: []wire.Grant{{Surface: "path_write", Pattern: "*"}}})
 }
+
+// What the dialog says of the pattern is about the pattern on screen: while
+// it is typed, a wider one is named wider, and one typed back inside the
+// suggestion is not, before enter (new-user finding: it spoke of the last
+// confirmed edit).
+func TestScopeEditCoverageFollowsWhatIsTyped(t *testing.T) {
+	h := newHarness(t)
+	h.queue(pathWrite())
+	chooseScope(h, serve.ScopeSession)
+	h.keys("e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("*")})
+	if v := ansi.Strip(h.m.View()); !strings.Contains(v, "⚠ wider than the child's suggestion /w/p/src/*") {
+		t.Fatalf("a wider pattern being typed is not named:\n%s", v)
+	}
+	h.keys("enter", "e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/w/p/src/app.*")})
+	if v := ansi.Strip(h.m.View()); strings.Contains(v, "wider than") || !strings.Contains(v, "covers this ask") {
+		t.Fatalf("a narrower pattern being typed is still called wider:\n%s", v)
+	}
+}
