@@ -159,7 +159,10 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 	s.adoptRecorded(p, ans)
 	if !ans.audited {
 		if err := s.audit.append(ans.record); err != nil {
-			s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
+			if !ans.unaudited {
+				ans.unaudited = true
+				s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
+			}
 			return err
 		}
 		ans.audited = true

@@ -146,7 +146,10 @@ type answer struct {
 	approver string
 	audited  bool
 	granted  bool
-	replayed bool // the decision was recorded by an earlier run (decision 0054)
+	// unaudited: a WriteFailed said the audit log refused it; its retries
+	// say nothing more (the log's health is reported once, as degraded).
+	unaudited bool
+	replayed  bool // the decision was recorded by an earlier run (decision 0054)
 }
 
 // New prepares a server; nothing touches the filesystem until Run.

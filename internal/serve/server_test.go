@@ -650,3 +650,30 @@ func TestAuditIndexForgetsWhatATruncationCut(t *testing.T) {
 		}
 	}
 }
+
+// An answer the audit log refuses is reported once, not at each retry: the
+// log's state is the degraded report (new-user finding: a full disk printed
+// a write_failed line per ask per retry).
+func TestAnAnswerTheAuditRefusesIsReportedOnce(t *testing.T) {
+	h := startServer(t, options{
+		before: func(h *harness) {
+			if err := os.MkdirAll(filepath.Join(h.state, "audit.jsonl"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	h.judge.set("ls", ruleVerdict(resolve.Allow, "", "ls", "global", ""))
+	h.send(intent("1791279012345-once-1", "impl", "bash", "ls"))
+	h.rec.WaitFor(t, "write failed", func(ev Event) bool { _, ok := ev.(WriteFailed); return ok })
+	// Retries come at 250 ms, then 500 ms, 1 s: three at least by then.
+	time.Sleep(2 * time.Second)
+	if n := h.rec.Count(func(ev Event) bool { _, ok := ev.(WriteFailed); return ok }); n != 1 {
+		t.Fatalf("%d write_failed events for one answer", n)
+	}
+	if err := os.Remove(filepath.Join(h.state, "audit.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if resp := h.await("1791279012345-once-1"); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+}
