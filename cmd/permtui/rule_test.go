@@ -299,7 +299,7 @@ func TestRuleAddNamesALoosenedDeny(t *testing.T) {
 	e := newRuleEnv(t, `{"permission":{"read":{"*":"ask","~/.ssh/*":"deny"}}}`)
 	add := e.args("rule", "add", "--surface", "read", "--pattern", "/home/u/*", "--action", "allow", "--value", "/home/u/notes.txt", "--yes")
 	code, out, errOut := runCmd(t, "", add...)
-	if code != 1 || !strings.Contains(out, `warning: it loosens "read" "/home/u/.ssh/x": deny → allow for no agent`) || !strings.Contains(errOut, "--confirm-broad 1") {
+	if code != 1 || !strings.Contains(out, `warning: it loosens "read" "/home/u/.ssh/x": deny → allow for the main agent and any agent without its own file`) || !strings.Contains(errOut, "--confirm-broad 1") {
 		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
 	}
 	if strings.Contains(readFile(t, e.global()), "/home/u/*") {
@@ -316,7 +316,7 @@ func TestRuleAddNamesALoosenedDeny(t *testing.T) {
 func TestSimulateReportsPolicyLoosening(t *testing.T) {
 	e := newRuleEnv(t, `{"permission":{"bash":{"*":"ask","rm -rf /":"deny"}}}`)
 	code, out, errOut := runCmd(t, "", e.args("simulate", "--rule", "bash", "rm *", "allow")...)
-	if code != 1 || !strings.Contains(out, `the policy loosens 1 verdicts`) || !strings.Contains(out, `"bash" "rm -rf /": deny → allow for no agent`) {
+	if code != 1 || !strings.Contains(out, `the policy loosens 1 verdicts`) || !strings.Contains(out, `"bash" "rm -rf /": deny → allow for the main agent and any agent without its own file`) {
 		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
 	}
 	code, out, _ = runCmd(t, "", e.args("simulate", "--rule", "bash", "rm *", "allow", "--json")...)

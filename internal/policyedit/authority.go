@@ -465,7 +465,7 @@ func (g LooseningGroup) String() string {
 	var views []string
 	for _, v := range g.Views {
 		if v == "" {
-			views = append(views, "no agent")
+			views = append(views, "the main agent and any agent without its own file")
 		} else {
 			views = append(views, "agent "+strconv.Quote(v))
 		}
