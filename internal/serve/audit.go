@@ -253,14 +253,6 @@ type auditBatch struct {
 	err     error
 }
 
-// indexNote is what a line of a batch changes in the replay index.
-type indexNote struct {
-	key  deliveryKey
-	off  int64 // within the batch
-	n    int32
-	gone bool // a delivered line saying the request cannot come again
-}
-
 // lazyFlush bounds how long a line nobody waits for stays in memory when
 // no decision follows it; lazyMax bounds how much waits.
 const (
@@ -396,7 +388,7 @@ func (l *auditLog) appendAll(recs []AuditRecord) error {
 	}
 	b := l.next
 	for i, line := range lines {
-		b.add(line, decisionNote(recs[i]))
+		b.add(line, recordNote(recs[i]))
 	}
 	b.durable = true
 	for !b.done {
@@ -409,14 +401,6 @@ func (l *auditLog) appendAll(recs []AuditRecord) error {
 	return b.err
 }
 
-// decisionNote indexes a decision line as indexFrom would.
-func decisionNote(rec AuditRecord) indexNote {
-	if rec.Kind != "" || rec.RequestID == "" {
-		return indexNote{n: -1}
-	}
-	return indexNote{key: keyOf(rec.ServedSession, rec.RequestID, rec.RequesterSession, rec.CreatedAt)}
-}
-
 // appendLazy queues v for the next commit without waiting for it; a line
 // that cannot be written is lost (only for lines whose loss is harmless,
 // see Server.delivered). delivered lines carry the key they release.
@@ -425,9 +409,9 @@ func (l *auditLog) appendLazy(v any) {
 	if err != nil {
 		return
 	}
-	note := indexNote{n: -1}
-	if d, ok := v.(AuditDelivery); ok && d.RequestGone {
-		note = indexNote{key: keyOf(d.ServedSession, d.RequestID, d.RequesterSession, d.CreatedAt), gone: true}
+	var note indexNote // a line the index passes over (an expiry, a revocation)
+	if d, ok := v.(AuditDelivery); ok {
+		note = noteOf(d.Kind, d.RequestID, d.ServedSession, d.RequesterSession, d.CreatedAt, d.RequestGone)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -447,10 +431,10 @@ func (l *auditLog) appendLazy(v any) {
 	}
 }
 
-// add appends one line; a note with n < 0 means the index ignores it.
+// add appends one line and, when it changes the index, where it is.
 func (b *auditBatch) add(line []byte, note indexNote) {
-	if note.n >= 0 {
-		note.off, note.n = int64(len(b.buf)), int32(len(line)+1)
+	if note.decision || note.gone {
+		note.pos = linePos{off: int64(len(b.buf)), n: int32(len(line) + 1)}
 		b.notes = append(b.notes, note)
 	}
 	b.buf = append(append(b.buf, line...), '\n')
@@ -570,11 +554,8 @@ func (l *auditLog) indexBatch(at int64, b *auditBatch) {
 		return
 	}
 	for _, note := range b.notes {
-		if note.gone {
-			delete(l.index, note.key)
-		} else if _, seen := l.index[note.key]; !seen {
-			l.index[note.key] = linePos{off: at + note.off, n: note.n}
-		}
+		note.pos.off += at
+		note.apply(l.index)
 	}
 	l.indexed = at + int64(len(b.buf))
 }

@@ -80,6 +80,41 @@ type AuditDelivery struct {
 // deliveryKind marks delivery lines.
 const deliveryKind = "delivered"
 
+// indexNote is what one audit line changes in the replay index, whether
+// read from the file (indexFrom) or committed by this process: the first
+// decision recorded for a request is kept until a delivered line says the
+// request is gone (decision 0119).
+type indexNote struct {
+	key      deliveryKey
+	decision bool // a decision line
+	gone     bool // a delivered line whose request cannot come again
+	pos      linePos
+}
+
+// noteOf classifies an audit line by its fields.
+func noteOf(kind, requestID, session, requester string, createdAt float64, requestGone bool) indexNote {
+	n := indexNote{decision: kind == "" && requestID != "", gone: kind == deliveryKind && requestGone && requestID != ""}
+	if n.decision || n.gone {
+		n.key = keyOf(session, requestID, requester, createdAt)
+	}
+	return n
+}
+
+// recordNote is noteOf for a record this process writes.
+func recordNote(rec AuditRecord) indexNote {
+	return noteOf(rec.Kind, rec.RequestID, rec.ServedSession, rec.RequesterSession, rec.CreatedAt, false)
+}
+
+// apply changes idx as the line says.
+func (n indexNote) apply(idx map[deliveryKey]linePos) {
+	switch _, seen := idx[n.key]; {
+	case n.decision && !seen:
+		idx[n.key] = n.pos
+	case n.gone:
+		delete(idx, n.key)
+	}
+}
+
 // indexFrom indexes the complete lines of the log from off on, keeping the
 // first decision recorded for each request until a delivered line says its
 // request is gone, and returns where it stopped (before a line still being
@@ -102,14 +137,10 @@ func indexFrom(f *os.File, off int64, idx map[deliveryKey]linePos) (int64, error
 			CreatedAt        float64 `json:"createdAt"`
 			RequestGone      bool    `json:"requestGone"`
 		}
-		if json.Unmarshal(line, &head) == nil && head.RequestID != "" {
-			k := keyOf(head.ServedSession, head.RequestID, head.RequesterSession, head.CreatedAt)
-			switch _, seen := idx[k]; {
-			case head.Kind == "" && !seen:
-				idx[k] = linePos{off: off, n: int32(len(line))}
-			case head.Kind == deliveryKind && head.RequestGone:
-				delete(idx, k)
-			}
+		if json.Unmarshal(line, &head) == nil {
+			note := noteOf(head.Kind, head.RequestID, head.ServedSession, head.RequesterSession, head.CreatedAt, head.RequestGone)
+			note.pos = linePos{off: off, n: int32(len(line))}
+			note.apply(idx)
 		}
 		off += int64(len(line))
 	}
