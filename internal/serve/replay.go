@@ -147,32 +147,36 @@ func indexFrom(f *os.File, off int64, idx map[deliveryKey]linePos) (int64, error
 }
 
 // recorded returns the decision the log holds for the request, if any, and
-// whether the index could be looked at. It first indexes what was appended
-// since the last look, by another permtui that served the session before
-// it (this process's own lines are indexed as they are committed).
+// whether the index could be looked at and believed. It first indexes what
+// was appended since the last look, by another permtui that served the
+// session before it (this process's own lines are indexed as committed).
 func (l *auditLog) recorded(k deliveryKey) (rec AuditRecord, ok, looked bool) {
 	l.idxMu.Lock()
 	if l.indexFile == nil {
 		l.idxMu.Unlock()
 		return AuditRecord{}, false, false
 	}
-	if st, err := l.indexFile.Stat(); err == nil && st.Size() > l.indexed {
-		if off, err := indexFrom(l.indexFile, l.indexed, l.index); err == nil {
+	// What could not be read is not looked at: the caller looks again
+	// before it records a decision of its own.
+	st, err := l.indexFile.Stat()
+	if err == nil && st.Size() > l.indexed {
+		var off int64
+		if off, err = indexFrom(l.indexFile, l.indexed, l.index); err == nil {
 			l.indexed = off
 		}
 	}
 	pos, ok := l.index[k]
 	f := l.indexFile
 	l.idxMu.Unlock()
+	if err != nil {
+		return AuditRecord{}, false, false
+	}
 	if !ok {
 		return AuditRecord{}, false, true
 	}
 	line := make([]byte, pos.n)
-	if _, err := f.ReadAt(line, pos.off); err != nil {
-		return AuditRecord{}, false, true
-	}
-	if json.Unmarshal(line, &rec) != nil {
-		return AuditRecord{}, false, true
+	if _, err := f.ReadAt(line, pos.off); err != nil || json.Unmarshal(line, &rec) != nil {
+		return AuditRecord{}, false, false
 	}
 	return rec, true, true
 }

@@ -677,3 +677,25 @@ func TestAnAnswerTheAuditRefusesIsReportedOnce(t *testing.T) {
 		t.Fatalf("%+v", resp)
 	}
 }
+
+// A decision the index points at but cannot read back (the log cut by
+// hand) is not taken for "no decision": recorded says it could not look,
+// so the answer looks again before it records one of its own.
+func TestAnUnreadableIndexedDecisionIsNotALookedAtAbsence(t *testing.T) {
+	dir := t.TempDir()
+	l := newAuditLog(dir, func(Event) {})
+	defer l.close()
+	rec := AuditRecord{RequestID: "a", ServedSession: "s", RequesterSession: "c", CreatedAt: 1, State: wire.StateApproved, Approved: true}
+	if err := l.append(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, looked := l.recorded(keyOf("s", "a", "c", 1)); !ok || !looked {
+		t.Fatalf("recorded before the cut: %v %v", ok, looked)
+	}
+	if err := os.Truncate(filepath.Join(dir, "audit.jsonl"), 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, looked := l.recorded(keyOf("s", "a", "c", 1)); ok || looked {
+		t.Fatalf("after the cut: found %v, looked %v; want neither", ok, looked)
+	}
+}
