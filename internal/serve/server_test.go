@@ -577,9 +577,6 @@ func TestAuditIndexFindsDecisionsAroundForeignAppends(t *testing.T) {
 	dir := t.TempDir()
 	l := newAuditLog(dir, func(Event) {})
 	defer l.close()
-	rec := func(id string) AuditRecord {
-		return AuditRecord{RequestID: id, ServedSession: "s", RequesterSession: "c", CreatedAt: 1, State: wire.StateApproved, Approved: true}
-	}
 	foreign := func(rec AuditRecord) {
 		line, err := json.Marshal(rec)
 		if err != nil {
@@ -594,17 +591,17 @@ func TestAuditIndexFindsDecisionsAroundForeignAppends(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := l.append(rec("a")); err != nil {
+	if err := l.append(indexedRec("a")); err != nil {
 		t.Fatal(err)
 	}
-	foreign(rec("x"))
-	if err := l.appendAll([]AuditRecord{rec("b"), rec("c")}); err != nil {
+	foreign(indexedRec("x"))
+	if err := l.appendAll([]AuditRecord{indexedRec("b"), indexedRec("c")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := AppendRuleRecord(dir, RuleRecord{Surface: "bash", Pattern: "ls", Action: "allow"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.append(rec("d")); err != nil {
+	if err := l.append(indexedRec("d")); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a", "x", "b", "c", "d"} {
@@ -621,24 +618,21 @@ func TestAuditIndexForgetsWhatATruncationCut(t *testing.T) {
 	dir := t.TempDir()
 	l := newAuditLog(dir, func(Event) {})
 	defer l.close()
-	rec := func(id string) AuditRecord {
-		return AuditRecord{RequestID: id, ServedSession: "s", RequesterSession: "c", CreatedAt: 1, State: wire.StateApproved, Approved: true}
-	}
-	if err := l.append(rec("kept")); err != nil {
+	if err := l.append(indexedRec("kept")); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(filepath.Join(dir, "audit.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.append(rec("cut")); err != nil {
+	if err := l.append(indexedRec("cut")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(filepath.Join(dir, "audit.jsonl"), st.Size()); err != nil {
 		t.Fatal(err)
 	}
 	l.unindexFrom(st.Size())
-	if err := l.append(rec("later")); err != nil {
+	if err := l.append(indexedRec("later")); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := l.recorded(keyOf("s", "cut", "c", 1)); ok {
@@ -685,8 +679,7 @@ func TestAnUnreadableIndexedDecisionIsNotALookedAtAbsence(t *testing.T) {
 	dir := t.TempDir()
 	l := newAuditLog(dir, func(Event) {})
 	defer l.close()
-	rec := AuditRecord{RequestID: "a", ServedSession: "s", RequesterSession: "c", CreatedAt: 1, State: wire.StateApproved, Approved: true}
-	if err := l.append(rec); err != nil {
+	if err := l.append(indexedRec("a")); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, looked := l.recorded(keyOf("s", "a", "c", 1)); !ok || !looked {
@@ -698,4 +691,9 @@ func TestAnUnreadableIndexedDecisionIsNotALookedAtAbsence(t *testing.T) {
 	if _, ok, looked := l.recorded(keyOf("s", "a", "c", 1)); ok || looked {
 		t.Fatalf("after the cut: found %v, looked %v; want neither", ok, looked)
 	}
+}
+
+// indexedRec is an approval of request id in session s, for the index tests.
+func indexedRec(id string) AuditRecord {
+	return AuditRecord{RequestID: id, ServedSession: "s", RequesterSession: "c", CreatedAt: 1, State: wire.StateApproved, Approved: true}
 }
