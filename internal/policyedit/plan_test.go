@@ -239,12 +239,7 @@ func TestApplyThroughALink(t *testing.T) {
 	e := newEnv(t, nil)
 	real := filepath.Join(t.TempDir(), "dotfiles-config.json")
 	testkit.WriteFile(t, real, []byte(`{"permission":{}}`))
-	if err := os.MkdirAll(filepath.Dir(e.path("global")), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(real, e.path("global")); err != nil {
-		t.Fatal(err)
-	}
+	linkGlobal(t, e, real)
 	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}, "ls")
 	if err != nil {
 		t.Fatal(err)
@@ -270,12 +265,7 @@ func TestApplyRefusesALinkRepointedSinceThePreview(t *testing.T) {
 	for _, f := range []string{checked, other} {
 		testkit.WriteFile(t, f, []byte(`{"permission":{}}`))
 	}
-	if err := os.MkdirAll(filepath.Dir(e.path("global")), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(checked, e.path("global")); err != nil {
-		t.Fatal(err)
-	}
+	linkGlobal(t, e, checked)
 	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "ls", Action: resolve.Allow}, "ls")
 	if err != nil {
 		t.Fatal(err)
@@ -283,9 +273,7 @@ func TestApplyRefusesALinkRepointedSinceThePreview(t *testing.T) {
 	if err := os.Remove(e.path("global")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(other, e.path("global")); err != nil {
-		t.Fatal(err)
-	}
+	linkGlobal(t, e, other)
 	if _, err := Apply(ch, e.opts, e.state, time.Now()); err == nil || !strings.Contains(err.Error(), "since the preview") {
 		t.Fatalf("Apply through a repointed link = %v", err)
 	}
@@ -487,5 +475,17 @@ func TestTheCountCoversEveryWarning(t *testing.T) {
 		if r := Safety(ch, c.covered, c.denied); r == nil || r.Count != c.want || len(r.Reasons) < 3 {
 			t.Errorf("Safety(covered %d, denied %d) = %+v, want a count of %d", c.covered, c.denied, r, c.want)
 		}
+	}
+}
+
+// linkGlobal makes the global config a link to target, as dotfile managers
+// keep it.
+func linkGlobal(t *testing.T, e env, target string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(e.path("global")), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, e.path("global")); err != nil {
+		t.Fatal(err)
 	}
 }
