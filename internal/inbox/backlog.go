@@ -22,8 +22,8 @@ type backlog struct {
 	incomplete bool // a name was not kept: the next scan lists
 }
 
-// deferName remembers a name that could not be read for lack of room. in.mu is
-// held.
+// deferName remembers a name that could not be read for lack of room. in.mu
+// is held.
 func (in *Inbox) deferName(s *sessionState, name string) {
 	b := &s.backlog
 	switch {
@@ -57,8 +57,8 @@ func (in *Inbox) nextName(s *sessionState) (name string, ok bool) {
 	return name, true
 }
 
-// clearBacklog forgets the session's kept names (it is no longer served, or
-// a listing is about to see them all again). in.mu is held.
+// clearBacklog forgets the kept names of a session no longer served (a
+// session served again is listed afresh). in.mu is held.
 func (in *Inbox) clearBacklog(s *sessionState) {
 	in.backlogged -= len(s.backlog.names)
 	s.backlog = backlog{}
