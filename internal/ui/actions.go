@@ -80,14 +80,14 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Select):
 		m.toggleSelect()
 	case key.Matches(msg, m.keys.ApproveOnce):
-		return m.decideTargets(msg.String(), "approve once", m.targets(), once, m.opts.ConfirmDouble)
+		return m.decideTargets(msg.String(), "approve once", m.targets(), once, m.opts.ConfirmDouble, nil)
 	case key.Matches(msg, m.keys.Deny):
-		return m.decideTargets(msg.String(), "deny", m.targets(), deny, m.opts.ConfirmDouble)
+		return m.decideTargets(msg.String(), "deny", m.targets(), deny, m.opts.ConfirmDouble, nil)
 	case key.Matches(msg, m.keys.ApproveIdentical):
 		// Always two presses: the first says how many, marks which, and
 		// names what they share and what near-identical asks differ in.
 		t, what := m.identicalTargets()
-		return m.decideTargets(msg.String(), what, t, once, true)
+		return m.decideTargets(msg.String(), what, t, once, true, nil)
 	case key.Matches(msg, m.keys.ApproveSession):
 		m.openScope()
 	case key.Matches(msg, m.keys.DenyReason):
@@ -331,12 +331,15 @@ func once(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State:
 func deny(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateDenied} }
 
 // decideTargets sends one decision per target, after the second press when
-// twice. pressed is the key, what describes the decision.
-func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d decisionFor, twice bool) tea.Cmd {
+// twice. pressed is the key, what describes the decision; also are the
+// other waiting asks it answers (a whole-session grant). An approval first
+// checks the files of the writes and edits it answers (stampsCmd).
+func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d decisionFor, twice bool, also []serve.AskID) tea.Cmd {
 	if len(targets) == 0 {
 		return nil
 	}
-	if approves(d, targets[0]) {
+	approving := approves(d, targets[0])
+	if approving {
 		if why := m.changeUnseen(targets); why != "" {
 			m.setStatus(why)
 			return nil
@@ -347,11 +350,51 @@ func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d dec
 		return nil
 	}
 	m.setStatus(what + ": " + describe(m, targets))
+	a := approval{targets: targets, also: also, d: d}
+	if approving {
+		if cmd := m.stampsCmd(slices.Concat(targets, also), &a); cmd != nil {
+			return cmd
+		}
+	}
+	return m.carryOut(a)
+}
+
+// carryOut sends an approval's decisions, or writes its rule, once its
+// files were checked: the asks still waiting must still have been seen
+// whole, since a diff may have been read again meanwhile.
+func (m *Model) carryOut(a approval) tea.Cmd {
+	targets := stillPending(m, a.targets)
+	if a.rule != nil {
+		if why := m.changeUnseen(targets); why != "" {
+			return m.refuseApproval(a, why)
+		}
+		return m.writeRule(*a.rule)
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	if approves(a.d, targets[0]) {
+		if why := m.changeUnseen(stillPending(m, slices.Concat(targets, a.also))); why != "" {
+			return m.refuseApproval(a, why)
+		}
+	}
 	cmds := make([]tea.Cmd, 0, len(targets))
 	for _, k := range targets {
-		cmds = append(cmds, m.send(d(k)))
+		cmds = append(cmds, m.send(a.d(k)))
 	}
 	return tea.Batch(cmds...)
+}
+
+// refuseApproval says why an approval was not carried out; a rule dialog
+// waiting for its write takes keys again.
+func (m *Model) refuseApproval(a approval, why string) tea.Cmd {
+	if a.rule != nil {
+		m.ruleDialog.writing = false
+		m.setStatus("not written: the rule would allow an ask not seen whole; look at it first, or narrow the pattern. " + why)
+		return nil
+	}
+	m.setStatus("refused: " + why)
+	return nil
 }
 
 // confirmed reports whether a decision may go out now: at once unless

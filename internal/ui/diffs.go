@@ -50,10 +50,28 @@ type previewMsg struct {
 	stamp string
 }
 
-// stampMsg is the highlighted diff's file stamp, taken on a tick.
-type stampMsg struct {
+// stampsMsg carries the stamps of the files of write and edit asks, taken
+// in a command: the highlighted ask's on a tick, or those an approving
+// decision answers when it was made. then is that decision, carried out
+// once every file is as its diff was read (decision 0187).
+type stampsMsg struct {
+	stamps []askStamp
+	then   *approval
+}
+
+type askStamp struct {
 	ask   serve.AskID
 	stamp string
+}
+
+// approval is an approving decision, confirmed, held while the files of the
+// asks it answers are stamped: decisions for targets (also: the other
+// waiting asks a whole-session grant answers), or an allow rule that
+// decides targets.
+type approval struct {
+	targets, also []serve.AskID
+	d             decisionFor
+	rule          *writeRuleAction
 }
 
 // statStamp is a file's size and modification time, or the error.
@@ -68,29 +86,78 @@ func statStamp(path string) string {
 // stampCmd checks, on a tick, whether the highlighted ask's file changed
 // since its diff was read.
 func (m *Model) stampCmd() tea.Cmd {
-	e := m.current()
-	if e == nil || e.diffState != diffKept || e.state != statePending || e.ask.Host != "" {
+	if e := m.current(); e != nil && e.state == statePending {
+		return m.stampsCmd([]serve.AskID{e.ask.ID}, nil)
+	}
+	return nil
+}
+
+// stampsCmd stamps, in a command, the files of the asks among ids whose
+// diff is kept and was read here (a file on another host is not stamped);
+// nil when there are none: then has nothing to wait for.
+func (m *Model) stampsCmd(ids []serve.AskID, then *approval) tea.Cmd {
+	type file struct {
+		ask serve.AskID
+		req *wire.Request
+	}
+	var files []file
+	for _, id := range ids {
+		if e := m.find(id); e != nil && e.diffState == diffKept && e.ask.Host == "" {
+			files = append(files, file{id, e.ask.Request})
+		}
+	}
+	if len(files) == 0 {
 		return nil
 	}
-	id, req, stamp := e.ask.ID, e.ask.Request, m.opts.FileStamp
+	stamp := m.opts.FileStamp
 	return func() tea.Msg {
-		c, ok := preview.ChangeOf(req) // parses the input: off the UI loop
-		if !ok {
-			return nil
+		msg := stampsMsg{then: then}
+		for _, f := range files {
+			if c, ok := preview.ChangeOf(f.req); ok { // parses the input: off the UI loop
+				msg.stamps = append(msg.stamps, askStamp{f.ask, stamp(c.Path)})
+			}
 		}
-		return stampMsg{ask: id, stamp: stamp(c.Path)}
+		return msg
 	}
 }
 
-// applyStamp marks a diff stale when its file changed, and reads it again
+// applyStamps marks a diff stale when its file changed, and reads it again
 // first; the stale diff stays shown, marked, until the new one replaces it.
-func (m *Model) applyStamp(msg stampMsg) tea.Cmd {
-	e := m.find(msg.ask)
-	if e == nil || e.diffState != diffKept || msg.stamp == e.diffStamp {
-		return nil
+// An approval waiting for the stamps is refused, naming the asks whose
+// files changed, or else carried out.
+func (m *Model) applyStamps(msg stampsMsg) tea.Cmd {
+	var changed []string
+	var reads []tea.Cmd
+	for _, s := range msg.stamps {
+		e := m.find(s.ask)
+		if e == nil || e.state != statePending || e.diffState != diffKept || s.stamp == e.diffStamp {
+			continue
+		}
+		e.diffStale = true
+		changed = append(changed, label(e))
+		reads = append(reads, m.readFirst(e))
 	}
-	e.diffStale = true
-	return m.readFirst(e)
+	if a := msg.then; a != nil {
+		if len(changed) > 0 {
+			reads = append(reads, m.refuseApproval(*a, changedStatus(changed)))
+		} else {
+			reads = append(reads, m.carryOut(*a))
+		}
+	}
+	return tea.Batch(reads...)
+}
+
+// changedStatus names the asks whose files changed since their diffs were
+// read (at most five, then a count).
+func changedStatus(labels []string) string {
+	names := strings.Join(labels[:min(len(labels), 5)], ", ")
+	if len(labels) > 5 {
+		names += " and " + itoa(len(labels)-5) + " more"
+	}
+	if len(labels) == 1 {
+		return "⚠ the file of " + names + " changed after its diff was read; it is being read again: look at it, then approve"
+	}
+	return "⚠ the files of " + names + " changed after their diffs were read; they are being read again: look at them, then approve"
 }
 
 // wantDiff queues the read of a new ask's diff when it is a write or edit.
@@ -314,7 +381,7 @@ func (m *Model) changeUnseen(targets []serve.AskID) string {
 		switch {
 		case e == nil:
 		case e.diffStale:
-			return "⚠ the file of " + label(e) + " changed after its diff was read; it is being read again: look at it, then approve"
+			return changedStatus([]string{label(e)})
 		case diffUnread(e):
 			return "the change of " + label(e) + " has not been shown yet: highlight it to read it; approving waits until it was on screen"
 		case seen[e.same]:

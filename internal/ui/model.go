@@ -351,8 +351,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case previewMsg:
 		return m, m.applyPreview(msg)
-	case stampMsg:
-		return m, m.applyStamp(msg)
+	case stampsMsg:
+		return m, m.applyStamps(msg)
 	case tickMsg:
 		return m, tea.Batch(m.tickCmd(), m.stampCmd())
 	case tea.MouseMsg:

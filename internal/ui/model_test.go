@@ -69,7 +69,7 @@ func (h *harness) run(cmd tea.Cmd) {
 		}
 	case tea.QuitMsg:
 		h.quit = true
-	case decidedMsg, revokedMsg, previewMsg, stampMsg, rulePreviewMsg, ruleWrittenMsg:
+	case decidedMsg, revokedMsg, previewMsg, stampsMsg, rulePreviewMsg, ruleWrittenMsg:
 		h.send(msg)
 	}
 }
@@ -411,7 +411,8 @@ func TestWithdrawnWhileAnswerIsWritten(t *testing.T) {
 	a := pathWrite()
 	h.queue(a)
 	h.now = h.now.Add(time.Second)
-	_, cmd := h.m.Update(keyMsg("y")) // the Decide call has not run yet
+	_, check := h.m.Update(keyMsg("y")) // the write's file is checked first
+	_, cmd := h.m.Update(check())       // the Decide call has not run yet
 	h.events(withdrawn(a.ID, false))
 	if e := h.m.find(a.ID); e == nil || e.state != stateSending {
 		t.Fatalf("ask being answered was changed by Withdrawn: %+v", e)

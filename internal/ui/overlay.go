@@ -117,7 +117,7 @@ func (m *Model) apply(act action) tea.Cmd {
 			m.setStatus(why)
 			return nil
 		}
-		cmd := m.decideTargets(a.pressed, a.what, stillPending(m, a.targets), a.d, m.opts.ConfirmDouble)
+		cmd := m.decideTargets(a.pressed, a.what, stillPending(m, a.targets), a.d, m.opts.ConfirmDouble, stillPending(m, a.also))
 		if cmd != nil {
 			m.mode = modeQueue
 		}
@@ -154,21 +154,26 @@ func (m *Model) apply(act action) tea.Cmd {
 		rules := m.opts.Rules
 		return func() tea.Msg { return rulePreviewMsg{seq: a.seq, preview: rules.PreviewRule(a.draft)} }
 	case writeRuleAction:
-		if a.draft.Action == resolve.Allow {
-			if why := m.changeUnseen(stillPending(m, a.decides)); why != "" {
-				m.ruleDialog.writing = false
-				m.setStatus("not written: the rule would allow an ask not seen whole; look at it first, or narrow the pattern. " + why)
-				return nil
-			}
+		if a.draft.Action != resolve.Allow {
+			return m.writeRule(a)
 		}
-		rules := m.opts.Rules
-		m.setStatus("writing the rule…")
-		return func() tea.Msg {
-			status, err := rules.WriteRule(a.draft, a.confirm, a.digest)
-			return ruleWrittenMsg{status: status, err: err}
+		held := approval{rule: &a, targets: stillPending(m, a.decides)}
+		if cmd := m.stampsCmd(held.targets, &held); cmd != nil {
+			return cmd
 		}
+		return m.carryOut(held)
 	}
 	return nil
+}
+
+// writeRule writes the rule in a command.
+func (m *Model) writeRule(a writeRuleAction) tea.Cmd {
+	rules := m.opts.Rules
+	m.setStatus("writing the rule…")
+	return func() tea.Msg {
+		status, err := rules.WriteRule(a.draft, a.confirm, a.digest)
+		return ruleWrittenMsg{status: status, err: err}
+	}
 }
 
 // closeOverlay returns to the queue; it never decides anything.
