@@ -416,6 +416,9 @@ func (m *Model) send(d serve.Decision) tea.Cmd {
 	if e := m.find(d.Ask); e != nil {
 		e.state = stateSending
 		e.selected = false
+		if d.DenyFor != nil { // kept before the answer: serve denies the asks it covers meanwhile
+			m.yourDeny = &sessionRule{e.ask.Session, *d.DenyFor}
+		}
 	}
 	m.sent[d.Ask] = d
 	b := m.opts.Backend

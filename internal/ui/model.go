@@ -19,6 +19,7 @@ import (
 
 	"github.com/permtui/permtui/internal/budget"
 	"github.com/permtui/permtui/internal/preview"
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -157,6 +158,12 @@ type sessionState struct {
 	permtui bool // that node is another permtui
 }
 
+// sessionRule is a grant's surface and pattern held for a root session.
+type sessionRule struct {
+	session string
+	g       wire.Grant
+}
+
 // armedPress is the first press of a decision key under ConfirmDouble.
 type armedPress struct {
 	key     string
@@ -241,8 +248,11 @@ type Model struct {
 	statusOffSelection bool
 	// sent remembers each decision on its way, so the log can say which
 	// scope the person chose (the response alone cannot).
-	sent       map[serve.AskID]serve.Decision
-	streak     autoStreak
+	sent   map[serve.AskID]serve.Decision
+	streak autoStreak
+	// yourDeny is the session deny the person made last here (N), so the
+	// waiting asks it denies at once are said to be theirs.
+	yourDeny   *sessionRule
 	armed      *armedPress
 	titleCount int
 }
@@ -509,9 +519,23 @@ func (m *Model) applyResponse(ev serve.Decided) {
 	delete(m.sent, ev.Ask.ID)
 	m.addLog(l)
 	if ev.Auto && wasQueued {
-		m.streak.add(ev.Response.Approved)
-		m.status, m.statusAt = m.streak.String(), m.opts.Now()
+		if m.byYourDeny(ev) {
+			m.streak.byDeny++
+			m.streak.denyWords = "session deny " + Sanitize(m.yourDeny.g.Surface) + " " + Sanitize(m.yourDeny.g.Pattern)
+		} else {
+			m.streak.add(ev.Response.Approved)
+		}
+		m.status, m.statusAt = clip(m.streak.String(), textBytes), m.opts.Now()
 	}
+}
+
+// byYourDeny: the answer is a denial by the session deny the person made
+// last in this console, of the root session it holds for.
+func (m *Model) byYourDeny(ev serve.Decided) bool {
+	ds, d := ev.Response.DecidedBy, m.yourDeny
+	return d != nil && !ev.Response.Approved && ds != nil && ds.Kind == wire.DecidedByRule &&
+		deref(ds.Origin) == resolve.OriginSession && ds.Surface == d.g.Surface && deref(ds.Pattern) == d.g.Pattern &&
+		ev.Ask.Session == d.session
 }
 
 func (m *Model) applyDecided(msg decidedMsg) {
@@ -776,11 +800,26 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 
 // autoStreak counts queued asks answered automatically since the last other
 // status message, so a burst reads as one line.
-type autoStreak struct{ autoCount }
+// autoStreak counts the automatic answers to queued asks since the status
+// line last said anything else; byDeny counts those denied by the person's
+// own latest session deny (denyWords names it), which serve answers at once
+// when it is recorded.
+type autoStreak struct {
+	autoCount
+	byDeny    int
+	denyWords string
+}
 
 func (s autoStreak) String() string {
+	var yours string
+	if s.byDeny > 0 {
+		yours = "✗ " + plural(s.byDeny, "waiting ask") + " denied by your N (" + s.denyWords + "); "
+	}
 	n := s.approved + s.denied
-	msg := plural(n, "queued ask") + " answered by recorded authority (l names each):"
+	if n == 0 {
+		return yours + "l names each"
+	}
+	msg := yours + plural(n, "queued ask") + " answered by recorded authority (l names each):"
 	if s.approved > 0 {
 		msg += " ✓ " + itoa(s.approved) + " approved"
 	}

@@ -129,3 +129,28 @@ func TestApproveIdenticalChecksEveryFile(t *testing.T) {
 	h.keys("G", "g", "a", "a")
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved}, serve.Decision{Ask: c.ID, State: wire.StateApproved})
 }
+
+// The waiting asks N's session deny denies at once are said to be denied by
+// the person's N, not "answered by recorded authority"; an answer by
+// another session deny is not called theirs.
+func TestTheAsksNDeniesAreSaidToBeTheirs(t *testing.T) {
+	h := newHarness(t)
+	a, other := twoWrites()
+	third := bashAsk(1, "builder", "/w/p", "rm -rf build")
+	h.queue(a, other, third)
+	h.keys("N", "keep out of src", "enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: "keep out of src",
+		DenyFor: &wire.Grant{Surface: "path_write", Pattern: "/w/p/src/*"}})
+	byDeny := func(g wire.Grant) wire.Response {
+		return wire.Response{State: wire.StateDeniedWithReason, DenialReason: "keep out of src",
+			DecidedBy: &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: g.Surface, Pattern: sp(g.Pattern), Origin: sp(resolve.OriginSession)}}
+	}
+	h.events(serve.Decided{Ask: other, Response: byDeny(wire.Grant{Surface: "path_write", Pattern: "/w/p/src/*"}), Auto: true})
+	h.wantStatus("1 waiting ask denied by your N (session deny path_write /w/p/src/*)")
+	if strings.Contains(h.m.status, "recorded authority") {
+		t.Fatalf("status %q calls the person's deny recorded authority", h.m.status)
+	}
+	h.events(serve.Decided{Ask: third, Response: byDeny(wire.Grant{Surface: "bash", Pattern: "rm *"}), Auto: true})
+	h.wantStatus("1 waiting ask denied by your N")
+	h.wantStatus("1 queued ask answered by recorded authority")
+}
