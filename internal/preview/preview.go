@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -42,7 +43,7 @@ type Change struct {
 	Edits   []Edit
 }
 
-// Edit replaces the first occurrence of Old with New, as pi's edit tool does.
+// Edit replaces Old, which must occur once in the file, with New.
 type Edit struct{ Old, New string }
 
 // Kind is the role of a diff line.
@@ -184,13 +185,10 @@ func Compute(c Change, current []byte, readErr error) Diff {
 		d.Note = "no diff: " + strconv.Itoa(len(c.Edits)) + " edits of a file this size are too many to preview"
 		return d
 	default:
-		after = before
-		for _, e := range c.Edits {
-			if e.Old == "" || !strings.Contains(after, e.Old) {
-				d.Note = "no diff: the edit's old text is not in the current file, so the edit would fail"
-				return d
-			}
-			after = strings.Replace(after, e.Old, e.New, 1)
+		var refused string
+		if after, refused = applyEdits(before, c.Edits); refused != "" {
+			d.Note = "no diff: " + refused
+			return d
 		}
 	}
 	if isBinary([]byte(after)) {
@@ -207,6 +205,49 @@ func Compute(c Change, current []byte, readErr error) Diff {
 		d.Lines = compact(d.Lines[:MaxLines])
 	}
 	return d
+}
+
+// applyEdits applies edits to text as pi's edit tool does (decision 0188):
+// every old text is found in the original text and must occur there once,
+// the edits must not overlap, and each replaces its own place in the
+// original. Otherwise pi refuses the whole edit, and refused says why.
+func applyEdits(text string, edits []Edit) (after, refused string) {
+	type match struct{ at, edit int }
+	matches := make([]match, 0, len(edits))
+	for i, e := range edits {
+		which := "the edit's old text"
+		if len(edits) > 1 {
+			which = "edit " + strconv.Itoa(i+1) + "'s old text"
+		}
+		if e.Old == "" {
+			return "", which + " is empty, so pi's edit tool refuses the edit"
+		}
+		switch n := strings.Count(text, e.Old); {
+		case n == 0:
+			return "", which + " is not in the current file as written; pi's edit tool then looks for it " +
+				"ignoring line endings, trailing spaces and Unicode quote, dash and space variants, which is not " +
+				"previewed here: the edit may still change the file"
+		case n > 1:
+			return "", which + " occurs " + strconv.Itoa(n) + " times in the current file; pi's edit tool " +
+				"refuses an old text that is not unique, so the edit would fail and change nothing"
+		}
+		matches = append(matches, match{strings.Index(text, e.Old), i})
+	}
+	slices.SortStableFunc(matches, func(a, b match) int { return a.at - b.at })
+	var b strings.Builder
+	end := 0
+	for k, m := range matches {
+		if k > 0 && m.at < end {
+			first, second := min(m.edit, matches[k-1].edit), max(m.edit, matches[k-1].edit)
+			return "", "edits " + strconv.Itoa(first+1) + " and " + strconv.Itoa(second+1) + " overlap; " +
+				"pi's edit tool refuses overlapping edits, so the edit would fail and change nothing"
+		}
+		b.WriteString(text[end:m.at])
+		b.WriteString(edits[m.edit].New)
+		end = m.at + len(edits[m.edit].Old)
+	}
+	b.WriteString(text[end:])
+	return b.String(), ""
 }
 
 // compact copies lines into fresh memory: each line's text is a substring of

@@ -178,8 +178,14 @@ func TestComputeBoundsTheWorkOfManyEdits(t *testing.T) {
 	if len(d.Lines) != 0 || !strings.Contains(d.Note, "5000 edits") {
 		t.Fatalf("note %q, %d lines", d.Note, len(d.Lines))
 	}
-	// A few edits of a large file are still shown.
-	d = Compute(Change{Tool: "edit", Path: "/w/a.txt", Edits: edits[:3]}, []byte(strings.Repeat("a\n", 512<<10)), nil)
+	// A few edits of a large file are still shown (each old text occurs
+	// once: pi refuses one that does not).
+	var large strings.Builder
+	for i := range 128 << 10 {
+		fmt.Fprintf(&large, "%07d\n", i)
+	}
+	few := []Edit{{"0000001\n", "b\n"}, {"0065536\n", "b\n"}, {"0131071\n", "b\n"}}
+	d = Compute(Change{Tool: "edit", Path: "/w/a.txt", Edits: few}, []byte(large.String()), nil)
 	if len(d.Lines) == 0 {
 		t.Fatalf("no diff for 3 edits of 1 MiB: %q", d.Note)
 	}
@@ -224,5 +230,51 @@ func BenchmarkComputeAllLinesChanged(b *testing.B) {
 				Compute(c, []byte(before), nil)
 			}
 		})
+	}
+}
+
+// after is the text a diff leads to: its unchanged and added lines (the
+// whole file when the diff has every line as context or change).
+func after(d Diff) string {
+	var b strings.Builder
+	for _, l := range d.Lines {
+		if l.Kind == Context || l.Kind == Added {
+			b.WriteString(l.Text + "\n")
+		}
+	}
+	return b.String()
+}
+
+// An edit is applied as pi's edit tool applies it (pi-coding-agent 1.6.0,
+// run on these cases): every old text must occur once in the file as it
+// is, edits must not overlap, and each replaces its place in the original
+// text, not in the text earlier edits made. Otherwise pi refuses the edit
+// and the note says so.
+func TestComputeAppliesEditsAsPiDoes(t *testing.T) {
+	edit := func(current string, edits ...Edit) Diff {
+		return Compute(Change{Tool: "edit", Path: "/w/a.ts", Edits: edits}, []byte(current), nil)
+	}
+	d := edit("x = 1;\ny = 2;\nx = 1;\nx = 1;\n", Edit{"x = 1;", "x = 9;"})
+	if len(d.Lines) != 0 || !strings.Contains(d.Note, "the edit's old text occurs 3 times in the current file; pi's edit tool refuses an old text that is not unique, so the edit would fail and change nothing") {
+		t.Errorf("a non-unique old text: note %q, %d lines", d.Note, len(d.Lines))
+	}
+	d = edit("a\nb\nb\n", Edit{"a", "z"}, Edit{"b", "x"})
+	if len(d.Lines) != 0 || !strings.Contains(d.Note, "edit 2's old text occurs 2 times") {
+		t.Errorf("a non-unique old text among several edits: note %q", d.Note)
+	}
+	if d = edit("A\nB\n", Edit{"A", "B\nA"}, Edit{"B\n", "C\n"}); after(d) != "B\nA\nC\n" || d.Note != "" {
+		t.Errorf("edits applied to the text earlier edits made: leads to %q (note %q), pi writes %q", after(d), d.Note, "B\nA\nC\n")
+	}
+	for _, edits := range [][]Edit{{{"abc", "1"}, {"cde", "2"}}, {{"cde", "2"}, {"abc", "1"}}, {{"bc", "x"}, {"bc", "y"}}} {
+		d = edit("abcdef\n", edits...)
+		if len(d.Lines) != 0 || !strings.Contains(d.Note, "edits 1 and 2 overlap") {
+			t.Errorf("overlapping edits %q: note %q, leads to %q", edits, d.Note, after(d))
+		}
+	}
+	// pi matches an old text not found as written after normalizing
+	// quotes, dashes and trailing spaces: it may still change the file.
+	d = edit("x = \u201chi\u201d;\n", Edit{`x = "hi";`, "x = 1;"})
+	if len(d.Lines) != 0 || strings.Contains(d.Note, "would fail") || !strings.Contains(d.Note, "may still change the file") {
+		t.Errorf("an old text pi matches after normalizing: note %q", d.Note)
 	}
 }

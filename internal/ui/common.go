@@ -131,7 +131,7 @@ func (c *common) renderOwned(fields []field, wrapProse bool, factLines, width in
 		var chunks []string
 		own := f.must
 		switch {
-		case f.prose() && wrapProse:
+		case f.prose() && (wrapProse || f.diff): // a note on the change says what its diff cannot show
 			chunks = wrapWords(f.text, textWidth)
 		case f.prose():
 			chunks = []string{ansi.Truncate(f.text, textWidth, "…")}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
@@ -153,4 +155,21 @@ func TestTheAsksNDeniesAreSaidToBeTheirs(t *testing.T) {
 	h.events(serve.Decided{Ask: third, Response: byDeny(wire.Grant{Surface: "bash", Pattern: "rm *"}), Auto: true})
 	h.wantStatus("1 waiting ask denied by your N")
 	h.wantStatus("1 queued ask answered by recorded authority")
+}
+
+// An edit whose old text occurs more than once is not previewed at its
+// first occurrence: the detail says how often it occurs and that pi
+// refuses such an edit.
+func TestANonUniqueOldTextIsSaidPlainly(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", appSource) })
+	a := editAsk()
+	a.Request.Payload.Evidence[0].Text = `{"path":"src/app.ts","oldText":"export const","newText":"const"}`
+	h.queue(a)
+	v := strings.Join(strings.Fields(ansi.Strip(h.m.View())), " ")
+	if !strings.Contains(v, "the edit's old text occurs 2 times in the current file; pi's edit tool refuses an old text that is not unique, so the edit would fail and change nothing") {
+		t.Fatalf("the detail does not say the old text is not unique:\n%s", ansi.Strip(h.m.View()))
+	}
+	if strings.Contains(v, "- export const x = 1;") {
+		t.Fatalf("the first occurrence is previewed as the change:\n%s", ansi.Strip(h.m.View()))
+	}
 }
