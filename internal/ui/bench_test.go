@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -151,5 +152,37 @@ func runCmd(m *Model, msg tea.Msg) {
 			_, next := m.Update(msg)
 			cmds = append(cmds, next)
 		}
+	}
+}
+
+// BenchmarkApprovalStamps: what an approval of 1,024 selected edits adds
+// before its decisions go out (decision 0187): a stat of each ask's file,
+// in the command, and the comparison in Update. The files are real.
+func BenchmarkApprovalStamps(b *testing.B) {
+	dir := b.TempDir()
+	m := New(Options{Backend: &fakeBackend{}, Now: func() time.Time { return testNow }, Refresh: -1, Attention: io.Discard})
+	ids := make([]serve.AskID, 0, 1024)
+	for i := range 1024 {
+		a := editAsk()
+		a.ID += serve.AskID(100 + i)
+		path := fmt.Sprintf("%s/f%d.ts", dir, i)
+		if err := os.WriteFile(path, []byte(appSource), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		r := *a.Request
+		ai := *r.AccessIntent
+		ai.BoundaryValue, r.AccessIntent = &path, &ai
+		a.Request = &r
+		runCmd(m, EventMsg{Event: serve.AskQueued{Ask: a}})
+		ids = append(ids, a.ID)
+	}
+	if e := m.find(ids[1023]); e.diffState != diffKept {
+		b.Fatalf("the last diff is not kept (state %d)", e.diffState)
+	}
+	for b.Loop() {
+		m.Update(m.stampsCmd(ids, nil)())
+	}
+	if e := m.find(ids[0]); e.diffStale || e.diffState != diffKept {
+		b.Fatal("an unchanged file was taken as changed")
 	}
 }

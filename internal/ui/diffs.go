@@ -94,28 +94,24 @@ func (m *Model) stampCmd() tea.Cmd {
 
 // stampsCmd stamps, in a command, the files of the asks among ids whose
 // diff is kept and was read here (a file on another host is not stamped);
-// nil when there are none: then has nothing to wait for.
+// nil when there are none: then has nothing to wait for. The path is the
+// kept diff's, so no request is parsed again.
 func (m *Model) stampsCmd(ids []serve.AskID, then *approval) tea.Cmd {
-	type file struct {
-		ask serve.AskID
-		req *wire.Request
-	}
-	var files []file
+	var asks []serve.AskID
+	var paths []string
 	for _, id := range ids {
 		if e := m.find(id); e != nil && e.diffState == diffKept && e.ask.Host == "" {
-			files = append(files, file{id, e.ask.Request})
+			asks, paths = append(asks, id), append(paths, e.diff.Path)
 		}
 	}
-	if len(files) == 0 {
+	if len(asks) == 0 {
 		return nil
 	}
 	stamp := m.opts.FileStamp
 	return func() tea.Msg {
-		msg := stampsMsg{then: then}
-		for _, f := range files {
-			if c, ok := preview.ChangeOf(f.req); ok { // parses the input: off the UI loop
-				msg.stamps = append(msg.stamps, askStamp{f.ask, stamp(c.Path)})
-			}
+		msg := stampsMsg{stamps: make([]askStamp, len(asks)), then: then}
+		for i, p := range paths {
+			msg.stamps[i] = askStamp{asks[i], stamp(p)}
 		}
 		return msg
 	}
