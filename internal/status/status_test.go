@@ -120,6 +120,30 @@ func TestLinesCountWaitingAsksAndDecisions(t *testing.T) {
 	}
 }
 
+// A denial no person made (decidedBy unavailable: a relay that could not
+// use the hub's decision, a front end with nobody attached) is counted as
+// its own outcome, not as a person's denial.
+func TestADenialNobodyMadeIsNotAPersonsDenial(t *testing.T) {
+	a := ask(1, "s1", "builder")
+	unread := wire.Response{State: wire.StateDeniedWithReason, DenialReason: "unreadable", DecidedBy: wire.UnavailableDecision("unreadable")}
+	out := feed(t, Options{Detail: Counts}, serve.AskQueued{Ask: a}, serve.Decided{Ask: a, Queued: true, Response: unread},
+		serve.Decided{Ask: ask(2, "s1", "builder"), Response: wire.Response{State: wire.StateDenied, DecidedBy: wire.UserDecision()}})
+	var lines []Line
+	for _, raw := range strings.Split(strings.TrimSpace(out), "\n") {
+		var l Line
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) != 3 || lines[1].Outcome != Unavailable || lines[2].Outcome != Denied {
+		t.Fatalf("lines %+v", lines)
+	}
+	if d := lines[2].Decisions; d[Unavailable] != 1 || d[Denied] != 1 {
+		t.Fatalf("decisions by kind: %v", d)
+	}
+}
+
 // The status file holds the summary, rewritten as asks come and go, 0600;
 // an agent name cannot put a status-bar format or an escape in it.
 func TestStatusFileKeepsTheSummary(t *testing.T) {
