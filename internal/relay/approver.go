@@ -343,7 +343,7 @@ func (a *Approver) close(hk string) {
 	a.closed[hk] = true
 }
 
-func (a *Approver) grantsChanged(session string, grants []wire.Grant) {
+func (a *Approver) grantsChanged(session string, grants []wire.Grant, _ uint64) {
 	a.mu.Lock()
 	if len(grants) == 0 {
 		delete(a.grants, session)
@@ -489,14 +489,15 @@ func (a *Approver) RevokeGrant(session string, g wire.Grant) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
 	defer cancel()
-	return updateGrants(ctx, gr, session, func(l []wire.Grant) []wire.Grant {
+	_, err := updateGrants(ctx, gr, session, func(l []wire.Grant) []wire.Grant {
 		return slices.DeleteFunc(slices.Clone(l), func(x wire.Grant) bool { return x == g })
 	})
+	return err
 }
 
 // updateGrants changes a session's grants with compare-and-set, so two
-// consoles recording at once both count.
-func updateGrants(ctx context.Context, kv jetstream.KeyValue, session string, change func([]wire.Grant) []wire.Grant) error {
+// consoles recording at once both count; it returns the revision written.
+func updateGrants(ctx context.Context, kv jetstream.KeyValue, session string, change func([]wire.Grant) []wire.Grant) (uint64, error) {
 	key := hub.SessionKey(session)
 	for {
 		var cur grantsMsg
@@ -506,23 +507,23 @@ func updateGrants(ctx context.Context, kv jetstream.KeyValue, session string, ch
 		case err == nil:
 			rev = e.Revision()
 			if err := json.Unmarshal(e.Value(), &cur); err != nil {
-				return fmt.Errorf("grants bucket: %w", err)
+				return 0, fmt.Errorf("grants bucket: %w", err)
 			}
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		default:
-			return err
+			return 0, err
 		}
 		data, err := json.Marshal(grantsMsg{Session: session, Grants: change(cur.Grants)})
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if rev == 0 {
-			_, err = kv.Create(ctx, key, data)
+			rev, err = kv.Create(ctx, key, data)
 		} else {
-			_, err = kv.Update(ctx, key, data, rev)
+			rev, err = kv.Update(ctx, key, data, rev)
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) || ctx.Err() != nil {
-			return err // written, or refused for good (too large, not allowed)
+			return rev, err // written, or refused for good (too large, not allowed)
 		}
 		// Another writer changed them in between: read again.
 	}

@@ -610,8 +610,8 @@ func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 // watchGrants follows the grants bucket; a change reaches the server, which
 // judges later asks with it and re-judges pending ones.
 func (r *Relay) watchGrants(ctx context.Context) {
-	watchGrants(ctx, r.js, r.log, hub.GrantsConsumer(r.host), func(session string, grants []wire.Grant) {
-		if r.grants.set(session, grants) {
+	watchGrants(ctx, r.js, r.log, hub.GrantsConsumer(r.host), func(session string, grants []wire.Grant, rev uint64) {
+		if r.grants.set(session, grants, rev) {
 			r.srv.GrantsUpdated()
 		}
 	})
@@ -652,14 +652,19 @@ func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 	}
 	ok := true
 	for session, grants := range unsent {
+		var rev uint64
 		if err == nil {
 			c, cancel := context.WithTimeout(ctx, hubTimeout)
-			err = updateGrants(c, *kv, session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) })
+			rev, err = updateGrants(c, *kv, session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) })
 			cancel()
 		}
 		if err != nil {
 			r.grants.putBack(session, grants)
 			ok = false
+			continue
+		}
+		if r.grants.written(session, grants, rev) {
+			r.srv.GrantsUpdated()
 		}
 	}
 	if !ok {
