@@ -86,14 +86,7 @@ func TestDefaultDetailCarriesNoCommandValueOrPath(t *testing.T) {
 // and the decisions by kind so far.
 func TestLinesCountWaitingAsksAndDecisions(t *testing.T) {
 	out := feed(t, Options{Detail: Counts, Now: func() time.Time { return time.Unix(0, 0) }}, story()...)
-	var lines []Line
-	for _, raw := range strings.Split(strings.TrimSpace(out), "\n") {
-		var l Line
-		if err := json.Unmarshal([]byte(raw), &l); err != nil {
-			t.Fatalf("%q: %v", raw, err)
-		}
-		lines = append(lines, l)
-	}
+	lines := parseLines(t, out)
 	want := []struct {
 		event, outcome string
 		waiting        int
@@ -128,6 +121,18 @@ func TestADenialNobodyMadeIsNotAPersonsDenial(t *testing.T) {
 	unread := wire.Response{State: wire.StateDeniedWithReason, DenialReason: "unreadable", DecidedBy: wire.UnavailableDecision("unreadable")}
 	out := feed(t, Options{Detail: Counts}, serve.AskQueued{Ask: a}, serve.Decided{Ask: a, Queued: true, Response: unread},
 		serve.Decided{Ask: ask(2, "s1", "builder"), Response: wire.Response{State: wire.StateDenied, DecidedBy: wire.UserDecision()}})
+	lines := parseLines(t, out)
+	if len(lines) != 3 || lines[1].Outcome != Unavailable || lines[2].Outcome != Denied {
+		t.Fatalf("lines %+v", lines)
+	}
+	if d := lines[2].Decisions; d[Unavailable] != 1 || d[Denied] != 1 {
+		t.Fatalf("decisions by kind: %v", d)
+	}
+}
+
+// parseLines reads the JSON lines Run wrote.
+func parseLines(t *testing.T, out string) []Line {
+	t.Helper()
 	var lines []Line
 	for _, raw := range strings.Split(strings.TrimSpace(out), "\n") {
 		var l Line
@@ -136,12 +141,7 @@ func TestADenialNobodyMadeIsNotAPersonsDenial(t *testing.T) {
 		}
 		lines = append(lines, l)
 	}
-	if len(lines) != 3 || lines[1].Outcome != Unavailable || lines[2].Outcome != Denied {
-		t.Fatalf("lines %+v", lines)
-	}
-	if d := lines[2].Decisions; d[Unavailable] != 1 || d[Denied] != 1 {
-		t.Fatalf("decisions by kind: %v", d)
-	}
+	return lines
 }
 
 // The status file holds the summary, rewritten as asks come and go, 0600;
