@@ -32,25 +32,33 @@ func TestHubFlagMistakes(t *testing.T) {
 	}
 }
 
+// startTestHub starts an embedded hub for relay alpha and the approvers
+// under a fresh root, with the relay's agent dir made.
+func startTestHub(t *testing.T, approvers ...string) (h *hub.Hub, root, agentDir string) {
+	t.Helper()
+	root = t.TempDir()
+	h, err := hub.Start(hub.Config{
+		Listen: "127.0.0.1:0", StoreDir: filepath.Join(root, "hub", "store"), CredsDir: filepath.Join(root, "hub", "creds"),
+		Relays: []string{"alpha"}, Approvers: approvers,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Shutdown)
+	agentDir = filepath.Join(root, "agent")
+	if err := os.MkdirAll(agentDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return h, root, agentDir
+}
+
 // TestRelayAndHeadlessApproverOverAHub runs 'permtui relay' and 'permtui
 // serve --headless --hub --events FILE' against an embedded hub: the child's
 // ask crosses the hub, is denied by the headless approver, the relay's audit
 // record names that approver, and the approver's events file saw the agent
 // blocked and unblocked.
 func TestRelayAndHeadlessApproverOverAHub(t *testing.T) {
-	root := t.TempDir()
-	h, err := hub.Start(hub.Config{
-		Listen: "127.0.0.1:0", StoreDir: filepath.Join(root, "hub", "store"), CredsDir: filepath.Join(root, "hub", "creds"),
-		Relays: []string{"alpha"}, Approvers: []string{"ann"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Shutdown()
-	agentDir := filepath.Join(root, "agent")
-	if err := os.MkdirAll(agentDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	h, root, agentDir := startTestHub(t, "ann")
 	relayState := filepath.Join(root, "relay-state")
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -110,19 +118,7 @@ func TestRelayAndHeadlessApproverOverAHub(t *testing.T) {
 // as queued and then decided by every approver that attached later, read
 // again from the asks stream.
 func TestAHeadlessApproverAttachingLaterPrintsOnlyOpenAsks(t *testing.T) {
-	root := t.TempDir()
-	h, err := hub.Start(hub.Config{
-		Listen: "127.0.0.1:0", StoreDir: filepath.Join(root, "hub", "store"), CredsDir: filepath.Join(root, "hub", "creds"),
-		Relays: []string{"alpha"}, Approvers: []string{"ann", "bob"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Shutdown()
-	agentDir := filepath.Join(root, "agent")
-	if err := os.MkdirAll(agentDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	h, root, agentDir := startTestHub(t, "ann", "bob")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	relayOut := &testkit.SyncBuffer{}
