@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -372,15 +373,41 @@ func waitUntil(t *testing.T, limit time.Duration, what string, ok func() bool) {
 }
 
 // The shipped binary serves on one processor unless GOMAXPROCS says
-// otherwise (decision 0200); the runtime's scheduler trace says which.
+// otherwise (decision 0200), and the hub, an embedded NATS server for many
+// relays, keeps the runtime's default (decision 0192); the runtime's
+// scheduler trace says which.
 func TestBinaryServesOnOneProcessorUnlessTold(t *testing.T) {
-	for _, tc := range []struct{ env, want string }{{"", "gomaxprocs=1 "}, {"GOMAXPROCS=2", "gomaxprocs=2 "}} {
+	// The test's own runtime chose the default when nothing set it.
+	machine := runtime.GOMAXPROCS(0)
+	if os.Getenv("GOMAXPROCS") != "" {
+		machine = runtime.NumCPU()
+	}
+	serveArgs := func(dir string) []string {
+		return []string{"serve", "--headless", "--agent-dir", filepath.Join(dir, "agent"),
+			"--state-dir", filepath.Join(dir, "state"), "--session", crashRoot, "--untrusted-project"}
+	}
+	hubArgs := func(dir string) []string {
+		return []string{"hub", "--listen", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state"), "--relay-host", "alpha"}
+	}
+	for _, tc := range []struct {
+		name string
+		args func(dir string) []string
+		env  string
+		want int
+	}{
+		{"serve", serveArgs, "", 1},
+		{"serve", serveArgs, "GOMAXPROCS=2", 2},
+		{"hub", hubArgs, "", machine},
+	} {
+		if tc.want == 1 && tc.name == "hub" {
+			t.Logf("hub: this machine's default is one processor, so the hub's cannot be told from serve's")
+			continue
+		}
 		dir := t.TempDir()
 		if err := os.Mkdir(filepath.Join(dir, "agent"), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(os.Args[0], "serve", "--headless", "--agent-dir", filepath.Join(dir, "agent"),
-			"--state-dir", filepath.Join(dir, "state"), "--session", crashRoot, "--untrusted-project")
+		cmd := exec.Command(os.Args[0], tc.args(dir)...)
 		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") })
 		cmd.Env = append(cmd.Env, "PERMTUI_TEST_MAIN=1", "GODEBUG=schedtrace=1")
 		if tc.env != "" {
@@ -399,7 +426,7 @@ func TestBinaryServesOnOneProcessorUnlessTold(t *testing.T) {
 		for strings.Count(stderr.String(), "SCHED") < 20 && time.Now().Before(deadline) {
 			select {
 			case err := <-exited:
-				t.Fatalf("%q: permtui serve ended: %v\n%.2000s", tc.env, err, stderr.String())
+				t.Fatalf("%s %q: permtui ended: %v\n%.2000s", tc.name, tc.env, err, stderr.String())
 			case <-time.After(10 * time.Millisecond):
 				continue wait
 			}
@@ -413,8 +440,8 @@ func TestBinaryServesOnOneProcessorUnlessTold(t *testing.T) {
 				last = line
 			}
 		}
-		if !strings.Contains(last, tc.want) {
-			t.Errorf("%q: last scheduler trace %q, want %q\n%.2000s", tc.env, last, tc.want, stderr.String())
+		if want := fmt.Sprintf("gomaxprocs=%d ", tc.want); !strings.Contains(last, want) {
+			t.Errorf("%s %q: last scheduler trace %q, want %q\n%.2000s", tc.name, tc.env, last, want, stderr.String())
 		}
 	}
 }

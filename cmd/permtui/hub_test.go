@@ -32,25 +32,33 @@ func TestHubFlagMistakes(t *testing.T) {
 	}
 }
 
+// startTestHub starts an embedded hub for relay alpha and the approvers
+// under a fresh root, with the relay's agent dir made.
+func startTestHub(t *testing.T, approvers ...string) (h *hub.Hub, root, agentDir string) {
+	t.Helper()
+	root = t.TempDir()
+	h, err := hub.Start(hub.Config{
+		Listen: "127.0.0.1:0", StoreDir: filepath.Join(root, "hub", "store"), CredsDir: filepath.Join(root, "hub", "creds"),
+		Relays: []string{"alpha"}, Approvers: approvers,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Shutdown)
+	agentDir = filepath.Join(root, "agent")
+	if err := os.MkdirAll(agentDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return h, root, agentDir
+}
+
 // TestRelayAndHeadlessApproverOverAHub runs 'permtui relay' and 'permtui
 // serve --headless --hub --events FILE' against an embedded hub: the child's
 // ask crosses the hub, is denied by the headless approver, the relay's audit
 // record names that approver, and the approver's events file saw the agent
 // blocked and unblocked.
 func TestRelayAndHeadlessApproverOverAHub(t *testing.T) {
-	root := t.TempDir()
-	h, err := hub.Start(hub.Config{
-		Listen: "127.0.0.1:0", StoreDir: filepath.Join(root, "hub", "store"), CredsDir: filepath.Join(root, "hub", "creds"),
-		Relays: []string{"alpha"}, Approvers: []string{"ann"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Shutdown()
-	agentDir := filepath.Join(root, "agent")
-	if err := os.MkdirAll(agentDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	h, root, agentDir := startTestHub(t, "ann")
 	relayState := filepath.Join(root, "relay-state")
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -102,5 +110,54 @@ func TestRelayAndHeadlessApproverOverAHub(t *testing.T) {
 	events, err := os.ReadFile(eventsFile)
 	if err != nil || !strings.Contains(string(events), `"event":"blocked"`) || strings.Contains(string(events), "make deploy") {
 		t.Fatalf("the hub approver's events: %s %v", events, err)
+	}
+}
+
+// A headless approver that attaches to a hub holding an ask already
+// answered prints only the asks still open: the answered one was printed
+// as queued and then decided by every approver that attached later, read
+// again from the asks stream.
+func TestAHeadlessApproverAttachingLaterPrintsOnlyOpenAsks(t *testing.T) {
+	h, root, agentDir := startTestHub(t, "ann", "bob")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	relayOut := &testkit.SyncBuffer{}
+	done := make(chan int, 3)
+	go func() {
+		done <- run(ctx, []string{"relay", "--hub", h.URL(), "--creds", h.CredsFile(hub.RoleRelay, "alpha"),
+			"--agent-dir", agentDir, "--project", root, "--state-dir", filepath.Join(root, "relay-state"), "--session", rootID},
+			strings.NewReader(""), relayOut, &testkit.SyncBuffer{})
+	}()
+	approver := func(ctx context.Context, name, ask string, out *testkit.SyncBuffer) {
+		done <- run(ctx, []string{"serve", "--headless", "--ask", ask, "--hub", h.URL(), "--creds", h.CredsFile(hub.RoleApprover, name),
+			"--state-dir", filepath.Join(root, name+"-state")}, strings.NewReader(""), out, &testkit.SyncBuffer{})
+	}
+	annCtx, stopAnn := context.WithCancel(ctx)
+	go approver(annCtx, "ann", "deny", &testkit.SyncBuffer{})
+	child := pichild.Child{Layout: wire.NewLayout(agentDir), Target: rootID, Poll: 20 * time.Millisecond, Timeout: time.Minute}
+	answeredReq := pichild.NewestBash(rootID, "builder", "c1", root, "make deploy")
+	if res, err := child.Ask(ctx, answeredReq); err != nil || res.Outcome != pichild.Answered || res.Response.Approved {
+		t.Fatalf("%+v %v", res, err)
+	}
+	stopAnn()
+	if code := <-done; code != 0 {
+		t.Fatalf("ann exit %d", code)
+	}
+	openReq := pichild.NewestBash(rootID, "builder", "c1", root, "npm publish")
+	go func() { _, _ = child.Ask(ctx, openReq) }()
+	waitUntil(t, testkit.WaitLimit, "the relay queued the open ask", func() bool {
+		return strings.Contains(relayOut.String(), `"event":"queued"`) && strings.Contains(relayOut.String(), openReq.ID)
+	})
+	bobOut := &testkit.SyncBuffer{}
+	go approver(ctx, "bob", "leave", bobOut)
+	waitUntil(t, testkit.WaitLimit, "bob printed the open ask", func() bool { return strings.Contains(bobOut.String(), openReq.ID) })
+	cancel()
+	for range 2 {
+		if code := <-done; code != 0 {
+			t.Fatalf("exit %d\nrelay: %s\nbob: %s", code, relayOut, bobOut)
+		}
+	}
+	if strings.Contains(bobOut.String(), answeredReq.ID) {
+		t.Fatalf("bob printed the ask answered before it attached:\n%s", bobOut)
 	}
 }

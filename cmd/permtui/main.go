@@ -41,7 +41,7 @@ Run 'permtui <command> --help' for a command's flags.
 `
 
 func main() {
-	oneProcessor()
+	oneProcessor(os.Args[1:])
 	// A reader that goes away (serve --headless | head) makes a write to
 	// stdout fail, and serving ends cleanly, rather than a SIGPIPE killing
 	// the process with requests unanswered and its heartbeat behind. Caught,
@@ -55,38 +55,56 @@ func main() {
 	os.Exit(code)
 }
 
-// oneProcessor runs permtui on one processor unless GOMAXPROCS says
-// otherwise: serving is a chain of short steps handed between goroutines,
-// and on several processors each hand-off wakes another thread, which cost
-// more CPU than the steps themselves and slowed a burst (decision 0200).
-func oneProcessor() {
-	if os.Getenv("GOMAXPROCS") == "" {
+// oneProcessor runs the commands that serve an inbox (serve, relay, demo)
+// on one processor unless GOMAXPROCS says otherwise: serving is a chain of
+// short steps handed between goroutines, and on several processors each
+// hand-off wakes another thread, which cost more CPU than the steps
+// themselves and slowed a burst (decision 0200). The hub is an embedded
+// NATS server for every relay, whose work is parallel: it keeps the
+// runtime's default, as the one-shot commands do (decision 0192).
+func oneProcessor(args []string) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	switch cmd, _ := commandOf(args); cmd {
+	case "serve", "relay", "demo":
 		runtime.GOMAXPROCS(1)
 	}
+}
+
+// commandOf splits a command line into its command ("help" and "version"
+// for their flags, serve when it starts with a flag, "" when unknown) and
+// the command's arguments.
+func commandOf(args []string) (cmd string, rest []string) {
+	if len(args) == 0 {
+		return "serve", args
+	}
+	switch args[0] {
+	case "serve", "demo", "resolve", "rule", "simulate", "hub", "relay", "version":
+		return args[0], args[1:]
+	case "-h", "--help", "help":
+		return "help", nil
+	case "--version", "-version":
+		return "version", nil
+	}
+	if strings.HasPrefix(args[0], "-") {
+		return "serve", args
+	}
+	return "", args
 }
 
 // run dispatches a command line until it is done or ctx ends; it returns the
 // process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd, rest := "serve", args
-	if len(args) > 0 {
-		switch args[0] {
-		case "serve", "demo", "resolve", "rule", "simulate", "hub", "relay", "version":
-			cmd, rest = args[0], args[1:]
-		case "-h", "--help", "help":
-			fmt.Fprint(stdout, usage)
-			return 0
-		case "--version", "-version":
-			cmd, rest = "version", nil
-		default:
-			if !strings.HasPrefix(args[0], "-") {
-				fmt.Fprintf(stderr, "permtui: unknown command %q\n\n%s", args[0], usage)
-				return 2
-			}
-		}
-	}
+	cmd, rest := commandOf(args)
 	var err error
 	switch cmd {
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "":
+		fmt.Fprintf(stderr, "permtui: unknown command %q\n\n%s", args[0], usage)
+		return 2
 	case "serve":
 		err = runServe(ctx, rest, stdout, stderr)
 	case "demo":

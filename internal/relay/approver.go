@@ -68,6 +68,12 @@ type Approver struct {
 	closed    map[string]bool // host.key of asks answered or withdrawn
 	grants    map[string][]wire.Grant
 	memory    memoryState
+	// While the stream is read up to where it ended when the consumer was
+	// made (replayTo, 0 once there), the asks read are held back, not
+	// shown: their gone messages may follow, and an ask answered long
+	// ago must not be shown as queued then decided.
+	replayTo uint64
+	heldBack map[serve.AskID]*hubAsk
 }
 
 // hubAsk is an open ask. While it waits only its name is kept (elem is its
@@ -99,6 +105,7 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, bounds inbox.Budg
 		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
 		byKey: map[string]*hubAsk{}, hostOf: map[string]string{}, byID: map[serve.AskID]*hubAsk{},
 		closed: map[string]bool{}, grants: map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
+		heldBack: map[serve.AskID]*hubAsk{},
 	}
 	a.memory.held.Limit = budget.Limit{Count: a.budget.ParkedAsks, Bytes: a.budget.ParkedBytes}
 	return a, nil
@@ -188,6 +195,10 @@ func (a *Approver) follow(ctx context.Context) (jetstream.ConsumeContext, error)
 	}
 	a.mu.Lock()
 	a.decisions, a.grantsKV, a.stream = dec, gr, st
+	a.replayTo = 0
+	if last := st.CachedInfo().State.LastSeq; last >= max(from, 1) {
+		a.replayTo = last
+	}
 	// A stopped consumer's callback may still run: its messages are
 	// dropped, so asks are taken in stream order.
 	a.gen++
@@ -211,9 +222,16 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 		return
 	}
 	kind, host, hk := tok[1], tok[2], tok[2]+"."+tok[3]
+	meta, merr := msg.Metadata()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if gen != a.gen || a.closed[hk] {
+	if gen != a.gen {
+		return
+	}
+	if merr == nil {
+		defer a.replayed(meta)
+	}
+	if a.closed[hk] {
 		return
 	}
 	defer a.afterMemoryChange()
@@ -223,7 +241,6 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 			return // sent again after a reconnect
 		}
 		m, req, err := decodeHostAsk(host, msg.Data())
-		meta, merr := msg.Metadata()
 		if err = cmp.Or(err, merr); err != nil {
 			a.log.Warn("ask not shown", "subject", msg.Subject(), "err", err)
 			return
@@ -277,6 +294,10 @@ func (a *Approver) letGo(host, key string, g goneMsg) {
 	if h.ask == nil {
 		return // being read again; refill drops it
 	}
+	if a.heldBack[h.id] != nil {
+		delete(a.heldBack, h.id) // gone before it was shown
+		return
+	}
 	delete(a.byID, h.id)
 	if g.Response == nil {
 		a.events.Publish(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.id, Session: h.ask.Session, Path: h.ask.Path}, Pending: true})
@@ -329,8 +350,28 @@ func (a *Approver) show(h *hubAsk, m askMsg, req *wire.Request, size int64) {
 		Scopes:  serve.OfferedScopes(req),
 		Host:    h.host,
 	}
+	if a.replayTo != 0 {
+		a.heldBack[h.id] = h
+		return
+	}
 	a.byID[h.id] = h
 	a.events.Publish(serve.AskQueued{Ask: *h.ask})
+}
+
+// replayed notes that the stream was read to meta: once it is read to
+// where it ended when the consumer was made, the asks held back that are
+// still open are shown, in the order they were first seen. a.mu is held.
+func (a *Approver) replayed(meta *jetstream.MsgMetadata) {
+	if a.replayTo == 0 || (meta.Sequence.Stream < a.replayTo && meta.NumPending > 0) {
+		return
+	}
+	a.replayTo = 0
+	for _, id := range slices.Sorted(maps.Keys(a.heldBack)) {
+		h := a.heldBack[id]
+		delete(a.heldBack, id)
+		a.byID[id] = h
+		a.events.Publish(serve.AskQueued{Ask: *h.ask})
+	}
 }
 
 // close remembers that the ask hk is answered or withdrawn. a.mu is held.
@@ -343,7 +384,7 @@ func (a *Approver) close(hk string) {
 	a.closed[hk] = true
 }
 
-func (a *Approver) grantsChanged(session string, grants []wire.Grant) {
+func (a *Approver) grantsChanged(session string, grants []wire.Grant, _ uint64) {
 	a.mu.Lock()
 	if len(grants) == 0 {
 		delete(a.grants, session)
@@ -489,14 +530,15 @@ func (a *Approver) RevokeGrant(session string, g wire.Grant) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
 	defer cancel()
-	return updateGrants(ctx, gr, session, func(l []wire.Grant) []wire.Grant {
+	_, err := updateGrants(ctx, gr, session, func(l []wire.Grant) []wire.Grant {
 		return slices.DeleteFunc(slices.Clone(l), func(x wire.Grant) bool { return x == g })
 	})
+	return err
 }
 
 // updateGrants changes a session's grants with compare-and-set, so two
-// consoles recording at once both count.
-func updateGrants(ctx context.Context, kv jetstream.KeyValue, session string, change func([]wire.Grant) []wire.Grant) error {
+// consoles recording at once both count; it returns the revision written.
+func updateGrants(ctx context.Context, kv jetstream.KeyValue, session string, change func([]wire.Grant) []wire.Grant) (uint64, error) {
 	key := hub.SessionKey(session)
 	for {
 		var cur grantsMsg
@@ -506,23 +548,23 @@ func updateGrants(ctx context.Context, kv jetstream.KeyValue, session string, ch
 		case err == nil:
 			rev = e.Revision()
 			if err := json.Unmarshal(e.Value(), &cur); err != nil {
-				return fmt.Errorf("grants bucket: %w", err)
+				return 0, fmt.Errorf("grants bucket: %w", err)
 			}
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		default:
-			return err
+			return 0, err
 		}
 		data, err := json.Marshal(grantsMsg{Session: session, Grants: change(cur.Grants)})
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if rev == 0 {
-			_, err = kv.Create(ctx, key, data)
+			rev, err = kv.Create(ctx, key, data)
 		} else {
-			_, err = kv.Update(ctx, key, data, rev)
+			rev, err = kv.Update(ctx, key, data, rev)
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) || ctx.Err() != nil {
-			return err // written, or refused for good (too large, not allowed)
+			return rev, err // written, or refused for good (too large, not allowed)
 		}
 		// Another writer changed them in between: read again.
 	}

@@ -133,6 +133,38 @@ func checkShown(t *testing.T, events []serve.Event, want []string, ids map[strin
 	}
 }
 
+// An approver that attaches reads the asks stream from its start, which
+// holds the asks its relays answered or withdrew with their gone messages
+// after them: it shows only the asks still open, never one as queued and
+// then decided or withdrawn (a headless approver printed every ask the hub
+// still held that way). Asks published after it caught up are shown as
+// they come.
+func TestAnAttachingApproverShowsOnlyOpenAsks(t *testing.T) {
+	th := startHub(t)
+	relay := newFakeRelay(t, th, "alpha")
+	decided, open, withdrawn := relay.ask(1, "npm publish"), relay.ask(2, "make deploy"), relay.ask(3, "rm -rf build")
+	relay.gone(decided, &wire.Response{State: wire.StateDenied, DecidedBy: wire.UserDecision()})
+	relay.gone(withdrawn, nil)
+	bob := newApprover(t, th, "bob")
+	bob.queued(t, open)
+	later := relay.ask(4, "npm test")
+	bob.queued(t, later)
+	for _, ev := range bob.events.Snapshot() {
+		switch ev := ev.(type) {
+		case serve.AskQueued:
+			if id := ev.Ask.Request.ID; id != open && id != later {
+				t.Errorf("%s shown as queued", id)
+			}
+		case serve.Decided, serve.Withdrawn:
+			t.Errorf("an ask already gone was reported: %T", ev)
+		case serve.Degraded:
+			if ev.Problem != "" {
+				t.Errorf("degraded while reading the stream: %s", ev.Problem)
+			}
+		}
+	}
+}
+
 // Issue 8, scenario 2, at the hub: an approver shows at most its budget of
 // asks; the rest wait at the hub (only their names are kept), reported as
 // degraded memory, and are shown oldest first, under the AskID minted when

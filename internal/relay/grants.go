@@ -19,18 +19,39 @@ import (
 // errRevokeAtConsole: a relay cannot write the grants bucket.
 var errRevokeAtConsole = errors.New("relay: whole-session grants are revoked at a console attached to the hub")
 
-// Grants is a relay's serve.GrantStore: the grants bucket as last seen.
-// Add is called by serve once it recorded a decision's grants: they apply
-// here at once and the relay writes them to the bucket (decision 0160).
+// Grants is a relay's serve.GrantStore: the grants bucket as last seen,
+// with the grants this relay's server recorded that the bucket does not
+// show yet. Add is called by serve once it recorded a decision's grants:
+// they apply here at once and the relay writes them to the bucket
+// (decision 0160); a list from the bucket that does not have them yet
+// does not take them away, a later one without them does (decision 0194).
 type Grants struct {
-	mu     sync.Mutex
-	by     map[string][]wire.Grant
-	unsent map[string][]wire.Grant // added here, not yet in the bucket
-	added  chan struct{}           // wakes the relay's writer
+	mu      sync.Mutex
+	by      map[string][]wire.Grant // as applied: the bucket's, then the pending
+	bucket  map[string]bucketList
+	pending map[string][]pendingGrant
+	unsent  map[string][]wire.Grant // added here, not yet written
+	added   chan struct{}           // wakes the relay's writer
+}
+
+// bucketList is a session's grants as the bucket last showed them, at its
+// revision (the stream sequence, one order for every key).
+type bucketList struct {
+	grants []wire.Grant
+	rev    uint64
+}
+
+// pendingGrant is a grant recorded here that the bucket has not shown.
+// written is the revision of the write that took it, 0 before: a list
+// from that revision on shows it, or shows it revoked.
+type pendingGrant struct {
+	grant   wire.Grant
+	written uint64
 }
 
 func NewGrants() *Grants {
-	return &Grants{by: map[string][]wire.Grant{}, unsent: map[string][]wire.Grant{}, added: make(chan struct{}, 1)}
+	return &Grants{by: map[string][]wire.Grant{}, bucket: map[string]bucketList{}, pending: map[string][]pendingGrant{},
+		unsent: map[string][]wire.Grant{}, added: make(chan struct{}, 1)}
 }
 
 func (g *Grants) For(session string) []wire.Grant {
@@ -42,8 +63,13 @@ func (g *Grants) For(session string) []wire.Grant {
 func (g *Grants) Add(session string, grants []wire.Grant) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.by[session] = merge(g.by[session], grants)
+	for _, gr := range grants {
+		if !slices.ContainsFunc(g.pending[session], func(p pendingGrant) bool { return p.grant == gr }) {
+			g.pending[session] = append(g.pending[session], pendingGrant{grant: gr})
+		}
+	}
 	g.unsent[session] = merge(g.unsent[session], grants)
+	g.apply(session)
 	notify(g.added)
 	return nil
 }
@@ -76,17 +102,58 @@ func (g *Grants) All() map[string][]wire.Grant {
 	return out
 }
 
-// set replaces a session's grants with the bucket's value; it reports a change.
-func (g *Grants) set(session string, grants []wire.Grant) bool {
+// set takes the bucket's list of a session's grants at revision rev; it
+// reports a change.
+func (g *Grants) set(session string, grants []wire.Grant, rev uint64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if slices.Equal(g.by[session], grants) {
+	if rev < g.bucket[session].rev {
+		return false // older than a list already applied
+	}
+	g.bucket[session] = bucketList{grants: slices.Clone(grants), rev: rev}
+	return g.apply(session)
+}
+
+// written notes that the bucket took grants at revision rev; it reports a
+// change (a list already seen from then on did not have them: revoked).
+func (g *Grants) written(session string, grants []wire.Grant, rev uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, p := range g.pending[session] {
+		if p.written == 0 && slices.Contains(grants, p.grant) {
+			g.pending[session][i].written = rev
+		}
+	}
+	return g.apply(session)
+}
+
+// apply makes a session's grants the bucket's list and the pending grants
+// it has not shown: a pending grant it shows, or that a write before the
+// list put there, is the bucket's from now on, so a list without it is
+// its revocation. It reports a change. g.mu is held.
+func (g *Grants) apply(session string) bool {
+	b := g.bucket[session]
+	pending := slices.DeleteFunc(g.pending[session], func(p pendingGrant) bool {
+		return slices.Contains(b.grants, p.grant) || (p.written != 0 && p.written <= b.rev)
+	})
+	by := slices.Clone(b.grants)
+	for _, p := range pending {
+		by = merge(by, []wire.Grant{p.grant})
+	}
+	g.pending[session] = pending
+	if len(pending) == 0 {
+		delete(g.pending, session)
+		if len(b.grants) == 0 {
+			delete(g.bucket, session) // its revision orders nothing pending
+		}
+	}
+	if slices.Equal(g.by[session], by) {
 		return false
 	}
-	if len(grants) == 0 {
+	if len(by) == 0 {
 		delete(g.by, session)
 	} else {
-		g.by[session] = slices.Clone(grants)
+		g.by[session] = by
 	}
 	return true
 }
@@ -103,19 +170,20 @@ func merge(list, grants []wire.Grant) []wire.Grant {
 }
 
 // watchGrants follows the grants bucket until ctx ends, calling apply with
-// each session's grants as they are now (nil once deleted). It waits for the
+// each session's grants as they are now (nil once deleted) and the
+// bucket's revision of them. It waits for the
 // hub when it is away. A relay follows through the one consumer its
 // permissions allow (consumer: hub.GrantsConsumer), made anew each time; an
 // approver through an ordered consumer (consumer empty).
-func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, consumer string, apply func(session string, grants []wire.Grant)) {
+func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, consumer string, apply func(session string, grants []wire.Grant, rev uint64)) {
 	var mu sync.Mutex               // a stopped consumer's last callback may overlap the next one's
 	sessions := map[string]string{} // bucket key → session
 	take := func(msg jetstream.Msg) {
 		mu.Lock()
 		session, grants, ok := decodeGrants(msg, sessions)
 		mu.Unlock()
-		if ok {
-			apply(session, grants)
+		if meta, err := msg.Metadata(); ok && err == nil {
+			apply(session, grants, meta.Sequence.Stream)
 		}
 	}
 	for ctx.Err() == nil {

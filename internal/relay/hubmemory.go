@@ -155,7 +155,7 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 // held.
 func (a *Approver) reportMemory() {
 	m := &a.memory
-	n := m.waiting.Len() + m.held.Count() - len(a.byID)
+	n := m.waiting.Len() + m.held.Count() - len(a.byID) - len(a.heldBack) // held back while the stream is read
 	over := m.unkeptFrom != 0 || m.replayFrom != 0
 	due, wait := m.reports.Due(n, over, a.now(), memoryReportEvery)
 	if wait > 0 && m.reportTimer == nil {

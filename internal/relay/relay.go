@@ -19,10 +19,16 @@ import (
 	"github.com/permtui/permtui/internal/wire"
 )
 
-// RefusedPrefix begins the denial reason of an ask whose hub decision the
-// relay's server refused (an edited pattern that no longer covers it, a
-// scope it does not offer).
-const RefusedPrefix = "the decision made at the hub was refused: "
+// UnreadablePrefix begins the denial reason of an ask whose place in the
+// decisions bucket holds something the relay cannot read as a decision.
+const UnreadablePrefix = "the hub's decision could not be read, so the relay denied the ask: "
+
+// refused is the denial reason of an ask whose hub decision the relay's
+// server refused (an edited pattern that no longer covers it, a scope it
+// does not offer).
+func refused(approver string, err error) string {
+	return fmt.Sprintf("the decision %s made at the hub was refused, so the relay denied the ask: %v", approver, err)
+}
 
 // tooLarge is the denial reason of an ask larger than the hub carries: no
 // approver could see it, so nobody may approve it (fail closed).
@@ -518,9 +524,10 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 	d, err := readDecision(msg)
 	if err != nil {
 		// It holds the ask's one place in the bucket (decision 0161), so
-		// nobody can decide the ask any more: it is denied.
+		// nobody can decide the ask any more: the relay denies it, and no
+		// person is named as its decider (decision 0193).
 		r.log.Error("unreadable decision; the ask is denied", "key", key, "err", err)
-		d = decisionMsg{State: wire.StateDeniedWithReason, Reason: RefusedPrefix + err.Error()}
+		d = decisionMsg{State: wire.StateDeniedWithReason, Reason: UnreadablePrefix + err.Error(), Unattended: true}
 	}
 	r.mu.Lock()
 	oa, finished, onDisk := r.open[key], r.finished[key], r.onDisk
@@ -536,10 +543,11 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 				Unattended: d.Unattended, Approver: d.approverOf()})
 			if errors.Is(err, serve.ErrInvalidDecision) {
 				// The ask's one decision is taken: nobody can decide it
-				// again, so the refusal is its answer (fail closed).
+				// again, so the refusal is its answer (fail closed), the
+				// relay's, naming whose decision it refused.
 				r.log.Warn("hub decision refused; the ask is denied", "ask", oa.id, "approver", d.Approver, "err", err)
 				err = r.srv.Decide(serve.Decision{Ask: oa.id, State: wire.StateDeniedWithReason,
-					Reason: RefusedPrefix + err.Error(), Approver: d.approverOf()})
+					Reason: refused(d.approverOf(), err), Unattended: true})
 			}
 			if errors.Is(err, serve.ErrStopped) {
 				_ = msg.Nak() // the next relay delivers it
@@ -602,8 +610,8 @@ func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 // watchGrants follows the grants bucket; a change reaches the server, which
 // judges later asks with it and re-judges pending ones.
 func (r *Relay) watchGrants(ctx context.Context) {
-	watchGrants(ctx, r.js, r.log, hub.GrantsConsumer(r.host), func(session string, grants []wire.Grant) {
-		if r.grants.set(session, grants) {
+	watchGrants(ctx, r.js, r.log, hub.GrantsConsumer(r.host), func(session string, grants []wire.Grant, rev uint64) {
+		if r.grants.set(session, grants, rev) {
 			r.srv.GrantsUpdated()
 		}
 	})
@@ -644,14 +652,19 @@ func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 	}
 	ok := true
 	for session, grants := range unsent {
+		var rev uint64
 		if err == nil {
 			c, cancel := context.WithTimeout(ctx, hubTimeout)
-			err = updateGrants(c, *kv, session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) })
+			rev, err = updateGrants(c, *kv, session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) })
 			cancel()
 		}
 		if err != nil {
 			r.grants.putBack(session, grants)
 			ok = false
+			continue
+		}
+		if r.grants.written(session, grants, rev) {
+			r.srv.GrantsUpdated()
 		}
 	}
 	if !ok {

@@ -410,7 +410,9 @@ func TestNarrowedGrantReachesTheRelayAsNarrowed(t *testing.T) {
 
 // An edit the relay's server refuses (it no longer covers the ask) cannot
 // be decided again at the hub (one decision per ask), so the child is
-// denied with the refusal as its reason, and the console sees why.
+// denied with the refusal as its reason, and the console sees why. No
+// person denied it: the response, the audit record and the console say the
+// relay did, refusing ann's decision, not that ann denied it.
 func TestRefusedHubDecisionDeniesTheChild(t *testing.T) {
 	th := startHub(t)
 	alpha := newRelay(t, th, "alpha")
@@ -427,12 +429,29 @@ func TestRefusedHubDecisionDeniesTheChild(t *testing.T) {
 	if resp.Approved || !strings.Contains(resp.DenialReason, "does not cover this ask") {
 		t.Fatalf("%+v", resp)
 	}
-	ann.events.WaitFor(t, "denial shown", func(ev serve.Event) bool {
+	const refused = "the decision ann made at the hub was refused, so the relay denied the ask: "
+	ev := ann.events.WaitFor(t, "denial shown", func(ev serve.Event) bool {
 		d, ok := ev.(serve.Decided)
-		return ok && d.Ask.ID == a.ID && strings.Contains(d.Response.DenialReason, "does not cover this ask")
-	})
-	if recs := alpha.audit(); len(recs) != 1 || len(recs[0].Grants) != 0 {
+		return ok && d.Ask.ID == a.ID
+	}).(serve.Decided)
+	recs := alpha.audit()
+	if len(recs) != 1 || len(recs[0].Grants) != 0 {
 		t.Fatalf("audit %+v", recs)
+	}
+	byRelay(t, "response", resp.DecidedBy, "", refused)
+	byRelay(t, "audit", recs[0].DecidedBy, recs[0].Approver, refused)
+	byRelay(t, "console", ev.Response.DecidedBy, ev.Approver, refused)
+	if !strings.Contains(ev.Response.DenialReason, "does not cover this ask") {
+		t.Fatalf("console: %+v", ev.Response)
+	}
+}
+
+// byRelay checks that an answer is recorded as the relay's denial, for
+// the reason that begins with prefix, and names no approver as its decider.
+func byRelay(t *testing.T, where string, by *wire.DecisionSource, approver, prefix string) {
+	t.Helper()
+	if by == nil || by.Kind != wire.DecidedByUnavailable || by.Reason == nil || !strings.HasPrefix(*by.Reason, prefix) || approver != "" {
+		t.Errorf("%s: decided by %+v, approver %q; want unavailable, %q…, no approver", where, by, approver, prefix)
 	}
 }
 
@@ -475,7 +494,10 @@ func TestTheHubAndTheReplayIndexNameAnAskAlike(t *testing.T) {
 
 // The decisions bucket takes one message per ask, so whatever holds that
 // place is the ask's decision: a delete marker or a value no relay can
-// read denies the ask rather than leaving its child waiting for good.
+// read denies the ask rather than leaving its child waiting for good. No
+// person denied it, and the name an unreadable value claims is not
+// recorded: the response, the audit record and the console say the hub's
+// decision could not be read and the relay denied the ask.
 func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
 	th := startHub(t)
 	alpha := newRelay(t, th, "alpha")
@@ -489,6 +511,10 @@ func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
 	for i, spoil := range []func(key string) error{
 		func(key string) error { return kv.Delete(ctx, key) },
 		func(key string) error { _, err := kv.Create(ctx, key, []byte(`{"state":`)); return err },
+		func(key string) error {
+			_, err := kv.Create(ctx, key, []byte(`{"state":"denied","approver":"ann bob","decidedAt":1}`))
+			return err
+		},
 	} {
 		req := bash("alpha", i, "npm publish")
 		c := alpha.ask(req)
@@ -496,12 +522,24 @@ func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
 		if err := spoil(hub.DecisionKey("alpha", wire.KeyOf(rootID, req).String())); err != nil {
 			t.Fatal(err)
 		}
-		if resp := answered(t, c); resp.Approved || !strings.HasPrefix(resp.DenialReason, RefusedPrefix) {
+		resp := answered(t, c)
+		if resp.Approved || !strings.HasPrefix(resp.DenialReason, UnreadablePrefix) {
 			t.Fatalf("%d: %+v", i, resp)
 		}
 		if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err == nil {
 			t.Fatalf("%d: a second decision was taken", i)
 		}
+		ev := ann.events.WaitFor(t, "denial shown", func(ev serve.Event) bool {
+			d, ok := ev.(serve.Decided)
+			return ok && d.Ask.ID == a.ID
+		}).(serve.Decided)
+		recs := alpha.audit()
+		if len(recs) != i+1 || recs[i].RequestID != req.ID {
+			t.Fatalf("%d: audit %+v", i, recs)
+		}
+		byRelay(t, fmt.Sprint(i, " response"), resp.DecidedBy, "", UnreadablePrefix)
+		byRelay(t, fmt.Sprint(i, " audit"), recs[i].DecidedBy, recs[i].Approver, UnreadablePrefix)
+		byRelay(t, fmt.Sprint(i, " console"), ev.Response.DecidedBy, ev.Approver, UnreadablePrefix)
 	}
 }
 

@@ -4,6 +4,7 @@
 package serve
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -65,7 +66,9 @@ func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
 		if d.Scope != "" || (d.State != wire.StateDenied && d.State != wire.StateDeniedWithReason) {
 			return nil, fmt.Errorf("%w: only a denial can be made with nobody attached", ErrInvalidDecision)
 		}
-		ans.resp.DecidedBy = wire.UnavailableDecision(NoApproverReason)
+		// Why nobody decided is the decider's reason: a front end with no
+		// person, a relay that could not use the hub's decision.
+		ans.resp.DecidedBy = wire.UnavailableDecision(cmp.Or(wire.TrimReason(d.Reason), NoApproverReason))
 	}
 	if d.Scope != "" {
 		return s.scopeAnswer(p, d, ans)

@@ -569,6 +569,31 @@ func TestUnattendedDecisionMayOnlyDeny(t *testing.T) {
 	}
 }
 
+// An unattended denial with a reason says that reason as the decider's,
+// in the response and the audit log: a relay that denies an ask because the
+// hub's decision could not be read (or was refused) must not be recorded as
+// a person's denial, nor as "no approver is attached".
+func TestAnUnattendedDenialNamesItsReasonAsTheDecider(t *testing.T) {
+	h := startServer(t, options{})
+	h.send(intent("1791279012345-un-2", "impl", "bash", "make"))
+	ask := h.queued("1791279012345-un-2")
+	const why = "the hub's decision could not be read"
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateDeniedWithReason, Reason: why, Unattended: true}); err != nil {
+		t.Fatal(err)
+	}
+	resp := h.await("1791279012345-un-2")
+	if by := resp.DecidedBy; resp.Approved || resp.DenialReason != why || by == nil || by.Kind != wire.DecidedByUnavailable || by.Reason == nil || *by.Reason != why {
+		t.Fatalf("%+v %+v", resp, resp.DecidedBy)
+	}
+	recs := h.auditFor("1791279012345-un-2")
+	if len(recs) != 1 {
+		t.Fatalf("audit %v", recs)
+	}
+	if by, _ := recs[0]["decidedBy"].(map[string]any); by["kind"] != wire.DecidedByUnavailable || by["reason"] != why || recs[0]["approver"] != nil {
+		t.Fatalf("audit %v", recs[0])
+	}
+}
+
 // The replay index takes a committed batch's lines from memory only when no
 // other writer appended around it; lines another permtui appended (a rule,
 // another server's decision) are read from the file, and every decision is

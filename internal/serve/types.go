@@ -47,8 +47,10 @@ type Decision struct {
 	// It must cover this ask. State is denied_with_reason.
 	DenyFor *wire.Grant
 	// Unattended: no person decided; the ask is refused for want of an
-	// approver (headless). Only a denial may be unattended, and it goes on
-	// the wire as decidedBy {kind:"unavailable"}, never as a user's choice.
+	// approver (headless), or of a decision the relay could use. Only a
+	// denial may be unattended, and it goes on the wire as decidedBy
+	// {kind:"unavailable", reason: Reason, else NoApproverReason}, never as
+	// a user's choice.
 	Unattended bool
 	// Approver names where a person decided other than this console: a
 	// hub approver's credentials, or web:<link id> for the approve page

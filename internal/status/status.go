@@ -15,6 +15,7 @@ import (
 
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/termsafe"
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // Detail says how much of an ask leaves the process.
@@ -55,6 +56,10 @@ const (
 	AutoApproved = "auto_approved"
 	AutoDenied   = "auto_denied"
 	Expired      = "expired"
+	// Unavailable: denied with no person deciding (decidedBy unavailable):
+	// nobody attached, permtui stopping, a hub decision a relay could not
+	// use (decision 0193).
+	Unavailable = "unavailable"
 )
 
 // Line is one change, as JSON.
@@ -158,6 +163,8 @@ func outcomeOf(ev serve.Decided) string {
 		return AutoApproved
 	case ev.Auto:
 		return AutoDenied
+	case ev.Response.DecidedBy != nil && ev.Response.DecidedBy.Kind == wire.DecidedByUnavailable:
+		return Unavailable
 	case ev.Response.Approved:
 		return Approved
 	}

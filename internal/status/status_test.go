@@ -86,14 +86,7 @@ func TestDefaultDetailCarriesNoCommandValueOrPath(t *testing.T) {
 // and the decisions by kind so far.
 func TestLinesCountWaitingAsksAndDecisions(t *testing.T) {
 	out := feed(t, Options{Detail: Counts, Now: func() time.Time { return time.Unix(0, 0) }}, story()...)
-	var lines []Line
-	for _, raw := range strings.Split(strings.TrimSpace(out), "\n") {
-		var l Line
-		if err := json.Unmarshal([]byte(raw), &l); err != nil {
-			t.Fatalf("%q: %v", raw, err)
-		}
-		lines = append(lines, l)
-	}
+	lines := parseLines(t, out)
 	want := []struct {
 		event, outcome string
 		waiting        int
@@ -118,6 +111,37 @@ func TestLinesCountWaitingAsksAndDecisions(t *testing.T) {
 	if last[Denied] != 1 || last[Expired] != 3 || last[AutoApproved] != 6 || last[AutoDenied] != 1 || last[Approved] != 0 {
 		t.Errorf("decisions by kind: %v", last)
 	}
+}
+
+// A denial no person made (decidedBy unavailable: a relay that could not
+// use the hub's decision, a front end with nobody attached) is counted as
+// its own outcome, not as a person's denial.
+func TestADenialNobodyMadeIsNotAPersonsDenial(t *testing.T) {
+	a := ask(1, "s1", "builder")
+	unread := wire.Response{State: wire.StateDeniedWithReason, DenialReason: "unreadable", DecidedBy: wire.UnavailableDecision("unreadable")}
+	out := feed(t, Options{Detail: Counts}, serve.AskQueued{Ask: a}, serve.Decided{Ask: a, Queued: true, Response: unread},
+		serve.Decided{Ask: ask(2, "s1", "builder"), Response: wire.Response{State: wire.StateDenied, DecidedBy: wire.UserDecision()}})
+	lines := parseLines(t, out)
+	if len(lines) != 3 || lines[1].Outcome != Unavailable || lines[2].Outcome != Denied {
+		t.Fatalf("lines %+v", lines)
+	}
+	if d := lines[2].Decisions; d[Unavailable] != 1 || d[Denied] != 1 {
+		t.Fatalf("decisions by kind: %v", d)
+	}
+}
+
+// parseLines reads the JSON lines Run wrote.
+func parseLines(t *testing.T, out string) []Line {
+	t.Helper()
+	var lines []Line
+	for _, raw := range strings.Split(strings.TrimSpace(out), "\n") {
+		var l Line
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
 }
 
 // The status file holds the summary, rewritten as asks come and go, 0600;

@@ -1,0 +1,80 @@
+package relay
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// The grants bucket's list for a session can arrive while a grant this
+// relay's server recorded is still on its way to the bucket (queued, or
+// being written): the list does not have it yet, and replacing the
+// relay's view with it lost a person's grant. Each step below is one
+// ordering of that race, played in turn.
+func TestAGrantNotYetInTheBucketIsKept(t *testing.T) {
+	a, b, c := wire.Grant{Surface: "bash", Pattern: "npm test *"}, wire.Grant{Surface: "bash", Pattern: "make *"}, wire.Grant{Surface: "read", Pattern: "*"}
+	g := NewGrants()
+	want := func(step string, grants ...wire.Grant) {
+		t.Helper()
+		if got := g.For(rootID); !sameGrants(got, grants) {
+			t.Fatalf("%s: grants %v, want %v", step, got, grants)
+		}
+	}
+	if err := g.Add(rootID, []wire.Grant{a}); err != nil {
+		t.Fatal(err)
+	}
+	g.set(rootID, []wire.Grant{b}, 3) // another relay's write, before this one was sent
+	want("queued", a, b)
+	unsent := g.takeUnsent()
+	g.set(rootID, []wire.Grant{b, c}, 4) // while it is being written
+	want("being written", a, b, c)
+	g.putBack(rootID, unsent[rootID]) // the write failed
+	g.set(rootID, []wire.Grant{b}, 5) // c revoked at a console
+	want("put back; c revoked", a, b)
+	g.takeUnsent()
+	if g.written(rootID, []wire.Grant{a}, 7) {
+		t.Fatal("a write the bucket has not shown yet changed the grants")
+	}
+	g.set(rootID, []wire.Grant{b}, 6) // a change older than the write
+	want("written, an older list seen", a, b)
+	g.set(rootID, []wire.Grant{b}, 8) // a revoked after the write
+	want("revoked after the write", b)
+}
+
+// A revocation that the bucket shows before the relay's writer learns its
+// write was taken still wins once the writer does.
+func TestARevocationSeenBeforeTheWriteIsConfirmedWins(t *testing.T) {
+	a, b := wire.Grant{Surface: "bash", Pattern: "npm test *"}, wire.Grant{Surface: "bash", Pattern: "make *"}
+	g := NewGrants()
+	if err := g.Add(rootID, []wire.Grant{a}); err != nil {
+		t.Fatal(err)
+	}
+	g.takeUnsent()
+	g.set(rootID, []wire.Grant{b}, 11) // written at 10, revoked at 11, 10 never seen
+	if got := g.For(rootID); !sameGrants(got, []wire.Grant{a, b}) {
+		t.Fatalf("before the write is confirmed: %v", got)
+	}
+	if !g.written(rootID, []wire.Grant{a}, 10) {
+		t.Fatal("the revocation's removal was not reported as a change")
+	}
+	if got := g.For(rootID); !sameGrants(got, []wire.Grant{b}) {
+		t.Fatalf("after: %v", got)
+	}
+	// Seen in the bucket, a grant is the bucket's: a later list without it
+	// is a revocation, whatever the writer says after.
+	if err := g.Add(rootID, []wire.Grant{a}); err != nil {
+		t.Fatal(err)
+	}
+	g.takeUnsent()
+	g.set(rootID, []wire.Grant{a, b}, 12)
+	g.set(rootID, []wire.Grant{b}, 13)
+	g.written(rootID, []wire.Grant{a}, 12)
+	if got := g.For(rootID); !sameGrants(got, []wire.Grant{b}) {
+		t.Fatalf("revoked once seen: %v", got)
+	}
+}
+
+func sameGrants(got, want []wire.Grant) bool {
+	return len(got) == len(want) && !slices.ContainsFunc(want, func(g wire.Grant) bool { return !slices.Contains(got, g) })
+}
