@@ -77,6 +77,33 @@ func (in *Inbox) Respond(id AskID, resp wire.Response) error {
 	return err
 }
 
+// Refuse lets go of the delivery id without answering it: its file, if
+// still the one delivered, is removed, and it is reported Invalid with
+// reason, so it is neither answered nor delivered again.
+func (in *Inbox) Refuse(id AskID, reason string) error {
+	in.mu.Lock()
+	e := in.byID[id]
+	if e == nil || e.answered || e.answering {
+		in.mu.Unlock()
+		return ErrNotInFlight
+	}
+	e.answering = true // its file going is not a withdrawal
+	in.mu.Unlock()
+
+	d, _, err := in.acquireDirs(e.session)
+	if err == nil {
+		if e.stillThere(d.reqs) {
+			in.refuse(e.session, d.reqs, e.name, reason, true)
+		}
+		in.releaseDirs(d)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	e.answering = false
+	in.drop(e)
+	return nil
+}
+
 // respond writes the response and deletes the request; removed reports
 // that the request file is gone afterwards.
 func (in *Inbox) respond(e *entry, resp wire.Response) (removed bool, err error) {

@@ -15,7 +15,11 @@ import (
 
 func (s *Server) arrive(ev inbox.Arrived) {
 	rec, ok, looked := s.audit.recorded(keyOfRequest(ev.Session, ev.Request))
-	if ok {
+	switch {
+	case ok && !sameFacts(rec, ev.Request):
+		s.refuseReuse(ev, rec)
+		return
+	case ok:
 		s.replay(ev, rec)
 		return
 	}
@@ -51,6 +55,19 @@ func (s *Server) arrive(ev inbox.Arrived) {
 		return
 	}
 	s.ready = append(s.ready, job{p, s.ruleAnswer(p)})
+}
+
+// refuseReuse lets go of a request that reuses a decided request's identity
+// with other facts: the recorded decision was not made about it, and its
+// answer would land in the other request's response file (decision 0210).
+// The inbox removes the file and reports why; nothing is recorded for it.
+func (s *Server) refuseReuse(ev inbox.Arrived, rec AuditRecord) {
+	reason := fmt.Sprintf("request id %s was already decided (%s) for other facts (agent %s, %s); not answered, since its response file is that request's",
+		wire.QuoteShort(ev.Request.ID), rec.State, wire.QuoteShort(rec.Agent), wire.QuoteShort(rec.Surface))
+	s.cfg.Logger.Warn("request reuses a decided identity with other facts", "ask", ev.ID, "request", ev.Request.ID, "path", ev.Path)
+	if err := s.inbox.Refuse(ev.ID, reason); err != nil {
+		s.cfg.Logger.Error("reused request not refused", "ask", ev.ID, "err", err)
+	}
 }
 
 // judge applies the recorded authority. A request without facts always goes

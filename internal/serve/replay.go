@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"os"
 	"unicode/utf8"
@@ -50,6 +51,27 @@ func asLogged(s string) string {
 		return s
 	}
 	return back
+}
+
+// sameFacts reports whether req is the request rec decided, fact for fact
+// as the log keeps them: the key names a request by its identity, which a
+// second file can reuse with other facts (decision 0210). A record written
+// before the log kept the facts is compared by agent, surface and values.
+func sameFacts(rec AuditRecord, req *wire.Request) bool {
+	again := AuditRecord{Agent: req.RequesterAgentName, Surface: SurfaceOf(req), Facts: auditFacts(req.AccessIntent)}
+	if req.AccessIntent != nil {
+		again.MatchValues = req.AccessIntent.MatchValues
+	}
+	if rec.Facts == nil {
+		again.Facts = nil
+	}
+	return bytes.Equal(factsLine(rec), factsLine(again))
+}
+
+// factsLine is what the log keeps of a decision's facts, as it writes it.
+func factsLine(rec AuditRecord) []byte {
+	line, _ := json.Marshal(AuditRecord{Agent: rec.Agent, Surface: rec.Surface, MatchValues: rec.MatchValues, Facts: rec.Facts})
+	return line
 }
 
 // linePos locates a decision line in audit.jsonl.
