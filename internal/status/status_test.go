@@ -59,7 +59,8 @@ func story() []serve.Event {
 		serve.Decided{Ask: a1, Queued: true, Response: wire.Response{State: wire.StateDeniedWithReason, DenialReason: secretReason}},
 		serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: 2, Session: "s1"}, Pending: true},
 		serve.Decided{Ask: ask(4, "s1", "builder"), Auto: true, Response: wire.Response{Approved: true}},
-		serve.Skipped{Approved: 5, Denied: 1, Expired: 2},
+		// A stalled subscriber's counts, by who decided.
+		serve.Skipped{AutoApproved: 5, AutoDenied: 1, Approved: 2, Denied: 3, Expired: 2},
 	}
 }
 
@@ -115,7 +116,7 @@ func TestLinesCountWaitingAsksAndDecisions(t *testing.T) {
 		t.Errorf("third ask's line: %+v", l)
 	}
 	last := lines[len(lines)-1].Decisions
-	if last[Denied] != 1 || last[Expired] != 3 || last[AutoApproved] != 6 || last[AutoDenied] != 1 || last[Approved] != 0 {
+	if last[Denied] != 4 || last[Expired] != 3 || last[AutoApproved] != 6 || last[AutoDenied] != 1 || last[Approved] != 2 {
 		t.Errorf("decisions by kind: %v", last)
 	}
 }
