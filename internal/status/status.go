@@ -46,6 +46,7 @@ const (
 	Counted   = "counted"   // answers a stalled subscriber was sent as counts
 	Expiring  = "expiring"  // an ask still waits, near the child's timeout (notify)
 	More      = "more"      // asks over a notifier's rate or capacity, counted (notify)
+	Stopped   = "stopped"   // serving stopped; the counts as it stopped
 )
 
 // Outcomes, the keys of Decisions.

@@ -14,6 +14,7 @@ import (
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/termsafe"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -102,6 +103,7 @@ func TestLinesCountWaitingAsksAndDecisions(t *testing.T) {
 	}{
 		{Blocked, "", 1, 1}, {Blocked, "", 2, 2}, {Blocked, "", 3, 2},
 		{Unblocked, Denied, 2, 1}, {Unblocked, Expired, 1, 0}, {Answered, AutoApproved, 1, 0}, {Counted, "", 1, 0},
+		{Stopped, "", 1, 0},
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
@@ -121,29 +123,116 @@ func TestLinesCountWaitingAsksAndDecisions(t *testing.T) {
 	}
 }
 
+// running is Run going on, as while permtui serves: send events on it,
+// and stop it as serving stops.
+type running struct {
+	events chan serve.Event
+	done   chan struct{}
+}
+
+func runStatus(o Options) *running {
+	r := &running{events: make(chan serve.Event), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		Run(r.events, o)
+	}()
+	return r
+}
+
+func (r *running) send(evs ...serve.Event) {
+	for _, ev := range evs {
+		r.events <- ev
+	}
+}
+
+func (r *running) stop() {
+	close(r.events)
+	<-r.done
+}
+
+// waitFile waits until the file at path holds want.
+func waitFile(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for {
+		data, err := os.ReadFile(path)
+		if err == nil && string(data) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status file %q (%v), want %q", data, err, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // The status file holds the summary, rewritten as asks come and go, 0600;
 // an agent name cannot put a status-bar format or an escape in it.
 func TestStatusFileKeepsTheSummary(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "status")
-	evs := []serve.Event{
-		serve.AskQueued{Ask: ask(1, "s1", "builder")}, serve.AskQueued{Ask: ask(2, "s1", "scout")},
-		serve.AskQueued{Ask: ask(3, "s2", "builder")},
-	}
-	feed(t, Options{File: file}, evs...)
-	if got := read(t, file); got != "⏸ 3 waiting · builder 2 · scout 1\n" {
-		t.Fatalf("status %q", got)
-	}
+	r := runStatus(Options{File: file})
+	defer r.stop()
+	waitFile(t, file, "\n") // nothing waits yet
+	r.send(serve.AskQueued{Ask: ask(1, "s1", "builder")}, serve.AskQueued{Ask: ask(2, "s1", "scout")},
+		serve.AskQueued{Ask: ask(3, "s2", "builder")})
+	waitFile(t, file, "⏸ 3 waiting · builder 2 · scout 1\n")
 	if info, err := os.Stat(file); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("status file mode: %v %v", info, err)
 	}
-	evs = append(evs, serve.AskQueued{Ask: ask(4, "s1", "#[fg=red]\x1b]0;x\a")}, serve.AskQueued{Ask: ask(5, "s1", "zed")})
-	feed(t, Options{File: file}, evs...)
-	if got := read(t, file); got != "⏸ 5 waiting · builder 2 · ??fg?red???0?x? 1 · scout 1 · +1\n" {
-		t.Fatalf("status %q", got)
+	r.send(serve.AskQueued{Ask: ask(4, "s1", "#[fg=red]\x1b]0;x\a")}, serve.AskQueued{Ask: ask(5, "s1", "zed")})
+	waitFile(t, file, "⏸ 5 waiting · builder 2 · ??fg?red???0?x? 1 · scout 1 · +1\n")
+	for id := range serve.AskID(5) {
+		r.send(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: id + 1}, Pending: true})
 	}
-	feed(t, Options{File: file}) // nothing waits
+	waitFile(t, file, "\n")
+}
+
+// When serving stops (a quit, SIGTERM, a fatal error: the subscription
+// ends) the status file says so, where it kept its last summary and a
+// status bar went on showing asks waiting, or nothing waiting, from a
+// permtui that no longer serves; the events end with a stopped line.
+func TestTheStatusFileSaysServingStopped(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "status")
+	var lines bytes.Buffer
+	r := runStatus(Options{File: file, Lines: &lines})
+	r.send(serve.AskQueued{Ask: ask(1, "s1", "builder")})
+	waitFile(t, file, "⏸ 1 waiting · builder 1\n")
+	r.stop()
+	if got := read(t, file); got != StoppedSummary+"\n" {
+		t.Fatalf("status file after serving stopped %q, want %q", got, StoppedSummary+"\n")
+	}
+	var last Line
+	out := strings.Split(strings.TrimSpace(lines.String()), "\n")
+	if err := json.Unmarshal([]byte(out[len(out)-1]), &last); err != nil || last.Event != Stopped || last.Waiting != 1 {
+		t.Fatalf("last events line %q (%v), want a stopped line with the count", out[len(out)-1], err)
+	}
+}
+
+// While permtui serves, the status file is rewritten every Heartbeat even
+// when nothing changed, so a reader tells a line left by a permtui that
+// was killed (no chance to say it stopped) by the file's age.
+func TestTheStatusFileIsRewrittenWhileServing(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "status")
+	r := runStatus(Options{File: file, Heartbeat: time.Millisecond})
+	defer r.stop()
+	waitFile(t, file, "\n")
+	first, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for {
+		// Each write renames a new file into place.
+		if now, err := os.Stat(file); err == nil && !os.SameFile(first, now) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the status file was not rewritten while nothing changed")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if got := read(t, file); got != "\n" {
-		t.Fatalf("status with nothing waiting %q", got)
+		t.Fatalf("status file rewritten as %q", got)
 	}
 }
 
@@ -196,7 +285,7 @@ func TestChildStringsLeaveSanitizedAndClipped(t *testing.T) {
 					t.Errorf("detail %s: field of %d bytes, unsafe %v: %.80q", d, len(f), unsafe(f), f)
 				}
 			}
-			if !strings.HasPrefix(l.Agent, "␛]0;pwned␇␊\uFFFD") || len(l.Agent) > 120 {
+			if l.Event != Stopped && !strings.HasPrefix(l.Agent, "␛]0;pwned␇␊\uFFFD") || len(l.Agent) > 120 {
 				t.Errorf("agent %q", l.Agent)
 			}
 		}
