@@ -262,6 +262,7 @@ func (in *Inbox) redeliver() {
 // under the same AskID, unseen by the front end.
 func (in *Inbox) Rejudge() {
 	in.mu.Lock()
+	in.rejudged = in.deferred.Count()
 	for _, e := range in.byID {
 		if e.deferred {
 			e.rejudge = true
@@ -422,10 +423,20 @@ func (in *Inbox) deliverAgain(e *entry) {
 const deferringReportEvery = 5 * time.Second
 
 // reportDeferring emits Deferring when the number of deferred asks changed
-// since the last report, as deferReports spaces them. Run goroutine only.
+// since the last report, as deferReports spaces them. The number a Rejudge
+// released comes first, unspaced: the spacing may have held it back, and
+// the last report before none would state an older number. Run goroutine
+// only.
 func (in *Inbox) reportDeferring() {
 	now := in.cfg.Now()
 	in.mu.Lock()
+	var counts []int
+	if r := in.rejudged; r > 0 {
+		in.rejudged = 0
+		if due, _ := in.deferReports.Due(r, false, now, 0); due {
+			counts = append(counts, r)
+		}
+	}
 	n, parked := in.deferred.Count(), in.parked.String()
 	report, wait := in.deferReports.Due(n, false, now, deferringReportEvery)
 	if wait > 0 && !in.reportSoon {
@@ -440,6 +451,9 @@ func (in *Inbox) reportDeferring() {
 	}
 	in.mu.Unlock()
 	if report {
+		counts = append(counts, n)
+	}
+	for _, n := range counts {
 		if n > 0 {
 			in.cfg.Logger.Warn("asks beyond the parked budget wait on disk", "waiting", n, "parked", parked)
 		}

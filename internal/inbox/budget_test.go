@@ -346,3 +346,42 @@ func TestASpacedDeferringReportIsStillMade(t *testing.T) {
 	h.in.Park(asks[3].ID)
 	h.rec.WaitFor(t, "two deferred, after the spacing", deferring(2))
 }
+
+// A change that has the deferred asks judged again (a policy, grants or
+// session denies) first reports how many wait, when the spacing held that
+// count back: once they are released the last count before none is the
+// one released, where it was an older one (headless printed "1 ask for a
+// person waits" just before "recovered" when three were answered).
+func TestARejudgeReportsTheCountItReleases(t *testing.T) {
+	at := time.Unix(1_791_279_012, 0)
+	h := start(t, func(c *Config) {
+		c.Budget.ParkedAsks = 1
+		c.Now = func() time.Time { return at } // a change of the count is never due by time
+	})
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, fmt.Sprintf("1791279012345-rj%d-1", i))
+		h.send(servedID, ids[i])
+	}
+	asks := h.arrivals(ids...)
+	h.in.Park(asks[0].ID)
+	h.in.Park(asks[1].ID)
+	h.rec.WaitFor(t, "one deferred", deferring(1))
+	h.in.Park(asks[2].ID)
+	h.in.Park(asks[3].ID) // three deferred, held by the spacing
+	h.in.Rejudge()
+	for _, a := range asks[1:] {
+		again := h.rec.WaitForN(t, "judged again", func(ev Event) bool { b, ok := ev.(Arrived); return ok && b.ID == a.ID }, 2)[1].(Arrived)
+		if err := h.in.Respond(again.ID, approve()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.rec.WaitFor(t, "none deferred", deferring(0))
+	var counts []int
+	for _, ev := range h.rec.Filter(func(ev Event) bool { _, ok := ev.(Deferring); return ok }) {
+		counts = append(counts, ev.(Deferring).Waiting)
+	}
+	if !slices.Equal(counts, []int{1, 3, 0}) {
+		t.Fatalf("deferring reports %v, want [1 3 0]", counts)
+	}
+}

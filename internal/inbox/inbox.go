@@ -155,6 +155,7 @@ type Inbox struct {
 	postponed                int
 	deferReports             budget.Spacing  // when the next Deferring is due
 	reportSoon               bool            // a timer wakes the loop for a spaced Deferring
+	rejudged                 int             // deferred asks a Rejudge released, to report first
 	waitingRoom              bool            // sessions wait for a global bound
 	scanAll                  bool            // a full scan is queued
 	scanQ                    map[string]bool // sessions queued for a scan
