@@ -98,7 +98,7 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 	}
 	cur, next := resolve.Load(opts), resolve.Load(cand)
 	rep := simulate.Replay(log, cur, next)
-	loosens, err := policyedit.Loosenings(opts, cand)
+	loosens, err := policyedit.Loosenings(cur, next)
 	if err != nil {
 		return err
 	}
