@@ -254,7 +254,7 @@ func TestTheBudgetCountsReturnToZero(t *testing.T) {
 				return false
 			}
 		}
-		return h.in.parked.Count() == 0 && h.in.deferred.Count() == 0 && h.in.postponed == 0 && h.in.parked.Bytes() == 0 &&
+		return h.in.parked.Count() == 0 && h.in.deferred.Count() == 0 && h.in.rejudging == 0 && h.in.postponed == 0 && h.in.parked.Bytes() == 0 &&
 			h.in.flight.Count() == 0 && h.in.flight.Bytes() == 0 && len(h.in.byID) == 0 && len(h.in.inflight) == 0 && len(h.in.byReq) == 0
 	})
 }
@@ -383,5 +383,53 @@ func TestARejudgeReportsTheCountItReleases(t *testing.T) {
 	}
 	if !slices.Equal(counts, []int{1, 3, 0}) {
 		t.Fatalf("deferring reports %v, want [1 3 0]", counts)
+	}
+}
+
+// Asks taken off the disk to be judged again still wait until they are
+// judged: a change that leaves them for a person (Park defers them again)
+// is no recovery, where the number fell to none while they were read and
+// "recovered" was reported, then the same number again.
+func TestAsksJudgedAgainStillCountAsWaiting(t *testing.T) {
+	at := time.Unix(1_791_279_012, 0)
+	h := start(t, func(c *Config) {
+		c.Budget.ParkedAsks = 1
+		c.Now = func() time.Time { return at } // a change of the count is never due by time
+	})
+	ids := []string{"1791279012345-ja0-1", "1791279012345-ja1-1", "1791279012345-ja2-1"}
+	for _, id := range ids {
+		h.send(servedID, id)
+	}
+	asks := h.arrivals(ids...)
+	h.in.Park(asks[0].ID)
+	h.in.Park(asks[1].ID)
+	h.rec.WaitFor(t, "one deferred", deferring(1))
+	h.in.Park(asks[2].ID) // two deferred, held by the spacing
+	h.in.Rejudge()        // reported now (decision 0198)
+	nth := func(id AskID, n int) Arrived {
+		return h.rec.WaitForN(t, "delivered again", func(ev Event) bool { a, ok := ev.(Arrived); return ok && a.ID == id }, n)[n-1].(Arrived)
+	}
+	for _, a := range asks[1:] {
+		if h.in.Park(nth(a.ID, 2).ID) {
+			t.Fatal("parked beyond the budget")
+		}
+	}
+	// Room for one: each answer lets the oldest deferred ask in.
+	for i, a := range asks {
+		if i > 0 {
+			nth(a.ID, 3)
+			h.in.Park(a.ID)
+		}
+		if err := h.in.Respond(a.ID, approve()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.rec.WaitFor(t, "none deferred", deferring(0))
+	var counts []int
+	for _, ev := range h.rec.Filter(func(ev Event) bool { _, ok := ev.(Deferring); return ok }) {
+		counts = append(counts, ev.(Deferring).Waiting)
+	}
+	if !slices.Equal(counts, []int{1, 2, 0}) {
+		t.Fatalf("deferring reports %v, want [1 2 0]", counts)
 	}
 }
