@@ -50,17 +50,24 @@ func Run(events <-chan serve.Event, o Options) {
 		o.Heartbeat = HeartbeatEvery
 	}
 	t := NewTracker(o.Detail)
-	shown, written := "", false
-	// show writes s when it is news or again is set.
+	shown, written, failing := "", false, false
+	// show writes s when it is news or again is set. A failure is logged
+	// once until a write works again, not at every beat.
 	show := func(s string, again bool) {
 		if o.File == "" || (s == shown && written && !again) {
 			return
 		}
 		if err := safefs.WriteFileAtomic(o.File, []byte(s+"\n")); err != nil {
-			o.Logger.Warn("status file not written", "file", o.File, "err", err)
+			if !failing {
+				o.Logger.Warn("status file not written", "file", o.File, "err", err)
+			}
+			failing = true
 			return
 		}
-		shown, written = s, true
+		if failing {
+			o.Logger.Info("status file written again", "file", o.File)
+		}
+		shown, written, failing = s, true, false
 	}
 	emit := func(l Line) {
 		if o.Lines == nil {

@@ -2,6 +2,7 @@ package status
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -289,5 +290,28 @@ func TestChildStringsLeaveSanitizedAndClipped(t *testing.T) {
 				t.Errorf("agent %q", l.Agent)
 			}
 		}
+	}
+}
+
+// A status file that cannot be written is logged once, not at every change
+// and heartbeat, and once more when it is written again.
+func TestAFailingStatusFileIsLoggedOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	file := filepath.Join(dir, "status")
+	var logs testkit.SyncBuffer
+	r := runStatus(Options{File: file, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	r.send(serve.AskQueued{Ask: ask(1, "s1", "builder")}, serve.AskQueued{Ask: ask(2, "s1", "builder")},
+		serve.AskQueued{Ask: ask(3, "s1", "builder")})
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r.send(serve.AskQueued{Ask: ask(4, "s1", "builder")})
+	waitFile(t, file, "⏸ 4 waiting · builder 4\n")
+	r.stop()
+	if n := strings.Count(logs.String(), "status file not written"); n != 1 {
+		t.Errorf("%d failures logged, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "status file written again") {
+		t.Errorf("the recovery is not logged:\n%s", logs.String())
 	}
 }
