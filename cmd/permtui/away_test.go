@@ -18,6 +18,7 @@ import (
 
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/status"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -85,6 +86,9 @@ func TestServeWritesEventsAndStatusForAwayFromTheKeyboard(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
+	if got, err := os.ReadFile(statusFile); err != nil || string(got) != status.StoppedSummary+"\n" {
+		t.Errorf("status file once serving stopped: %q %v", got, err)
+	}
 	data, err := os.ReadFile(eventsFile)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +105,7 @@ func TestServeWritesEventsAndStatusForAwayFromTheKeyboard(t *testing.T) {
 	if !strings.Contains(posts.String(), `"title":"permtui: builder is waiting"`) {
 		t.Errorf("ntfy got %q", posts.String())
 	}
-	for _, want := range []string{`"event":"blocked"`, `"agent":"builder"`, `"event":"unblocked"`, `"outcome":"expired"`} {
+	for _, want := range []string{`"event":"blocked"`, `"agent":"builder"`, `"event":"unblocked"`, `"outcome":"expired"`, `"event":"stopped"`} {
 		if !strings.Contains(events, want) {
 			t.Errorf("no %s in\n%s", want, events)
 		}

@@ -199,9 +199,9 @@ func (s ruleService) plan(scope policyedit.Scope, agent string, r policyedit.Rul
 	if err != nil {
 		return rulePlan{}, err
 	}
-	cand := resolve.Load(ch.Candidate(s.opts))
+	cand := ch.Edited
 	isNew := ch.IsNewRule
-	p := rulePlan{ch: ch, cov: simulate.Replay(log, resolve.Load(s.opts), cand).CoverageOf(isNew)}
+	p := rulePlan{ch: ch, cov: simulate.Replay(log, ch.Current, cand).CoverageOf(isNew)}
 	for i, q := range waiting {
 		if isNew(cand.Evaluate(q, nil).Rule) {
 			p.waiting = append(p.waiting, i)

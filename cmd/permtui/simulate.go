@@ -81,7 +81,7 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	opts := c.loadOptions()
-	cand, file, err := candidate(opts, rules, scopeFlag, agent, config)
+	base, cand, file, err := candidate(opts, rules, scopeFlag, agent, config)
 	if err != nil {
 		return err
 	}
@@ -96,9 +96,9 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cur, next := resolve.Load(opts), resolve.Load(cand)
+	cur, next := resolve.Load(base), resolve.Load(cand)
 	rep := simulate.Replay(log, cur, next)
-	loosens, err := policyedit.Loosenings(opts, cand)
+	loosens, err := policyedit.Loosenings(cur, next)
 	if err != nil {
 		return err
 	}
@@ -132,40 +132,43 @@ func splitRuleTriples(args []string) ([]policyedit.Rule, []string, error) {
 	return rules, rest, nil
 }
 
-// candidate is opts with the candidate files in its overlay, and the file
-// the --rule edits go to.
-func candidate(opts resolve.LoadOptions, rules []policyedit.Rule, scopeFlag, agent, config string) (resolve.LoadOptions, string, error) {
-	cand := opts
-	cand.Overlay = map[string][]byte{}
+// candidate is opts with the candidate files in its overlay (cand), opts
+// with the text of the file the --rule edits go to as it was read for them
+// (base: both judge the same bytes, read once), and that file.
+func candidate(opts resolve.LoadOptions, rules []policyedit.Rule, scopeFlag, agent, config string) (base, cand resolve.LoadOptions, file string, err error) {
+	base, cand = opts, opts
 	if config != "" {
 		data, err := safefs.ReadRegularFileFollow(config, maxCandidateConfig)
 		if err != nil {
-			return cand, "", err
+			return base, cand, "", err
 		}
-		file := resolve.GlobalConfigPath(opts.AgentDir)
-		cand.Overlay[file] = data
-		return cand, file, nil
+		file = resolve.GlobalConfigPath(opts.AgentDir)
+		cand.Overlay = map[string][]byte{file: data}
+		return base, cand, file, nil
 	}
 	scope, err := policyedit.ParseScope(scopeFlag)
 	if err != nil {
-		return cand, "", err
+		return base, cand, "", err
 	}
 	target, err := policyedit.Locate(opts, scope, agent)
 	if err != nil {
-		return cand, "", err
+		return base, cand, "", err
+	}
+	text, existed, err := policyedit.Read(opts, target.File)
+	if err != nil {
+		return base, cand, "", err
+	}
+	if existed {
+		base.Overlay = map[string][]byte{target.File: text}
 	}
 	for _, r := range rules {
-		text, existed, err := policyedit.Read(cand, target.File)
-		if err != nil {
-			return cand, "", err
+		if text, err = policyedit.Edit(target, r, text, existed); err != nil {
+			return base, cand, "", fmt.Errorf("--rule %s: %w", r, err)
 		}
-		next, err := policyedit.Edit(target, r, text, existed)
-		if err != nil {
-			return cand, "", fmt.Errorf("--rule %s: %w", r, err)
-		}
-		cand.Overlay[target.File] = next
+		existed = true
 	}
-	return cand, target.File, nil
+	cand.Overlay = map[string][]byte{target.File: text}
+	return base, cand, target.File, nil
 }
 
 func printReport(w io.Writer, rep simulate.Report, loosened []policyedit.LooseningGroup) {

@@ -216,7 +216,8 @@ func otherLine(ev serve.Event) map[string]any {
 	case serve.Repaired:
 		return map[string]any{"event": "repaired", "area": ev.Area, "what": ev.What}
 	case serve.Skipped:
-		return map[string]any{"event": "skipped", "arrived": ev.Arrived, "approved": ev.Approved, "denied": ev.Denied, "expired": ev.Expired, "invalid": ev.Invalid}
+		return map[string]any{"event": "skipped", "arrived": ev.Arrived, "approved": ev.Approved, "denied": ev.Denied,
+			"autoApproved": ev.AutoApproved, "autoDenied": ev.AutoDenied, "expired": ev.Expired, "invalid": ev.Invalid}
 	}
 	return nil
 }

@@ -325,8 +325,9 @@ func TestSessionDeniesLine(t *testing.T) {
 }
 
 func TestSkippedLineCountsWhatWasNotPrinted(t *testing.T) {
-	line := otherLine(serve.Skipped{Arrived: 5, Approved: 3, Denied: 2, Invalid: 1})
-	if line["event"] != "skipped" || line["arrived"] != 5 || line["approved"] != 3 || line["denied"] != 2 || line["invalid"] != 1 {
+	line := otherLine(serve.Skipped{Arrived: 5, Approved: 3, Denied: 2, AutoApproved: 7, AutoDenied: 6, Invalid: 1})
+	if line["event"] != "skipped" || line["arrived"] != 5 || line["approved"] != 3 || line["denied"] != 2 ||
+		line["autoApproved"] != 7 || line["autoDenied"] != 6 || line["invalid"] != 1 {
 		t.Fatalf("skipped line %v", line)
 	}
 }

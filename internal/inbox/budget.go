@@ -192,6 +192,7 @@ func (in *Inbox) Park(id AskID) bool {
 	if e.deferred {
 		return false
 	}
+	in.judged(e)
 	in.releaseInFlight(e)
 	if in.parked.Reserve(e.size) {
 		e.parked = true
@@ -262,6 +263,7 @@ func (in *Inbox) redeliver() {
 // under the same AskID, unseen by the front end.
 func (in *Inbox) Rejudge() {
 	in.mu.Lock()
+	in.rejudged = in.deferred.Count() + in.rejudging
 	for _, e := range in.byID {
 		if e.deferred {
 			e.rejudge = true
@@ -288,11 +290,23 @@ func (in *Inbox) nextRejudged() *entry {
 			continue
 		}
 		in.setDeferred(e, false)
-		e.rejudge = false
+		e.rejudge, e.rejudging = false, true
+		in.rejudging++
 		in.holdInFlight(e, s)
 		return e
 	}
 	return nil
+}
+
+// judged: an entry taken off the disk to be judged again was (parked,
+// deferred again, answered, postponed or gone), so it no longer counts as
+// waiting on disk; the Run goroutine reports the number. in.mu is held.
+func (in *Inbox) judged(e *entry) {
+	if e.rejudging {
+		e.rejudging = false
+		in.rejudging--
+		in.wake()
+	}
 }
 
 // Postponing: the first wait, doubled each time up to postponeMax.
@@ -319,6 +333,7 @@ func (in *Inbox) Postpone(id AskID) bool {
 	if s == nil {
 		return false
 	}
+	in.judged(e)
 	if e.parked {
 		in.unpark(e)
 		e.parked = false
@@ -422,11 +437,23 @@ func (in *Inbox) deliverAgain(e *entry) {
 const deferringReportEvery = 5 * time.Second
 
 // reportDeferring emits Deferring when the number of deferred asks changed
-// since the last report, as deferReports spaces them. Run goroutine only.
+// since the last report, as deferReports spaces them. The number a Rejudge
+// released comes first, unspaced: the spacing may have held it back, and
+// the last report before none would state an older number. Run goroutine
+// only.
 func (in *Inbox) reportDeferring() {
 	now := in.cfg.Now()
 	in.mu.Lock()
-	n, parked := in.deferred.Count(), in.parked.String()
+	var counts []int
+	if r := in.rejudged; r > 0 {
+		in.rejudged = 0
+		if due, _ := in.deferReports.Due(r, false, now, 0); due {
+			counts = append(counts, r)
+		}
+	}
+	// Asks taken off the disk to be judged again still wait until judged:
+	// reading them is no recovery.
+	n, parked := in.deferred.Count()+in.rejudging, in.parked.String()
 	report, wait := in.deferReports.Due(n, false, now, deferringReportEvery)
 	if wait > 0 && !in.reportSoon {
 		// Nothing else may wake the loop by then: it wakes itself.
@@ -440,6 +467,9 @@ func (in *Inbox) reportDeferring() {
 	}
 	in.mu.Unlock()
 	if report {
+		counts = append(counts, n)
+	}
+	for _, n := range counts {
 		if n > 0 {
 			in.cfg.Logger.Warn("asks beyond the parked budget wait on disk", "waiting", n, "parked", parked)
 		}

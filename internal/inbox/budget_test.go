@@ -254,7 +254,7 @@ func TestTheBudgetCountsReturnToZero(t *testing.T) {
 				return false
 			}
 		}
-		return h.in.parked.Count() == 0 && h.in.deferred.Count() == 0 && h.in.postponed == 0 && h.in.parked.Bytes() == 0 &&
+		return h.in.parked.Count() == 0 && h.in.deferred.Count() == 0 && h.in.rejudging == 0 && h.in.postponed == 0 && h.in.parked.Bytes() == 0 &&
 			h.in.flight.Count() == 0 && h.in.flight.Bytes() == 0 && len(h.in.byID) == 0 && len(h.in.inflight) == 0 && len(h.in.byReq) == 0
 	})
 }
@@ -345,4 +345,93 @@ func TestASpacedDeferringReportIsStillMade(t *testing.T) {
 	h.rec.WaitFor(t, "one deferred", deferring(1))
 	h.in.Park(asks[3].ID)
 	h.rec.WaitFor(t, "two deferred, after the spacing", deferring(2))
+}
+
+// heldDeferral starts an inbox whose clock stands still, so a change of
+// the number deferred is never due by time, with a parked budget of one:
+// one ask parked, one deferred (reported), and deferred-1 more deferred,
+// their count held by the spacing.
+func heldDeferral(t *testing.T, deferred int) (*harness, []Arrived) {
+	t.Helper()
+	at := time.Unix(1_791_279_012, 0)
+	h := start(t, func(c *Config) {
+		c.Budget.ParkedAsks = 1
+		c.Now = func() time.Time { return at }
+	})
+	var ids []string
+	for i := range deferred + 1 {
+		ids = append(ids, fmt.Sprintf("1791279012345-hd%d-1", i))
+		h.send(servedID, ids[i])
+	}
+	asks := h.arrivals(ids...)
+	h.in.Park(asks[0].ID)
+	h.in.Park(asks[1].ID)
+	h.rec.WaitFor(t, "one deferred", deferring(1))
+	for _, a := range asks[2:] {
+		h.in.Park(a.ID)
+	}
+	return h, asks
+}
+
+// delivery waits for the nth delivery of id.
+func (h *harness) delivery(id AskID, n int) Arrived {
+	h.t.Helper()
+	return h.rec.WaitForN(h.t, "delivered again", func(ev Event) bool { a, ok := ev.(Arrived); return ok && a.ID == id }, n)[n-1].(Arrived)
+}
+
+// deferringReports waits until none is deferred and returns every number
+// reported.
+func (h *harness) deferringReports() []int {
+	h.t.Helper()
+	h.rec.WaitFor(h.t, "none deferred", deferring(0))
+	var counts []int
+	for _, ev := range h.rec.Filter(func(ev Event) bool { _, ok := ev.(Deferring); return ok }) {
+		counts = append(counts, ev.(Deferring).Waiting)
+	}
+	return counts
+}
+
+// A change that has the deferred asks judged again (a policy, grants or
+// session denies) first reports how many wait, when the spacing held that
+// count back: once they are released the last count before none is the
+// one released, where it was an older one (headless printed "1 ask for a
+// person waits" just before "recovered" when three were answered).
+func TestARejudgeReportsTheCountItReleases(t *testing.T) {
+	h, asks := heldDeferral(t, 3)
+	h.in.Rejudge()
+	for _, a := range asks[1:] {
+		if err := h.in.Respond(h.delivery(a.ID, 2).ID, approve()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if counts := h.deferringReports(); !slices.Equal(counts, []int{1, 3, 0}) {
+		t.Fatalf("deferring reports %v, want [1 3 0]", counts)
+	}
+}
+
+// Asks taken off the disk to be judged again still wait until they are
+// judged: a change that leaves them for a person (Park defers them again)
+// is no recovery, where the number fell to none while they were read and
+// "recovered" was reported, then the same number again.
+func TestAsksJudgedAgainStillCountAsWaiting(t *testing.T) {
+	h, asks := heldDeferral(t, 2)
+	h.in.Rejudge() // reported now (decision 0198)
+	for _, a := range asks[1:] {
+		if h.in.Park(h.delivery(a.ID, 2).ID) {
+			t.Fatal("parked beyond the budget")
+		}
+	}
+	// Room for one: each answer lets the oldest deferred ask in.
+	for i, a := range asks {
+		if i > 0 {
+			h.delivery(a.ID, 3)
+			h.in.Park(a.ID)
+		}
+		if err := h.in.Respond(a.ID, approve()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if counts := h.deferringReports(); !slices.Equal(counts, []int{1, 2, 0}) {
+		t.Fatalf("deferring reports %v, want [1 2 0]", counts)
+	}
 }

@@ -155,6 +155,8 @@ type Inbox struct {
 	postponed                int
 	deferReports             budget.Spacing  // when the next Deferring is due
 	reportSoon               bool            // a timer wakes the loop for a spaced Deferring
+	rejudged                 int             // deferred asks a Rejudge released, to report first
+	rejudging                int             // entries rejudging: they still wait, as deferred
 	waitingRoom              bool            // sessions wait for a global bound
 	scanAll                  bool            // a full scan is queued
 	scanQ                    map[string]bool // sessions queued for a scan
@@ -201,6 +203,7 @@ type entry struct {
 	deferred  bool          // waiting for a person on disk, beyond the parked budget
 	postponed bool          // decided, its response not written: on disk until due
 	rejudge   bool          // deferred, to be judged again (Rejudge)
+	rejudging bool          // taken off the disk to be judged again, not yet judged
 	due       time.Time     // when a postponed entry is delivered again
 	tries     int           // times it was postponed
 	size      int64         // bytes of the file delivered

@@ -58,6 +58,7 @@ func (in *Inbox) Respond(id AskID, resp wire.Response) error {
 		return ErrBusy
 	}
 	e.answering = true
+	in.judged(e)
 	in.mu.Unlock()
 
 	removed, err := in.respond(e, resp)

@@ -547,6 +547,7 @@ type reqKey struct{ session, reqID string }
 func (in *Inbox) drop(e *entry) {
 	delete(in.inflight, e.path)
 	delete(in.byID, e.ask)
+	in.judged(e)
 	switch {
 	case e.parked || e.deferred:
 		in.unpark(e)

@@ -25,20 +25,21 @@ type Loosening struct {
 	Trusted bool
 }
 
-// Loosenings is AuthorityDiff of the policy loaded with opts and with cand
-// (opts with the edit). When the project is not trusted, both are judged
-// again as if it were: every view pi could use, trusted or not.
-func Loosenings(opts, cand resolve.LoadOptions, facts ...resolve.Query) ([]Loosening, error) {
-	out, err := AuthorityDiff(resolve.Load(opts), resolve.Load(cand), facts...)
+// Loosenings is AuthorityDiff of the policy before and after an edit (the
+// same options but the edited file). When the project is not trusted, both
+// are loaded again as if it were: every view pi could use, trusted or not.
+func Loosenings(before, after *resolve.Policy, facts ...resolve.Query) ([]Loosening, error) {
+	out, err := AuthorityDiff(before, after, facts...)
+	opts, cand := before.Options(), after.Options()
 	if err != nil || opts.TrustProject || opts.ProjectDir == "" {
 		return out, err
 	}
 	opts.TrustProject, cand.TrustProject = true, true
-	before := resolve.Load(opts)
-	if prs := before.Problems(); len(prs) > 0 {
+	trusted := resolve.Load(opts)
+	if prs := trusted.Problems(); len(prs) > 0 {
 		return nil, fmt.Errorf("%s, which pi reads once the project is trusted, cannot be used (%s): until it is fixed permtui cannot tell what a rule would loosen; fix it first", prs[0].File, prs[0].Message)
 	}
-	more, err := AuthorityDiff(before, resolve.Load(cand), facts...)
+	more, err := AuthorityDiff(trusted, resolve.Load(cand), facts...)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,9 @@ type Change struct {
 	// Before and After judge Facts under the policy as it is and as it
 	// would be with the edit.
 	Before, After resolve.Verdict
+	// Current and Edited are that policy as it is and with the edit, as Plan
+	// loaded them: judge with these rather than load each file again.
+	Current, Edited *resolve.Policy
 	// Loosens is every verdict the edit makes looser that the person did
 	// not name (AuthorityDiff less Unnamed), in any view and scope.
 	Loosens []Loosening
@@ -86,9 +89,14 @@ func lineEdits(a, b string) []udiff.Edit {
 // Candidate is the load options with the edit in place, for judging the
 // policy as it would be (coverage, simulation) before anything is written.
 func (c *Change) Candidate(opts resolve.LoadOptions) resolve.LoadOptions {
+	return withFile(opts, c.Target.File, c.New)
+}
+
+// withFile is opts with data standing in for file.
+func withFile(opts resolve.LoadOptions, file string, data []byte) resolve.LoadOptions {
 	overlay := map[string][]byte{}
 	maps.Copy(overlay, opts.Overlay)
-	overlay[c.Target.File] = c.New
+	overlay[file] = data
 	opts.Overlay = overlay
 	return opts
 }
@@ -120,6 +128,11 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if err := checkRealFile(opts, t, real); err != nil {
 		return nil, err
 	}
+	if existed {
+		// The text as read stands in for the file in every load of this
+		// plan: the diff and every verdict judge the same bytes, read once.
+		opts = withFile(opts, t.File, old)
+	}
 	cur := resolve.Load(opts)
 	for _, pr := range cur.Problems() {
 		if pr.File == t.File {
@@ -135,9 +148,10 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if err != nil {
 		return nil, err
 	}
-	ch := &Change{Target: t, Real: real, Rule: r, Facts: facts, Old: old, New: next, Existed: existed}
+	ch := &Change{Target: t, Real: real, Rule: r, Facts: facts, Old: old, New: next, Existed: existed, Current: cur}
 	ch.Before = cur.Evaluate(facts, nil)
 	after := resolve.Load(ch.Candidate(opts))
+	ch.Edited = after
 	for _, pr := range after.Problems() {
 		if pr.File == t.File {
 			return nil, fmt.Errorf("pi would reject %s after the edit: %s", t.File, pr.Message)
@@ -147,7 +161,7 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 	if err := decides(ch.After, t, r, facts); err != nil {
 		return nil, err
 	}
-	loosens, err := Loosenings(opts, ch.Candidate(opts), facts)
+	loosens, err := Loosenings(cur, after, facts)
 	if err != nil {
 		return nil, err
 	}

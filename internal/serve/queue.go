@@ -66,6 +66,10 @@ func (q *EventQueue) fold(ev Event) bool {
 		switch {
 		case ev.Queued && !q.unqueue(ev.Ask.ID):
 			return false
+		case ev.Auto && ev.Response.Approved:
+			sk.AutoApproved = 1
+		case ev.Auto:
+			sk.AutoDenied = 1
 		case ev.Response.Approved:
 			sk.Approved = 1
 		default:

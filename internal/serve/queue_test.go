@@ -59,13 +59,13 @@ func TestAStalledConsumerGetsCountsNotEveryRequest(t *testing.T) {
 			total.Arrived++
 		case Decided:
 			if !ev.Queued && ev.Response.Approved {
-				total.Approved++
+				total.AutoApproved++
 			} else if !ev.Queued {
-				total.Denied++
+				total.AutoDenied++
 			}
 		}
 	}
-	if total.Arrived != answered || total.Approved != answered/2 || total.Denied != answered/2 || total.Invalid != 1 {
+	if total.Arrived != answered || total.AutoApproved != answered/2 || total.AutoDenied != answered/2 || total.Invalid != 1 {
 		t.Fatalf("counted %+v for %d answers and one refused file", total, answered)
 	}
 	if n := len(kept); n == 0 {
@@ -125,5 +125,50 @@ func TestAStalledConsumerIsNotSentAsksAlreadySettled(t *testing.T) {
 	}
 	if len(grants) != 1 || grants[0].Grants["s"][0].Pattern != fmt.Sprint(asks-1) {
 		t.Fatalf("grants sent: %+v, want only the latest", grants)
+	}
+}
+
+// Folded answers are counted by who decided: a person's answer (or an
+// unattended one) to an ask the consumer was never sent is not counted as
+// automatic, and an automatic answer to a queued ask (a rule after a
+// policy change) is not counted as a person's.
+func TestFoldedAnswersAreCountedByWhoDecided(t *testing.T) {
+	q := NewEventQueue()
+	defer q.Close()
+	for range MaxBufferedEvents + 100 { // the pump and the channel hold 65
+		q.Push(Serving{})
+	}
+	decided := []Decided{
+		{Queued: true, Response: wire.Response{Approved: true}},             // a person approved
+		{Queued: true, Response: wire.Response{}},                           // a person denied
+		{Queued: true, Response: wire.Response{}},                           // a person denied
+		{Queued: true, Auto: true, Response: wire.Response{Approved: true}}, // a rule, after a policy change
+		{Auto: true, Response: wire.Response{}},                             // a rule, never queued
+		{Auto: true, Response: wire.Response{}},                             // a rule, never queued
+		{Auto: true, Response: wire.Response{}},                             // a rule, never queued
+		{Response: wire.Response{Approved: true}, Approver: "hub approver"}, // a person elsewhere
+	}
+	for i, d := range decided {
+		d.Ask = Ask{Arrived: inbox.Arrived{ID: AskID(i + 1)}}
+		if d.Queued {
+			q.Push(AskQueued{Ask: d.Ask})
+		}
+		q.Push(d)
+	}
+	q.Push(ServedElsewhere{}) // marks the end
+	var total Skipped
+	for done := false; !done; {
+		switch ev := (<-q.Out()).(type) {
+		case AskQueued, Decided:
+			t.Fatalf("sent %#v, which should have been folded", ev)
+		case Skipped:
+			total = total.add(ev)
+		case ServedElsewhere:
+			done = true
+		}
+	}
+	want := Skipped{Approved: 2, Denied: 2, AutoApproved: 1, AutoDenied: 3}
+	if total != want {
+		t.Fatalf("counted %+v, want %+v", total, want)
 	}
 }

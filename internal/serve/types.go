@@ -83,13 +83,18 @@ type Decided struct {
 }
 
 // Skipped counts the events a stalled front end was not sent one by one
-// (EventQueue): arrivals, answers to asks it was not sent (automatic, or
-// by a person elsewhere), asks that expired before it was sent them, and
-// refused files. Each is in the audit log or permtui.log.
-type Skipped struct{ Arrived, Approved, Denied, Expired, Invalid int }
+// (EventQueue): arrivals, answers to asks it was not sent, by who decided
+// (Approved and Denied a person, or nobody attached, as Decided.Auto
+// false; AutoApproved and AutoDenied the recorded authority), asks that
+// expired before it was sent them, and refused files. Each is in the
+// audit log or permtui.log.
+type Skipped struct {
+	Arrived, Approved, Denied, AutoApproved, AutoDenied, Expired, Invalid int
+}
 
 func (s Skipped) add(o Skipped) Skipped {
-	return Skipped{s.Arrived + o.Arrived, s.Approved + o.Approved, s.Denied + o.Denied, s.Expired + o.Expired, s.Invalid + o.Invalid}
+	return Skipped{s.Arrived + o.Arrived, s.Approved + o.Approved, s.Denied + o.Denied,
+		s.AutoApproved + o.AutoApproved, s.AutoDenied + o.AutoDenied, s.Expired + o.Expired, s.Invalid + o.Invalid}
 }
 
 func (Skipped) event() {}

@@ -19,14 +19,26 @@ type Options struct {
 	Lines io.Writer
 	// File, when not empty, keeps the Summary, rewritten atomically (0600)
 	// when it changes.
-	File   string
-	Logger *slog.Logger
-	Now    func() time.Time
+	File string
+	// Heartbeat is how often File is written again while nothing changes
+	// (default HeartbeatEvery).
+	Heartbeat time.Duration
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
-// Run follows one subscription until it closes. A failed write is logged
-// and the next change tries again: a full disk or a removed directory
-// never stops serving.
+// HeartbeatEvery is how often the status file is rewritten while serving,
+// so a file older than a few of these is a line a killed permtui left
+// behind (decision 0197).
+const HeartbeatEvery = 10 * time.Second
+
+// StoppedSummary is the status file once serving stopped.
+const StoppedSummary = "⏹ permtui stopped"
+
+// Run follows one subscription until it closes, which is when serving
+// stopped; then the file says so and the lines end with a Stopped line. A
+// failed write is logged and the next change or heartbeat tries again: a
+// full disk or a removed directory never stops serving.
 func Run(events <-chan serve.Event, o Options) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -34,33 +46,65 @@ func Run(events <-chan serve.Event, o Options) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = HeartbeatEvery
+	}
 	t := NewTracker(o.Detail)
-	shown, written := "", false
-	summarize := func() {
-		if s := t.Summary(); o.File != "" && (s != shown || !written) {
-			if err := safefs.WriteFileAtomic(o.File, []byte(s+"\n")); err != nil {
+	shown, written, failing := "", false, false
+	// show writes s when it is news or again is set. A failure is logged
+	// once until a write works again, not at every beat.
+	show := func(s string, again bool) {
+		if o.File == "" || (s == shown && written && !again) {
+			return
+		}
+		if err := safefs.WriteFileAtomic(o.File, []byte(s+"\n")); err != nil {
+			if !failing {
 				o.Logger.Warn("status file not written", "file", o.File, "err", err)
-				return
 			}
-			shown, written = s, true
+			failing = true
+			return
+		}
+		if failing {
+			o.Logger.Info("status file written again", "file", o.File)
+		}
+		shown, written, failing = s, true, false
+	}
+	emit := func(l Line) {
+		if o.Lines == nil {
+			return
+		}
+		data, err := EncodeLine(l)
+		if err == nil {
+			_, err = o.Lines.Write(data)
+		}
+		if err != nil {
+			o.Logger.Warn("events line not written", "err", err)
 		}
 	}
-	summarize() // a status bar reads the file from the start
-	for ev := range events {
-		l, ok := t.Apply(ev, o.Now())
-		if !ok {
-			continue
-		}
-		if o.Lines != nil {
-			data, err := EncodeLine(l)
-			if err == nil {
-				_, err = o.Lines.Write(data)
+	show(t.Summary(), false) // a status bar reads the file from the start
+	var beat <-chan time.Time
+	if o.File != "" {
+		tick := time.NewTicker(o.Heartbeat)
+		defer tick.Stop()
+		beat = tick.C
+	}
+	for {
+		select {
+		case ev, open := <-events:
+			if !open {
+				// Serving stopped: a reader must not go on believing
+				// asks wait, or that nothing does.
+				emit(t.line(Stopped, serve.Ask{}, "", o.Now()))
+				show(StoppedSummary, false)
+				return
 			}
-			if err != nil {
-				o.Logger.Warn("events line not written", "err", err)
+			if l, ok := t.Apply(ev, o.Now()); ok {
+				emit(l)
+				show(t.Summary(), false)
 			}
+		case <-beat:
+			show(t.Summary(), true)
 		}
-		summarize()
 	}
 }
 

@@ -47,6 +47,7 @@ const (
 	Counted   = "counted"   // answers a stalled subscriber was sent as counts
 	Expiring  = "expiring"  // an ask still waits, near the child's timeout (notify)
 	More      = "more"      // asks over a notifier's rate or capacity, counted (notify)
+	Stopped   = "stopped"   // serving stopped; the counts as it stopped
 )
 
 // Outcomes, the keys of Decisions.
@@ -130,8 +131,10 @@ func (t *Tracker) Apply(ev serve.Event, at time.Time) (l Line, ok bool) {
 		t.decisions[Expired]++
 		return t.line(Unblocked, a, Expired, at), true
 	case serve.Skipped:
-		t.decisions[AutoApproved] += ev.Approved
-		t.decisions[AutoDenied] += ev.Denied
+		t.decisions[Approved] += ev.Approved
+		t.decisions[Denied] += ev.Denied
+		t.decisions[AutoApproved] += ev.AutoApproved
+		t.decisions[AutoDenied] += ev.AutoDenied
 		t.decisions[Expired] += ev.Expired
 		return t.line(Counted, serve.Ask{}, "", at), true
 	}

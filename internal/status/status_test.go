@@ -2,6 +2,7 @@ package status
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/termsafe"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -59,7 +61,8 @@ func story() []serve.Event {
 		serve.Decided{Ask: a1, Queued: true, Response: wire.Response{State: wire.StateDeniedWithReason, DenialReason: secretReason}},
 		serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: 2, Session: "s1"}, Pending: true},
 		serve.Decided{Ask: ask(4, "s1", "builder"), Auto: true, Response: wire.Response{Approved: true}},
-		serve.Skipped{Approved: 5, Denied: 1, Expired: 2},
+		// A stalled subscriber's counts, by who decided.
+		serve.Skipped{AutoApproved: 5, AutoDenied: 1, Approved: 2, Denied: 3, Expired: 2},
 	}
 }
 
@@ -94,6 +97,7 @@ func TestLinesCountWaitingAsksAndDecisions(t *testing.T) {
 	}{
 		{Blocked, "", 1, 1}, {Blocked, "", 2, 2}, {Blocked, "", 3, 2},
 		{Unblocked, Denied, 2, 1}, {Unblocked, Expired, 1, 0}, {Answered, AutoApproved, 1, 0}, {Counted, "", 1, 0},
+		{Stopped, "", 1, 0},
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
@@ -108,7 +112,7 @@ func TestLinesCountWaitingAsksAndDecisions(t *testing.T) {
 		t.Errorf("third ask's line: %+v", l)
 	}
 	last := lines[len(lines)-1].Decisions
-	if last[Denied] != 1 || last[Expired] != 3 || last[AutoApproved] != 6 || last[AutoDenied] != 1 || last[Approved] != 0 {
+	if last[Denied] != 4 || last[Expired] != 3 || last[AutoApproved] != 6 || last[AutoDenied] != 1 || last[Approved] != 2 {
 		t.Errorf("decisions by kind: %v", last)
 	}
 }
@@ -122,7 +126,7 @@ func TestADenialNobodyMadeIsNotAPersonsDenial(t *testing.T) {
 	out := feed(t, Options{Detail: Counts}, serve.AskQueued{Ask: a}, serve.Decided{Ask: a, Queued: true, Response: unread},
 		serve.Decided{Ask: ask(2, "s1", "builder"), Response: wire.Response{State: wire.StateDenied, DecidedBy: wire.UserDecision()}})
 	lines := parseLines(t, out)
-	if len(lines) != 3 || lines[1].Outcome != Unavailable || lines[2].Outcome != Denied {
+	if len(lines) != 4 || lines[3].Event != Stopped || lines[1].Outcome != Unavailable || lines[2].Outcome != Denied {
 		t.Fatalf("lines %+v", lines)
 	}
 	if d := lines[2].Decisions; d[Unavailable] != 1 || d[Denied] != 1 {
@@ -144,29 +148,116 @@ func parseLines(t *testing.T, out string) []Line {
 	return lines
 }
 
+// running is Run going on, as while permtui serves: send events on it,
+// and stop it as serving stops.
+type running struct {
+	events chan serve.Event
+	done   chan struct{}
+}
+
+func runStatus(o Options) *running {
+	r := &running{events: make(chan serve.Event), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		Run(r.events, o)
+	}()
+	return r
+}
+
+func (r *running) send(evs ...serve.Event) {
+	for _, ev := range evs {
+		r.events <- ev
+	}
+}
+
+func (r *running) stop() {
+	close(r.events)
+	<-r.done
+}
+
+// waitFile waits until the file at path holds want.
+func waitFile(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for {
+		data, err := os.ReadFile(path)
+		if err == nil && string(data) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status file %q (%v), want %q", data, err, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // The status file holds the summary, rewritten as asks come and go, 0600;
 // an agent name cannot put a status-bar format or an escape in it.
 func TestStatusFileKeepsTheSummary(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "status")
-	evs := []serve.Event{
-		serve.AskQueued{Ask: ask(1, "s1", "builder")}, serve.AskQueued{Ask: ask(2, "s1", "scout")},
-		serve.AskQueued{Ask: ask(3, "s2", "builder")},
-	}
-	feed(t, Options{File: file}, evs...)
-	if got := read(t, file); got != "⏸ 3 waiting · builder 2 · scout 1\n" {
-		t.Fatalf("status %q", got)
-	}
+	r := runStatus(Options{File: file})
+	defer r.stop()
+	waitFile(t, file, "\n") // nothing waits yet
+	r.send(serve.AskQueued{Ask: ask(1, "s1", "builder")}, serve.AskQueued{Ask: ask(2, "s1", "scout")},
+		serve.AskQueued{Ask: ask(3, "s2", "builder")})
+	waitFile(t, file, "⏸ 3 waiting · builder 2 · scout 1\n")
 	if info, err := os.Stat(file); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("status file mode: %v %v", info, err)
 	}
-	evs = append(evs, serve.AskQueued{Ask: ask(4, "s1", "#[fg=red]\x1b]0;x\a")}, serve.AskQueued{Ask: ask(5, "s1", "zed")})
-	feed(t, Options{File: file}, evs...)
-	if got := read(t, file); got != "⏸ 5 waiting · builder 2 · ??fg?red???0?x? 1 · scout 1 · +1\n" {
-		t.Fatalf("status %q", got)
+	r.send(serve.AskQueued{Ask: ask(4, "s1", "#[fg=red]\x1b]0;x\a")}, serve.AskQueued{Ask: ask(5, "s1", "zed")})
+	waitFile(t, file, "⏸ 5 waiting · builder 2 · ??fg?red???0?x? 1 · scout 1 · +1\n")
+	for id := range serve.AskID(5) {
+		r.send(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: id + 1}, Pending: true})
 	}
-	feed(t, Options{File: file}) // nothing waits
+	waitFile(t, file, "\n")
+}
+
+// When serving stops (a quit, SIGTERM, a fatal error: the subscription
+// ends) the status file says so, where it kept its last summary and a
+// status bar went on showing asks waiting, or nothing waiting, from a
+// permtui that no longer serves; the events end with a stopped line.
+func TestTheStatusFileSaysServingStopped(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "status")
+	var lines bytes.Buffer
+	r := runStatus(Options{File: file, Lines: &lines})
+	r.send(serve.AskQueued{Ask: ask(1, "s1", "builder")})
+	waitFile(t, file, "⏸ 1 waiting · builder 1\n")
+	r.stop()
+	if got := read(t, file); got != StoppedSummary+"\n" {
+		t.Fatalf("status file after serving stopped %q, want %q", got, StoppedSummary+"\n")
+	}
+	var last Line
+	out := strings.Split(strings.TrimSpace(lines.String()), "\n")
+	if err := json.Unmarshal([]byte(out[len(out)-1]), &last); err != nil || last.Event != Stopped || last.Waiting != 1 {
+		t.Fatalf("last events line %q (%v), want a stopped line with the count", out[len(out)-1], err)
+	}
+}
+
+// While permtui serves, the status file is rewritten every Heartbeat even
+// when nothing changed, so a reader tells a line left by a permtui that
+// was killed (no chance to say it stopped) by the file's age.
+func TestTheStatusFileIsRewrittenWhileServing(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "status")
+	r := runStatus(Options{File: file, Heartbeat: time.Millisecond})
+	defer r.stop()
+	waitFile(t, file, "\n")
+	first, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for {
+		// Each write renames a new file into place.
+		if now, err := os.Stat(file); err == nil && !os.SameFile(first, now) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the status file was not rewritten while nothing changed")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if got := read(t, file); got != "\n" {
-		t.Fatalf("status with nothing waiting %q", got)
+		t.Fatalf("status file rewritten as %q", got)
 	}
 }
 
@@ -219,9 +310,32 @@ func TestChildStringsLeaveSanitizedAndClipped(t *testing.T) {
 					t.Errorf("detail %s: field of %d bytes, unsafe %v: %.80q", d, len(f), unsafe(f), f)
 				}
 			}
-			if !strings.HasPrefix(l.Agent, "␛]0;pwned␇␊\uFFFD") || len(l.Agent) > 120 {
+			if l.Event != Stopped && !strings.HasPrefix(l.Agent, "␛]0;pwned␇␊\uFFFD") || len(l.Agent) > 120 {
 				t.Errorf("agent %q", l.Agent)
 			}
 		}
+	}
+}
+
+// A status file that cannot be written is logged once, not at every change
+// and heartbeat, and once more when it is written again.
+func TestAFailingStatusFileIsLoggedOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	file := filepath.Join(dir, "status")
+	var logs testkit.SyncBuffer
+	r := runStatus(Options{File: file, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	r.send(serve.AskQueued{Ask: ask(1, "s1", "builder")}, serve.AskQueued{Ask: ask(2, "s1", "builder")},
+		serve.AskQueued{Ask: ask(3, "s1", "builder")})
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r.send(serve.AskQueued{Ask: ask(4, "s1", "builder")})
+	waitFile(t, file, "⏸ 4 waiting · builder 4\n")
+	r.stop()
+	if n := strings.Count(logs.String(), "status file not written"); n != 1 {
+		t.Errorf("%d failures logged, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "status file written again") {
+		t.Errorf("the recovery is not logged:\n%s", logs.String())
 	}
 }

@@ -422,11 +422,11 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.Skipped:
 		// The console fell behind; what it was not sent one by one is
 		// counted, and itemized in the audit log.
-		m.autoApproved += ev.Approved
-		m.autoDenied += ev.Denied
+		m.autoApproved += ev.AutoApproved
+		m.autoDenied += ev.AutoDenied
 		m.expired += ev.Expired
 		m.invalid += ev.Invalid
-		m.addLog(logEntry{note: "⚠ the console fell behind: " + itoa(ev.Approved+ev.Denied) + " answers, " + itoa(ev.Expired) + " expiries and " + itoa(ev.Invalid) + " rejected files are counted but not listed here (see the audit log and permtui.log)"})
+		m.addLog(logEntry{note: "⚠ the console fell behind: " + itoa(ev.Approved+ev.Denied+ev.AutoApproved+ev.AutoDenied) + " answers, " + itoa(ev.Expired) + " expiries and " + itoa(ev.Invalid) + " rejected files are counted but not listed here (see the audit log and permtui.log)"})
 	case serve.Forgotten:
 		delete(m.sessions, ev.Session)
 	case serve.Serving:

@@ -752,16 +752,17 @@ func TestQuitOverHubSaysTheAsksStay(t *testing.T) {
 }
 
 // When the console fell behind, the answers it was not sent one by one
-// still count in the header, and the log says why they are not listed.
+// still count in the header (the automatic ones as automatic, a person's
+// elsewhere not), and the log says why they are not listed.
 func TestSkippedAnswersAreCountedAndExplained(t *testing.T) {
 	h := newHarness(t)
 	h.send(sizeMsg(100, 40)) // tall enough for the full header
-	h.events(serve.Skipped{Arrived: 9, Approved: 7, Denied: 2, Expired: 4, Invalid: 3})
+	h.events(serve.Skipped{Arrived: 9, AutoApproved: 7, AutoDenied: 2, Approved: 1, Denied: 1, Expired: 4, Invalid: 3})
 	v := h.m.View()
 	if !strings.Contains(v, "7 auto-approved") || !strings.Contains(v, "2 auto-denied") || !strings.Contains(v, "4 expired") {
 		t.Fatalf("header does not count the skipped answers:\n%s", v)
 	}
-	if l := h.m.log[len(h.m.log)-1].note; !strings.Contains(l, "9 answers, 4 expiries and 3 rejected files are counted but not listed") {
+	if l := h.m.log[len(h.m.log)-1].note; !strings.Contains(l, "11 answers, 4 expiries and 3 rejected files are counted but not listed") {
 		t.Fatalf("log note %q", l)
 	}
 }
