@@ -497,3 +497,38 @@ func TestHeadlessStopsCleanlyWhenItsReaderGoes(t *testing.T) {
 		t.Errorf("heartbeat left behind: %v", err)
 	}
 }
+
+// SIGHUP (the terminal or tmux pane closed) ends serving as SIGTERM does:
+// the heartbeat is withdrawn, where the default action killed the process
+// and left a record naming a pid it no longer owned (wire-protocol §7.5).
+func TestAHangupEndsServingCleanly(t *testing.T) {
+	dir := t.TempDir()
+	agentDir, state := filepath.Join(dir, "agent"), filepath.Join(dir, "state")
+	layout := wire.NewLayout(agentDir)
+	if err := os.MkdirAll(layout.RequestsDir(crashRoot), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "serve", "--headless", "--agent-dir", agentDir, "--state-dir", state, "--session", crashRoot, "--untrusted-project")
+	cmd.Env = append(os.Environ(), "PERMTUI_TEST_MAIN=1")
+	var stderr testkit.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	deadline := time.Now().Add(testkit.WaitLimit)
+	for _, err := os.Stat(layout.HeartbeatPath(crashRoot)); err != nil; _, err = os.Stat(layout.HeartbeatPath(crashRoot)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no heartbeat: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGHUP)
+	_ = cmd.Wait()
+	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+		t.Fatalf("killed by %v, not stopped:\n%s", st.Signal(), stderr.String())
+	}
+	if _, err := os.Stat(layout.HeartbeatPath(crashRoot)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("heartbeat left behind: %v", err)
+	}
+}

@@ -47,9 +47,10 @@ func main() {
 	// the process with requests unanswered and its heartbeat behind. Caught,
 	// not ignored: a child (--notify-cmd) still gets the default.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	// SIGINT and SIGTERM end serving cleanly: open asks are answered and the
-	// heartbeat is removed before exit.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGINT, SIGTERM and SIGHUP (a closed terminal or tmux pane) end
+	// serving cleanly: open asks are answered and the heartbeat is removed
+	// before exit.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
