@@ -47,9 +47,9 @@ func asArray(v jsonparse.Value) ([]jsonparse.Value, bool) {
 	return v.Items(), v.Kind == jsonparse.Array
 }
 
-// asNullableString accepts a string or null; the key must be present.
-func asNullableString(o object, key string) (*string, bool) {
-	switch v := o.Get(key); v.Kind {
+// asNullableString accepts a string or null; an absent key is neither.
+func asNullableString(v jsonparse.Value) (*string, bool) {
+	switch v.Kind {
 	case jsonparse.Null:
 		return nil, true
 	case jsonparse.String:
@@ -79,6 +79,15 @@ func asInt64(v jsonparse.Value) (int64, bool) {
 		return 0, false
 	}
 	return int64(f), true
+}
+
+// asOptionalString accepts a string or an absent key (nil).
+func asOptionalString(v jsonparse.Value) (*string, bool) {
+	if !present(v) {
+		return nil, true
+	}
+	s, ok := asString(v)
+	return &s, ok
 }
 
 func asStringSlice(v jsonparse.Value) ([]string, bool) {

@@ -44,27 +44,28 @@ type DroppedField struct {
 }
 
 // AccessIntent is the set of facts the child fixed (ADR 0008). permtui uses
-// it exactly as sent.
+// it exactly as sent. The tags, here and in the types it holds, are the wire
+// shape MarshalRequest writes, in the newest child's key order.
 type AccessIntent struct {
-	Surface       string
-	MatchValues   []string
-	BoundaryValue *string
-	Floor         *string      // sentinel such as "<indirection-bash-wrapper>"; nil when absent
-	AskingUnits   []AskingUnit // nil when absent; never empty when present
-	RequesterCwd  string
-	Principal     Principal
+	Surface       string       `json:"surface"`
+	MatchValues   []string     `json:"matchValues"`
+	BoundaryValue *string      `json:"boundaryValue"`
+	Floor         *string      `json:"floor,omitempty"`       // sentinel such as "<indirection-bash-wrapper>"; nil when absent
+	AskingUnits   []AskingUnit `json:"askingUnits,omitempty"` // nil when absent; never empty when present
+	RequesterCwd  string       `json:"requesterCwd"`
+	Principal     Principal    `json:"principal"`
 }
 
 // AskingUnit is one bash unit of a chain the child left at ask.
 type AskingUnit struct {
-	Command string
-	Floor   *string
+	Command string  `json:"command"`
+	Floor   *string `json:"floor,omitempty"`
 }
 
 // Principal says who is asking.
 type Principal struct {
-	SessionID string
-	AgentName string
+	SessionID string `json:"sessionId"`
+	AgentName string `json:"agentName"`
 }
 
 // Grant is one whole-session approval suggestion: an allow rule on Surface for
@@ -106,17 +107,18 @@ type PayloadRequest struct {
 	ExecutedUnit    *string
 }
 
-// Evidence is one labelled fact the child attached for display.
+// Evidence is one labelled fact the child attached for display; the tags
+// are its wire shape, as are Annotation's.
 type Evidence struct {
-	Label  string
-	Text   string
-	Detail *string
+	Label  string  `json:"label"`
+	Text   string  `json:"text"`
+	Detail *string `json:"detail"`
 }
 
 // Annotation is a model-generated advisory; it must be shown marked as such.
 type Annotation struct {
-	Source string
-	Text   string
+	Source string `json:"source"`
+	Text   string `json:"text"`
 }
 
 // State is a response state. StateApprovedForServingSession is internal: it
