@@ -54,15 +54,16 @@ func (b Budget) WithDefaults() Budget {
 }
 
 func (b *Budget) setDefaults() {
-	setDefaultInt(&b.ParkedAsks, DefaultBudget.ParkedAsks)
-	setDefaultInt(&b.ParkedBytes, DefaultBudget.ParkedBytes)
-	setDefaultInt(&b.InFlightBytes, DefaultBudget.InFlightBytes)
-	setDefaultInt(&b.SessionInFlightBytes, DefaultBudget.SessionInFlightBytes)
-	setDefaultInt(&b.DeferredAsks, DefaultBudget.DeferredAsks)
-	setDefaultInt(&b.SessionDeferredAsks, DefaultBudget.SessionDeferredAsks)
+	setDefault(&b.ParkedAsks, DefaultBudget.ParkedAsks)
+	setDefault(&b.ParkedBytes, DefaultBudget.ParkedBytes)
+	setDefault(&b.InFlightBytes, DefaultBudget.InFlightBytes)
+	setDefault(&b.SessionInFlightBytes, DefaultBudget.SessionInFlightBytes)
+	setDefault(&b.DeferredAsks, DefaultBudget.DeferredAsks)
+	setDefault(&b.SessionDeferredAsks, DefaultBudget.SessionDeferredAsks)
 }
 
-func setDefaultInt[T int | int64](v *T, def T) {
+// setDefault sets a bound or a timing that is zero or less to def.
+func setDefault[T int | int64 | time.Duration](v *T, def T) {
 	if *v <= 0 {
 		*v = def
 	}

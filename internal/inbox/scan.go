@@ -272,16 +272,7 @@ func sessionIDFromDirName(name string) (string, bool) {
 }
 
 func (in *Inbox) servedIDs() []string {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	ids := make([]string, 0, len(in.sessions))
-	for id, s := range in.sessions {
-		if s.serving {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return ids
+	return in.sessionIDs(func(s *sessionState) bool { return s.serving })
 }
 
 func (in *Inbox) served(id string) bool {
