@@ -69,21 +69,14 @@ func (q *answerQueue) put(jobs []job) {
 	q.mu.Lock()
 	q.jobs = append(q.jobs, jobs...)
 	q.mu.Unlock()
-	q.signal()
+	poke(q.ready)
 }
 
 func (q *answerQueue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *answerQueue) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
+	poke(q.ready)
 }
 
 // take waits for queued answers; it returns none once closed and empty.
