@@ -72,15 +72,6 @@ func asFloat(v jsonparse.Value) (float64, bool) {
 	return f, true
 }
 
-// asInt64 reads a JSON number that is an integer within int64 range.
-func asInt64(v jsonparse.Value) (int64, bool) {
-	f, ok := asFloat(v)
-	if !ok || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
-		return 0, false
-	}
-	return int64(f), true
-}
-
 // asOptionalString accepts a string or an absent key (nil).
 func asOptionalString(v jsonparse.Value) (*string, bool) {
 	if !present(v) {
