@@ -180,7 +180,9 @@ func (in *Inbox) recheckLocked() {
 func (in *Inbox) refreshAll() {
 	now := in.cfg.Now()
 	for _, id := range in.servedIDs() {
-		in.refresh(id, now)
+		if ev := in.refresh(id, now); ev != nil {
+			in.emit(ev) // after hbMu is released: emit may wait for the reader
+		}
 	}
 	in.claimDue(func(s *sessionState) bool { return !now.Before(s.nextClaim) })
 }
@@ -197,16 +199,8 @@ func (in *Inbox) claimDue(due func(*sessionState) bool) {
 
 // refresh rewrites our record, unless another live node has taken the id
 // over meanwhile (a pi root that gained a UI): then permtui steps back
-// rather than race it.
-func (in *Inbox) refresh(id string, now time.Time) {
-	if ev := in.refreshLocked(id, now); ev != nil {
-		in.emit(ev)
-	}
-}
-
-// refreshLocked is refresh under hbMu; the event is sent after it is
-// released.
-func (in *Inbox) refreshLocked(id string, now time.Time) Event {
+// rather than race it, and the event to report is returned.
+func (in *Inbox) refresh(id string, now time.Time) Event {
 	in.hbMu.Lock()
 	defer in.hbMu.Unlock()
 	in.mu.Lock()
