@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -51,6 +50,7 @@ type Approver struct {
 	budget inbox.Budget
 	room   chan struct{} // wakes refill
 	replay chan struct{} // wakes Run to read the stream again from replayFrom
+	grants *Grants       // the grants bucket as last seen, as a relay keeps it
 
 	senders sync.WaitGroup // keepSending, until Run returns
 
@@ -66,7 +66,6 @@ type Approver struct {
 	hostOf    map[string]string  // key → the host of its latest copy in byKey
 	byID      map[serve.AskID]*hubAsk
 	closed    map[string]bool // host.key of asks answered or withdrawn
-	grants    map[string][]wire.Grant
 	memory    memoryState
 }
 
@@ -98,7 +97,7 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, bounds inbox.Budg
 		name: name, js: js, log: log, events: events, front: front, now: time.Now, budget: bounds.WithDefaults(),
 		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
 		byKey: map[string]*hubAsk{}, hostOf: map[string]string{}, byID: map[serve.AskID]*hubAsk{},
-		closed: map[string]bool{}, grants: map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
+		closed: map[string]bool{}, grants: NewGrants(), sending: map[serve.AskID]bool{},
 	}
 	a.memory.held.Limit = budget.Limit{Count: a.budget.ParkedAsks, Bytes: a.budget.ParkedBytes}
 	return a, nil
@@ -344,15 +343,8 @@ func (a *Approver) close(hk string) {
 }
 
 func (a *Approver) grantsChanged(session string, grants []wire.Grant) {
-	a.mu.Lock()
-	if len(grants) == 0 {
-		delete(a.grants, session)
-	} else {
-		a.grants[session] = grants
-	}
-	all := maps.Clone(a.grants)
-	a.mu.Unlock()
-	a.events.Publish(serve.GrantsChanged{Grants: all})
+	a.grants.set(session, grants)
+	a.events.Publish(serve.GrantsChanged{Grants: a.grants.All()})
 }
 
 // Decide records d in the decisions bucket unless another approver decided
