@@ -125,12 +125,6 @@ func (in *Inbox) roomToRead(s *sessionState) bool {
 	return true
 }
 
-// bytesFit reports whether size more bytes fit in flight, in the session
-// and over all sessions. in.mu is held.
-func (in *Inbox) bytesFit(s *sessionState, size int64) bool {
-	return s.flight.Fits(0, size) && in.flight.Fits(0, size)
-}
-
 // holdInFlight counts a delivered entry against its session's and the
 // global in-flight bounds. in.mu is held.
 func (in *Inbox) holdInFlight(e *entry, s *sessionState) {
@@ -249,8 +243,8 @@ func (in *Inbox) redeliver() {
 // ask is not starved by smaller later ones, and parked as it is delivered,
 // so it cannot be deferred twice for the same room. Then a deferred ask
 // marked by Rejudge whose session can read it now, counted in flight
-// instead. Then a postponed delivery that is due and fits in the in-flight
-// bounds.
+// instead. Then a postponed delivery that is due and whose bytes fit in
+// the in-flight bounds (it still counts as one of its session's requests).
 func (in *Inbox) nextWaiting() *entry {
 	now := in.cfg.Now()
 	in.mu.Lock()
@@ -270,7 +264,7 @@ func (in *Inbox) nextWaiting() *entry {
 			if e.rejudge && rejudged == nil && s.flight.Fits(1, e.size) && in.flight.Fits(0, e.size) {
 				rejudged = e
 			}
-		case e.postponed && due == nil && !now.Before(e.due) && in.bytesFit(s, e.size):
+		case e.postponed && due == nil && !now.Before(e.due) && s.flight.Fits(0, e.size) && in.flight.Fits(0, e.size):
 			due = e
 		}
 	}
