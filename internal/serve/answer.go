@@ -139,12 +139,6 @@ func (s *Server) answerAll(jobs []job) {
 	}
 }
 
-// answerAtExit writes an answer once, without retrying: at exit there is
-// no later to retry in.
-func (s *Server) answerAtExit(p *pending, ans *answer) {
-	_ = s.attempt(p, ans)
-}
-
 // attempt makes the decision durable in the audit log, records its grants,
 // then writes the response. Each step runs once per answer, so a retry
 // neither audits nor grants twice. Failures are reported as WriteFailed.

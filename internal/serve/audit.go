@@ -381,7 +381,8 @@ func (l *auditLog) appendAll(recs []AuditRecord) error {
 	}
 	b := l.next
 	for i, line := range lines {
-		b.add(line, recordNote(recs[i]))
+		r := recs[i]
+		b.add(line, noteOf(r.Kind, r.RequestID, r.ServedSession, r.RequesterSession, r.CreatedAt, false))
 	}
 	b.durable = true
 	for !b.done {
