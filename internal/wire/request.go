@@ -367,35 +367,9 @@ func readPayload(v jsonparse.Value) (*Payload, error) {
 	return p, nil
 }
 
-// Wire shapes for MarshalRequest, in the key order the newest child writes.
+// Wire shapes that differ from the Go types: a payload's request nests its
+// requester, in the key order the newest child writes.
 type (
-	requestJSON struct {
-		ID                 string        `json:"id"`
-		CreatedAt          float64       `json:"createdAt"`
-		RequesterSessionID string        `json:"requesterSessionId"`
-		TargetSessionID    string        `json:"targetSessionId"`
-		RequesterAgentName string        `json:"requesterAgentName"`
-		Message            *string       `json:"message,omitempty"`
-		Payload            *payloadJSON  `json:"payload,omitempty"`
-		Source             Source        `json:"source"`
-		Surface            *string       `json:"surface"`
-		Value              *string       `json:"value"`
-		SessionApproval    any           `json:"sessionApproval,omitempty"`
-		AccessIntent       *AccessIntent `json:"accessIntent,omitempty"`
-	}
-	grantsJSON struct {
-		Grants []Grant `json:"grants"`
-	}
-	legacyApprovalJSON struct {
-		Surface  string   `json:"surface"`
-		Patterns []string `json:"patterns"`
-	}
-	payloadJSON struct {
-		Kind        string         `json:"kind"`
-		Request     payloadReqJSON `json:"request"`
-		Evidence    []Evidence     `json:"evidence"`
-		Annotations []Annotation   `json:"annotations"`
-	}
 	payloadReqJSON struct {
 		Requester       requesterJSON `json:"requester"`
 		Surface         string        `json:"surface"`
@@ -414,6 +388,39 @@ type (
 	}
 )
 
+// MarshalJSON writes a payload's request in its wire shape (§4.5).
+func (pr PayloadRequest) MarshalJSON() ([]byte, error) {
+	return marshalCompact(payloadReqJSON{
+		Requester:       requesterJSON{AgentName: pr.RequesterAgentName, Forwarded: pr.RequesterForwarded, SessionID: pr.RequesterSessionID},
+		Surface:         pr.Surface,
+		ToolName:        pr.ToolName,
+		InvokedToolName: pr.InvokedToolName,
+		Value:           pr.Value,
+		MatchedPattern:  pr.MatchedPattern,
+		MatchedSpelling: pr.MatchedSpelling,
+		CommandContext:  pr.CommandContext,
+		ExecutedUnit:    pr.ExecutedUnit,
+	})
+}
+
+// MarshalJSON writes a legacy suggestion in the {surface, patterns} shape it
+// came in, any other as {grants}.
+func (sa SessionApproval) MarshalJSON() ([]byte, error) {
+	if !sa.Legacy || len(sa.Grants) == 0 {
+		return marshalCompact(struct {
+			Grants []Grant `json:"grants"`
+		}{sa.Grants})
+	}
+	patterns := make([]string, len(sa.Grants))
+	for i, g := range sa.Grants {
+		patterns[i] = g.Pattern
+	}
+	return marshalCompact(struct {
+		Surface  string   `json:"surface"`
+		Patterns []string `json:"patterns"`
+	}{sa.Grants[0].Surface, patterns})
+}
+
 // MarshalRequest writes a request as a child does: compact JSON in the key
 // order of §4.2/§4.3, no HTML escaping. A legacy SessionApproval is written
 // in the legacy {surface, patterns} shape. It refuses requests ParseRequest
@@ -422,42 +429,14 @@ func MarshalRequest(r *Request) ([]byte, error) {
 	if err := checkWritableRequest(r); err != nil {
 		return nil, fmt.Errorf("marshal request: %w", err)
 	}
-	out := requestJSON{
-		ID: r.ID, CreatedAt: r.CreatedAt, RequesterSessionID: r.RequesterSessionID,
-		TargetSessionID: r.TargetSessionID, RequesterAgentName: r.RequesterAgentName,
-		Message: r.Message, Source: r.Source, Surface: r.Surface, Value: r.Value,
-	}
+	out := *r
 	if out.Source == "" {
 		out.Source = SourceToolCall
 	}
-	if p := r.Payload; p != nil {
-		out.Payload = &payloadJSON{
-			Kind: p.Kind,
-			Request: payloadReqJSON{
-				Requester:       requesterJSON{AgentName: p.Request.RequesterAgentName, Forwarded: p.Request.RequesterForwarded, SessionID: p.Request.RequesterSessionID},
-				Surface:         p.Request.Surface,
-				ToolName:        p.Request.ToolName,
-				InvokedToolName: p.Request.InvokedToolName,
-				Value:           p.Request.Value,
-				MatchedPattern:  p.Request.MatchedPattern,
-				MatchedSpelling: p.Request.MatchedSpelling,
-				CommandContext:  p.Request.CommandContext,
-				ExecutedUnit:    p.Request.ExecutedUnit,
-			},
-			Evidence:    nonNil(p.Evidence),
-			Annotations: nonNil(p.Annotations),
-		}
-	}
-	if sa := r.SessionApproval; sa != nil {
-		if sa.Legacy {
-			legacy := legacyApprovalJSON{Surface: sa.Grants[0].Surface, Patterns: make([]string, len(sa.Grants))}
-			for i, g := range sa.Grants {
-				legacy.Patterns[i] = g.Pattern
-			}
-			out.SessionApproval = legacy
-		} else {
-			out.SessionApproval = grantsJSON{Grants: sa.Grants}
-		}
+	if r.Payload != nil {
+		p := *r.Payload
+		p.Evidence, p.Annotations = nonNil(p.Evidence), nonNil(p.Annotations)
+		out.Payload = &p
 	}
 	if r.AccessIntent != nil {
 		ai := *r.AccessIntent
