@@ -1,7 +1,6 @@
 package inbox
 
 import (
-	"cmp"
 	"errors"
 	"io/fs"
 	"time"
@@ -54,15 +53,16 @@ func (b Budget) WithDefaults() Budget {
 }
 
 func (b *Budget) setDefaults() {
-	setDefaultInt(&b.ParkedAsks, DefaultBudget.ParkedAsks)
-	setDefaultInt(&b.ParkedBytes, DefaultBudget.ParkedBytes)
-	setDefaultInt(&b.InFlightBytes, DefaultBudget.InFlightBytes)
-	setDefaultInt(&b.SessionInFlightBytes, DefaultBudget.SessionInFlightBytes)
-	setDefaultInt(&b.DeferredAsks, DefaultBudget.DeferredAsks)
-	setDefaultInt(&b.SessionDeferredAsks, DefaultBudget.SessionDeferredAsks)
+	setDefault(&b.ParkedAsks, DefaultBudget.ParkedAsks)
+	setDefault(&b.ParkedBytes, DefaultBudget.ParkedBytes)
+	setDefault(&b.InFlightBytes, DefaultBudget.InFlightBytes)
+	setDefault(&b.SessionInFlightBytes, DefaultBudget.SessionInFlightBytes)
+	setDefault(&b.DeferredAsks, DefaultBudget.DeferredAsks)
+	setDefault(&b.SessionDeferredAsks, DefaultBudget.SessionDeferredAsks)
 }
 
-func setDefaultInt[T int | int64](v *T, def T) {
+// setDefault sets a bound or a timing that is zero or less to def.
+func setDefault[T int | int64 | time.Duration](v *T, def T) {
 	if *v <= 0 {
 		*v = def
 	}
@@ -123,12 +123,6 @@ func (in *Inbox) roomToRead(s *sessionState) bool {
 		return false
 	}
 	return true
-}
-
-// bytesFit reports whether size more bytes fit in flight, in the session
-// and over all sessions. in.mu is held.
-func (in *Inbox) bytesFit(s *sessionState, size int64) bool {
-	return s.flight.Fits(0, size) && in.flight.Fits(0, size)
 }
 
 // holdInFlight counts a delivered entry against its session's and the
@@ -236,24 +230,64 @@ func (in *Inbox) unpark(e *entry) {
 	}
 }
 
-// redeliver delivers deferred asks again, oldest first, while they fit in
-// the parked budget: each is parked as it is delivered, so it cannot be
-// deferred twice for the same room. Postponed deliveries that are due follow
-// while they fit in the in-flight bounds. Run goroutine only.
+// redeliver delivers again, one at a time, the deliveries waiting on disk
+// by name that may be held now (nextWaiting). Run goroutine only.
 func (in *Inbox) redeliver() {
-	for {
-		e := in.nextDeferred()
-		if e == nil {
-			e = in.nextRejudged()
-		}
-		if e == nil {
-			e = in.nextPostponed()
-		}
-		if e == nil {
-			return
-		}
+	for e := in.nextWaiting(); e != nil; e = in.nextWaiting() {
 		in.deliverAgain(e)
 	}
+}
+
+// nextWaiting picks a delivery of a served session that waits on disk by
+// name and may be held again now, and counts it as held. First the oldest
+// deferred ask, if it fits in the parked budget: oldest first, so a large
+// ask is not starved by smaller later ones, and parked as it is delivered,
+// so it cannot be deferred twice for the same room. Then a deferred ask
+// marked by Rejudge whose session can read it now, counted in flight
+// instead. Then a postponed delivery that is due and whose bytes fit in
+// the in-flight bounds (it still counts as one of its session's requests).
+func (in *Inbox) nextWaiting() *entry {
+	now := in.cfg.Now()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.deferred.Count() == 0 && in.postponed == 0 {
+		return nil
+	}
+	var oldest, rejudged, due *entry
+	for _, e := range in.byID {
+		s := in.sessions[e.session]
+		switch {
+		case s == nil || !s.serving:
+		case e.deferred && !e.answering:
+			if oldest == nil || e.ask < oldest.ask {
+				oldest = e
+			}
+			if e.rejudge && rejudged == nil && s.flight.Fits(1, e.size) && in.flight.Fits(0, e.size) {
+				rejudged = e
+			}
+		case e.postponed && due == nil && !now.Before(e.due) && s.flight.Fits(0, e.size) && in.flight.Fits(0, e.size):
+			due = e
+		}
+	}
+	switch {
+	case oldest != nil && in.parked.Reserve(oldest.size):
+		in.setDeferred(oldest, false)
+		oldest.rejudge, oldest.parked = false, true
+		return oldest
+	case rejudged != nil:
+		in.setDeferred(rejudged, false)
+		rejudged.rejudge, rejudged.rejudging = false, true
+		in.rejudging++
+		in.holdInFlight(rejudged, in.sessions[rejudged.session])
+		return rejudged
+	case due != nil:
+		due.postponed = false
+		in.postponed--
+		in.sessions[due.session].flight.Add(0, due.size)
+		in.flight.Add(1, due.size)
+		return due
+	}
+	return nil
 }
 
 // Rejudge has every deferred ask delivered again, as room in flight allows,
@@ -271,31 +305,6 @@ func (in *Inbox) Rejudge() {
 	}
 	in.mu.Unlock()
 	in.wake()
-}
-
-// nextRejudged picks a deferred delivery marked by Rejudge whose session
-// can read it now, and counts it in flight instead.
-func (in *Inbox) nextRejudged() *entry {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.deferred.Count() == 0 {
-		return nil
-	}
-	for _, e := range in.byID {
-		if !e.rejudge || e.answering {
-			continue
-		}
-		s := in.sessions[e.session]
-		if s == nil || !s.serving || !s.flight.Fits(1, e.size) || !in.flight.Fits(0, e.size) {
-			continue
-		}
-		in.setDeferred(e, false)
-		e.rejudge, e.rejudging = false, true
-		in.rejudging++
-		in.holdInFlight(e, s)
-		return e
-	}
-	return nil
 }
 
 // judged: an entry taken off the disk to be judged again was (parked,
@@ -348,58 +357,6 @@ func (in *Inbox) Postpone(id AskID) bool {
 	e.due = in.cfg.Now().Add(min(postponeFirst<<min(e.tries, 8), postponeMax))
 	e.tries++
 	return true
-}
-
-// nextPostponed picks a postponed delivery of a served session that is due
-// and fits in the in-flight bounds, and counts it in flight again.
-func (in *Inbox) nextPostponed() *entry {
-	now := in.cfg.Now()
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.postponed == 0 {
-		return nil
-	}
-	for _, e := range in.byID {
-		if !e.postponed || now.Before(e.due) {
-			continue
-		}
-		s := in.sessions[e.session]
-		if s == nil || !s.serving || !in.bytesFit(s, e.size) {
-			continue
-		}
-		e.postponed = false
-		in.postponed--
-		s.flight.Add(0, e.size)
-		in.flight.Add(1, e.size)
-		return e
-	}
-	return nil
-}
-
-// nextDeferred picks the oldest deferred delivery of a served session and
-// parks it, if it fits; oldest first, so a large ask is not starved by
-// smaller later ones.
-func (in *Inbox) nextDeferred() *entry {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.deferred.Count() == 0 || !in.parked.Fits(1, 0) {
-		return nil
-	}
-	var oldest *entry
-	for _, e := range in.byID {
-		if e.deferred && !e.answering && (oldest == nil || cmp.Less(e.ask, oldest.ask)) {
-			if s := in.sessions[e.session]; s != nil && s.serving {
-				oldest = e
-			}
-		}
-	}
-	if oldest == nil || !in.parked.Reserve(oldest.size) {
-		return nil
-	}
-	in.setDeferred(oldest, false)
-	oldest.rejudge = false
-	oldest.parked = true
-	return oldest
 }
 
 // deliverAgain reads a deferred ask's file again and delivers it under its

@@ -1,9 +1,6 @@
 package inbox
 
 import (
-	"errors"
-	"io/fs"
-
 	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -112,7 +109,3 @@ func (in *Inbox) responses(d *dirs) (*safefs.Dir, error) {
 	in.mu.Unlock()
 	return r, nil
 }
-
-// dirGone reports an error that says a cached directory no longer exists: a
-// child's cleanup removed it (wire-protocol §2.5).
-func dirGone(err error) bool { return errors.Is(err, fs.ErrNotExist) }

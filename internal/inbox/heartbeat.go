@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"sort"
 	"time"
 
 	"github.com/permtui/permtui/internal/safefs"
@@ -13,14 +12,7 @@ import (
 
 // claimKnown claims every id known at start (the explicit ones).
 func (in *Inbox) claimKnown() {
-	in.mu.Lock()
-	ids := make([]string, 0, len(in.sessions))
-	for id := range in.sessions {
-		ids = append(ids, id)
-	}
-	in.mu.Unlock()
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range in.sessionIDs(nil) {
 		in.claim(id)
 	}
 }
@@ -182,41 +174,23 @@ func (in *Inbox) heartbeatLoop(ctx context.Context) {
 // are none unless two instances run, or pi's node serves one).
 func (in *Inbox) recheckLocked() {
 	now := in.cfg.Now()
-	var ids []string
-	in.mu.Lock()
-	for id, s := range in.sessions {
-		if !s.serving && s.elsewhere && !now.Before(s.nextClaim) {
-			ids = append(ids, id)
-		}
-	}
-	in.mu.Unlock()
-	sort.Strings(ids)
-	for _, id := range ids {
-		if in.claim(id) {
-			in.scanSoon(id)
-		}
-	}
+	in.claimDue(func(s *sessionState) bool { return s.elsewhere && !now.Before(s.nextClaim) })
 }
 
 func (in *Inbox) refreshAll() {
 	now := in.cfg.Now()
-	var refresh, recheck []string
-	in.mu.Lock()
-	for id, s := range in.sessions {
-		switch {
-		case s.serving:
-			refresh = append(refresh, id)
-		case !now.Before(s.nextClaim):
-			recheck = append(recheck, id)
+	for _, id := range in.servedIDs() {
+		if ev := in.refresh(id, now); ev != nil {
+			in.emit(ev) // after hbMu is released: emit may wait for the reader
 		}
 	}
-	in.mu.Unlock()
-	sort.Strings(refresh)
-	for _, id := range refresh {
-		in.refresh(id, now)
-	}
-	sort.Strings(recheck)
-	for _, id := range recheck {
+	in.claimDue(func(s *sessionState) bool { return !now.Before(s.nextClaim) })
+}
+
+// claimDue claims the sessions not served that due accepts, and has each
+// whose serving started scanned.
+func (in *Inbox) claimDue(due func(*sessionState) bool) {
+	for _, id := range in.sessionIDs(func(s *sessionState) bool { return !s.serving && due(s) }) {
 		if in.claim(id) {
 			in.scanSoon(id)
 		}
@@ -225,16 +199,8 @@ func (in *Inbox) refreshAll() {
 
 // refresh rewrites our record, unless another live node has taken the id
 // over meanwhile (a pi root that gained a UI): then permtui steps back
-// rather than race it.
-func (in *Inbox) refresh(id string, now time.Time) {
-	if ev := in.refreshLocked(id, now); ev != nil {
-		in.emit(ev)
-	}
-}
-
-// refreshLocked is refresh under hbMu; the event is sent after it is
-// released.
-func (in *Inbox) refreshLocked(id string, now time.Time) Event {
+// rather than race it, and the event to report is returned.
+func (in *Inbox) refresh(id string, now time.Time) Event {
 	in.hbMu.Lock()
 	defer in.hbMu.Unlock()
 	in.mu.Lock()
@@ -353,13 +319,7 @@ func (in *Inbox) foreignServer(id string, now time.Time) (int, bool) {
 // withdrawHeartbeats removes the records we published, and only those that
 // still name our pid: another node's record is never deleted.
 func (in *Inbox) withdrawHeartbeats() {
-	in.mu.Lock()
-	ids := make([]string, 0, len(in.sessions))
-	for id := range in.sessions {
-		ids = append(ids, id)
-	}
-	in.mu.Unlock()
-	in.release(ids, false)
+	in.release(in.sessionIDs(nil), false)
 	in.hbMu.Lock()
 	in.closeServingDir()
 	in.hbMu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sort"
 	"sync"
 	"time"
 
@@ -223,16 +224,14 @@ func New(cfg Config) (*Inbox, error) {
 	if cfg.PID == 0 {
 		cfg.PID = os.Getpid()
 	}
-	if cfg.MaxDiscovered <= 0 {
-		cfg.MaxDiscovered = DefaultMaxDiscovered
-	}
+	setDefault(&cfg.MaxDiscovered, DefaultMaxDiscovered)
 	setDefault(&cfg.Rescan, DefaultRescan)
 	setDefault(&cfg.PollRescan, DefaultPollRescan)
 	setDefault(&cfg.HeartbeatInterval, DefaultHeartbeatInterval)
 	setDefault(&cfg.ContentionRecheck, DefaultContentionRecheck)
 	setDefault(&cfg.LockRecheck, DefaultLockRecheck)
 	cfg.Budget.setDefaults()
-	setDefaultInt(&cfg.MaxListed, maxListed)
+	setDefault(&cfg.MaxListed, maxListed)
 
 	in := &Inbox{
 		cfg:      cfg,
@@ -255,12 +254,6 @@ func New(cfg Config) (*Inbox, error) {
 		in.sessions[id] = in.newSession()
 	}
 	return in, nil
-}
-
-func setDefault(d *time.Duration, v time.Duration) {
-	if *d <= 0 {
-		*d = v
-	}
 }
 
 // Run serves until ctx is done, then removes the heartbeats it published.
@@ -331,14 +324,25 @@ func (in *Inbox) Run(ctx context.Context) error {
 func (in *Inbox) closeDirs() {
 	in.mu.Lock()
 	in.cache = false
-	ids := make([]string, 0, len(in.sessions))
-	for id := range in.sessions {
-		ids = append(ids, id)
-	}
 	in.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range in.sessionIDs(nil) {
 		in.invalidate(id, nil)
 	}
+}
+
+// sessionIDs lists the known sessions that keep accepts (nil: all of
+// them), sorted.
+func (in *Inbox) sessionIDs(keep func(*sessionState) bool) []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	ids := make([]string, 0, len(in.sessions))
+	for id, s := range in.sessions {
+		if keep == nil || keep(s) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // Events delivers what the inbox observes, in order, from the start of Run
@@ -354,14 +358,6 @@ func (in *Inbox) emit(ev Event) {
 	case in.events <- ev:
 	case <-in.stopping:
 	}
-}
-
-// kickScan queues a full scan.
-func (in *Inbox) kickScan() {
-	in.mu.Lock()
-	in.scanAll = true
-	in.mu.Unlock()
-	in.wake()
 }
 
 // scanSoon queues a scan of one session.

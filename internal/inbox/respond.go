@@ -134,6 +134,16 @@ type staleDirs struct {
 
 func (s *staleDirs) Error() string { return s.err.Error() }
 
+// writeFailed says what failed; a cached directory found deleted (a
+// child's cleanup removed it, wire-protocol §2.5) makes it a staleDirs.
+func writeFailed(d *dirs, what string, err error) error {
+	err = fmt.Errorf("%s: %w", what, err)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &staleDirs{d, err}
+	}
+	return err
+}
+
 func (in *Inbox) respondIn(e *entry, data []byte) (removed bool, err error) {
 	d, _, err := in.acquireDirs(e.session)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefs.ErrNotDir) {
@@ -147,17 +157,11 @@ func (in *Inbox) respondIn(e *entry, data []byte) (removed bool, err error) {
 		return false, ErrWithdrawn
 	}
 	respDir, err := in.responses(d)
-	if dirGone(err) {
-		return false, &staleDirs{d, fmt.Errorf("prepare responses/: %w", err)}
-	}
 	if err != nil {
-		return false, fmt.Errorf("prepare responses/: %w", err)
+		return false, writeFailed(d, "prepare responses/", err)
 	}
 	if err := respDir.WriteFileAtomic(e.reqID+".json", data); err != nil {
-		if dirGone(err) {
-			return false, &staleDirs{d, fmt.Errorf("write response: %w", err)}
-		}
-		return false, fmt.Errorf("write response: %w", err)
+		return false, writeFailed(d, "write response", err)
 	}
 	// The child may already have consumed the response and removed the
 	// request; that is success too.

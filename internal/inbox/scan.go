@@ -26,18 +26,21 @@ func (in *Inbox) scan(w *watcher) {
 	in.mu.Lock()
 	in.scanAll = false
 	in.mu.Unlock()
-	in.watchSessions(w)
-	if in.discover {
-		in.discoverSessions()
-	}
+	in.lookForSessions(w)
 	for _, id := range in.servedIDs() {
 		in.scanSession(w, id, true)
 	}
 }
 
-// watchSessions watches sessions/, or its nearest existing ancestor while
-// it does not exist, so its creation is an event.
-func (in *Inbox) watchSessions(w *watcher) { w.Set(in.cfg.Layout.SessionsDir()) }
+// lookForSessions watches sessions/, or its nearest existing ancestor while
+// it does not exist, so its creation is an event, and when discovering
+// registers the session directories in it.
+func (in *Inbox) lookForSessions(w *watcher) {
+	w.Set(in.cfg.Layout.SessionsDir())
+	if in.discover {
+		in.discoverSessions()
+	}
+}
 
 // scanQueued runs the scans asked for since the last ones: a full scan, or
 // the queued sessions (a slot freed, a claim succeeded).
@@ -69,10 +72,7 @@ const safetyRounds = 10
 
 func (in *Inbox) safetyNet(w *watcher, round int) {
 	if round%safetyRounds == 0 {
-		in.watchSessions(w)
-		if in.discover {
-			in.discoverSessions()
-		}
+		in.lookForSessions(w)
 	}
 	for i, id := range in.servedIDs() {
 		if i%safetyRounds == round%safetyRounds || w.failed[id] {
@@ -272,16 +272,7 @@ func sessionIDFromDirName(name string) (string, bool) {
 }
 
 func (in *Inbox) servedIDs() []string {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	ids := make([]string, 0, len(in.sessions))
-	for id, s := range in.sessions {
-		if s.serving {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return ids
+	return in.sessionIDs(func(s *sessionState) bool { return s.serving })
 }
 
 func (in *Inbox) served(id string) bool {

@@ -196,7 +196,10 @@ func TestAFloodOfRequestsWaitsOnDiskBeyondTheInFlightBound(t *testing.T) {
 	if err := h.in.Respond(first.ID, approve()); err != nil {
 		t.Fatal(err)
 	}
-	h.in.kickScan()
+	h.in.mu.Lock()
+	h.in.scanAll = true // a full scan, as the safety net's would
+	h.in.mu.Unlock()
+	h.in.wake()
 	h.rec.WaitFor(t, "the one left waiting", arrivedID(last))
 }
 

@@ -67,15 +67,9 @@ func editConfigLF(text []byte, r Rule) ([]byte, error) {
 		if v.Kind() != '"' || !resolve.IsState(v.String()) {
 			return nil, fmt.Errorf("permission[%q] is %s, not a state or a pattern map", r.Surface, v)
 		}
-		if err := setState(sv, v, r, multiline(perm), surfIndent, unit); err != nil {
-			return nil, err
-		}
-		return pack(&root, nil)
+		return pack(&root, setState(sv, v, r, multiline(perm), surfIndent, unit))
 	case *hujson.Object:
-		if err := putPatternLast(v, r, surfIndent, unit); err != nil {
-			return nil, err
-		}
-		return pack(&root, nil)
+		return pack(&root, putPatternLast(v, r, surfIndent, unit))
 	}
 	return nil, fmt.Errorf("permission[%q] is not a state or a pattern map", r.Surface)
 }
@@ -143,6 +137,7 @@ func ruleValue(r Rule) string {
 // quote is s as JSON string text.
 func quote(s string) string { return string(hujson.String(s)) }
 
+// pack is the edited file, or the edit's error.
 func pack(root *hujson.Value, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err

@@ -51,6 +51,7 @@ type Approver struct {
 	budget inbox.Budget
 	room   chan struct{} // wakes refill
 	replay chan struct{} // wakes Run to read the stream again from replayFrom
+	grants *Grants       // the grants bucket as last seen, as a relay keeps it
 
 	senders sync.WaitGroup // keepSending, until Run returns
 
@@ -66,7 +67,6 @@ type Approver struct {
 	hostOf    map[string]string  // key → the host of its latest copy in byKey
 	byID      map[serve.AskID]*hubAsk
 	closed    map[string]bool // host.key of asks answered or withdrawn
-	grants    map[string][]wire.Grant
 	memory    memoryState
 	// While the stream is read up to where it ended when the consumer was
 	// made (replayTo, 0 once there), the asks read are held back, not
@@ -104,7 +104,7 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, bounds inbox.Budg
 		name: name, js: js, log: log, events: events, front: front, now: time.Now, budget: bounds.WithDefaults(),
 		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
 		byKey: map[string]*hubAsk{}, hostOf: map[string]string{}, byID: map[serve.AskID]*hubAsk{},
-		closed: map[string]bool{}, grants: map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
+		closed: map[string]bool{}, grants: NewGrants(), sending: map[serve.AskID]bool{},
 		heldBack: map[serve.AskID]*hubAsk{},
 	}
 	a.memory.held.Limit = budget.Limit{Count: a.budget.ParkedAsks, Bytes: a.budget.ParkedBytes}
@@ -384,16 +384,9 @@ func (a *Approver) close(hk string) {
 	a.closed[hk] = true
 }
 
-func (a *Approver) grantsChanged(session string, grants []wire.Grant, _ uint64) {
-	a.mu.Lock()
-	if len(grants) == 0 {
-		delete(a.grants, session)
-	} else {
-		a.grants[session] = grants
-	}
-	all := maps.Clone(a.grants)
-	a.mu.Unlock()
-	a.events.Publish(serve.GrantsChanged{Grants: all})
+func (a *Approver) grantsChanged(session string, grants []wire.Grant, rev uint64) {
+	a.grants.set(session, grants, rev)
+	a.events.Publish(serve.GrantsChanged{Grants: a.grants.All()})
 }
 
 // Decide records d in the decisions bucket unless another approver decided

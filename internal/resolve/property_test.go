@@ -86,7 +86,7 @@ var (
 	baseValues = []string{"git status", "git status --short", "rm -rf /", "ls", "", "*", "/tmp/a", "/home/u/x/y", "~/x/y", "0",
 		"10", "__proto__", "a b", "a b c", "😀", "a\uFFFD\uFFFDb", "a\uFFFDb", "x:y", "mcp_list", "sudo rm y", "nohup mytool x",
 		"line\nbreak", "# comment\nls", " ls ", "\x1b[2J", loneHigh, "x" + loneLow, "😀x", "\ufffd", "/home/u/", "/"}
-	// WTF-8 lone \ud83d and \ude00 (wire.AppendSurrogate), written to files as \u escapes.
+	// WTF-8 lone \ud83d and \ude00 (jsonparse.AppendSurrogate), written to files as \u escapes.
 	loneHigh, loneLow = "\xed\xa0\xbd", "\xed\xb8\x80"
 	homes             = []string{"/home/u", "/home/u/", "/", ""}
 	states            = []string{"allow", "ask", "deny"}

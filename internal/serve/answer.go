@@ -69,21 +69,14 @@ func (q *answerQueue) put(jobs []job) {
 	q.mu.Lock()
 	q.jobs = append(q.jobs, jobs...)
 	q.mu.Unlock()
-	q.signal()
+	poke(q.ready)
 }
 
 func (q *answerQueue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *answerQueue) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
+	poke(q.ready)
 }
 
 // take waits for queued answers; it returns none once closed and empty.
@@ -144,12 +137,6 @@ func (s *Server) answerAll(jobs []job) {
 		}
 		s.workers.Done()
 	}
-}
-
-// answerAtExit writes an answer once, without retrying: at exit there is
-// no later to retry in.
-func (s *Server) answerAtExit(p *pending, ans *answer) {
-	_ = s.attempt(p, ans)
 }
 
 // attempt makes the decision durable in the audit log, records its grants,

@@ -137,18 +137,15 @@ func (s *Server) recordExpiry(p *pending) {
 func (s *Server) ruleAnswer(p *pending) *answer {
 	v := p.Verdict
 	ans := &answer{auto: true, resp: wire.Response{DecidedBy: v.DecidedBy()}}
-	state := wire.StateDenied
 	switch {
 	case v.Action == resolve.Allow:
 		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
-		state = wire.StateApproved
 	case wire.TrimReason(v.Reason) != "":
 		ans.resp.State, ans.resp.DenialReason = wire.StateDeniedWithReason, wire.TrimReason(v.Reason)
-		state = wire.StateDeniedWithReason
 	default:
 		ans.resp.State = wire.StateDenied
 	}
-	ans.record = s.record(p, state, ans)
+	ans.record = s.record(p, ans.resp.State, ans)
 	return ans
 }
 

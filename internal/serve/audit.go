@@ -65,24 +65,17 @@ type AuditFacts struct {
 	AskingUnits   []AuditUnit `json:"askingUnits,omitempty"`
 }
 
-// AuditUnit is one asking unit of a bash chain.
-type AuditUnit struct {
-	Command string  `json:"command"`
-	Floor   *string `json:"floor,omitempty"`
-}
+// AuditUnit is one asking unit of a bash chain, logged in its wire shape.
+type AuditUnit = wire.AskingUnit
 
 func auditFacts(in *wire.AccessIntent) *AuditFacts {
 	if in == nil {
 		return nil
 	}
-	f := &AuditFacts{
+	return &AuditFacts{
 		Principal: in.Principal.AgentName, Surface: in.Surface, MatchValues: in.MatchValues,
-		BoundaryValue: in.BoundaryValue, RequesterCwd: in.RequesterCwd, Floor: in.Floor,
+		BoundaryValue: in.BoundaryValue, RequesterCwd: in.RequesterCwd, Floor: in.Floor, AskingUnits: in.AskingUnits,
 	}
-	for _, u := range in.AskingUnits {
-		f.AskingUnits = append(f.AskingUnits, AuditUnit(u))
-	}
-	return f
 }
 
 // RuleRecord is the line of audit.jsonl that says who wrote which rule to
@@ -388,7 +381,8 @@ func (l *auditLog) appendAll(recs []AuditRecord) error {
 	}
 	b := l.next
 	for i, line := range lines {
-		b.add(line, recordNote(recs[i]))
+		r := recs[i]
+		b.add(line, noteOf(r.Kind, r.RequestID, r.ServedSession, r.RequesterSession, r.CreatedAt, false))
 	}
 	b.durable = true
 	for !b.done {

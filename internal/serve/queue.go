@@ -48,7 +48,7 @@ func (q *EventQueue) Push(ev Event) {
 		q.buf = append(q.buf, ev)
 	}
 	q.mu.Unlock()
-	q.wake()
+	poke(q.signal)
 }
 
 // fold counts ev in a Skipped event at the end of a full buffer, when ev
@@ -127,7 +127,7 @@ func (q *EventQueue) Close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
-	q.wake()
+	poke(q.signal)
 }
 
 // Stop closes Out without delivering what is queued, for a consumer that
@@ -137,9 +137,10 @@ func (q *EventQueue) Stop() {
 	q.Close()
 }
 
-func (q *EventQueue) wake() {
+// poke wakes the one waiter on c, if it is not already woken.
+func poke(c chan struct{}) {
 	select {
-	case q.signal <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }

@@ -122,11 +122,6 @@ func noteOf(kind, requestID, session, requester string, createdAt float64, reque
 	return n
 }
 
-// recordNote is noteOf for a record this process writes.
-func recordNote(rec AuditRecord) indexNote {
-	return noteOf(rec.Kind, rec.RequestID, rec.ServedSession, rec.RequesterSession, rec.CreatedAt, false)
-}
-
 // apply changes idx as the line says.
 func (n indexNote) apply(idx map[deliveryKey]linePos) {
 	switch _, seen := idx[n.key]; {

@@ -66,15 +66,12 @@ func (s Scopes) Find(kind ScopeKind) (Scope, bool) {
 //     and permtui's grants answer only asks that carry facts (20.8+).
 func OfferedScopes(req *wire.Request) Scopes {
 	var out Scopes
-	if predatesSessionState(req) {
-		out.Options = []Scope{{Kind: ScopeSubagent, Title: "this subagent only",
-			Effect: "answered as approve once; nothing is recorded: this child (pi 3.x) cannot read a session approval"}}
-		out.Note = "the whole session is not offered: the request carries no sessionApproval suggestion, so permtui has no grant to record"
-		return out
-	}
 	if req.SessionApproval == nil {
-		out.Options = []Scope{{Kind: ScopeSubagent, Title: "this subagent only",
-			Effect: "the child records its own grant (no suggestion sent)"}}
+		effect := "the child records its own grant (no suggestion sent)"
+		if predatesSessionState(req) {
+			effect = "answered as approve once; nothing is recorded: this child (pi 3.x) cannot read a session approval"
+		}
+		out.Options = []Scope{{Kind: ScopeSubagent, Title: "this subagent only", Effect: effect}}
 		out.Note = "the whole session is not offered: the request carries no sessionApproval suggestion, so permtui has no grant to record"
 		return out
 	}

@@ -248,7 +248,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	sortByID(open)
 	for _, p := range open {
-		s.answerAtExit(p, s.exitAnswer(p))
+		_ = s.attempt(p, s.exitAnswer(p)) // once: at exit there is no later to retry in
 	}
 	s.workers.Wait()
 

@@ -53,11 +53,7 @@ func ReadLog(path string, since time.Time) (Log, error) {
 
 // Query is the recorded facts as the resolver takes them.
 func Query(f *serve.AuditFacts) resolve.Query {
-	q := resolve.Query{Agent: f.Principal, Surface: f.Surface, Values: f.MatchValues, Floor: f.Floor}
-	for _, u := range f.AskingUnits {
-		q.AskingUnits = append(q.AskingUnits, wire.AskingUnit(u))
-	}
-	return q
+	return resolve.Query{Agent: f.Principal, Surface: f.Surface, Values: f.MatchValues, Floor: f.Floor, AskingUnits: f.AskingUnits}
 }
 
 // Counts is how many asks a policy answers each way.

@@ -116,11 +116,11 @@ func readDecision(v jsonparse.Value, hops int) (*DecisionSource, error) {
 		if d.Surface, ok = asString(o.Get("surface")); !ok {
 			return nil, bad("surface")
 		}
-		if d.Pattern, ok = asNullableString(o, "pattern"); !ok {
+		if d.Pattern, ok = asNullableString(o.Get("pattern")); !ok {
 			return nil, bad("pattern")
 		}
 		if kind == DecidedByRule {
-			if d.Origin, ok = asNullableString(o, "origin"); !ok {
+			if d.Origin, ok = asNullableString(o.Get("origin")); !ok {
 				return nil, bad("origin")
 			}
 		}
@@ -131,11 +131,11 @@ func readDecision(v jsonparse.Value, hops int) (*DecisionSource, error) {
 		if d.Verdict, _ = asString(o.Get("verdict")); d.Verdict != "allow" && d.Verdict != "deny" {
 			return nil, bad("verdict")
 		}
-		if d.Reason, ok = asNullableString(o, "reason"); !ok {
+		if d.Reason, ok = asNullableString(o.Get("reason")); !ok {
 			return nil, bad("reason")
 		}
 	case DecidedByYolo:
-		if d.Pattern, ok = asNullableString(o, "pattern"); !ok {
+		if d.Pattern, ok = asNullableString(o.Get("pattern")); !ok {
 			return nil, bad("pattern")
 		}
 	case DecidedByInfraRead:
@@ -149,7 +149,7 @@ func readDecision(v jsonparse.Value, hops int) (*DecisionSource, error) {
 		if hops >= maxForwardedDepth {
 			return nil, fmt.Errorf("more than %d forwarded hops", maxForwardedDepth)
 		}
-		if d.ResponderSessionID, ok = asNullableString(o, "responderSessionId"); !ok {
+		if d.ResponderSessionID, ok = asNullableString(o.Get("responderSessionId")); !ok {
 			return nil, bad("responderSessionId")
 		}
 		inner := o.Get("decision")

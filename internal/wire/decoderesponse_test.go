@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/permtui/permtui/internal/jsonparse"
 )
@@ -67,4 +68,13 @@ func DecodeResponse(data []byte) (Response, error) {
 		}
 	}
 	return r, nil
+}
+
+// asInt64 reads a JSON number that is an integer within int64 range.
+func asInt64(v jsonparse.Value) (int64, bool) {
+	f, ok := asFloat(v)
+	if !ok || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
+		return 0, false
+	}
+	return int64(f), true
 }

@@ -31,8 +31,8 @@ func ParseHeartbeat(data []byte) (Heartbeat, error) {
 	if h.SessionID, _ = asString(o.Get("sessionId")); h.SessionID == "" {
 		return h, errors.New("heartbeat sessionId is not a non-empty string")
 	}
-	pid, ok := asInt64(o.Get("pid"))
-	if !ok || pid <= 0 || pid > math.MaxInt32 {
+	pid, ok := asFloat(o.Get("pid"))
+	if !ok || pid != math.Trunc(pid) || pid <= 0 || pid > math.MaxInt32 {
 		return h, errors.New("heartbeat pid is not a positive integer")
 	}
 	h.PID = int(pid)

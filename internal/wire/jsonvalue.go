@@ -47,9 +47,9 @@ func asArray(v jsonparse.Value) ([]jsonparse.Value, bool) {
 	return v.Items(), v.Kind == jsonparse.Array
 }
 
-// asNullableString accepts a string or null; the key must be present.
-func asNullableString(o object, key string) (*string, bool) {
-	switch v := o.Get(key); v.Kind {
+// asNullableString accepts a string or null; an absent key is neither.
+func asNullableString(v jsonparse.Value) (*string, bool) {
+	switch v.Kind {
 	case jsonparse.Null:
 		return nil, true
 	case jsonparse.String:
@@ -72,13 +72,13 @@ func asFloat(v jsonparse.Value) (float64, bool) {
 	return f, true
 }
 
-// asInt64 reads a JSON number that is an integer within int64 range.
-func asInt64(v jsonparse.Value) (int64, bool) {
-	f, ok := asFloat(v)
-	if !ok || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
-		return 0, false
+// asOptionalString accepts a string or an absent key (nil).
+func asOptionalString(v jsonparse.Value) (*string, bool) {
+	if !present(v) {
+		return nil, true
 	}
-	return int64(f), true
+	s, ok := asString(v)
+	return &s, ok
 }
 
 func asStringSlice(v jsonparse.Value) ([]string, bool) {

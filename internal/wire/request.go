@@ -120,58 +120,49 @@ func ParseRequest(data []byte) (*Request, error) {
 // readOptional validates each optional field on its own; a malformed one is
 // dropped and recorded in r.Dropped.
 func (r *Request) readOptional(o object) {
-	drop := func(field string, err error) {
-		r.Dropped = append(r.Dropped, DroppedField{Field: field, Reason: err.Error()})
-	}
 	r.Source = SourceToolCall
-	if v := o.Get("source"); present(v) {
-		if s, _ := asString(v); validSource(Source(s)) {
-			r.Source = Source(s)
-		} else {
-			drop("source", errors.New("not tool_call, skill_input or skill_read"))
-		}
+	optional(r, o, "source", &r.Source, readSource)
+	optional(r, o, "surface", &r.Surface, readNullableString)
+	optional(r, o, "value", &r.Value, readNullableString)
+	optional(r, o, "message", &r.Message, readString)
+	optional(r, o, "payload", &r.Payload, readPayload)
+	optional(r, o, "sessionApproval", &r.SessionApproval, readSessionApproval)
+	optional(r, o, "accessIntent", &r.AccessIntent, readAccessIntent)
+}
+
+// optional sets *dst from the field key when it is present and read accepts
+// it; a field read refuses is dropped and recorded in r.Dropped.
+func optional[T any](r *Request, o object, key string, dst *T, read func(jsonparse.Value) (T, error)) {
+	v := o.Get(key)
+	if !present(v) {
+		return
 	}
-	for _, f := range []struct {
-		key string
-		dst **string
-	}{{"surface", &r.Surface}, {"value", &r.Value}} {
-		if !present(o.Get(f.key)) {
-			continue
-		}
-		if s, ok := asNullableString(o, f.key); ok {
-			*f.dst = s
-		} else {
-			drop(f.key, errors.New("not a string or null"))
-		}
+	if x, err := read(v); err == nil {
+		*dst = x
+	} else {
+		r.Dropped = append(r.Dropped, DroppedField{Field: key, Reason: err.Error()})
 	}
-	if v := o.Get("message"); present(v) {
-		if s, ok := asString(v); ok {
-			r.Message = &s
-		} else {
-			drop("message", errors.New("not a string"))
-		}
+}
+
+func readSource(v jsonparse.Value) (Source, error) {
+	if s, _ := asString(v); validSource(Source(s)) {
+		return Source(s), nil
 	}
-	if v := o.Get("payload"); present(v) {
-		if p, err := readPayload(v); err == nil {
-			r.Payload = p
-		} else {
-			drop("payload", err)
-		}
+	return "", errors.New("not tool_call, skill_input or skill_read")
+}
+
+func readNullableString(v jsonparse.Value) (*string, error) {
+	if s, ok := asNullableString(v); ok {
+		return s, nil
 	}
-	if v := o.Get("sessionApproval"); present(v) {
-		if sa, err := readSessionApproval(v); err == nil {
-			r.SessionApproval = sa
-		} else {
-			drop("sessionApproval", err)
-		}
+	return nil, errors.New("not a string or null")
+}
+
+func readString(v jsonparse.Value) (*string, error) {
+	if s, ok := asString(v); ok {
+		return &s, nil
 	}
-	if v := o.Get("accessIntent"); present(v) {
-		if ai, err := readAccessIntent(v); err == nil {
-			r.AccessIntent = ai
-		} else {
-			drop("accessIntent", err)
-		}
-	}
+	return nil, errors.New("not a string")
 }
 
 func validSource(s Source) bool {
@@ -186,22 +177,16 @@ func readSessionApproval(v jsonparse.Value) (*SessionApproval, error) {
 		return nil, errors.New("not an object")
 	}
 	if rawGrants := o.Get("grants"); present(rawGrants) {
-		arr, ok := asArray(rawGrants)
-		if !ok || len(arr) == 0 {
-			return nil, errors.New("grants is not a non-empty array")
-		}
-		grants := make([]Grant, 0, len(arr))
-		for i, e := range arr {
-			g, ok := asObject(e)
-			if !ok {
-				return nil, fmt.Errorf("grant %d is not an object", i)
-			}
+		grants, err := readObjects(rawGrants, "grants", true, func(g object, i int) (Grant, error) {
 			surface, _ := asString(g.Get("surface"))
 			pattern, ok := asString(g.Get("pattern"))
 			if surface == "" || !ok {
-				return nil, fmt.Errorf("grant %d needs a non-empty surface and a string pattern", i)
+				return Grant{}, fmt.Errorf("grants[%d] needs a non-empty surface and a string pattern", i)
 			}
-			grants = append(grants, Grant{Surface: surface, Pattern: pattern})
+			return Grant{Surface: surface, Pattern: pattern}, nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		return &SessionApproval{Grants: grants}, nil
 	}
@@ -234,7 +219,7 @@ func readAccessIntent(v jsonparse.Value) (*AccessIntent, error) {
 	if ai.MatchValues, ok = asStringSlice(o.Get("matchValues")); !ok {
 		return nil, errors.New("matchValues is not an array of strings")
 	}
-	if ai.BoundaryValue, ok = asNullableString(o, "boundaryValue"); !ok {
+	if ai.BoundaryValue, ok = asNullableString(o.Get("boundaryValue")); !ok {
 		return nil, errors.New("boundaryValue is not a string or null")
 	}
 	if ai.RequesterCwd, ok = asString(o.Get("requesterCwd")); !ok {
@@ -250,15 +235,11 @@ func readAccessIntent(v jsonparse.Value) (*AccessIntent, error) {
 		return nil, errors.New("principal needs string sessionId and agentName")
 	}
 	ai.Principal = Principal{SessionID: sid, AgentName: agent}
-	if fv := o.Get("floor"); present(fv) {
-		f, ok := asString(fv)
-		if !ok {
-			return nil, errors.New("floor is not a string")
-		}
-		ai.Floor = &f
+	if ai.Floor, ok = asOptionalString(o.Get("floor")); !ok {
+		return nil, errors.New("floor is not a string")
 	}
 	if uv := o.Get("askingUnits"); present(uv) {
-		units, err := readAskingUnits(uv)
+		units, err := readObjects(uv, "askingUnits", true, readAskingUnit)
 		if err != nil {
 			return nil, err
 		}
@@ -267,32 +248,41 @@ func readAccessIntent(v jsonparse.Value) (*AccessIntent, error) {
 	return ai, nil
 }
 
-func readAskingUnits(v jsonparse.Value) ([]AskingUnit, error) {
+func readAskingUnit(u object, i int) (AskingUnit, error) {
+	cmd, ok := asString(u.Get("command"))
+	if !ok {
+		return AskingUnit{}, fmt.Errorf("askingUnits[%d].command is not a string", i)
+	}
+	floor, ok := asOptionalString(u.Get("floor"))
+	if !ok {
+		return AskingUnit{}, fmt.Errorf("askingUnits[%d].floor is not a string", i)
+	}
+	return AskingUnit{Command: cmd, Floor: floor}, nil
+}
+
+// readObjects reads an array of objects (with nonEmpty, one of at least
+// one), each by read, which is given its index for its errors.
+func readObjects[T any](v jsonparse.Value, name string, nonEmpty bool, read func(o object, i int) (T, error)) ([]T, error) {
 	arr, ok := asArray(v)
-	if !ok || len(arr) == 0 {
-		return nil, errors.New("askingUnits is not a non-empty array")
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%s is not an array", name)
+	case nonEmpty && len(arr) == 0:
+		return nil, fmt.Errorf("%s is empty", name)
 	}
-	units := make([]AskingUnit, 0, len(arr))
+	out := make([]T, 0, len(arr))
 	for i, e := range arr {
-		u, ok := asObject(e)
+		o, ok := asObject(e)
 		if !ok {
-			return nil, fmt.Errorf("askingUnits[%d] is not an object", i)
+			return nil, fmt.Errorf("%s[%d] is not an object", name, i)
 		}
-		cmd, ok := asString(u.Get("command"))
-		if !ok {
-			return nil, fmt.Errorf("askingUnits[%d].command is not a string", i)
+		t, err := read(o, i)
+		if err != nil {
+			return nil, err
 		}
-		unit := AskingUnit{Command: cmd}
-		if fv := u.Get("floor"); present(fv) {
-			f, ok := asString(fv)
-			if !ok {
-				return nil, fmt.Errorf("askingUnits[%d].floor is not a string", i)
-			}
-			unit.Floor = &f
-		}
-		units = append(units, unit)
+		out = append(out, t)
 	}
-	return units, nil
+	return out, nil
 }
 
 var payloadKinds = map[string]bool{
@@ -324,14 +314,14 @@ func readPayload(v jsonparse.Value) (*Payload, error) {
 	}
 	pr := &p.Request
 	var okAll [8]bool
-	pr.RequesterAgentName, okAll[0] = asNullableString(who, "agentName")
+	pr.RequesterAgentName, okAll[0] = asNullableString(who.Get("agentName"))
 	pr.RequesterForwarded, okAll[1] = asBool(who.Get("forwarded"))
-	pr.RequesterSessionID, okAll[2] = asNullableString(who, "sessionId")
+	pr.RequesterSessionID, okAll[2] = asNullableString(who.Get("sessionId"))
 	pr.Surface, okAll[3] = asString(req.Get("surface"))
-	pr.ToolName, okAll[4] = asNullableString(req, "toolName")
-	pr.InvokedToolName, okAll[5] = asNullableString(req, "invokedToolName")
+	pr.ToolName, okAll[4] = asNullableString(req.Get("toolName"))
+	pr.InvokedToolName, okAll[5] = asNullableString(req.Get("invokedToolName"))
 	pr.Value, okAll[6] = asString(req.Get("value"))
-	pr.MatchedPattern, okAll[7] = asNullableString(req, "matchedPattern")
+	pr.MatchedPattern, okAll[7] = asNullableString(req.Get("matchedPattern"))
 	for _, ok := range okAll {
 		if !ok {
 			return nil, errors.New("request has a missing or mistyped field")
@@ -340,94 +330,46 @@ func readPayload(v jsonparse.Value) (*Payload, error) {
 	// 40.0.0 added matchedSpelling; older children omit it, so a missing key
 	// reads as null (the one exception to §4.5's "present").
 	if present(req.Get("matchedSpelling")) {
-		if pr.MatchedSpelling, ok = asNullableString(req, "matchedSpelling"); !ok {
+		if pr.MatchedSpelling, ok = asNullableString(req.Get("matchedSpelling")); !ok {
 			return nil, errors.New("request.matchedSpelling is not a string or null")
 		}
 	}
-	if pr.CommandContext, ok = asNullableString(req, "commandContext"); !ok || !validCommandContext(pr.CommandContext) {
+	if pr.CommandContext, ok = asNullableString(req.Get("commandContext")); !ok || !validCommandContext(pr.CommandContext) {
 		return nil, errors.New("request.commandContext is invalid")
 	}
-	if pr.ExecutedUnit, ok = asNullableString(req, "executedUnit"); !ok {
+	if pr.ExecutedUnit, ok = asNullableString(req.Get("executedUnit")); !ok {
 		return nil, errors.New("request.executedUnit is not a string or null")
 	}
-	evidence, ok := asArray(o.Get("evidence"))
-	if !ok {
-		return nil, errors.New("evidence is not an array")
-	}
-	p.Evidence = make([]Evidence, 0, len(evidence))
-	for i, e := range evidence {
-		eo, ok := asObject(e)
+	var err error
+	p.Evidence, err = readObjects(o.Get("evidence"), "evidence", false, func(eo object, i int) (Evidence, error) {
 		label, ok1 := asString(eo.Get("label"))
 		text, ok2 := asString(eo.Get("text"))
-		detail, ok3 := asNullableString(eo, "detail")
-		if !ok || !ok1 || !ok2 || !ok3 {
-			return nil, fmt.Errorf("evidence[%d] is malformed", i)
+		detail, ok3 := asNullableString(eo.Get("detail"))
+		if !ok1 || !ok2 || !ok3 {
+			return Evidence{}, fmt.Errorf("evidence[%d] is malformed", i)
 		}
-		p.Evidence = append(p.Evidence, Evidence{Label: label, Text: text, Detail: detail})
+		return Evidence{Label: label, Text: text, Detail: detail}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	annotations, ok := asArray(o.Get("annotations"))
-	if !ok {
-		return nil, errors.New("annotations is not an array")
-	}
-	p.Annotations = make([]Annotation, 0, len(annotations))
-	for i, a := range annotations {
-		ao, ok := asObject(a)
+	p.Annotations, err = readObjects(o.Get("annotations"), "annotations", false, func(ao object, i int) (Annotation, error) {
 		src, ok1 := asString(ao.Get("source"))
 		text, ok2 := asString(ao.Get("text"))
-		if !ok || !ok1 || !ok2 {
-			return nil, fmt.Errorf("annotations[%d] is malformed", i)
+		if !ok1 || !ok2 {
+			return Annotation{}, fmt.Errorf("annotations[%d] is malformed", i)
 		}
-		p.Annotations = append(p.Annotations, Annotation{Source: src, Text: text})
+		return Annotation{Source: src, Text: text}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-// Wire shapes for MarshalRequest, in the key order the newest child writes.
+// Wire shapes that differ from the Go types: a payload's request nests its
+// requester, in the key order the newest child writes.
 type (
-	requestJSON struct {
-		ID                 string       `json:"id"`
-		CreatedAt          float64      `json:"createdAt"`
-		RequesterSessionID string       `json:"requesterSessionId"`
-		TargetSessionID    string       `json:"targetSessionId"`
-		RequesterAgentName string       `json:"requesterAgentName"`
-		Message            *string      `json:"message,omitempty"`
-		Payload            *payloadJSON `json:"payload,omitempty"`
-		Source             Source       `json:"source"`
-		Surface            *string      `json:"surface"`
-		Value              *string      `json:"value"`
-		SessionApproval    any          `json:"sessionApproval,omitempty"`
-		AccessIntent       *intentJSON  `json:"accessIntent,omitempty"`
-	}
-	grantsJSON struct {
-		Grants []Grant `json:"grants"`
-	}
-	legacyApprovalJSON struct {
-		Surface  string   `json:"surface"`
-		Patterns []string `json:"patterns"`
-	}
-	intentJSON struct {
-		Surface       string        `json:"surface"`
-		MatchValues   []string      `json:"matchValues"`
-		BoundaryValue *string       `json:"boundaryValue"`
-		Floor         *string       `json:"floor,omitempty"`
-		AskingUnits   []unitJSON    `json:"askingUnits,omitempty"`
-		RequesterCwd  string        `json:"requesterCwd"`
-		Principal     principalJSON `json:"principal"`
-	}
-	unitJSON struct {
-		Command string  `json:"command"`
-		Floor   *string `json:"floor,omitempty"`
-	}
-	principalJSON struct {
-		SessionID string `json:"sessionId"`
-		AgentName string `json:"agentName"`
-	}
-	payloadJSON struct {
-		Kind        string           `json:"kind"`
-		Request     payloadReqJSON   `json:"request"`
-		Evidence    []evidenceJSON   `json:"evidence"`
-		Annotations []annotationJSON `json:"annotations"`
-	}
 	payloadReqJSON struct {
 		Requester       requesterJSON `json:"requester"`
 		Surface         string        `json:"surface"`
@@ -444,16 +386,40 @@ type (
 		Forwarded bool    `json:"forwarded"`
 		SessionID *string `json:"sessionId"`
 	}
-	evidenceJSON struct {
-		Label  string  `json:"label"`
-		Text   string  `json:"text"`
-		Detail *string `json:"detail"`
-	}
-	annotationJSON struct {
-		Source string `json:"source"`
-		Text   string `json:"text"`
-	}
 )
+
+// MarshalJSON writes a payload's request in its wire shape (§4.5).
+func (pr PayloadRequest) MarshalJSON() ([]byte, error) {
+	return marshalCompact(payloadReqJSON{
+		Requester:       requesterJSON{AgentName: pr.RequesterAgentName, Forwarded: pr.RequesterForwarded, SessionID: pr.RequesterSessionID},
+		Surface:         pr.Surface,
+		ToolName:        pr.ToolName,
+		InvokedToolName: pr.InvokedToolName,
+		Value:           pr.Value,
+		MatchedPattern:  pr.MatchedPattern,
+		MatchedSpelling: pr.MatchedSpelling,
+		CommandContext:  pr.CommandContext,
+		ExecutedUnit:    pr.ExecutedUnit,
+	})
+}
+
+// MarshalJSON writes a legacy suggestion in the {surface, patterns} shape it
+// came in, any other as {grants}.
+func (sa SessionApproval) MarshalJSON() ([]byte, error) {
+	if !sa.Legacy || len(sa.Grants) == 0 {
+		return marshalCompact(struct {
+			Grants []Grant `json:"grants"`
+		}{sa.Grants})
+	}
+	patterns := make([]string, len(sa.Grants))
+	for i, g := range sa.Grants {
+		patterns[i] = g.Pattern
+	}
+	return marshalCompact(struct {
+		Surface  string   `json:"surface"`
+		Patterns []string `json:"patterns"`
+	}{sa.Grants[0].Surface, patterns})
+}
 
 // MarshalRequest writes a request as a child does: compact JSON in the key
 // order of §4.2/§4.3, no HTML escaping. A legacy SessionApproval is written
@@ -463,63 +429,30 @@ func MarshalRequest(r *Request) ([]byte, error) {
 	if err := checkWritableRequest(r); err != nil {
 		return nil, fmt.Errorf("marshal request: %w", err)
 	}
-	out := requestJSON{
-		ID: r.ID, CreatedAt: r.CreatedAt, RequesterSessionID: r.RequesterSessionID,
-		TargetSessionID: r.TargetSessionID, RequesterAgentName: r.RequesterAgentName,
-		Message: r.Message, Source: r.Source, Surface: r.Surface, Value: r.Value,
-	}
+	out := *r
 	if out.Source == "" {
 		out.Source = SourceToolCall
 	}
-	if p := r.Payload; p != nil {
-		out.Payload = &payloadJSON{
-			Kind: p.Kind,
-			Request: payloadReqJSON{
-				Requester:       requesterJSON{AgentName: p.Request.RequesterAgentName, Forwarded: p.Request.RequesterForwarded, SessionID: p.Request.RequesterSessionID},
-				Surface:         p.Request.Surface,
-				ToolName:        p.Request.ToolName,
-				InvokedToolName: p.Request.InvokedToolName,
-				Value:           p.Request.Value,
-				MatchedPattern:  p.Request.MatchedPattern,
-				MatchedSpelling: p.Request.MatchedSpelling,
-				CommandContext:  p.Request.CommandContext,
-				ExecutedUnit:    p.Request.ExecutedUnit,
-			},
-			Evidence:    make([]evidenceJSON, 0, len(p.Evidence)),
-			Annotations: make([]annotationJSON, 0, len(p.Annotations)),
-		}
-		for _, e := range p.Evidence {
-			out.Payload.Evidence = append(out.Payload.Evidence, evidenceJSON(e))
-		}
-		for _, a := range p.Annotations {
-			out.Payload.Annotations = append(out.Payload.Annotations, annotationJSON(a))
-		}
+	if r.Payload != nil {
+		p := *r.Payload
+		p.Evidence, p.Annotations = nonNil(p.Evidence), nonNil(p.Annotations)
+		out.Payload = &p
 	}
-	if sa := r.SessionApproval; sa != nil {
-		if sa.Legacy {
-			legacy := legacyApprovalJSON{Surface: sa.Grants[0].Surface, Patterns: make([]string, len(sa.Grants))}
-			for i, g := range sa.Grants {
-				legacy.Patterns[i] = g.Pattern
-			}
-			out.SessionApproval = legacy
-		} else {
-			out.SessionApproval = grantsJSON{Grants: sa.Grants}
-		}
-	}
-	if ai := r.AccessIntent; ai != nil {
-		out.AccessIntent = &intentJSON{
-			Surface: ai.Surface, MatchValues: ai.MatchValues, BoundaryValue: ai.BoundaryValue,
-			Floor: ai.Floor, RequesterCwd: ai.RequesterCwd,
-			Principal: principalJSON{SessionID: ai.Principal.SessionID, AgentName: ai.Principal.AgentName},
-		}
-		if out.AccessIntent.MatchValues == nil {
-			out.AccessIntent.MatchValues = []string{}
-		}
-		for _, u := range ai.AskingUnits {
-			out.AccessIntent.AskingUnits = append(out.AccessIntent.AskingUnits, unitJSON(u))
-		}
+	if r.AccessIntent != nil {
+		ai := *r.AccessIntent
+		ai.MatchValues = nonNil(ai.MatchValues)
+		out.AccessIntent = &ai
 	}
 	return marshalCompact(out)
+}
+
+// nonNil is s, or an empty slice for nil: an array the wire writes as [],
+// never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func checkWritableRequest(r *Request) error {

@@ -15,26 +15,28 @@ const (
 
 // Request is a forwarded permission request as the tolerant reader accepted
 // it (wire-protocol §4). Optional parts that were absent or malformed are nil;
-// Dropped names the malformed ones so they can be reported.
+// Dropped names the malformed ones so they can be reported. The tags, here
+// and in the types it holds, are the wire shape MarshalRequest writes, in
+// the newest child's key order.
 type Request struct {
-	ID                 string
-	CreatedAt          float64 // ms since the epoch; JSON number, may be fractional
-	RequesterSessionID string
-	TargetSessionID    string
-	RequesterAgentName string
+	ID                 string  `json:"id"`
+	CreatedAt          float64 `json:"createdAt"` // ms since the epoch; JSON number, may be fractional
+	RequesterSessionID string  `json:"requesterSessionId"`
+	TargetSessionID    string  `json:"targetSessionId"`
+	RequesterAgentName string  `json:"requesterAgentName"`
 
-	Source  Source  // SourceToolCall when missing or invalid
-	Surface *string // display surface (tool name), not the gate surface
-	Value   *string // display value
-	Message *string // 20.7.3 pre-rendered prompt text; display only
+	Message *string  `json:"message,omitempty"` // 20.7.3 pre-rendered prompt text; display only
+	Payload *Payload `json:"payload,omitempty"`
+	Source  Source   `json:"source"`  // SourceToolCall when missing or invalid
+	Surface *string  `json:"surface"` // display surface (tool name), not the gate surface
+	Value   *string  `json:"value"`   // display value
 
-	SessionApproval *SessionApproval
-	AccessIntent    *AccessIntent
-	Payload         *Payload
+	SessionApproval *SessionApproval `json:"sessionApproval,omitempty"`
+	AccessIntent    *AccessIntent    `json:"accessIntent,omitempty"`
 
 	// Dropped lists optional fields that were present but malformed, each
 	// with the reason, in a stable order.
-	Dropped []DroppedField
+	Dropped []DroppedField `json:"-"`
 }
 
 // DroppedField records an optional field the reader discarded.
@@ -46,25 +48,25 @@ type DroppedField struct {
 // AccessIntent is the set of facts the child fixed (ADR 0008). permtui uses
 // it exactly as sent.
 type AccessIntent struct {
-	Surface       string
-	MatchValues   []string
-	BoundaryValue *string
-	Floor         *string      // sentinel such as "<indirection-bash-wrapper>"; nil when absent
-	AskingUnits   []AskingUnit // nil when absent; never empty when present
-	RequesterCwd  string
-	Principal     Principal
+	Surface       string       `json:"surface"`
+	MatchValues   []string     `json:"matchValues"`
+	BoundaryValue *string      `json:"boundaryValue"`
+	Floor         *string      `json:"floor,omitempty"`       // sentinel such as "<indirection-bash-wrapper>"; nil when absent
+	AskingUnits   []AskingUnit `json:"askingUnits,omitempty"` // nil when absent; never empty when present
+	RequesterCwd  string       `json:"requesterCwd"`
+	Principal     Principal    `json:"principal"`
 }
 
 // AskingUnit is one bash unit of a chain the child left at ask.
 type AskingUnit struct {
-	Command string
-	Floor   *string
+	Command string  `json:"command"`
+	Floor   *string `json:"floor,omitempty"`
 }
 
 // Principal says who is asking.
 type Principal struct {
-	SessionID string
-	AgentName string
+	SessionID string `json:"sessionId"`
+	AgentName string `json:"agentName"`
 }
 
 // Grant is one whole-session approval suggestion: an allow rule on Surface for
@@ -83,10 +85,10 @@ type SessionApproval struct {
 
 // Payload is the display payload of v26+ children (wire-protocol §4.5).
 type Payload struct {
-	Kind        string
-	Request     PayloadRequest
-	Evidence    []Evidence
-	Annotations []Annotation
+	Kind        string         `json:"kind"`
+	Request     PayloadRequest `json:"request"`
+	Evidence    []Evidence     `json:"evidence"`
+	Annotations []Annotation   `json:"annotations"`
 }
 
 // PayloadRequest is the invariant core of a payload.
@@ -108,15 +110,15 @@ type PayloadRequest struct {
 
 // Evidence is one labelled fact the child attached for display.
 type Evidence struct {
-	Label  string
-	Text   string
-	Detail *string
+	Label  string  `json:"label"`
+	Text   string  `json:"text"`
+	Detail *string `json:"detail"`
 }
 
 // Annotation is a model-generated advisory; it must be shown marked as such.
 type Annotation struct {
-	Source string
-	Text   string
+	Source string `json:"source"`
+	Text   string `json:"text"`
 }
 
 // State is a response state. StateApprovedForServingSession is internal: it

@@ -16,10 +16,6 @@ import (
 // have equal Go bytes. This file is that representation's home (the JSON
 // reader, internal/jsonparse, writes it as it decodes).
 
-// AppendSurrogate appends the WTF-8 form of the surrogate unit u
-// (0xD800..0xDFFF); the JSON reader writes it, so it is defined there.
-func AppendSurrogate(b []byte, u uint16) []byte { return jsonparse.AppendSurrogate(b, u) }
-
 // SurrogateAt decodes the WTF-8 surrogate that starts s, if one does.
 func SurrogateAt(s string) (u uint16, ok bool) {
 	if len(s) < 3 || s[0] != 0xED || s[1] < 0xA0 || s[1] > 0xBF || s[2] < 0x80 || s[2] > 0xBF {

@@ -7,13 +7,15 @@ import (
 	"unicode/utf8"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/jsonparse"
 )
 
 // Every surrogate unit round-trips through its three WTF-8 bytes, which are
 // never valid UTF-8, and nothing else decodes as one.
 func TestSurrogateRoundTrip(t *testing.T) {
 	for u := uint16(0xD800); ; u++ {
-		b := AppendSurrogate(nil, u)
+		b := jsonparse.AppendSurrogate(nil, u)
 		if got, ok := SurrogateAt(string(b)); !ok || got != u || len(b) != 3 || utf8.Valid(b) {
 			t.Fatalf("%#x: %x decodes as %#x, %v", u, b, got, ok)
 		}
@@ -47,7 +49,7 @@ func TestToValidWTF8(t *testing.T) {
 
 // JSON.parse keeps a lone surrogate escape; the decoder used to write U+FFFD.
 func TestDecodeJSONKeepsLoneSurrogates(t *testing.T) {
-	hi, lo := string(AppendSurrogate(nil, 0xD83D)), string(AppendSurrogate(nil, 0xDE00))
+	hi, lo := string(jsonparse.AppendSurrogate(nil, 0xD83D)), string(jsonparse.AppendSurrogate(nil, 0xDE00))
 	for text, want := range map[string]string{
 		`"\ud83d"`:             hi,
 		`"a\uD83Db"`:           "a" + hi + "b",
@@ -69,9 +71,9 @@ func TestDecodeJSONKeepsLoneSurrogates(t *testing.T) {
 	}
 	// Nested values keep theirs, and so do keys, as in JSON.parse.
 	v, err := decodeJSON([]byte(`{"\ud800" : ["\udfff", {"k\udfff":"\\\ud800"}]}`))
-	arr := v.Get(string(AppendSurrogate(nil, 0xD800))).Items()
-	if err != nil || len(arr) != 2 || arr[0].Str != string(AppendSurrogate(nil, 0xDFFF)) ||
-		arr[1].Get("k"+string(AppendSurrogate(nil, 0xDFFF))).Str != `\`+string(AppendSurrogate(nil, 0xD800)) {
+	arr := v.Get(string(jsonparse.AppendSurrogate(nil, 0xD800))).Items()
+	if err != nil || len(arr) != 2 || arr[0].Str != string(jsonparse.AppendSurrogate(nil, 0xDFFF)) ||
+		arr[1].Get("k"+string(jsonparse.AppendSurrogate(nil, 0xDFFF))).Str != `\`+string(jsonparse.AppendSurrogate(nil, 0xD800)) {
 		t.Errorf("keys and nested values: %#v, %v", v, err)
 	}
 	for _, bad := range []string{`"\ud83d`, `["\ud83d",`, `{"a":"\`, `"`} {
@@ -112,7 +114,7 @@ func TestDecodeJSONKeepsLoneSurrogates(t *testing.T) {
 // lone surrogate as its \u escape; invalid bytes become U+FFFD.
 func TestAppendJSONStringRoundTrip(t *testing.T) {
 	atoms := []string{"a", `"`, `\`, "\n", "\x00", "\x1f", "é", "😀", "\u2028", "\ufffd",
-		string(AppendSurrogate(nil, 0xD83D)), string(AppendSurrogate(nil, 0xDC00)), "/", "<"}
+		string(jsonparse.AppendSurrogate(nil, 0xD83D)), string(jsonparse.AppendSurrogate(nil, 0xDC00)), "/", "<"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
 		var b strings.Builder
