@@ -26,14 +26,16 @@ type Loosening struct {
 }
 
 // Loosenings is AuthorityDiff of the policy loaded with opts and with cand
-// (opts with the edit). When the project is not trusted, both are judged
-// again as if it were: every view pi could use, trusted or not.
+// (opts with the edit). When the project is not trusted (left out, or its
+// allows held), both are judged again as if it were: every view pi could
+// use, trusted or not.
 func Loosenings(opts, cand resolve.LoadOptions, facts ...resolve.Query) ([]Loosening, error) {
 	out, err := AuthorityDiff(resolve.Load(opts), resolve.Load(cand), facts...)
-	if err != nil || opts.TrustProject || opts.ProjectDir == "" {
+	if err != nil || opts.TrustProject && !opts.HoldProjectAllows || opts.ProjectDir == "" {
 		return out, err
 	}
 	opts.TrustProject, cand.TrustProject = true, true
+	opts.HoldProjectAllows, cand.HoldProjectAllows = false, false
 	before := resolve.Load(opts)
 	if prs := before.Problems(); len(prs) > 0 {
 		return nil, fmt.Errorf("%s, which pi reads once the project is trusted, cannot be used (%s): until it is fixed permtui cannot tell what a rule would loosen; fix it first", prs[0].File, prs[0].Message)
