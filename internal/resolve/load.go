@@ -107,8 +107,8 @@ func (p *Policy) Files() []string { return slices.Clone(p.read) }
 // not), in load order; none means no project policy is in force.
 func (p *Policy) ProjectFiles() []string { return slices.Clone(p.project) }
 
-// WithoutProject is the policy without the project's files when their
-// allows are held for a person (LoadOptions.HoldProjectAllows), else nil:
+// WithoutProject is the policy without the project's files when some were
+// read and their allows are held (LoadOptions.HoldProjectAllows), else nil:
 // an allow of p that this policy does not give holds only because of the
 // project (decision 0206).
 func (p *Policy) WithoutProject() *Policy { return p.outside }
@@ -219,7 +219,8 @@ func Load(opts LoadOptions) *Policy {
 	shared, floor := p.loadShared()
 	agents := p.loadAgents()
 	p.composeAll(shared, floor, agents)
-	if opts.HoldProjectAllows && opts.TrustProject && opts.ProjectDir != "" {
+	// Without a project file read, the project can allow nothing.
+	if opts.HoldProjectAllows && opts.TrustProject && len(p.project) > 0 {
 		opts.TrustProject, opts.HoldProjectAllows = false, false
 		p.outside = Load(opts)
 	}

@@ -213,6 +213,11 @@ func TestAHeldProjectIsReadWithItsPolicyBeside(t *testing.T) {
 	if Load(f.opts).WithoutProject() != nil {
 		t.Error("a trusted project keeps a policy without it")
 	}
+	empty := f.opts
+	empty.ProjectDir, empty.HoldProjectAllows = t.TempDir(), true
+	if Load(empty).WithoutProject() != nil {
+		t.Error("a project without policy files keeps a policy without it")
+	}
 	f.opts.TrustProject, f.opts.HoldProjectAllows = false, true
 	if p := Load(f.opts); p.WithoutProject() != nil || len(p.ProjectFiles()) > 0 {
 		t.Error("a left-out project keeps a policy without it, or lists its files")
