@@ -25,6 +25,7 @@ type common struct {
 	stateDir         string
 	sessions         listFlag
 	untrustedProject bool
+	trustProject     bool
 }
 
 // listFlag is a repeatable string flag.
@@ -72,6 +73,7 @@ func (c *common) registerPolicy(fs flagSet) {
 	fs.StringVar(&c.project, "project", "", "the root session's working directory (default: current directory)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "permtui state: audit log, grants, log (default $PERMTUI_STATE_DIR, else $XDG_STATE_HOME/permtui, else ~/.local/state/permtui)")
 	fs.BoolVar(&c.untrustedProject, "untrusted-project", false, "leave out the project's config and agent files, as pi does for an untrusted project")
+	fs.BoolVar(&c.trustProject, "trust-project", false, "let the project's config and agent files allow asks; without it their denies and asks apply but an allow only they give goes to a person")
 }
 
 // parse parses args; help and usage errors come back as flag.ErrHelp or errUsage.
@@ -105,6 +107,9 @@ func (c *common) resolveDefaults() error {
 	if err != nil {
 		return fmt.Errorf("cannot find the home directory: %w", err)
 	}
+	if c.trustProject && c.untrustedProject {
+		return errors.New("--trust-project and --untrusted-project contradict each other: give one")
+	}
 	if c.agentDir == "" {
 		c.agentDir = wire.AgentDir(os.Getenv, home)
 	}
@@ -136,13 +141,16 @@ func defaultStateDir(getenv func(string) string, home string) string {
 	return filepath.Join(home, ".local", "state", "permtui")
 }
 
+// loadOptions: the project's files are read unless --untrusted-project,
+// and their allows held for a person unless --trust-project (decision 0206).
 func (c *common) loadOptions() resolve.LoadOptions {
 	home, _ := os.UserHomeDir()
 	return resolve.LoadOptions{
-		AgentDir:     c.agentDir,
-		ProjectDir:   c.project,
-		TrustProject: !c.untrustedProject,
-		Home:         home,
+		AgentDir:          c.agentDir,
+		ProjectDir:        c.project,
+		TrustProject:      !c.untrustedProject,
+		HoldProjectAllows: !c.trustProject,
+		Home:              home,
 	}
 }
 

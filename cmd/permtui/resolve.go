@@ -185,7 +185,7 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 			}
 		}
 		v = policy.Resolve(req, sessionGrants)
-		served = judgment.Served(policy, req, v)
+		served = judgment.Served(policy, req, sessionGrants, v)
 	case f.batch:
 		var err error
 		if served, differs, err = resolveBatch(policy, sessionGrants, stdin, stdout); err != nil {
@@ -317,7 +317,7 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 // with it, for the exit status.
 func judgeFacts(policy *resolve.Policy, q resolve.Query, grants []wire.Grant) (v, served resolve.Verdict) {
 	v = policy.Evaluate(q, grants)
-	return v, judgment.Served(policy, judgment.FactsRequest(q), v)
+	return v, judgment.Served(policy, judgment.FactsRequest(q), grants, v)
 }
 
 // servedWord says what serve would do, for the stderr note.

@@ -187,8 +187,8 @@ func startLocal(ctx context.Context, c common, poll bool, logger *slog.Logger, g
 	if err != nil {
 		return nil, err
 	}
-	go store.Watch(ctx, func(p *resolve.Policy) { srv.PolicyLoaded(problemTexts(p), noPolicyNotice(p)) })
-	srv.PolicyLoaded(problemTexts(store.Policy()), noPolicyNotice(store.Policy()))
+	go store.Watch(ctx, func(p *resolve.Policy) { srv.PolicyLoaded(policyStatus(p)) })
+	srv.PolicyLoaded(policyStatus(store.Policy()))
 	return srv, nil
 }
 
@@ -256,6 +256,13 @@ func settleOption(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// policyStatus is what the front ends show of a loaded policy.
+func policyStatus(p *resolve.Policy) serve.PolicyStatus {
+	project := p.ProjectFiles()
+	return serve.PolicyStatus{Problems: problemTexts(p), NoFile: noPolicyNotice(p),
+		ProjectFiles: project, ProjectAllowsHeld: len(project) > 0 && p.WithoutProject() != nil}
 }
 
 func problemTexts(p *resolve.Policy) []string {

@@ -29,7 +29,8 @@ answer changes, by agent, with the rule that decides it, and every verdict of th
 policy the candidate loosens that its --rule edits do not name themselves (the
 authority diff of 'rule add'). Exits 0 when nothing is loosened, 1 when the
 policy is loosened or an ask a person denied would now be allowed (a guard for
-policy changes in CI), 2 on a usage or read error.`
+policy changes in CI), 2 on a usage or read error or a --config candidate pi
+rejects (its problems are printed; with --json as "candidateProblems").`
 
 // maxCandidateConfig caps a --config file (pi's policy files are small).
 const maxCandidateConfig = 1 << 20
@@ -97,6 +98,11 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cur, next := resolve.Load(base), resolve.Load(cand)
+	if config != "" {
+		if err := refuseRejected(stdout, stderr, next, file, config, asJSON); err != nil {
+			return err
+		}
+	}
 	rep := simulate.Replay(log, cur, next)
 	loosens, err := policyedit.Loosenings(cur, next)
 	if err != nil {
@@ -326,4 +332,33 @@ func printReportJSON(w io.Writer, rep simulate.Report, loosened []policyedit.Loo
 	}
 	_, err = fmt.Fprintf(w, "%s\n", termsafe.EscapeJSON(data))
 	return err
+}
+
+// candidateProblemJSON is one reason pi would reject a --config candidate.
+type candidateProblemJSON struct {
+	File    string `json:"file"`
+	Message string `json:"message"`
+}
+
+// refuseRejected exits 2 when pi would reject the --config candidate, read
+// as file: judged anyway it is no policy, and its loosenings would be
+// measured against rules that do not exist. Its problems go to stderr, and
+// with --json to stdout as {"candidateProblems": […]}.
+func refuseRejected(stdout, stderr io.Writer, next *resolve.Policy, file, config string, asJSON bool) error {
+	var probs []candidateProblemJSON
+	for _, pr := range next.Problems() {
+		if pr.File == file {
+			probs = append(probs, candidateProblemJSON{File: config, Message: pr.Message})
+			fmt.Fprintf(stderr, "permtui: pi rejects the candidate %s, so it is no policy to simulate: %s\n", config, pr.Message)
+		}
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	if asJSON {
+		if err := writeJSONLine(stdout, map[string]any{"candidateProblems": probs}); err != nil {
+			return err
+		}
+	}
+	return exitStatus(2)
 }

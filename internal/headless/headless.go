@@ -201,6 +201,9 @@ func otherLine(ev serve.Event) map[string]any {
 		if ev.NoFile != "" {
 			m["noFile"] = ev.NoFile
 		}
+		if len(ev.ProjectFiles) > 0 {
+			m["project"] = map[string]any{"files": ev.ProjectFiles, "allowsHeld": ev.ProjectAllowsHeld}
+		}
 		return m
 	case serve.WriteFailed:
 		return map[string]any{"event": "write_failed", "ask": ev.Ask, "error": ev.Err}

@@ -257,8 +257,16 @@ func TestLinesCarryTimeAndValues(t *testing.T) {
 		}
 	}
 	line := otherLine(serve.PolicyStatus{NoFile: "no policy file found; looked in \"/x\""})
-	if line["noFile"] != "no policy file found; looked in \"/x\"" {
+	if line["noFile"] != "no policy file found; looked in \"/x\"" || line["project"] != nil {
 		t.Fatalf("policy line %v", line)
+	}
+	// Whether a project policy is in force and its allows held (decision 0206).
+	for _, held := range []bool{true, false} {
+		line = otherLine(serve.PolicyStatus{ProjectFiles: []string{"/p/config.json"}, ProjectAllowsHeld: held})
+		project, _ := line["project"].(map[string]any)
+		if files, _ := project["files"].([]string); len(files) != 1 || files[0] != "/p/config.json" || project["allowsHeld"] != held {
+			t.Fatalf("policy line %v", line)
+		}
 	}
 }
 

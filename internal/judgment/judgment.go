@@ -24,6 +24,10 @@ type Judge interface {
 // could not use.
 type problemLister interface{ Problems() []resolve.Problem }
 
+// projectHolder is a Judge (*resolve.Policy) that read an untrusted
+// project's files: WithoutProject is the policy without them, or nil.
+type projectHolder interface{ WithoutProject() *resolve.Policy }
+
 // Verdict judges req. In order: a session deny that covers the request denies it
 // (decision 0104); else the policy with the session's grants, as Served
 // takes it. It does no IO.
@@ -31,16 +35,18 @@ func Verdict(j Judge, req *wire.Request, sessionGrants []wire.Grant, denies []gr
 	if v, denied := sessionDenied(j, req, denies); denied {
 		return v
 	}
-	return Served(j, req, j.Resolve(req, sessionGrants))
+	return Served(j, req, sessionGrants, j.Resolve(req, sessionGrants))
 }
 
 // Served is what serve does with the policy's verdict v on req: an agent
 // name that is a path denies (decision 0147); a policy pi
 // reads but permtui cannot hold denies every ask (decision 0177); a request
 // without facts goes to a person whatever the judge says (ADR 0008 §4); an
-// allow is held at ask while a policy file is broken (decision 0052).
+// allow that only an untrusted project's files give goes to a person
+// (decision 0206); an allow is held at ask while a policy file is broken
+// (decision 0052). v is the judge's verdict with sessionGrants.
 // 'permtui resolve' prints v, pi's answer, and exits with Served's.
-func Served(j Judge, req *wire.Request, v resolve.Verdict) resolve.Verdict {
+func Served(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Verdict) resolve.Verdict {
 	if agent := agentOf(req); strings.ContainsAny(agent, `/\`) {
 		return resolve.Verdict{Action: resolve.Deny, Surface: v.Surface, Reason: "the agent name " + strconv.Quote(agent) +
 			" is a path: pi would read its policy from a file under it that permtui does not judge by",
@@ -57,8 +63,39 @@ func Served(j Judge, req *wire.Request, v resolve.Verdict) resolve.Verdict {
 		v = resolve.Verdict{Action: resolve.Ask, Explanation: "The request carries no accessIntent, so a person decides."}
 	}
 	if v.Action == resolve.Allow {
+		v = holdProjectAllow(j, req, sessionGrants, v)
+	}
+	if v.Action == resolve.Allow {
 		v = holdAllow(j, v)
 	}
+	return v
+}
+
+// holdProjectAllow turns an allow into ask when the policy without the
+// untrusted project's files does not allow req: pi reads those files only
+// for a project it trusts, which permtui cannot see, and the project's
+// own files must not widen authority unless a person said it is trusted
+// (decision 0206). Its denies and asks stand.
+func holdProjectAllow(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Verdict) resolve.Verdict {
+	ph, ok := j.(projectHolder)
+	if !ok {
+		return v
+	}
+	outside := ph.WithoutProject()
+	if outside == nil {
+		return v
+	}
+	without := outside.Resolve(req, sessionGrants).Action
+	if without == resolve.Allow {
+		return v
+	}
+	by := "the project's policy files"
+	if r := v.Rule; r != nil && r.File != "" && (r.Origin == resolve.OriginProject || r.Origin == resolve.OriginProjectAgent) {
+		by = "the project's " + strconv.Quote(r.File)
+	}
+	v.Action = resolve.Ask
+	v.Explanation += " Allowed only by " + by + " (without the project's files: " + string(without) +
+		"); the project is not trusted, so a person decides (pass --trust-project to trust it; decision 0206)."
 	return v
 }
 

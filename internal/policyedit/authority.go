@@ -26,15 +26,20 @@ type Loosening struct {
 }
 
 // Loosenings is AuthorityDiff of the policy before and after an edit (the
-// same options but the edited file). When the project is not trusted, both
-// are loaded again as if it were: every view pi could use, trusted or not.
+// same options but the edited file). When the project is not trusted (left
+// out, or its allows held), both are loaded again as if it were: every view
+// pi could use, trusted or not.
 func Loosenings(before, after *resolve.Policy, facts ...resolve.Query) ([]Loosening, error) {
 	out, err := AuthorityDiff(before, after, facts...)
 	opts, cand := before.Options(), after.Options()
-	if err != nil || opts.TrustProject || opts.ProjectDir == "" {
+	// Read and trusted, or held with no project file on either side: pi
+	// trusting the project would judge as these did.
+	asTrusted := opts.TrustProject && (!opts.HoldProjectAllows || before.WithoutProject() == nil && after.WithoutProject() == nil)
+	if err != nil || asTrusted || opts.ProjectDir == "" {
 		return out, err
 	}
 	opts.TrustProject, cand.TrustProject = true, true
+	opts.HoldProjectAllows, cand.HoldProjectAllows = false, false
 	trusted := resolve.Load(opts)
 	if prs := trusted.Problems(); len(prs) > 0 {
 		return nil, fmt.Errorf("%s, which pi reads once the project is trusted, cannot be used (%s): until it is fixed permtui cannot tell what a rule would loosen; fix it first", prs[0].File, prs[0].Message)

@@ -196,3 +196,25 @@ func TestAnUntrustedProjectsAgentsAreJudged(t *testing.T) {
 		t.Fatalf("Loosens = %v", g)
 	}
 }
+
+// TestAHeldProjectsAllowIsALoosening: while the project's allows are held
+// for a person (decision 0206) serve does not auto-allow what a project rule
+// allows, but pi does once it trusts the project, so the edit still names
+// that loosening, and says when.
+func TestAHeldProjectsAllowIsALoosening(t *testing.T) {
+	e := newEnv(t, map[string]string{
+		"global":  `{"permission":{"bash":{"*":"ask"}}}`,
+		"project": `{"permission":{"bash":{"git *":"deny"}}}`,
+	})
+	e.opts.HoldProjectAllows = true
+	cand := e.opts
+	cand.Overlay = map[string][]byte{e.path("project"): []byte(`{"permission":{"bash":{"git *":"deny","curl *":"allow"}}}`)}
+	l, err := Loosenings(resolve.Load(e.opts), resolve.Load(cand))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := Group(l)
+	if len(g) != 1 || g[0].First.Surface != "bash" || g[0].First.After.Action != resolve.Allow || !g[0].First.Trusted {
+		t.Fatalf("Loosens = %v", g)
+	}
+}

@@ -127,6 +127,25 @@ func BenchmarkLoad(b *testing.B) {
 	}
 }
 
+// BenchmarkLoadHeldProject is a (re)load of 10,000 global rules and a small
+// project config, trusted and with its allows held, which loads the policy
+// without the project beside it (decision 0206).
+func BenchmarkLoadHeldProject(b *testing.B) {
+	root := b.TempDir()
+	opts := LoadOptions{AgentDir: root + "/agent", ProjectDir: root + "/proj", TrustProject: true, Home: "/home/u"}
+	testkit.WriteFile(b, GlobalConfigPath(opts.AgentDir), []byte(benchConfig(10000)))
+	testkit.WriteFile(b, ProjectConfigPaths(opts.ProjectDir)[0], []byte(`{"permission":{"bash":{"make *":"allow"}}}`))
+	for _, held := range []bool{false, true} {
+		opts.HoldProjectAllows = held
+		b.Run(fmt.Sprintf("held=%v", held), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Load(opts)
+			}
+		})
+	}
+}
+
 // BenchmarkLoadAtTheCap loads a global config as large as the cap allows,
 // made of the smallest rules (the most per byte): the memory bound of a
 // policy file (decision 0171).

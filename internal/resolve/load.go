@@ -28,7 +28,11 @@ type LoadOptions struct {
 	AgentDir     string // pi agent dir (global config + <AgentDir>/agents/*.md)
 	ProjectDir   string // the ROOT session's cwd; "" = no project scope
 	TrustProject bool   // false = leave project and project-agent scopes out (pi's untrusted project)
-	Home         string // drives ~, $HOME, ${HOME} expansion in patterns
+	// HoldProjectAllows: the project's files are read (TrustProject) but
+	// the person has not said the project is trusted, so an allow that
+	// holds only because of them goes to a person (decision 0206).
+	HoldProjectAllows bool
+	Home              string // drives ~, $HOME, ${HOME} expansion in patterns
 	// Overlay holds file contents that stand in for what is on disk, keyed
 	// by path: a candidate edit judged before it is written. nil = the disk.
 	Overlay map[string][]byte
@@ -71,6 +75,10 @@ type Policy struct {
 	yoloFrom string
 	watch    []string
 	read     []string // the policy files that were read, in load order
+	project  []string // those of them that are the project's
+	// outside is the policy without the project's files, while their
+	// allows are held (HoldProjectAllows).
+	outside *Policy
 	// grantPatterns caches compiled session-grant patterns (text → *Pattern):
 	// grants arrive with each evaluation but change rarely.
 	grantPatterns sync.Map
@@ -94,6 +102,16 @@ func (p *Policy) Problems() []Problem { return slices.Clone(p.problems) }
 // Files lists the policy files that were read (valid or not), in load order;
 // none means the policy is pi's built-in default.
 func (p *Policy) Files() []string { return slices.Clone(p.read) }
+
+// ProjectFiles lists the project's policy files that were read (valid or
+// not), in load order; none means no project policy is in force.
+func (p *Policy) ProjectFiles() []string { return slices.Clone(p.project) }
+
+// WithoutProject is the policy without the project's files when some were
+// read and their allows are held (LoadOptions.HoldProjectAllows), else nil:
+// an allow of p that this policy does not give holds only because of the
+// project (decision 0206).
+func (p *Policy) WithoutProject() *Policy { return p.outside }
 
 // WatchPaths lists the files and directories whose change should trigger a
 // reload (they need not exist).
@@ -201,6 +219,11 @@ func Load(opts LoadOptions) *Policy {
 	shared, floor := p.loadShared()
 	agents := p.loadAgents()
 	p.composeAll(shared, floor, agents)
+	// Without a project file read, the project can allow nothing.
+	if opts.HoldProjectAllows && opts.TrustProject && len(p.project) > 0 {
+		opts.TrustProject, opts.HoldProjectAllows = false, false
+		p.outside = Load(opts)
+	}
 	return p
 }
 
@@ -293,7 +316,7 @@ func (p *Policy) loadAgent(a *agentScopes, file, name, origin string) {
 		}
 		return
 	}
-	p.read = append(p.read, file)
+	p.noteRead(file, origin)
 	a.scopes[name] = appendScope(a.scopes[name], agentPermissions(string(data), origin, file))
 }
 
@@ -390,6 +413,14 @@ func (p *Policy) problem(file, cause, consequence string, failClosed bool) Probl
 	return pr
 }
 
+// noteRead records a policy file read, and whether it is the project's.
+func (p *Policy) noteRead(file, origin string) {
+	p.read = append(p.read, file)
+	if origin == OriginProject || origin == OriginProjectAgent {
+		p.project = append(p.project, file)
+	}
+}
+
 // readConfig reads and validates one config file. A missing file is no
 // problem; any other failure is recorded and reported as !ok.
 func (p *Policy) readConfig(file, origin string, nonGlobal bool) (configFile, bool) {
@@ -409,7 +440,7 @@ func (p *Policy) readConfig(file, origin string, nonGlobal bool) (configFile, bo
 		p.problem(file, "cannot be read ("+printable(err.Error())+")", consequence, nonGlobal)
 		return configFile{}, false
 	}
-	p.read = append(p.read, file)
+	p.noteRead(file, origin)
 	cfg, err := parseConfig(string(data), origin, file)
 	if err != nil {
 		if denies := salvageDenies(string(data)); len(denies) > 0 {

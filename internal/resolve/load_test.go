@@ -178,6 +178,52 @@ func TestUntrustedProjectIsLeftOut(t *testing.T) {
 	}
 }
 
+// TestAHeldProjectIsReadWithItsPolicyBeside: with the project's allows held
+// (decision 0206) the project's files are read and watched, listed as the
+// project's, and the policy without them is kept beside; a trusted or
+// left-out project keeps none.
+func TestAHeldProjectIsReadWithItsPolicyBeside(t *testing.T) {
+	f := newFixture(t)
+	global := f.global(`{"permission":{"bash":"ask"}}`)
+	project := f.project(`{"permission":{"bash":"allow"}}`)
+	agent := filepath.Join(f.opts.ProjectDir, ".pi", "agents", "a.md")
+	testkit.WriteFile(t, agent, []byte("---\npermission:\n  bash: allow\n---\n"))
+	f.opts.HoldProjectAllows = true
+	p := Load(f.opts)
+	if got := p.ProjectFiles(); !slices.Equal(got, []string{project, agent}) {
+		t.Errorf("project files %v, want %v", got, []string{project, agent})
+	}
+	if v := p.Evaluate(Query{Agent: "a", Surface: "bash", Values: []string{"ls"}}, nil); v.Action != Allow {
+		t.Errorf("held project: pi's verdict %s, want allow", v.Action)
+	}
+	out := p.WithoutProject()
+	if out == nil {
+		t.Fatal("no policy without the held project")
+	}
+	if !slices.Equal(out.Files(), []string{global}) || len(out.ProjectFiles()) > 0 || out.WithoutProject() != nil {
+		t.Errorf("without the project: files %v, project files %v", out.Files(), out.ProjectFiles())
+	}
+	if v := out.Evaluate(Query{Agent: "a", Surface: "bash", Values: []string{"ls"}}, nil); v.Action != Ask {
+		t.Errorf("without the project: %s, want ask", v.Action)
+	}
+	if !slices.Contains(p.WatchPaths(), project) {
+		t.Errorf("held project's %s is not watched", project)
+	}
+	f.opts.HoldProjectAllows = false
+	if Load(f.opts).WithoutProject() != nil {
+		t.Error("a trusted project keeps a policy without it")
+	}
+	empty := f.opts
+	empty.ProjectDir, empty.HoldProjectAllows = t.TempDir(), true
+	if Load(empty).WithoutProject() != nil {
+		t.Error("a project without policy files keeps a policy without it")
+	}
+	f.opts.TrustProject, f.opts.HoldProjectAllows = false, true
+	if p := Load(f.opts); p.WithoutProject() != nil || len(p.ProjectFiles()) > 0 {
+		t.Error("a left-out project keeps a policy without it, or lists its files")
+	}
+}
+
 func TestConfigLocalMergesInsideProjectScope(t *testing.T) {
 	f := newFixture(t)
 	f.global(`{"permission":{"bash":{"*":"ask"}}}`)

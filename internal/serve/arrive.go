@@ -199,11 +199,11 @@ func (s *Server) rejudge() {
 	s.answerAll(jobs)
 }
 
-// PolicyLoaded reports a (re)loaded policy and re-judges pending asks.
-// noFile says that no policy file was found and where permtui looked, or is
-// empty.
-func (s *Server) PolicyLoaded(problems []string, noFile string) {
-	s.emit(PolicyStatus{Problems: problems, NoAutoAllow: len(problems) > 0, NoFile: noFile})
+// PolicyLoaded reports a (re)loaded policy and re-judges pending asks; it
+// sets st.NoAutoAllow from st.Problems.
+func (s *Server) PolicyLoaded(st PolicyStatus) {
+	st.NoAutoAllow = len(st.Problems) > 0
+	s.emit(st)
 	s.rejudge()
 }
 

@@ -81,7 +81,7 @@ func TestABrokenPolicyFileAllowsNothingAutomatically(t *testing.T) {
 	h := startServer(t, options{config: func(c *Config) {
 		c.Judge = func() Judge { return store.Policy() }
 	}})
-	h.s.PolicyLoaded([]string{"config.json: broken"}, "")
+	h.s.PolicyLoaded(PolicyStatus{Problems: []string{"config.json: broken"}})
 	st := h.rec.WaitFor(t, "policy", func(ev Event) bool { _, ok := ev.(PolicyStatus); return ok }).(PolicyStatus)
 	if !st.NoAutoAllow {
 		t.Fatalf("policy status %+v does not say allows are held", st)
@@ -426,7 +426,7 @@ func TestADeferredAskThePolicyNowAllowsIsAnsweredAtOnce(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	h.judge.set("make b", ruleVerdict(resolve.Allow, "bash", "make b", "global", ""))
-	h.s.PolicyLoaded(nil, "")
+	h.s.PolicyLoaded(PolicyStatus{})
 	if resp := h.await("1791279012345-dj1-1"); !resp.Approved {
 		t.Fatalf("make b: %+v", resp)
 	}

@@ -39,7 +39,7 @@ func TestAWrittenRuleAnswersTheWaitingAsk(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.Reload() // what the fsnotify watch does on the rename
-	h.s.PolicyLoaded(nil, "")
+	h.s.PolicyLoaded(PolicyStatus{})
 
 	r := answered(t, waiting)
 	if !r.Approved {

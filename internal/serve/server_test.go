@@ -454,7 +454,7 @@ func TestPolicyLoadedAnswersAsksThePolicyNowDecides(t *testing.T) {
 	h.queued("1791279012345-rr-1")
 	h.queued("1791279012345-rr-2")
 	h.judge.set("go test", ruleVerdict(resolve.Deny, "", "go test*", "project", "not here"))
-	h.s.PolicyLoaded([]string{"global config: bad JSON"}, "")
+	h.s.PolicyLoaded(PolicyStatus{Problems: []string{"global config: bad JSON"}})
 	resp := h.await("1791279012345-rr-1")
 	if resp.State != wire.StateDeniedWithReason || resp.DenialReason != "not here" {
 		t.Fatalf("%+v", resp)

@@ -35,7 +35,7 @@ func TestGrantsLoadedAtStartAreReported(t *testing.T) {
 func TestPolicyStatusSaysNoFileWasFound(t *testing.T) {
 	h := startServer(t, options{})
 	const notice = `no policy file found, so every ask goes to a person; looked in "/nowhere/settings.json"`
-	h.s.PolicyLoaded(nil, notice)
+	h.s.PolicyLoaded(PolicyStatus{NoFile: notice})
 	ev := h.rec.WaitFor(t, "policy status", func(ev Event) bool {
 		_, ok := ev.(PolicyStatus)
 		return ok

@@ -132,6 +132,12 @@ type PolicyStatus struct {
 	// NoFile, when not empty, says that no policy file was found and where
 	// permtui looked: a mistyped --agent-dir looks like a healthy policy.
 	NoFile string
+	// ProjectFiles are the project's policy files in force; none when the
+	// project has none or is left out (--untrusted-project).
+	ProjectFiles []string
+	// ProjectAllowsHeld: the project is not trusted, so an allow only its
+	// files give goes to a person (decision 0206).
+	ProjectAllowsHeld bool
 }
 
 // WriteFailed: a response could not be written; the request is kept and the

@@ -193,6 +193,8 @@ type Model struct {
 	policyProblems []string
 	policyNoFile   string            // no policy file found, and where serve looked
 	noAutoAllow    bool              // serve holds every allow for a person (policy problems)
+	projectFiles   []string          // the project's policy files in force
+	projectHeld    bool              // allows only the project gives go to a person (decision 0206)
 	degraded       map[string]string // area → problem, from serve.Degraded
 	autoApproved   int
 	autoDenied     int
@@ -443,6 +445,10 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		if ev.NoFile != "" && ev.NoFile != m.policyNoFile {
 			m.addLog(logEntry{note: "⚠ policy: " + Sanitize(ev.NoFile)})
 		}
+		if len(ev.ProjectFiles) > 0 && (!slices.Equal(ev.ProjectFiles, m.projectFiles) || ev.ProjectAllowsHeld != m.projectHeld) {
+			m.addLog(logEntry{note: projectNote(ev)})
+		}
+		m.projectFiles, m.projectHeld = slices.Clone(ev.ProjectFiles), ev.ProjectAllowsHeld
 		m.policyLoaded = true
 		m.policyNoFile = ev.NoFile
 		m.policyProblems = slices.Clone(ev.Problems)

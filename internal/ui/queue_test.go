@@ -161,6 +161,40 @@ func TestHeaderSaysNoPolicyFileWasFound(t *testing.T) {
 	}
 }
 
+// The header says whether a project policy is in force and whether its
+// allows are held for a person (decision 0206), at full height and at
+// 80x24, where the policy line takes its short form.
+func TestHeaderSaysWhetherTheProjectPolicyIsHeld(t *testing.T) {
+	project := []string{"/w/p/.pi/extensions/pi-permission-system/config.json"}
+	for _, c := range []struct {
+		st   serve.PolicyStatus
+		want string
+	}{
+		{serve.PolicyStatus{}, "policy ✓ loaded"},
+		{serve.PolicyStatus{ProjectFiles: project, ProjectAllowsHeld: true}, "project allows held"},
+		{serve.PolicyStatus{ProjectFiles: project}, "project trusted"},
+		{serve.PolicyStatus{Problems: []string{"x: broken"}, NoAutoAllow: true, ProjectFiles: project, ProjectAllowsHeld: true}, "project allows held"},
+	} {
+		for _, size := range []tea.WindowSizeMsg{sizeMsg(100, 40), sizeMsg(80, 24)} {
+			h := newHarness(t)
+			h.send(size)
+			h.events(c.st)
+			v := h.m.View()
+			if !strings.Contains(v, c.want) || c.st.ProjectFiles == nil && strings.Contains(v, "project") {
+				t.Errorf("%+v at %dx%d: header lacks %q:\n%s", c.st, size.Width, size.Height, c.want, v)
+			}
+		}
+	}
+	h := newHarness(t)
+	h.events(serve.PolicyStatus{ProjectFiles: project, ProjectAllowsHeld: true})
+	if len(h.m.log) == 0 {
+		t.Fatal("nothing logged of the held project")
+	}
+	if n := h.m.log[len(h.m.log)-1].note; !strings.Contains(n, project[0]) || !strings.Contains(n, "--trust-project") {
+		t.Errorf("the log does not name the held project's file and the flag: %q", n)
+	}
+}
+
 // The activity line shows the latest automatic answer (what, for whom, by
 // which rule) and counts per agent.
 func TestActivityLineShowsAutomaticAnswers(t *testing.T) {

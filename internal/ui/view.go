@@ -192,11 +192,15 @@ func (m *Model) policyLines(short bool) []string {
 		}
 		return styled(s.Warning, wrapped)
 	case len(m.policyProblems) == 0:
-		return []string{"policy ✓ loaded"}
+		a, b := joinIfFits([]string{"policy ✓ loaded"}, m.projectPart(short), m.width)
+		return append(a, b...)
 	}
 	held := ""
 	if m.noAutoAllow {
 		held = ", nothing auto-allowed"
+	}
+	if p := m.projectPart(true); p != nil {
+		held += " · " + p[0]
 	}
 	head := "policy ⚠ " + plural(len(m.policyProblems), "problem") + held + " (l: log)"
 	wrapped := wrapWords(head+": "+Sanitize(m.policyProblems[0]), m.width)
@@ -204,6 +208,36 @@ func (m *Model) policyLines(short bool) []string {
 		wrapped = wrapWords(head, m.width)
 	}
 	return styled(s.Warning, wrapped)
+}
+
+// projectPart says whether a project policy is in force and whether its
+// allows are held for a person (decision 0206); nil when none is.
+func (m *Model) projectPart(short bool) []string {
+	switch {
+	case len(m.projectFiles) == 0:
+		return nil
+	case m.projectHeld && short:
+		return []string{"project allows held"}
+	case m.projectHeld:
+		return []string{"project policy in force, project allows held (not trusted)"}
+	case short:
+		return []string{"project trusted"}
+	}
+	return []string{"project policy in force, project trusted"}
+}
+
+// projectNote is the log's line for a project policy in force: its files,
+// and whether its allows are held.
+func projectNote(ev serve.PolicyStatus) string {
+	files := make([]string, len(ev.ProjectFiles))
+	for i, f := range ev.ProjectFiles {
+		files[i] = strconv.Quote(Sanitize(f))
+	}
+	note := "policy: the project's files are in force: " + strings.Join(files, ", ")
+	if ev.ProjectAllowsHeld {
+		return note + "; the project is not trusted, so an allow only they give goes to a person (pass --trust-project to trust it)"
+	}
+	return note + "; the project is trusted (--trust-project)"
 }
 
 // servedBy names the other node that answers a session: another permtui

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// TestSimulateRefusesACandidatePiRejects: a --config candidate pi would
+// reject whole (an unknown top-level key, an action that is not one) is no
+// policy: simulate names its problem and exits 2, as for a read error,
+// where it judged the rest as if it were the policy and passed (adversarial
+// F6); --json carries the problem.
+func TestSimulateRefusesACandidatePiRejects(t *testing.T) {
+	e := newRuleEnv(t, `{"permission":{"*":"ask","bash":{"rm *":"deny"}}}`)
+	e.record(t, asked("builder", "rm -rf /", false, wire.UserDecision()))
+	for name, text := range map[string]string{
+		"typo.json": `{"permission":{"*":"ask","bash":{"rm -rf *":"deny","curl *":"deny"}},"permisson_typo":1}`,
+		"bad.json":  `{"permission":{"bash":"maybe"}}`,
+	} {
+		cfg := filepath.Join(t.TempDir(), name)
+		testkit.WriteFile(t, cfg, []byte(text))
+		code, out, errOut := runCmd(t, "", e.args("simulate", "--config", cfg)...)
+		if code != 2 || !strings.Contains(errOut, cfg) || !strings.Contains(errOut, "rejected") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2 and the candidate's problem", name, code, out, errOut)
+		}
+		code, out, _ = runCmd(t, "", e.args("simulate", "--config", cfg, "--json")...)
+		var rep struct {
+			CandidateProblems []struct{ File, Message string } `json:"candidateProblems"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 2 || len(rep.CandidateProblems) != 1 ||
+			rep.CandidateProblems[0].File != cfg || !strings.Contains(rep.CandidateProblems[0].Message, "rejected") {
+			t.Errorf("%s --json: exit %d, %v, %q", name, code, err, out)
+		}
+	}
+}
