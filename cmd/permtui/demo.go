@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/permtui/permtui/internal/demo"
+	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/safefs"
 )
@@ -41,6 +42,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !f.headless && !isTerminal() {
 		fmt.Fprintln(stderr, "permtui demo: no terminal for the console; running headless (asks are denied)")
 		f.headless = true
+	}
+	if f.ask == "" {
+		f.ask = headless.Deny // no person is attached anywhere in a headless demo, even over its hub
 	}
 
 	root, err := os.MkdirTemp("", "permtui-demo-")

@@ -71,7 +71,7 @@ func TestRelayAndHeadlessApproverOverAHub(t *testing.T) {
 			strings.NewReader(""), relayOut, &testkit.SyncBuffer{})
 	}()
 	go func() {
-		done <- run(ctx, []string{"serve", "--headless", "--hub", h.URL(), "--creds", h.CredsFile(hub.RoleApprover, "ann"),
+		done <- run(ctx, []string{"serve", "--headless", "--ask", "deny", "--hub", h.URL(), "--creds", h.CredsFile(hub.RoleApprover, "ann"),
 			"--state-dir", filepath.Join(root, "ann-state"), "--events", filepath.Join(root, "events.jsonl")},
 			strings.NewReader(""), approverOut, &testkit.SyncBuffer{})
 	}()
@@ -110,6 +110,59 @@ func TestRelayAndHeadlessApproverOverAHub(t *testing.T) {
 	events, err := os.ReadFile(eventsFile)
 	if err != nil || !strings.Contains(string(events), `"event":"blocked"`) || strings.Contains(string(events), "make deploy") {
 		t.Fatalf("the hub approver's events: %s %v", events, err)
+	}
+}
+
+// A headless approver at a hub leaves the asks by default: a person's
+// console may be attached too, and the first decision made at the hub is
+// the ask's only one, so a default deny would win every race against the
+// person, saying no approver was attached (adversarial finding F15).
+func TestAHeadlessApproverAtAHubLeavesAsksByDefault(t *testing.T) {
+	h, root, agentDir := startTestHub(t, "ann", "bob")
+	relayState := filepath.Join(root, "relay-state")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 3)
+	go func() {
+		done <- run(ctx, []string{"relay", "--hub", h.URL(), "--creds", h.CredsFile(hub.RoleRelay, "alpha"),
+			"--agent-dir", agentDir, "--project", root, "--state-dir", relayState, "--session", rootID},
+			strings.NewReader(""), &testkit.SyncBuffer{}, &testkit.SyncBuffer{})
+	}()
+	approver := func(ctx context.Context, name string, out *testkit.SyncBuffer, flags ...string) {
+		args := append([]string{"serve", "--headless", "--hub", h.URL(), "--creds", h.CredsFile(hub.RoleApprover, name),
+			"--state-dir", filepath.Join(root, name+"-state")}, flags...)
+		done <- run(ctx, args, strings.NewReader(""), out, &testkit.SyncBuffer{})
+	}
+	annCtx, stopAnn := context.WithCancel(ctx)
+	annOut := &testkit.SyncBuffer{}
+	go approver(annCtx, "ann", annOut)
+	child := pichild.Child{Layout: wire.NewLayout(agentDir), Target: rootID, Poll: 20 * time.Millisecond, Timeout: time.Minute}
+	req := pichild.NewestBash(rootID, "builder", "c1", root, "make release")
+	answered := make(chan pichild.Result, 1)
+	go func() {
+		res, _ := child.Ask(ctx, req)
+		answered <- res
+	}()
+	waitUntil(t, testkit.WaitLimit, "ann printed the ask", func() bool {
+		return strings.Contains(annOut.String(), `"event":"queued"`) && strings.Contains(annOut.String(), req.ID)
+	})
+	stopAnn()
+	if code := <-done; code != 0 {
+		t.Fatalf("ann exit %d", code)
+	}
+	go approver(ctx, "bob", &testkit.SyncBuffer{}, "--ask", "deny")
+	if res := <-answered; res.Outcome != pichild.Answered || res.Response.Approved {
+		t.Fatalf("%+v", res)
+	}
+	cancel()
+	for range 2 {
+		if code := <-done; code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	}
+	audit, err := os.ReadFile(filepath.Join(relayState, "audit.jsonl"))
+	if err != nil || !strings.Contains(string(audit), `"approver":"bob"`) || strings.Contains(string(audit), `"approver":"ann"`) {
+		t.Fatalf("the ask was not left by ann's default and denied by bob's --ask=deny: %s %v", audit, err)
 	}
 }
 

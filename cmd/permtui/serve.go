@@ -58,7 +58,7 @@ func (f *serveFlags) register(fs flagSet) {
 
 func (f *frontEnd) register(fs flagSet) {
 	fs.BoolVar(&f.headless, "headless", false, "no console: print one JSON line per event on stdout")
-	fs.StringVar(&f.ask, "ask", headless.Deny, "headless: what to do with asks nobody can answer: deny or leave")
+	fs.StringVar(&f.ask, "ask", "", "headless: what to do with asks nobody can answer: deny (the default on this host's inbox) or leave (the default with --hub)")
 	fs.BoolVar(&f.poll, "poll", false, "rescan the inbox instead of using inotify (network filesystems)")
 	fs.BoolVar(&f.bell, "bell", true, "ring the terminal bell on each new ask")
 	fs.BoolVar(&f.notify, "notify", false, "send a desktop notification (OSC 9 / OSC 777) on each new ask; it carries no command text")
@@ -68,7 +68,7 @@ func (f *frontEnd) register(fs flagSet) {
 }
 
 func (f *frontEnd) check(fs flagSet) error {
-	if f.ask != headless.Deny && f.ask != headless.Leave {
+	if f.ask != "" && f.ask != headless.Deny && f.ask != headless.Leave {
 		fmt.Fprintf(fs.Output(), "--ask must be deny or leave, not %q\n", f.ask)
 		return errUsage
 	}
@@ -127,7 +127,7 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	defer cancel()
 	// Headless --ask=leave leaves waiting asks on SIGTERM too, for the next
 	// server (decision 0055).
-	srv, err := startLocal(ctx, f.common, f.poll, logger, grantStore, grantStore, f.headless && f.ask == headless.Leave)
+	srv, err := startLocal(ctx, f.common, f.poll, logger, grantStore, grantStore, f.headless && f.askPolicy(false) == headless.Leave)
 	if err != nil {
 		return err
 	}
@@ -211,9 +211,23 @@ type consoleSetup struct {
 // or the person quits.
 func runFrontEnd(ctx context.Context, src source, f frontEnd, stdout io.Writer, setup consoleSetup) error {
 	if f.headless {
-		return headless.Run(ctx, src, stdout, f.ask)
+		return headless.Run(ctx, src, stdout, f.askPolicy(setup.overHub))
 	}
 	return runConsole(ctx, src, f, setup)
+}
+
+// askPolicy is --ask, or its default: deny on this host's inbox, where
+// nobody else can answer; leave over a hub, where a person's console may be
+// attached and the first decision made at the hub is an ask's only one
+// (decision 0213).
+func (f frontEnd) askPolicy(overHub bool) string {
+	switch {
+	case f.ask != "":
+		return f.ask
+	case overHub:
+		return headless.Leave
+	}
+	return headless.Deny
 }
 
 func runConsole(ctx context.Context, src source, f frontEnd, setup consoleSetup) error {
