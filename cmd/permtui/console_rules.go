@@ -29,7 +29,7 @@ func (c consoleRules) PreviewRule(d ui.RuleDraft) ui.RulePreview {
 	if err != nil {
 		return ui.RulePreview{Refused: err.Error()}
 	}
-	pv := ui.RulePreview{File: p.ch.Real, Diff: p.ch.Diff(), Coverage: p.cov.Summary(),
+	pv := ui.RulePreview{File: p.ch.Real, Diff: p.ch.Diff(), Coverage: p.coverage(),
 		Denied: p.denied(), Waiting: p.waiting, Warnings: p.warnings(), Digest: p.digest()}
 	if p.risk != nil {
 		pv.Broad, pv.Confirm = true, p.risk.Count

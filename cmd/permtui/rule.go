@@ -147,7 +147,7 @@ func printRulePlan(stdout io.Writer, r policyedit.Rule, p rulePlan) {
 		file += ", through the link " + ui.Sanitize(t.File)
 	}
 	fmt.Fprintf(stdout, "rule   %s\nfile   %s (%s scope)\n\n%s\n", r, file, t.Origin, strings.Join(ui.SanitizeLines(p.ch.Diff()), "\n"))
-	fmt.Fprintf(stdout, "coverage: %s\n", p.cov.Summary())
+	fmt.Fprintf(stdout, "coverage: %s\n", p.coverage())
 	for _, line := range p.denied() {
 		fmt.Fprintf(stdout, "  denied by a person: %s\n", line)
 	}
@@ -209,6 +209,18 @@ func (s ruleService) plan(scope policyedit.Scope, agent string, r policyedit.Rul
 	}
 	p.risk = policyedit.Safety(ch, len(p.cov.Decided), len(p.cov.Denied))
 	return p, nil
+}
+
+// coverage says what the rule decides of what was asked before and, for an
+// allow written to the project's files while serve holds their allows for
+// a person (decision 0206), that serve still asks until it trusts them.
+func (p rulePlan) coverage() string {
+	sum := p.cov.Summary()
+	t, opts := p.ch.Target, p.ch.Current.Options()
+	if p.ch.Rule.Action == resolve.Allow && opts.HoldProjectAllows && (t.Origin == resolve.OriginProject || t.Origin == resolve.OriginProjectAgent) {
+		sum += "; serve holds what the project's files allow for a person until it runs with --trust-project"
+	}
+	return sum
 }
 
 func (p rulePlan) denied() []string {

@@ -495,3 +495,28 @@ func TestRuleAddAndSimulateRefuseAWrongAgentDir(t *testing.T) {
 		t.Errorf("the project config was written: %s", got)
 	}
 }
+
+// An allow written to the project's files says that serve holds it for a
+// person until it trusts the project (decision 0206); with --trust-project,
+// or for a deny, nothing is said.
+func TestRuleAddSaysAProjectAllowIsHeld(t *testing.T) {
+	e := newRuleEnv(t, `{"permission":{"*":"ask"}}`)
+	for _, c := range []struct {
+		action string
+		extra  []string
+		held   bool
+	}{
+		{"allow", nil, true},
+		{"allow", []string{"--trust-project"}, false},
+		{"deny", nil, false},
+	} {
+		args := append([]string{"rule", "add", "--scope", "project", "--surface", "bash", "--pattern", "make *", "--action", c.action, "--dry-run"}, c.extra...)
+		code, out, errOut := runCmd(t, "", e.args(args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		if held := strings.Contains(out, "until it runs with --trust-project"); held != c.held {
+			t.Errorf("%s %v: says held %v, want %v:\n%s", c.action, c.extra, held, c.held, out)
+		}
+	}
+}
