@@ -340,6 +340,9 @@ func sessionFields(a serve.Ask) []field {
 			kind = kindMuted
 		}
 		f = append(f, field{text: o.Title + ": " + scopeEffect(o), kind: kind})
+		for _, r := range o.Wider {
+			f = append(f, field{text: "  ⚠ beyond this ask: " + reachText(r, false), kind: kindWarning})
+		}
 		if o.Caveat != "" {
 			f = append(f, field{text: "  " + Sanitize(o.Caveat), kind: kindMuted})
 		}
