@@ -1,7 +1,6 @@
 package resolve
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/permtui/permtui/internal/wire"
@@ -30,18 +29,32 @@ func (p *Pattern) Overlaps(q *Pattern) (overlap, exact bool) {
 
 // globs are the expressions a value may match: the pattern, and without
 // its trailing " *".
-func (p *Pattern) globs() []string {
+func (p *Pattern) globs() []*glob {
 	if p.hasAlt {
-		return []string{p.full.expr, p.alt.expr}
+		return []*glob{&p.full, &p.alt}
 	}
-	return []string{p.full.expr}
+	return []*glob{&p.full}
+}
+
+// ends are the literal text a glob's values start and end with.
+func (g *glob) ends() (prefix, suffix string) {
+	if g.literal {
+		return g.expr, g.expr
+	}
+	return g.prefix, g.suffix
 }
 
 // globsOverlap walks the pairs of positions in a and b (as UTF-16 units,
 // as the matcher counts '?') that one value can reach; the value exists
-// when the pair of ends is reached.
-func globsOverlap(a, b string) (overlap, exact bool) {
-	ua, ub := units(a), units(b)
+// when the pair of ends is reached. Literal ends that disagree settle it
+// first, without the walk.
+func globsOverlap(ga, gb *glob) (overlap, exact bool) {
+	pa, sa := ga.ends()
+	pb, sb := gb.ends()
+	if !strings.HasPrefix(pa, pb) && !strings.HasPrefix(pb, pa) || !strings.HasSuffix(sa, sb) && !strings.HasSuffix(sb, sa) {
+		return false, true
+	}
+	ua, ub := units(ga.expr), units(gb.expr)
 	if (len(ua)+1)*(len(ub)+1) > maxOverlapStates {
 		return true, false
 	}
@@ -116,40 +129,41 @@ type PassedDeny struct {
 func (p *Policy) DeniesPassed(g wire.Grant) []PassedDeny {
 	var out []PassedDeny
 	gs, gv := p.grantPattern(g.Surface), p.grantPattern(g.Pattern)
+	type key struct{ surface, pattern, file, origin string }
+	seen := map[key]bool{} // a shared file's rule is in every view
 	for _, view := range append([]string{""}, p.Agents()...) {
-		for _, r := range p.Rules(view) {
-			if r.Action != Deny || slices.ContainsFunc(out, func(o PassedDeny) bool { return sameRule(o.Rule, r) }) {
+		for i := range p.rulesetFor(view).rules {
+			r := &p.rulesetFor(view).rules[i]
+			k := key{r.ref.Surface, r.ref.Pattern, r.ref.File, r.ref.Origin}
+			if r.ref.Action != Deny || seen[k] {
 				continue
 			}
-			surface, surfaceSure := p.surfacesMeet(g.Surface, gs, r.Surface)
+			seen[k] = true
+			surface, surfaceSure := p.surfacesMeet(g.Surface, gs, r)
 			if !surface {
 				continue
 			}
-			rv := CompilePattern(r.Pattern, p.opts.Home)
-			if value, valueSure := gv.Overlaps(&rv); value {
-				out = append(out, PassedDeny{Rule: r, Sure: surfaceSure && valueSure})
+			if value, valueSure := gv.Overlaps(&r.value); value {
+				ref := r.ref
+				ref.Index = i
+				out = append(out, PassedDeny{Rule: ref, Sure: surfaceSure && valueSure})
 			}
 		}
 	}
 	return out
 }
 
-// surfacesMeet: a grant on gSurface applies to some surface the rule's
+// surfacesMeet: a grant on gSurface applies to some surface rule r's
 // surface pattern names. A rule written on the bare family of a grant's
 // member is said to meet it, inexactly.
-func (p *Policy) surfacesMeet(gSurface string, gs *Pattern, ruleSurface string) (meet, exact bool) {
-	rs := CompilePattern(ruleSurface, p.opts.Home)
-	if read, write, family := familyMembers(gSurface); family && (rs.Match(read) || rs.Match(write)) {
+func (p *Policy) surfacesMeet(gSurface string, gs *Pattern, r *rule) (meet, exact bool) {
+	if read, write, family := familyMembers(gSurface); family && (r.surface.Match(read) || r.surface.Match(write)) {
 		return true, true
 	}
-	if fam, ok := Family(gSurface); ok && ruleSurface == fam {
+	if fam, ok := Family(gSurface); ok && r.ref.Surface == fam {
 		return true, false
 	}
-	return gs.Overlaps(&rs)
-}
-
-func sameRule(a, b RuleRef) bool {
-	return a.Surface == b.Surface && a.Pattern == b.Pattern && a.File == b.File && a.Origin == b.Origin
+	return gs.Overlaps(&r.surface)
 }
 
 // EveryValue: the pattern matches any value at all (only stars).

@@ -106,14 +106,18 @@ func OfferedScopes(req *wire.Request, judge Judge) Scopes {
 	proven := req.SessionApproval.Grants
 	widened, wide := resolve.Widen(proven)
 	legacyShape := req.SessionApproval.Legacy
+	provenReach, widenedReach := reaches(req, proven, judge), []Reach(nil)
+	if wide {
+		widenedReach = reaches(req, widened, judge)
+	}
 	out.Options = append(out.Options, Scope{Kind: ScopeSubagent, Title: "this subagent only",
-		Effect: "the child records", Grants: proven, Wider: reaches(req, proven, judge)})
+		Effect: "the child records", Grants: proven, Wider: provenReach})
 	switch {
 	case wide && legacyShape:
 		out.Note = "both directions for this subagent is not offered: a child that sends the 20.x suggestion shape cannot read a grant width"
 	case wide:
 		out.Options = append(out.Options, Scope{Kind: ScopeSubagentBoth, Title: "this subagent, both directions (read and write)",
-			Effect: "the child records", Grants: widened, Wider: reaches(req, widened, judge),
+			Effect: "the child records", Grants: widened, Wider: widenedReach,
 			Caveat: "children before pi 30.2 record only the direction asked for"})
 	}
 	if !slices.ContainsFunc(proven, func(g wire.Grant) bool { return covers(req, g, judge) }) {
@@ -125,10 +129,10 @@ func OfferedScopes(req *wire.Request, judge Judge) Scopes {
 		caveat = "permtui's grants answer only asks that carry facts (pi 20.8 and newer); this child sends none, so its own later asks still come here"
 	}
 	out.Options = append(out.Options, Scope{Kind: ScopeSession, Title: "the whole session",
-		Effect: "permtui records", Grants: proven, Caveat: caveat, Wider: reaches(req, proven, judge)})
+		Effect: "permtui records", Grants: proven, Caveat: caveat, Wider: provenReach})
 	if wide {
 		out.Options = append(out.Options, Scope{Kind: ScopeSessionBoth, Title: "the whole session, both directions (read and write)",
-			Effect: "permtui records", Grants: widened, Caveat: caveat, Wider: reaches(req, widened, judge)})
+			Effect: "permtui records", Grants: widened, Caveat: caveat, Wider: widenedReach})
 	}
 	return out
 }
