@@ -186,7 +186,11 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 		add("command", Sanitize(full), kindPlain)
 	}
 	if v := deref(r.Value); v != "" && !slices.Contains(ai.MatchValues, v) && !unitsContain(ai.AskingUnits, v) {
-		add("value", Sanitize(v), kindPlain)
+		if _, label := judgedValue(r); label != "" {
+			add("value", Sanitize(v)+"  ≠ the child's label, not what was judged (match)", kindWarning)
+		} else {
+			add("value", Sanitize(v), kindPlain)
+		}
 	}
 	boundary := deref(ai.BoundaryValue)
 	for _, v := range ai.MatchValues {
@@ -395,9 +399,39 @@ func agentOf(r *wire.Request) string {
 	return r.RequesterAgentName
 }
 
-// shortValue is the one value a queue row or label shows: the whole chain
-// when the child split one, else the display value.
+// shortValue is the one value a queue row or label shows: what was judged
+// (decision 0204).
 func shortValue(r *wire.Request) string {
+	v, _ := judgedValue(r)
+	return v
+}
+
+// judgedValue is what a row or label names: the child's display value when
+// it is one of the facts judged, else the first match value, with the
+// display value as the child's label. A request without facts has only
+// its display value.
+func judgedValue(r *wire.Request) (value, label string) {
+	v, ai := displayValue(r), r.AccessIntent
+	if ai == nil || len(ai.MatchValues) == 0 || factual(ai, v) {
+		return v, ""
+	}
+	return ai.MatchValues[0], v
+}
+
+// factual: v is a match value or an asking unit, or a chain's full command
+// that holds every one of them.
+func factual(ai *wire.AccessIntent, v string) bool {
+	if slices.Contains(ai.MatchValues, v) || unitsContain(ai.AskingUnits, v) {
+		return true
+	}
+	missing := func(f string) bool { return !strings.Contains(v, f) }
+	return len(ai.AskingUnits) > 0 && !slices.ContainsFunc(ai.MatchValues, missing) &&
+		!slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return missing(u.Command) })
+}
+
+// displayValue is what the child shows: the whole chain when it split one,
+// else the display value.
+func displayValue(r *wire.Request) string {
 	switch full := fullCommand(r); {
 	case full != "":
 		return full

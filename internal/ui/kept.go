@@ -108,5 +108,9 @@ func askParts(a serve.Ask) (agent, surface, value, label string) {
 	}
 	v, _ := rawRowValue(a.Request)
 	agent, surface, value = clip(agentOf(a.Request), nameBytes), clip(serve.SurfaceOf(a.Request), nameBytes), collapseRuns(clip(v, textBytes))
-	return agent, surface, value, agent + " · " + surface + " · " + value
+	label = agent + " · " + surface + " · " + value
+	if _, child := judgedValue(a.Request); child != "" {
+		label += " (the child's label: " + collapseRuns(clip(child, textBytes)) + ")"
+	}
+	return agent, surface, value, label
 }

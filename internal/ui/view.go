@@ -635,6 +635,9 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	if floored(r.AccessIntent) {
 		mark = "⚠ " // the child's parser forced this ask
 	}
+	if _, label := judgedValue(r); label != "" {
+		mark += "≠ " // the child's display value is not what was judged
+	}
 	if w := cols.value - ansi.StringWidth(mark); keepEnd && ansi.StringWidth(value) > w {
 		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-w+1, "…")
 	}
