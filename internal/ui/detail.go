@@ -4,11 +4,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/permtui/permtui/internal/preview"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -195,9 +195,9 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 	boundary := deref(ai.BoundaryValue)
 	for _, v := range ai.MatchValues {
 		if v == boundary && boundary != "" {
-			add("match", Sanitize(v)+"  ◆ boundary", kindBoundary)
+			add("match", termsafe.Blanks(Sanitize(v))+"  ◆ boundary", kindBoundary)
 		} else {
-			add("match", Sanitize(v), kindPlain)
+			add("match", termsafe.Blanks(Sanitize(v)), kindPlain)
 		}
 	}
 	if boundary != "" && !slices.Contains(ai.MatchValues, boundary) {
@@ -207,7 +207,7 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 		add("floor", "⚠ "+Sanitize(*ai.Floor)+" (the child's parser forced an ask)", kindWarning)
 	}
 	for i, u := range ai.AskingUnits {
-		text := Sanitize(u.Command)
+		text := termsafe.Blanks(Sanitize(u.Command))
 		if u.Floor != nil {
 			text += "  ⚠ floor " + Sanitize(*u.Floor)
 		}
@@ -451,44 +451,7 @@ func displayValue(r *wire.Request) string {
 // which hides the worktree) gives way to the absolute boundary path.
 func rowValue(r *wire.Request) (text string, keepEnd bool) {
 	v, keepEnd := rawRowValue(r)
-	return collapseRuns(Sanitize(v)), keepEnd
-}
-
-// minRun is the shortest run of blanks collapseRuns shortens.
-const minRun = 3
-
-// collapseRuns shows each run of minRun or more blanks (spaces of any kind,
-// or tabs as Sanitize shows them) as its length, "echo ok ␠×120 ; rm -rf ~",
-// so that a one-line label cut to its width still shows what follows the
-// run. Text that is already sanitized.
-func collapseRuns(s string) string {
-	blank := func(r rune) bool { return unicode.IsSpace(r) || r == '⇥' }
-	if !strings.Contains(s, "   ") && !strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && blank(r) }) {
-		return s // the usual label: nothing to collapse
-	}
-	var b strings.Builder
-	rs := []rune(s)
-	for i := 0; i < len(rs); {
-		j := i
-		for j < len(rs) && blank(rs[j]) && (rs[j] == '⇥') == (rs[i] == '⇥') {
-			j++
-		}
-		switch {
-		case j-i >= minRun:
-			mark := "␠"
-			if rs[i] == '⇥' {
-				mark = "⇥"
-			}
-			b.WriteString(" " + mark + "×" + itoa(j-i) + " ")
-		case j > i:
-			b.WriteString(string(rs[i:j]))
-		default:
-			b.WriteRune(rs[i])
-			j++
-		}
-		i = j
-	}
-	return b.String()
+	return termsafe.Blanks(Sanitize(v)), keepEnd
 }
 
 // rawRowValue is rowValue before sanitizing.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -438,7 +439,7 @@ func (c *common) sessionAsk(q asks, id serve.AskID, title string) (lines []strin
 	// The title names the ask, so it stays on screen when the options scroll.
 	lines = []string{c.rule(title + " · " + label(e)),
 		"  " + Sanitize(agentOf(r)) + " asks for " + Sanitize(serve.SurfaceOf(r)) + ":"}
-	lines = append(lines, c.indented(collapseRuns(Sanitize(shortValue(r))), 4, maxFactLines)...)
+	lines = append(lines, c.indented(termsafe.Blanks(Sanitize(shortValue(r))), 4, maxFactLines)...)
 	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), ""), true
 }
 
