@@ -304,6 +304,8 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 		Origin:  j.origin,
 		Member:  j.member,
 		Value:   j.value,
+		// An agent without a file is judged by the shared ruleset.
+		AgentWithoutFile: q.Agent != "" && (rs == p.base || rs == p.unlisted),
 	}
 	if j.floorHow != "" && j.floorHow != "grant" {
 		v.Floor = j.floor

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // minRun is the shortest run of blanks Blanks shows as its length.
@@ -41,7 +42,7 @@ func Blanks(s string) string {
 			for _, r := range rs[i:j] {
 				switch {
 				case oddSpace(r):
-					fmt.Fprintf(&b, "⟨%U⟩", r)
+					b.WriteString(codePoint(r))
 				case r == ' ' && !alone:
 					b.WriteString("␠")
 				default:
@@ -59,3 +60,27 @@ func Blanks(s string) string {
 
 // oddSpace: a space that is not U+0020 (nor a control Sanitize shows).
 func oddSpace(r rune) bool { return r != ' ' && r > 0x7f && unicode.IsSpace(r) }
+
+// codePoint spells a rune that reads as another: ⟨U+0435⟩.
+func codePoint(r rune) string { return fmt.Sprintf("⟨%U⟩", r) }
+
+// NonASCII reports a name with a character beyond printable ASCII, which
+// can look like another name ("build\u0435r" like "builder").
+func NonASCII(s string) bool { return strings.ContainsFunc(s, beyondASCII) }
+
+func beyondASCII(r rune) bool { return r >= utf8.RuneSelf || r < 0x20 || r == 0x7f }
+
+// CodePoints spells every character of untrusted text beyond printable
+// ASCII by its code point, so a name that looks like another reads as what
+// it is ("build⟨U+0435⟩r"); nothing else is left to drive a terminal.
+func CodePoints(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if beyondASCII(r) {
+			b.WriteString(codePoint(r))
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

@@ -71,3 +71,17 @@ func TestBlanks(t *testing.T) {
 		}
 	}
 }
+
+// A lookalike name is spelled by code point, controls included (F4).
+func TestCodePoints(t *testing.T) {
+	for in, want := range map[string]string{
+		"builder":      "builder",
+		"build\u0435r": "build⟨U+0435⟩r",
+		"a\x1b[31mb":   "a⟨U+001B⟩[31mb",
+		"x\xffy":       "x⟨U+FFFD⟩y",
+	} {
+		if got := CodePoints(in); got != want || NonASCII(in) != (in != "builder") {
+			t.Errorf("CodePoints(%q) = %q, want %q (NonASCII %v)", in, got, want, NonASCII(in))
+		}
+	}
+}

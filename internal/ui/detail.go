@@ -83,7 +83,7 @@ func detailFields(e *entry) []field {
 	if e.state == stateExpired {
 		add("status", "⌛ expired: the child stopped waiting; this ask can no longer be answered", kindWarning)
 	}
-	add("agent", Sanitize(agentOf(r)), kindPlain)
+	f = append(f, agentField(a))
 	if ai != nil && (ai.Principal.SessionID != r.RequesterSessionID || ai.Principal.AgentName != r.RequesterAgentName) {
 		add("principal", "⚠ differs from the requester: "+Sanitize(ai.Principal.AgentName)+" "+
 			Sanitize(ai.Principal.SessionID), kindWarning)
@@ -390,6 +390,37 @@ func askAgent(a serve.Ask) string {
 		return agentOf(a.Request) + "@" + a.Host
 	}
 	return agentOf(a.Request)
+}
+
+// rowAgent is the agent as a row shows it.
+func rowAgent(a serve.Ask) string { return agentMark(a.Request) + Sanitize(askAgent(a)) }
+
+// agentMark is ⚠ before an agent name that is not plain ASCII, wherever a
+// name is shown: it may look like another agent's (decision 0205).
+func agentMark(r *wire.Request) string {
+	if termsafe.NonASCII(agentOf(r)) {
+		return "⚠"
+	}
+	return ""
+}
+
+// agentField is the detail's agent line: the name, spelled by code point
+// when it is not plain ASCII, and whether an agent file has that name (an
+// agent without one is judged by the shared policy alone).
+func agentField(a serve.Ask) field {
+	name := agentOf(a.Request)
+	f := field{label: "agent", text: Sanitize(name), kind: kindPlain}
+	var notes []string
+	if termsafe.NonASCII(name) {
+		notes = append(notes, "⚠ not plain ASCII: "+termsafe.CodePoints(name))
+	}
+	if a.Verdict.AgentWithoutFile {
+		notes = append(notes, "no agent file has this name: only the shared policy judged it")
+	}
+	if len(notes) > 0 {
+		f.text, f.kind = f.text+"  "+strings.Join(notes, " · "), kindWarning
+	}
+	return f
 }
 
 func agentOf(r *wire.Request) string {

@@ -69,3 +69,32 @@ func TestAMatchingLabelIsNotMarked(t *testing.T) {
 		t.Fatalf("a value that is its fact is marked:\n%s", v)
 	}
 }
+
+// F4: an agent name that is not plain ASCII ("build\u0435r", Cyrillic е)
+// is marked in the row and spelled out in the detail, which also says when
+// no agent file matched the name, so the shared policy alone judged it.
+func TestALookalikeAgentNameIsMarked(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 40})
+	a := bashAsk(1, "build\u0435r", "/w/p", "npm publish")
+	a.Verdict.AgentWithoutFile = true
+	h.queue(a)
+	v := oneLine(h.m.View())
+	for _, want := range []string{
+		"▸ [ ] ⚠build\u0435r bash npm publish",
+		"agent build\u0435r ⚠ not plain ASCII: build⟨U+0435⟩r · no agent file has this name: only the shared policy judged it",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, v)
+		}
+	}
+	h.pageThrough()
+	h.keys("y")
+	h.wantStatus("approve once: ⚠build\u0435r · bash · npm publish")
+
+	h = newHarness(t)
+	h.queue(bashAsk(2, "builder", "/w/p", "npm publish"))
+	if v := oneLine(h.m.View()); strings.Contains(v, "⚠builder") || strings.Contains(v, "ASCII") || strings.Contains(v, "no agent file") {
+		t.Errorf("a plain agent with a file is marked:\n%s", v)
+	}
+}

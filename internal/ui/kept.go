@@ -108,7 +108,7 @@ func askParts(a serve.Ask) (agent, surface, value, label string) {
 		return "", "", n, n
 	}
 	v, _ := rawRowValue(a.Request)
-	agent, surface, value = clip(agentOf(a.Request), nameBytes), clip(serve.SurfaceOf(a.Request), nameBytes), termsafe.Blanks(clip(v, textBytes))
+	agent, surface, value = agentMark(a.Request)+clip(agentOf(a.Request), nameBytes), clip(serve.SurfaceOf(a.Request), nameBytes), termsafe.Blanks(clip(v, textBytes))
 	label = agent + " · " + surface + " · " + value
 	if _, child := judgedValue(a.Request); child != "" {
 		label += " (the child's label: " + termsafe.Blanks(clip(child, textBytes)) + ")"
