@@ -344,8 +344,8 @@ func sessionFields(a serve.Ask) []field {
 			kind = kindMuted
 		}
 		f = append(f, field{text: o.Title + ": " + scopeEffect(o), kind: kind})
-		for _, r := range o.Wider {
-			f = append(f, field{text: "  ⚠ beyond this ask: " + reachText(r, false), kind: kindWarning})
+		if len(o.Wider) > 0 {
+			f = append(f, field{text: "  " + reachSummary(o.Wider), kind: kindWarning})
 		}
 		if o.Caveat != "" {
 			f = append(f, field{text: "  " + Sanitize(o.Caveat), kind: kindMuted})
@@ -355,6 +355,20 @@ func sessionFields(a serve.Ask) []field {
 		f = append(f, field{text: a.Scopes.Note, kind: kindMuted})
 	}
 	return f
+}
+
+// reachSummary names, in one line, the grants of a scope that reach beyond
+// the ask and how many deny rules they pass; the s dialog says how.
+func reachSummary(wider []serve.Reach) string {
+	gs, denies := make([]wire.Grant, len(wider)), 0
+	for i, r := range wider {
+		gs[i], denies = r.Grant, denies+len(r.Denies)
+	}
+	text := "⚠ beyond this ask: " + grantsText(gs)
+	if denies > 0 {
+		text += "; " + plural(denies, "deny rule") + " passed"
+	}
+	return text + " (s says how)"
 }
 
 // scopeEffect is a scope's effect followed by the grants it records.

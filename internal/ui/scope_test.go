@@ -215,7 +215,7 @@ func TestAWiderSuggestionIsNamedAndConfirmed(t *testing.T) {
 	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
 	a := wideSuggestion(t)
 	h.queue(a)
-	if v := strings.Join(strings.Fields(ansi.Strip(h.m.View())), " "); !strings.Contains(v, "⚠ beyond this ask: * *: every surface") {
+	if v := strings.Join(strings.Fields(ansi.Strip(h.m.View())), " "); !strings.Contains(v, "⚠ beyond this ask: path_write *, * *; 1 deny rule passed (s says how)") {
 		t.Errorf("the detail does not name the reach:\n%s", v)
 	}
 	chooseScope(h, serve.ScopeSession)
