@@ -9,7 +9,6 @@ import (
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
-	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -196,13 +195,17 @@ func wideSuggestion(t *testing.T) serve.Ask {
 	return a
 }
 
-// reachPolicy denies rm -rf * (the tester's global policy).
+// reachPolicy denies rm -rf * (the tester's global policy), read from an
+// overlay, not a file.
 func reachPolicy(t *testing.T) *resolve.Policy {
 	t.Helper()
-	agentDir := t.TempDir()
-	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir),
-		[]byte(`{"permission":{"*":"ask","bash":{"*":"ask","git status":"allow","rm -rf *":"deny"}}}`))
-	return resolve.Load(resolve.LoadOptions{AgentDir: agentDir, Home: agentDir})
+	global := resolve.GlobalConfigPath("/nonexistent/agent")
+	p := resolve.Load(resolve.LoadOptions{AgentDir: "/nonexistent/agent", Overlay: map[string][]byte{
+		global: []byte(`{"permission":{"*":"ask","bash":{"*":"ask","rm -rf *":"deny"}}}`)}})
+	if len(p.Problems()) > 0 || len(p.Files()) != 1 {
+		t.Fatalf("policy %v, problems %v", p.Files(), p.Problems())
+	}
+	return p
 }
 
 // F1: a whole-session suggestion that reaches beyond the ask names, grant
