@@ -51,10 +51,13 @@ type scopeDialog struct {
 	edited  string
 	editing bool
 	input   textinput.Model
+	// overHub: the policy is on the relay's host, so serve here could not
+	// name the deny rules a grant passes (decision 0189).
+	overHub bool
 }
 
-func newScopeDialog(c *common, q asks) scopeDialog {
-	return scopeDialog{common: c, q: q, input: newInput("pattern: ", 1000)}
+func newScopeDialog(c *common, q asks, overHub bool) scopeDialog {
+	return scopeDialog{common: c, q: q, overHub: overHub, input: newInput("pattern: ", 1000)}
 }
 
 func (d *scopeDialog) open(e *entry) {
@@ -466,6 +469,9 @@ func (d *scopeDialog) coverageLines() []string {
 		text += " · e narrows the pattern"
 	}
 	lines = append(lines, d.wrapped(style, text, 8)...)
+	if d.overHub {
+		lines = append(lines, d.wrapped(s.Muted, "the policy is on the asking host: the deny rules it would pass are not named here", 8)...)
+	}
 	if len(cov.others) > 0 {
 		lines = append(lines, "        "+s.Warning.Render("also answers "+plural(len(cov.others), "other waiting ask")+":"))
 	}

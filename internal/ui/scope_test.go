@@ -311,3 +311,17 @@ func TestANarrowedWideSuggestionIsJudgedAgain(t *testing.T) {
 		h.wantDecisions(want...)
 	}
 }
+
+// A hub console holds no policy: its whole-session dialog says the deny
+// rules a grant would pass are not named there (decision 0189).
+func TestAHubConsoleSaysItCannotNameTheDenies(t *testing.T) {
+	for _, hub := range []bool{false, true} {
+		h := newHarness(t, func(o *Options) { o.OverHub = hub })
+		h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+		h.queue(pathWrite())
+		chooseScope(h, serve.ScopeSession)
+		if got := strings.Contains(oneLine(h.m.View()), "the deny rules it would pass are not named here"); got != hub {
+			t.Errorf("over a hub %v: says it %v:\n%s", hub, got, oneLine(h.m.View()))
+		}
+	}
+}
