@@ -347,7 +347,7 @@ func (a *Approver) show(h *hubAsk, m askMsg, req *wire.Request, size int64) {
 	h.ask = &serve.Ask{
 		Arrived: inbox.Arrived{ID: h.id, Session: m.Session, Path: m.Path, Request: req, At: time.UnixMilli(m.At)},
 		Verdict: m.Verdict,
-		Scopes:  serve.OfferedScopes(req),
+		Scopes:  serve.OfferedScopes(req, nil),
 		Host:    h.host,
 	}
 	if a.replayTo != 0 {

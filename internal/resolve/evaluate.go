@@ -108,11 +108,15 @@ func (p *Policy) judge(rs *ruleset, surface string, values []string, grants []wi
 // grantCovers says whether a grant recorded on grantSurface applies to a
 // query on surface. A grant on a bare family covers both members (§8.1).
 func (p *Policy) grantCovers(grantSurface, surface string) bool {
+	return surfaceCovered(grantSurface, p.grantPattern(grantSurface), surface)
+}
+
+func surfaceCovered(grantSurface string, compiled *Pattern, surface string) bool {
 	if _, _, family := familyMembers(grantSurface); family {
 		fam, ok := Family(surface)
 		return ok && fam == grantSurface
 	}
-	return p.grantPattern(grantSurface).Match(surface)
+	return compiled.Match(surface)
 }
 
 // bashValue drops comment lines (first non-space character '#') and trims;
@@ -300,6 +304,8 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 		Origin:  j.origin,
 		Member:  j.member,
 		Value:   j.value,
+		// An agent without a file is judged by the shared ruleset.
+		AgentWithoutFile: q.Agent != "" && (rs == p.base || rs == p.unlisted),
 	}
 	if j.floorHow != "" && j.floorHow != "grant" {
 		v.Floor = j.floor
@@ -403,6 +409,16 @@ func floorCause(problems []Problem) string {
 // A query on a bare family is covered when either member is, so a deny
 // fails closed. A request without facts is never covered.
 func (p *Policy) Covers(req *wire.Request, g wire.Grant) bool {
+	return covers(req, g, p.grantPattern)
+}
+
+// Covers is Policy.Covers without a policy: for a front end that shows
+// what a grant covers where no policy is held (a hub approver).
+func Covers(req *wire.Request, g wire.Grant, home string) bool {
+	return covers(req, g, func(text string) *Pattern { return new(CompilePattern(text, home)) })
+}
+
+func covers(req *wire.Request, g wire.Grant, compile func(string) *Pattern) bool {
 	if req == nil || req.AccessIntent == nil {
 		return false
 	}
@@ -411,10 +427,11 @@ func (p *Policy) Covers(req *wire.Request, g wire.Grant) bool {
 	if read, write, ok := familyMembers(ai.Surface); ok {
 		surfaces = append(surfaces, read, write)
 	}
-	if !slices.ContainsFunc(surfaces, func(s string) bool { return p.grantCovers(g.Surface, s) }) {
+	gs := compile(g.Surface)
+	if !slices.ContainsFunc(surfaces, func(s string) bool { return surfaceCovered(g.Surface, gs, s) }) {
 		return false
 	}
-	pattern := p.grantPattern(g.Pattern)
+	pattern := compile(g.Pattern)
 	if slices.ContainsFunc(ai.MatchValues, func(v string) bool {
 		// A bash value is also tried as pi judges it, without comment lines.
 		return pattern.Match(v) || jsTrim(ai.Surface) == "bash" && pattern.Match(bashValue(v))

@@ -747,3 +747,16 @@ func TestComposedRulesAreBounded(t *testing.T) {
 		t.Errorf("over the bound: %s with %d rules", v.Action, len(p.base.rules))
 	}
 }
+
+// A verdict says when the agent it judged for has no agent file, so only
+// the shared policy judged it (F4: a lookalike name escapes builder's file).
+func TestAVerdictSaysWhenTheAgentHasNoFile(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"ask"}}`)
+	f.agent("builder", "---\npermission:\n  bash:\n    \"npm *\": deny\n---\n")
+	for agent, want := range map[string]bool{"builder": false, "build\u0435r": true, "": false} {
+		if got := f.eval(agent, "bash", "npm publish").AgentWithoutFile; got != want {
+			t.Errorf("agent %q: AgentWithoutFile %v, want %v", agent, got, want)
+		}
+	}
+}

@@ -173,6 +173,10 @@ func globUnits(p, v string) bool {
 // homeTokens are the leading home spellings (NEW adds ${HOME}).
 var homeTokens = [...]string{"~", "$HOME", "${HOME}"}
 
+// HomeRelative: the pattern starts with a home token pi expands, so what
+// it matches depends on the home directory.
+func HomeRelative(pattern string) bool { return expandHome(pattern, "/") != pattern }
+
 // expandHome replaces a leading home token that stands alone (by home as it
 // is) or is followed by a separator (by Node's path.join(home, rest)).
 // ~user, $HOMEDIR and ${HOME:-x} stay literal.

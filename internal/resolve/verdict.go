@@ -48,6 +48,9 @@ type Verdict struct {
 	// Value is the value the winning rule matched first ("*" for surfaces
 	// judged on the literal value *).
 	Value string
+	// AgentWithoutFile: the request names an agent that has no agent file,
+	// so only the shared scopes judged it (decision 0205).
+	AgentWithoutFile bool
 	// Hint, for a request without facts only, is what the policy would say
 	// about its legacy surface and value: unverified text, so it is shown to
 	// the person and never decides (decision 0029).

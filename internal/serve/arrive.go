@@ -26,7 +26,10 @@ func (s *Server) arrive(ev inbox.Arrived) {
 	if s.unreadableDecision(ev.ID) {
 		return
 	}
-	a := Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request), Scopes: OfferedScopes(ev.Request)}
+	a := Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request)}
+	if a.Verdict.Action == resolve.Ask { // only a person chooses a scope
+		a.Scopes = OfferedScopes(ev.Request, s.cfg.Judge())
+	}
 	s.mu.Lock()
 	if s.closing {
 		// Left on disk for whoever serves next; the exit denial is only for

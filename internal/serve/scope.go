@@ -1,6 +1,9 @@
 package serve
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -33,6 +36,24 @@ type Scope struct {
 	Grants []wire.Grant
 	// Caveat is what this child's version does differently, if anything.
 	Caveat string
+	// Wider names each of Grants that reaches beyond the ask (decision
+	// 0189): for the whole session a front end names them and asks again
+	// before recording; for the subagent, the child records them itself.
+	Wider []Reach
+}
+
+// Reach is how one suggested grant reaches beyond the ask it came with:
+// request data, so never taken as narrow on the child's word.
+type Reach struct {
+	Grant wire.Grant
+	// Surface: the surfaces it covers besides the ask's, worded; "" when
+	// only the ask's (or, at the width chosen, its family's).
+	Surface string
+	// Value: the values it covers besides the ask's, worded, or "".
+	Value string
+	// Denies: the policy's deny rules it would answer before (a grant beats
+	// every config rule, ruleset-semantics E01).
+	Denies []resolve.PassedDeny
 }
 
 // Scopes are the options an ask offers; Note says why one is missing.
@@ -62,9 +83,12 @@ func (s Scopes) Find(kind ScopeKind) (Scope, bool) {
 //     (ruleset-semantics §8.3); for this subagent it also needs a child that
 //     reads sessionGrantWidth (30.2+), which the 20.x suggestion shape rules
 //     out;
-//   - the whole session needs a suggestion (the grants permtui records),
-//     and permtui's grants answer only asks that carry facts (20.8+).
-func OfferedScopes(req *wire.Request) Scopes {
+//   - the whole session needs a suggestion (the grants permtui records)
+//     one of whose grants covers the ask (decision 0189), and permtui's
+//     grants answer only asks that carry facts (20.8+);
+//   - each grant beyond the ask is named, with the deny rules of judge's
+//     policy it would pass (judge may be nil where no policy is held).
+func OfferedScopes(req *wire.Request, judge Judge) Scopes {
 	var out Scopes
 	if req.SessionApproval == nil {
 		effect := "the child records its own grant (no suggestion sent)"
@@ -79,25 +103,103 @@ func OfferedScopes(req *wire.Request) Scopes {
 	proven := req.SessionApproval.Grants
 	widened, wide := resolve.Widen(proven)
 	legacyShape := req.SessionApproval.Legacy
+	provenReach, widenedReach := reaches(req, proven, judge), []Reach(nil)
+	if wide {
+		widenedReach = reaches(req, widened, judge)
+	}
 	out.Options = append(out.Options, Scope{Kind: ScopeSubagent, Title: "this subagent only",
-		Effect: "the child records", Grants: proven})
+		Effect: "the child records", Grants: proven, Wider: provenReach})
 	switch {
 	case wide && legacyShape:
 		out.Note = "both directions for this subagent is not offered: a child that sends the 20.x suggestion shape cannot read a grant width"
 	case wide:
 		out.Options = append(out.Options, Scope{Kind: ScopeSubagentBoth, Title: "this subagent, both directions (read and write)",
-			Effect: "the child records", Grants: widened,
+			Effect: "the child records", Grants: widened, Wider: widenedReach,
 			Caveat: "children before pi 30.2 record only the direction asked for"})
+	}
+	if !slices.ContainsFunc(proven, func(g wire.Grant) bool { return covers(req, g, judge) }) {
+		out.Note = joinNotes(out.Note, "the whole session is not offered: none of the child's suggested grants covers this ask, so permtui would record authority nobody saw work")
+		return out
 	}
 	caveat := ""
 	if req.AccessIntent == nil {
 		caveat = "permtui's grants answer only asks that carry facts (pi 20.8 and newer); this child sends none, so its own later asks still come here"
 	}
 	out.Options = append(out.Options, Scope{Kind: ScopeSession, Title: "the whole session",
-		Effect: "permtui records", Grants: proven, Caveat: caveat})
+		Effect: "permtui records", Grants: proven, Caveat: caveat, Wider: provenReach})
 	if wide {
 		out.Options = append(out.Options, Scope{Kind: ScopeSessionBoth, Title: "the whole session, both directions (read and write)",
-			Effect: "permtui records", Grants: widened, Caveat: caveat})
+			Effect: "permtui records", Grants: widened, Caveat: caveat, Wider: widenedReach})
+	}
+	return out
+}
+
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// askedFacts is the ask as reach judges it: its facts, or for a child that
+// sends none (20.7.3) the surface and value it shows, the only ask there is
+// to compare a grant with.
+func askedFacts(req *wire.Request) *wire.Request {
+	if req.AccessIntent != nil || req.Value == nil {
+		return req
+	}
+	r := *req
+	r.AccessIntent = &wire.AccessIntent{Surface: SurfaceOf(req), MatchValues: []string{*req.Value}}
+	return &r
+}
+
+// covers: g applies to the ask, by the policy's matcher, or without a
+// policy by the matcher alone.
+func covers(req *wire.Request, g wire.Grant, judge Judge) bool {
+	if judge != nil {
+		return judge.Covers(askedFacts(req), g)
+	}
+	return resolve.Covers(askedFacts(req), g, "")
+}
+
+// denyPasser is a Judge (*resolve.Policy) that names the deny rules a grant
+// would pass.
+type denyPasser interface {
+	DeniesPassed(g wire.Grant) []resolve.PassedDeny
+}
+
+// reaches are the grants of gs that reach beyond the ask: a surface other
+// than the ask's (its family counts as the ask's: a "both directions"
+// scope names that width in its title), a wildcard surface, a pattern for
+// every value or one that misses the ask, and the policy's denies each
+// would pass.
+func reaches(req *wire.Request, gs []wire.Grant, judge Judge) []Reach {
+	surface := SurfaceOf(req)
+	fam, _ := resolve.Family(surface)
+	passer, _ := judge.(denyPasser)
+	var out []Reach
+	for _, g := range gs {
+		r := Reach{Grant: g}
+		switch {
+		case resolve.EveryValue(g.Surface):
+			r.Surface = "every surface, not only this ask's " + surface
+		case strings.ContainsAny(g.Surface, "*?"):
+			r.Surface = "every surface " + g.Surface + " matches, not only this ask's " + surface
+		case g.Surface != surface && (fam == "" || g.Surface != fam):
+			r.Surface = "another surface than this ask's " + surface
+		}
+		switch {
+		case resolve.EveryValue(g.Pattern):
+			r.Value = "every value"
+		case r.Surface == "" && !covers(req, g, judge):
+			r.Value = "does not match this ask's values"
+		}
+		if passer != nil {
+			r.Denies = passer.DeniesPassed(g)
+		}
+		if r.Surface != "" || r.Value != "" || len(r.Denies) > 0 {
+			out = append(out, r)
+		}
 	}
 	return out
 }

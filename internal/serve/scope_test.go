@@ -70,7 +70,7 @@ var childVersions = []childVersion{
 func TestOfferedScopesForEveryChildVersion(t *testing.T) {
 	for _, v := range childVersions {
 		t.Run(v.name, func(t *testing.T) {
-			got := OfferedScopes(v.build("1791279012345-v-1"))
+			got := OfferedScopes(v.build("1791279012345-v-1"), nil)
 			var kinds []ScopeKind
 			for _, o := range got.Options {
 				kinds = append(kinds, o.Kind)

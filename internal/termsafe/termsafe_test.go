@@ -49,3 +49,39 @@ func TestEscapeJSON(t *testing.T) {
 		t.Error("EscapeJSON copied input that needs no escape")
 	}
 }
+
+// Blanks shows every blank that would read as something else: a run as its
+// length, two spaces, a space at either end, and any space but U+0020 by
+// its code point (adversarial finding F5); plain text is left alone.
+func TestBlanks(t *testing.T) {
+	for in, want := range map[string]string{
+		"echo ok":                     "echo ok",
+		"npm test ":                   "npm test␠",
+		" npm test":                   "␠npm test",
+		"a  b":                        "a␠␠b",
+		"a   b":                       "a ␠×3 b",
+		"a\u00a0\u00a0\u00a0\u00a0b":  "a ␠×4 b",
+		"/tmp\u00a0; rm -rf ~\u3000x": "/tmp⟨U+00A0⟩; rm -rf ~⟨U+3000⟩x",
+		"a\u2009b":                    "a⟨U+2009⟩b",
+		"a⇥⇥⇥b":                       "a ⇥×3 b",
+		"a⇥ b":                        "a⇥ b",
+	} {
+		if got := Blanks(in); got != want {
+			t.Errorf("Blanks(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A lookalike name is spelled by code point, controls included (F4).
+func TestCodePoints(t *testing.T) {
+	for in, want := range map[string]string{
+		"builder":      "builder",
+		"build\u0435r": "build⟨U+0435⟩r",
+		"a\x1b[31mb":   "a⟨U+001B⟩[31mb",
+		"x\xffy":       "x⟨U+FFFD⟩y",
+	} {
+		if got := CodePoints(in); got != want || NonASCII(in) != (in != "builder") {
+			t.Errorf("CodePoints(%q) = %q, want %q (NonASCII %v)", in, got, want, NonASCII(in))
+		}
+	}
+}

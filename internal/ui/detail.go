@@ -4,11 +4,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/permtui/permtui/internal/preview"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -83,7 +83,7 @@ func detailFields(e *entry) []field {
 	if e.state == stateExpired {
 		add("status", "⌛ expired: the child stopped waiting; this ask can no longer be answered", kindWarning)
 	}
-	add("agent", Sanitize(agentOf(r)), kindPlain)
+	f = append(f, agentField(a))
 	if ai != nil && (ai.Principal.SessionID != r.RequesterSessionID || ai.Principal.AgentName != r.RequesterAgentName) {
 		add("principal", "⚠ differs from the requester: "+Sanitize(ai.Principal.AgentName)+" "+
 			Sanitize(ai.Principal.SessionID), kindWarning)
@@ -186,14 +186,18 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 		add("command", Sanitize(full), kindPlain)
 	}
 	if v := deref(r.Value); v != "" && !slices.Contains(ai.MatchValues, v) && !unitsContain(ai.AskingUnits, v) {
-		add("value", Sanitize(v), kindPlain)
+		if _, label := judgedValue(r); label != "" {
+			add("value", Sanitize(v)+"  ≠ the child's label, not what was judged (match)", kindWarning)
+		} else {
+			add("value", Sanitize(v), kindPlain)
+		}
 	}
 	boundary := deref(ai.BoundaryValue)
 	for _, v := range ai.MatchValues {
 		if v == boundary && boundary != "" {
-			add("match", Sanitize(v)+"  ◆ boundary", kindBoundary)
+			add("match", termsafe.Blanks(Sanitize(v))+"  ◆ boundary", kindBoundary)
 		} else {
-			add("match", Sanitize(v), kindPlain)
+			add("match", termsafe.Blanks(Sanitize(v)), kindPlain)
 		}
 	}
 	if boundary != "" && !slices.Contains(ai.MatchValues, boundary) {
@@ -203,7 +207,7 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 		add("floor", "⚠ "+Sanitize(*ai.Floor)+" (the child's parser forced an ask)", kindWarning)
 	}
 	for i, u := range ai.AskingUnits {
-		text := Sanitize(u.Command)
+		text := termsafe.Blanks(Sanitize(u.Command))
 		if u.Floor != nil {
 			text += "  ⚠ floor " + Sanitize(*u.Floor)
 		}
@@ -340,6 +344,9 @@ func sessionFields(a serve.Ask) []field {
 			kind = kindMuted
 		}
 		f = append(f, field{text: o.Title + ": " + scopeEffect(o), kind: kind})
+		if len(o.Wider) > 0 {
+			f = append(f, field{text: "  " + reachSummary(o.Wider), kind: kindWarning})
+		}
 		if o.Caveat != "" {
 			f = append(f, field{text: "  " + Sanitize(o.Caveat), kind: kindMuted})
 		}
@@ -348,6 +355,20 @@ func sessionFields(a serve.Ask) []field {
 		f = append(f, field{text: a.Scopes.Note, kind: kindMuted})
 	}
 	return f
+}
+
+// reachSummary names, in one line, the grants of a scope that reach beyond
+// the ask and how many deny rules they pass; the s dialog says how.
+func reachSummary(wider []serve.Reach) string {
+	gs, denies := make([]wire.Grant, len(wider)), 0
+	for i, r := range wider {
+		gs[i], denies = r.Grant, denies+len(r.Denies)
+	}
+	text := "⚠ beyond this ask: " + grantsText(gs)
+	if denies > 0 {
+		text += "; " + plural(denies, "deny rule") + " passed"
+	}
+	return text + " (s says how)"
 }
 
 // scopeEffect is a scope's effect followed by the grants it records.
@@ -385,6 +406,37 @@ func askAgent(a serve.Ask) string {
 	return agentOf(a.Request)
 }
 
+// rowAgent is the agent as a row shows it.
+func rowAgent(a serve.Ask) string { return agentMark(a.Request) + Sanitize(askAgent(a)) }
+
+// agentMark is ⚠ before an agent name that is not plain ASCII, wherever a
+// name is shown: it may look like another agent's (decision 0205).
+func agentMark(r *wire.Request) string {
+	if termsafe.NonASCII(agentOf(r)) {
+		return "⚠"
+	}
+	return ""
+}
+
+// agentField is the detail's agent line: the name, spelled by code point
+// when it is not plain ASCII, and whether an agent file has that name (an
+// agent without one is judged by the shared policy alone).
+func agentField(a serve.Ask) field {
+	name := agentOf(a.Request)
+	f := field{label: "agent", text: Sanitize(name), kind: kindPlain}
+	var notes []string
+	if termsafe.NonASCII(name) {
+		notes = append(notes, "⚠ not plain ASCII: "+termsafe.CodePoints(name))
+	}
+	if a.Verdict.AgentWithoutFile {
+		notes = append(notes, "no agent file has this name: only the shared policy judged it")
+	}
+	if len(notes) > 0 {
+		f.text, f.kind = f.text+"  "+strings.Join(notes, " · "), kindWarning
+	}
+	return f
+}
+
 func agentOf(r *wire.Request) string {
 	if r.AccessIntent != nil {
 		return r.AccessIntent.Principal.AgentName
@@ -392,9 +444,39 @@ func agentOf(r *wire.Request) string {
 	return r.RequesterAgentName
 }
 
-// shortValue is the one value a queue row or label shows: the whole chain
-// when the child split one, else the display value.
+// shortValue is the one value a queue row or label shows: what was judged
+// (decision 0204).
 func shortValue(r *wire.Request) string {
+	v, _ := judgedValue(r)
+	return v
+}
+
+// judgedValue is what a row or label names: the child's display value when
+// it is one of the facts judged, else the first match value, with the
+// display value as the child's label. A request without facts has only
+// its display value.
+func judgedValue(r *wire.Request) (value, label string) {
+	v, ai := displayValue(r), r.AccessIntent
+	if ai == nil || len(ai.MatchValues) == 0 || factual(ai, v) {
+		return v, ""
+	}
+	return ai.MatchValues[0], v
+}
+
+// factual: v is a match value or an asking unit, or a chain's full command
+// that holds every one of them.
+func factual(ai *wire.AccessIntent, v string) bool {
+	if slices.Contains(ai.MatchValues, v) || unitsContain(ai.AskingUnits, v) {
+		return true
+	}
+	missing := func(f string) bool { return !strings.Contains(v, f) }
+	return len(ai.AskingUnits) > 0 && !slices.ContainsFunc(ai.MatchValues, missing) &&
+		!slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return missing(u.Command) })
+}
+
+// displayValue is what the child shows: the whole chain when it split one,
+// else the display value.
+func displayValue(r *wire.Request) string {
 	switch full := fullCommand(r); {
 	case full != "":
 		return full
@@ -414,44 +496,7 @@ func shortValue(r *wire.Request) string {
 // which hides the worktree) gives way to the absolute boundary path.
 func rowValue(r *wire.Request) (text string, keepEnd bool) {
 	v, keepEnd := rawRowValue(r)
-	return collapseRuns(Sanitize(v)), keepEnd
-}
-
-// minRun is the shortest run of blanks collapseRuns shortens.
-const minRun = 3
-
-// collapseRuns shows each run of minRun or more blanks (spaces of any kind,
-// or tabs as Sanitize shows them) as its length, "echo ok ␠×120 ; rm -rf ~",
-// so that a one-line label cut to its width still shows what follows the
-// run. Text that is already sanitized.
-func collapseRuns(s string) string {
-	blank := func(r rune) bool { return unicode.IsSpace(r) || r == '⇥' }
-	if !strings.Contains(s, "   ") && !strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && blank(r) }) {
-		return s // the usual label: nothing to collapse
-	}
-	var b strings.Builder
-	rs := []rune(s)
-	for i := 0; i < len(rs); {
-		j := i
-		for j < len(rs) && blank(rs[j]) && (rs[j] == '⇥') == (rs[i] == '⇥') {
-			j++
-		}
-		switch {
-		case j-i >= minRun:
-			mark := "␠"
-			if rs[i] == '⇥' {
-				mark = "⇥"
-			}
-			b.WriteString(" " + mark + "×" + itoa(j-i) + " ")
-		case j > i:
-			b.WriteString(string(rs[i:j]))
-		default:
-			b.WriteRune(rs[i])
-			j++
-		}
-		i = j
-	}
-	return b.String()
+	return termsafe.Blanks(Sanitize(v)), keepEnd
 }
 
 // rawRowValue is rowValue before sanitizing.

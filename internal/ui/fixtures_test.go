@@ -40,7 +40,7 @@ func ask(file string, r *wire.Request, v resolve.Verdict) serve.Ask {
 			At:      time.UnixMilli(int64(r.CreatedAt)),
 		},
 		Verdict: v,
-		Scopes:  serve.OfferedScopes(r),
+		Scopes:  serve.OfferedScopes(r, nil),
 	}
 }
 
@@ -183,7 +183,7 @@ func noSuggestion() serve.Ask {
 	a := pathWrite()
 	a.ID++
 	a.Request.SessionApproval = nil
-	a.Scopes = serve.OfferedScopes(a.Request)
+	a.Scopes = serve.OfferedScopes(a.Request, nil)
 	return a
 }
 

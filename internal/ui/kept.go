@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -107,6 +108,10 @@ func askParts(a serve.Ask) (agent, surface, value, label string) {
 		return "", "", n, n
 	}
 	v, _ := rawRowValue(a.Request)
-	agent, surface, value = clip(agentOf(a.Request), nameBytes), clip(serve.SurfaceOf(a.Request), nameBytes), collapseRuns(clip(v, textBytes))
-	return agent, surface, value, agent + " · " + surface + " · " + value
+	agent, surface, value = agentMark(a.Request)+clip(agentOf(a.Request), nameBytes), clip(serve.SurfaceOf(a.Request), nameBytes), termsafe.Blanks(clip(v, textBytes))
+	label = agent + " · " + surface + " · " + value
+	if _, child := judgedValue(a.Request); child != "" {
+		label += " (the child's label: " + termsafe.Blanks(clip(child, textBytes)) + ")"
+	}
+	return agent, surface, value, label
 }

@@ -299,7 +299,7 @@ func New(opts Options) *Model {
 	}
 	m.filterInput = newInput("/", 200)
 	m.filterInput.Placeholder = "text of the row, agent: cwd: surface: session:, ~fuzzy; enter keeps"
-	m.scope = newScopeDialog(c, m)
+	m.scope = newScopeDialog(c, m, opts.OverHub)
 	m.reason = newReasonDialog(c, m)
 	m.denyDialog = newDenyDialog(c, m)
 	m.pager = newPager(c, m)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -40,23 +42,27 @@ type scopeDialog struct {
 	ask    serve.AskID
 	scopes serve.Scopes
 	chosen int
-	// widenArmed: enter was pressed once on an edited pattern wider than the
-	// child's suggestion; the next enter records it.
-	widenArmed bool
+	// armed: enter was pressed once on a whole-session choice that reaches
+	// beyond the ask (an edit wider than the suggestion, or a suggestion
+	// serve names wider); the next enter records it.
+	armed bool
 	// edited is the person's pattern for the chosen whole-session scope's
 	// grant (e), or "" for the suggestion; input edits it.
 	edited  string
 	editing bool
 	input   textinput.Model
+	// overHub: the policy is on the relay's host, so serve here could not
+	// name the deny rules a grant passes (decision 0189).
+	overHub bool
 }
 
-func newScopeDialog(c *common, q asks) scopeDialog {
-	return scopeDialog{common: c, q: q, input: newInput("pattern: ", 1000)}
+func newScopeDialog(c *common, q asks, overHub bool) scopeDialog {
+	return scopeDialog{common: c, q: q, overHub: overHub, input: newInput("pattern: ", 1000)}
 }
 
 func (d *scopeDialog) open(e *entry) {
 	d.ask, d.chosen, d.scopes = e.ask.ID, 0, e.ask.Scopes
-	d.edited, d.editing, d.widenArmed = "", false, false
+	d.edited, d.editing, d.armed = "", false, false
 }
 
 // editable: a whole-session scope with one grant, which permtui records
@@ -99,7 +105,7 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		case key.Matches(k, d.keys.Close): // back to the suggestion
 			d.editing, d.edited = false, ""
 		case key.Matches(k, d.keys.Confirm):
-			d.editing, d.widenArmed = false, false
+			d.editing, d.armed = false, false
 			if d.edited = strings.TrimSpace(d.input.Value()); d.edited == d.scopes.Options[d.chosen].Grants[0].Pattern {
 				d.edited = ""
 			}
@@ -115,9 +121,9 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	case key.Matches(k, d.keys.Close):
 		return closeAction{"nothing decided"}, nil
 	case key.Matches(k, d.keys.Up):
-		d.chosen, d.edited, d.widenArmed = max(d.chosen-1, 0), "", false
+		d.chosen, d.edited, d.armed = max(d.chosen-1, 0), "", false
 	case key.Matches(k, d.keys.Down):
-		d.chosen, d.edited, d.widenArmed = min(d.chosen+1, len(d.scopes.Options)-1), "", false
+		d.chosen, d.edited, d.armed = min(d.chosen+1, len(d.scopes.Options)-1), "", false
 	case key.Matches(k, d.keys.Edit) && d.editable():
 		d.editing = true
 		d.input.SetValue(d.grants()[0].Pattern)
@@ -131,13 +137,24 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 			if cov := d.coverage(); !cov.ask {
 				return statusAction{"the edited pattern does not cover this ask; e edits it, esc restores the suggestion"}, nil
 			}
-			if d.widens() && !d.widenArmed {
-				d.widenArmed = true
-				return statusAction{"the edited pattern is wider than the child's suggestion " + Sanitize(d.suggested()) +
-					": enter again records it for the whole session; e edits it, esc restores the suggestion"}, nil
-			}
 			dec.Grants = d.grants()
 			what += " with " + Sanitize(d.edited)
+		}
+		if !d.armed {
+			switch wider := d.wider(); {
+			case d.widens():
+				d.armed = true
+				return statusAction{"the edited pattern is wider than the child's suggestion " + Sanitize(d.suggested()) +
+					": enter again records it for the whole session; e edits it, esc restores the suggestion"}, nil
+			case d.wholeSession() && len(wider) > 0:
+				d.armed = true
+				more := ""
+				if len(wider) > 1 {
+					more = " and " + plural(len(wider)-1, "more grant")
+				}
+				return statusAction{"the grants reach beyond this ask for every agent of the session (" + reachText(wider[0], d.edited != "") + more +
+					"): enter again records them; esc cancels"}, nil
+			}
 		}
 		act := decideAction{pressed: k.String(), what: what, targets: []serve.AskID{d.ask},
 			d: func(serve.AskID) serve.Decision { return dec }}
@@ -164,6 +181,74 @@ func (d *scopeDialog) widens() bool {
 	}
 	pat := resolve.CompilePattern(d.suggested(), "")
 	return !pat.Match(p)
+}
+
+// wider is what serve found the chosen scope's grants reach beyond the
+// ask. An edit keeps the surface, so that reach stays; its pattern the
+// dialog judges itself (coverage, widens), and it may pass those of the
+// suggestion's denies it still shares a value with (one written from home
+// is kept: the console does not expand it).
+func (d *scopeDialog) wider() []serve.Reach {
+	o := d.scopes.Options[d.chosen]
+	if d.pattern() == "" || !d.editable() {
+		return o.Wider
+	}
+	edit := resolve.CompilePattern(d.pattern(), "")
+	var out []serve.Reach
+	for _, r := range o.Wider {
+		r.Grant, r.Value = d.grants()[0], ""
+		r.Denies = slices.DeleteFunc(slices.Clone(r.Denies), func(dn resolve.PassedDeny) bool {
+			deny := resolve.CompilePattern(dn.Rule.Pattern, "")
+			overlap, _ := edit.Overlaps(&deny)
+			return !overlap && !resolve.HomeRelative(dn.Rule.Pattern)
+		})
+		if r.Surface != "" || len(r.Denies) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// reachText names one grant and how it reaches beyond the ask: "path_write
+// *: another surface than this ask's bash; every value; would allow what
+// the deny rule … denies". An edit may pass its suggestion's denies.
+func reachText(r serve.Reach, edited bool) string {
+	parts := []string{}
+	for _, p := range []string{r.Surface, r.Value} {
+		if p != "" {
+			parts = append(parts, Sanitize(p))
+		}
+	}
+	for _, dn := range r.Denies {
+		verb := "would"
+		if !dn.Sure || edited {
+			verb = "may"
+		}
+		from := dn.Rule.Origin
+		if dn.Rule.File != "" {
+			from += " " + filepath.Base(dn.Rule.File)
+		}
+		parts = append(parts, verb+" allow what the deny rule "+Sanitize(dn.Rule.Surface)+" "+Sanitize(dn.Rule.Pattern)+" ("+Sanitize(from)+") denies")
+	}
+	return Sanitize(r.Grant.Surface) + " " + Sanitize(r.Grant.Pattern) + ": " + strings.Join(parts, "; ")
+}
+
+// reachLines name, under the chosen option's grants, each grant that
+// reaches beyond the ask and who would hold it.
+func (d *scopeDialog) reachLines() []string {
+	wider := d.wider()
+	if len(wider) == 0 {
+		return nil
+	}
+	head := "⚠ beyond this ask; the child records them in its own session, where it decides for itself:"
+	if d.wholeSession() {
+		head = "⚠ beyond this ask, for every agent of the session (enter twice records them):"
+	}
+	lines := d.wrapped(d.styles.Warning, head, 8)
+	for _, r := range wider {
+		lines = append(lines, d.wrapped(d.styles.Warning, "· "+reachText(r, d.pattern() != ""), 10)...)
+	}
+	return lines
 }
 
 // coverage is what the chosen grants cover: this ask, and the other
@@ -295,6 +380,9 @@ func (d *scopeDialog) view(height int) []string {
 		for _, g := range grants {
 			lines = append(lines, d.indented(pad(Sanitize(g.Surface), 24)+" "+Sanitize(g.Pattern), 8, 0)...)
 		}
+		if i == d.chosen {
+			lines = append(lines, d.reachLines()...)
+		}
 		if i == d.chosen && d.wholeSession() {
 			lines = append(lines, d.coverageLines()...)
 		}
@@ -354,7 +442,7 @@ func (c *common) sessionAsk(q asks, id serve.AskID, title string) (lines []strin
 	// The title names the ask, so it stays on screen when the options scroll.
 	lines = []string{c.rule(title + " · " + label(e)),
 		"  " + Sanitize(agentOf(r)) + " asks for " + Sanitize(serve.SurfaceOf(r)) + ":"}
-	lines = append(lines, c.indented(collapseRuns(Sanitize(shortValue(r))), 4, maxFactLines)...)
+	lines = append(lines, c.indented(termsafe.Blanks(Sanitize(shortValue(r))), 4, maxFactLines)...)
 	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), ""), true
 }
 
@@ -381,6 +469,9 @@ func (d *scopeDialog) coverageLines() []string {
 		text += " · e narrows the pattern"
 	}
 	lines = append(lines, d.wrapped(style, text, 8)...)
+	if d.overHub {
+		lines = append(lines, d.wrapped(s.Muted, "the policy is on the asking host: the deny rules it would pass are not named here", 8)...)
+	}
 	if len(cov.others) > 0 {
 		lines = append(lines, "        "+s.Warning.Render("also answers "+plural(len(cov.others), "other waiting ask")+":"))
 	}

@@ -7,6 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -27,7 +28,7 @@ func TestScopeDialogForEveryChildVersion(t *testing.T) {
 	v40.Request.AccessIntent.AskingUnits, v40.Request.AccessIntent.Floor = nil, nil
 	v40.Request.SessionApproval.Grants = []wire.Grant{{Surface: "bash", Pattern: "nohup mytool *"}}
 	for _, a := range []*serve.Ask{&v3, &v208, &v40} {
-		a.Scopes = serve.OfferedScopes(a.Request)
+		a.Scopes = serve.OfferedScopes(a.Request, nil)
 	}
 
 	cases := []struct {
@@ -174,5 +175,153 @@ func TestScopeEditCoverageFollowsWhatIsTyped(t *testing.T) {
 	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/w/p/src/app.*")})
 	if v := ansi.Strip(h.m.View()); strings.Contains(v, "wider than") || !strings.Contains(v, "covers this ask") {
 		t.Fatalf("a narrower pattern being typed is still called wider:\n%s", v)
+	}
+}
+
+// wideSuggestion is the adversarial tester's F1 ask: builder runs npm test
+// and suggests, besides it, every path_write and every surface, judged
+// against a policy that denies rm -rf *.
+func wideSuggestion(t *testing.T) serve.Ask {
+	t.Helper()
+	a := bashChain()
+	r := *a.Request
+	ai := *r.AccessIntent
+	ai.MatchValues, ai.AskingUnits, ai.Floor = []string{"npm test"}, nil, nil
+	r.AccessIntent, r.Value, r.Payload = &ai, sp("npm test"), nil
+	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{
+		{Surface: "bash", Pattern: "npm test"}, {Surface: "path_write", Pattern: "*"}, {Surface: "*", Pattern: "*"}}}
+	a.Request = &r
+	a.Scopes = serve.OfferedScopes(&r, reachPolicy(t))
+	return a
+}
+
+// reachPolicy denies rm -rf * (the tester's global policy), read from an
+// overlay, not a file.
+func reachPolicy(t *testing.T) *resolve.Policy {
+	t.Helper()
+	global := resolve.GlobalConfigPath("/nonexistent/agent")
+	p := resolve.Load(resolve.LoadOptions{AgentDir: "/nonexistent/agent", Overlay: map[string][]byte{
+		global: []byte(`{"permission":{"*":"ask","bash":{"*":"ask","rm -rf *":"deny"}}}`)}})
+	if len(p.Problems()) > 0 || len(p.Files()) != 1 {
+		t.Fatalf("policy %v, problems %v", p.Files(), p.Problems())
+	}
+	return p
+}
+
+// F1: a whole-session suggestion that reaches beyond the ask names, grant
+// by grant, what it widens (another surface, every surface, every value,
+// a deny rule it passes, every agent) and takes a second enter that says
+// so; "this subagent only" names the same reach and goes on one enter,
+// since the child records it in its own session.
+func TestAWiderSuggestionIsNamedAndConfirmed(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := wideSuggestion(t)
+	h.queue(a)
+	if v := strings.Join(strings.Fields(ansi.Strip(h.m.View())), " "); !strings.Contains(v, "⚠ beyond this ask: path_write *, * *; 1 deny rule passed (s says how)") {
+		t.Errorf("the detail does not name the reach:\n%s", v)
+	}
+	chooseScope(h, serve.ScopeSession)
+	screen := ansi.Strip(h.m.View())
+	for _, want := range []string{
+		"beyond this ask, for every agent of the session",
+		"path_write *: another surface than this ask's bash; every value",
+		"* *: every surface, not only this ask's bash; every value",
+		"would allow what the deny rule bash rm -rf * (global config.json) denies",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(screen), " "), want) {
+			t.Errorf("the dialog lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.Contains(screen, "bash npm test:") {
+		t.Errorf("the grant that covers only the ask is called wider:\n%s", screen)
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("reach beyond this ask for every agent of the session (path_write *: another surface")
+	h.wantStatus("enter again records them")
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession})
+
+	h = newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	h.queue(a)
+	chooseScope(h, serve.ScopeSubagent)
+	screen = strings.Join(strings.Fields(ansi.Strip(h.m.View())), " ")
+	if !strings.Contains(screen, "beyond this ask; the child records them in its own session") ||
+		!strings.Contains(screen, "* *: every surface") {
+		t.Errorf("the subagent scope does not name its reach:\n%s", screen)
+	}
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSubagent})
+}
+
+// A suggestion that covers only the ask goes on one enter, as before.
+func TestANarrowSuggestionIsOneEnter(t *testing.T) {
+	h := newHarness(t)
+	a := wideSuggestion(t)
+	r := *a.Request
+	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: "npm test *"}}}
+	a.Request = &r
+	a.Scopes = serve.OfferedScopes(&r, nil)
+	h.queue(a)
+	chooseScope(h, serve.ScopeSession)
+	if v := ansi.Strip(h.m.View()); strings.Contains(v, "beyond this ask") {
+		t.Fatalf("a narrow suggestion is called wider:\n%s", v)
+	}
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession})
+}
+
+// An edit of a wide suggestion is judged again against the deny rules the
+// suggestion passes: narrowed clear of them it goes on one enter; still
+// overlapping one, it is named ("may") and takes a second enter.
+func TestANarrowedWideSuggestionIsJudgedAgain(t *testing.T) {
+	a := wideSuggestion(t)
+	r := *a.Request
+	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: "*"}}}
+	a.Request = &r
+	a.Scopes = serve.OfferedScopes(&r, reachPolicy(t))
+	for _, c := range []struct {
+		edit, reach string
+	}{{"npm test", ""}, {"*test*", "bash *test*: may allow what the deny rule bash rm -rf * (global config.json) denies"}} {
+		h := newHarness(t)
+		h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+		h.queue(a)
+		chooseScope(h, serve.ScopeSession)
+		h.keys("e", "ctrl+u")
+		h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(c.edit)})
+		h.keys("enter")
+		screen := strings.Join(strings.Fields(ansi.Strip(h.m.View())), " ")
+		want := []serve.Decision{{Ask: a.ID, Scope: serve.ScopeSession, Grants: []wire.Grant{{Surface: "bash", Pattern: c.edit}}}}
+		if c.reach == "" {
+			if strings.Contains(screen, "beyond this ask") {
+				t.Errorf("%s: a narrowed edit is still called wider:\n%s", c.edit, screen)
+			}
+			h.keys("enter")
+			h.wantDecisions(want...)
+			continue
+		}
+		if !strings.Contains(screen, c.reach) {
+			t.Errorf("%s: the dialog lacks %q:\n%s", c.edit, c.reach, screen)
+		}
+		h.keys("enter")
+		h.wantDecisions()
+		h.keys("enter")
+		h.wantDecisions(want...)
+	}
+}
+
+// A hub console holds no policy: its whole-session dialog says the deny
+// rules a grant would pass are not named there (decision 0189).
+func TestAHubConsoleSaysItCannotNameTheDenies(t *testing.T) {
+	for _, hub := range []bool{false, true} {
+		h := newHarness(t, func(o *Options) { o.OverHub = hub })
+		h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+		h.queue(pathWrite())
+		chooseScope(h, serve.ScopeSession)
+		if got := strings.Contains(oneLine(h.m.View()), "the deny rules it would pass are not named here"); got != hub {
+			t.Errorf("over a hub %v: says it %v:\n%s", hub, got, oneLine(h.m.View()))
+		}
 	}
 }

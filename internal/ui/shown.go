@@ -162,7 +162,7 @@ func (f queryFilter) matches(e *entry) bool {
 // rowText is the text of an ask's queue row, uncut: agent, surface, value.
 func rowText(e *entry) string {
 	value, _ := rowValue(e.ask.Request)
-	return Sanitize(askAgent(e.ask)) + " " + Sanitize(serve.SurfaceOf(e.ask.Request)) + " " + value
+	return rowAgent(e.ask) + " " + Sanitize(serve.SurfaceOf(e.ask.Request)) + " " + value
 }
 
 // fieldValues are the values of one field of an ask a filter term may match.

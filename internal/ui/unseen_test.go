@@ -139,17 +139,23 @@ func TestAWhitespaceRunDoesNotHideTheTail(t *testing.T) {
 	}
 }
 
-func TestCollapseRuns(t *testing.T) {
-	for in, want := range map[string]string{
-		"echo ok":                    "echo ok",
-		"a  b":                       "a  b",
-		"a   b":                      "a ␠×3 b",
-		"a\u00a0\u00a0\u00a0\u00a0b": "a ␠×4 b",
-		"a⇥⇥⇥b":                      "a ⇥×3 b",
-		"a⇥ b":                       "a⇥ b",
+// F5: a space that changes nothing visible — at the end, two together,
+// NBSP, an ideographic space — is shown in the queue row and the match
+// line (termsafe.Blanks), where it read as plain text.
+func TestOddBlanksAreShown(t *testing.T) {
+	for _, c := range []struct{ value, shown string }{
+		{"npm test ", "npm test␠"},
+		{"npm  test", "npm␠␠test"},
+		{"ls /tmp\u00a0; rm -rf ~\u3000x", "ls /tmp⟨U+00A0⟩; rm -rf ~⟨U+3000⟩x"},
 	} {
-		if got := collapseRuns(in); got != want {
-			t.Errorf("collapseRuns(%q) = %q, want %q", in, got, want)
+		h := newHarness(t)
+		h.send(tea.WindowSizeMsg{Width: 120, Height: 40})
+		h.queue(bashAsk(1, "builder", "/w/p", c.value))
+		lines := strings.Split(ansi.Strip(h.m.View()), "\n")
+		row := lines[slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "▸ [ ]") })]
+		match := lines[slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "match") })]
+		if !strings.Contains(row, c.shown) || !strings.Contains(match, c.shown) {
+			t.Errorf("%q: row %q, match %q, want %q in both", c.value, row, match, c.shown)
 		}
 	}
 }

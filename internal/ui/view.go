@@ -555,7 +555,7 @@ func (m *Model) outOfForce() []field {
 // path's value cut at its start so the file name shows, as in its row.
 func endLabel(e *entry, w int) string {
 	r := e.ask.Request
-	head := Sanitize(agentOf(r)) + " · " + Sanitize(serve.SurfaceOf(r)) + " · "
+	head := agentMark(r) + Sanitize(agentOf(r)) + " · " + Sanitize(serve.SurfaceOf(r)) + " · "
 	value, keepEnd := rowValue(r)
 	if room := w - ansi.StringWidth(head); keepEnd && room > 8 && ansi.StringWidth(value) > room {
 		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-room+1, "…")
@@ -615,7 +615,7 @@ func (m *Model) columns() queueColumns {
 		c.age = 0
 	}
 	for _, e := range m.queue {
-		c.agent = max(c.agent, ansi.StringWidth(Sanitize(askAgent(e.ask))))
+		c.agent = max(c.agent, ansi.StringWidth(rowAgent(e.ask)))
 		c.surface = max(c.surface, ansi.StringWidth(Sanitize(serve.SurfaceOf(e.ask.Request))))
 	}
 	c.agent, c.surface = min(c.agent, 16), min(c.surface, 24)
@@ -669,10 +669,13 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	if floored(r.AccessIntent) {
 		mark = "⚠ " // the child's parser forced this ask
 	}
+	if _, label := judgedValue(r); label != "" {
+		mark += "≠ " // the child's display value is not what was judged
+	}
 	if w := cols.value - ansi.StringWidth(mark); keepEnd && ansi.StringWidth(value) > w {
 		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-w+1, "…")
 	}
-	line := cols.row(cursor, sel, Sanitize(askAgent(e.ask)), Sanitize(serve.SurfaceOf(r)), mark+value,
+	line := cols.row(cursor, sel, rowAgent(e.ask), Sanitize(serve.SurfaceOf(r)), mark+value,
 		age(now.Sub(created)), left)
 	switch {
 	case e.ask.ID == m.highlight:
