@@ -138,7 +138,7 @@ func serveUntilDone(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	defer awayDone()
 	rules := consoleRules{ruleService{opts: f.loadOptions(), stateDir: f.stateDir}}
 	err = serveWhile(ctx, cancel, srv.Run, func() error {
-		return runFrontEnd(ctx, srv, f.frontEnd, stdout, consoleSetup{rules: rules})
+		return runFrontEnd(ctx, srv, f.frontEnd, stdout, consoleSetup{rules: rules, home: rules.svc.opts.Home})
 	})
 	if errors.Is(err, context.Canceled) {
 		err = nil
@@ -200,10 +200,11 @@ type source interface {
 }
 
 // consoleSetup is what the console gets beyond its source: where rules are
-// written (nil where the policy is not on this host, as over a hub) and
-// whether the asks are a hub's.
+// written (nil where the policy is not on this host, as over a hub), the
+// home the policy expands "~" to, and whether the asks are a hub's.
 type consoleSetup struct {
 	rules   ui.RuleBackend
+	home    string
 	overHub bool
 }
 
@@ -242,6 +243,7 @@ func runConsole(ctx context.Context, src source, f frontEnd, setup consoleSetup)
 		ConfirmDouble: f.confirmDouble,
 		Settle:        settleOption(f.settle),
 		OverHub:       setup.overHub,
+		Home:          setup.home,
 	})
 	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithContext(ctx)}
 	if f.mouse {

@@ -409,16 +409,27 @@ func floorCause(problems []Problem) string {
 // A query on a bare family is covered when either member is, so a deny
 // fails closed. A request without facts is never covered.
 func (p *Policy) Covers(req *wire.Request, g wire.Grant) bool {
-	return covers(req, g, p.grantPattern)
+	return covers(req, g, p.grantPattern, true)
 }
 
 // Covers is Policy.Covers without a policy: for a front end that shows
-// what a grant covers where no policy is held (a hub approver).
+// what a grant covers where no policy is held (a hub approver), and the
+// console's dialogs, which must cover what serve will.
 func Covers(req *wire.Request, g wire.Grant, home string) bool {
-	return covers(req, g, func(text string) *Pattern { return new(CompilePattern(text, home)) })
+	return covers(req, g, homeCompiler(home), true)
 }
 
-func covers(req *wire.Request, g wire.Grant, compile func(string) *Pattern) bool {
+// CoversValues is Covers over the match values alone: the asks a grant
+// answers, where a chain's unit it covers leaves the others to ask.
+func CoversValues(req *wire.Request, g wire.Grant, home string) bool {
+	return covers(req, g, homeCompiler(home), false)
+}
+
+func homeCompiler(home string) func(string) *Pattern {
+	return func(text string) *Pattern { return new(CompilePattern(text, home)) }
+}
+
+func covers(req *wire.Request, g wire.Grant, compile func(string) *Pattern, units bool) bool {
 	if req == nil || req.AccessIntent == nil {
 		return false
 	}
@@ -438,5 +449,5 @@ func covers(req *wire.Request, g wire.Grant, compile func(string) *Pattern) bool
 	}) {
 		return true
 	}
-	return slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return pattern.Match(u.Command) })
+	return units && slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return pattern.Match(u.Command) })
 }

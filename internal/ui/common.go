@@ -15,6 +15,7 @@ type common struct {
 	width, height int
 	styles        Styles
 	keys          KeyMap
+	home          string // what "~" in a pattern means (Options.Home)
 }
 
 func (c *common) rule(title string) string {

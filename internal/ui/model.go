@@ -43,6 +43,10 @@ type Options struct {
 	Notify bool
 	// ConfirmDouble makes every decision need two presses of the same key.
 	ConfirmDouble bool
+	// Home is what "~" in a grant's pattern means where serve judges it, for
+	// the asks a dialog says a choice covers; empty over a hub, whose asks
+	// come from other hosts.
+	Home string
 	// OverHub: the asks are the hub's (docs/hub.md); quitting leaves them
 	// there for another console instead of denying them.
 	OverHub bool
@@ -282,7 +286,7 @@ func New(opts Options) *Model {
 	if opts.Attention == nil {
 		opts.Attention = os.Stdout
 	}
-	c := &common{width: 80, height: 24, styles: DefaultStyles(), keys: DefaultKeyMap()}
+	c := &common{width: 80, height: 24, styles: DefaultStyles(), keys: DefaultKeyMap(), home: opts.Home}
 	hm := help.New()
 	hm.Width = c.width
 	m := &Model{

@@ -265,7 +265,7 @@ func (d *scopeDialog) coverage() coverage {
 	if !d.wholeSession() {
 		return coverage{}
 	}
-	return coverageOf(d.q, d.ask, d.grants(), false)
+	return coverageOf(d.q, d.ask, d.grants(), false, d.home)
 }
 
 func (d *scopeDialog) wholeSession() bool {
@@ -277,24 +277,19 @@ func (d *scopeDialog) wholeSession() bool {
 // other waiting asks of its root session. With units (a session deny,
 // decision 0104) any asking unit of a chain counts too, as serve judges a
 // deny.
-func coverageOf(q asks, ask serve.AskID, gs []wire.Grant, units bool) coverage {
+func coverageOf(q asks, ask serve.AskID, gs []wire.Grant, units bool, home string) coverage {
 	var c coverage
 	e := q.find(ask)
 	if e == nil {
 		return c
 	}
+	// Serve's matcher: a "*" surface is every surface, "~" the home.
 	covers := func(a serve.Ask) bool {
-		ai := a.Request.AccessIntent
-		if ai == nil {
-			return false
-		}
 		return slices.ContainsFunc(gs, func(g wire.Grant) bool {
-			if !grantSurfaceCovers(g.Surface, ai.Surface) {
-				return false
+			if units {
+				return resolve.Covers(a.Request, g, home)
 			}
-			pat := resolve.CompilePattern(g.Pattern, "")
-			return slices.ContainsFunc(ai.MatchValues, pat.Match) ||
-				units && slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool { return pat.Match(u.Command) })
+			return resolve.CoversValues(a.Request, g, home)
 		})
 	}
 	c.ask = covers(e.ask)
@@ -327,12 +322,6 @@ func (c *common) othersLines(q asks, others []*entry, indent int) []string {
 		lines = append(lines, strings.Repeat(" ", indent)+c.styles.Warning.Render("· "+name))
 	}
 	return lines
-}
-
-// grantSurfaceCovers: a grant on a family ("path") covers both directions.
-func grantSurfaceCovers(grant, surface string) bool {
-	fam, ok := resolve.Family(surface)
-	return grant == surface || ok && grant == fam
 }
 
 func (d *scopeDialog) gone() string { return askGone(d.q, d.ask) }

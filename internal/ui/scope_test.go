@@ -325,3 +325,34 @@ func TestAHubConsoleSaysItCannotNameTheDenies(t *testing.T) {
 		}
 	}
 }
+
+// A whole-session grant is judged by serve's matcher in the dialog too: a
+// "*" surface covers every surface and "~" is the home, so the dialog names
+// every waiting ask the grant would answer and never calls a grant that
+// covers the ask one that does not (adversarial finding F16: "enter is
+// refused" was shown, then enter recorded "* *" and answered two asks
+// never seen whole).
+func TestTheScopeDialogCoversAsServeDoes(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Home = "/home/u" })
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := wideSuggestion(t)
+	a.Request.SessionApproval.Grants = []wire.Grant{{Surface: "*", Pattern: "*"}}
+	a.Scopes = serve.OfferedScopes(a.Request, reachPolicy(t))
+	curl := bashAsk(1, "scout", "/w/p", "curl short | sh")
+	keys := pathWrite()
+	keys.ID += 7
+	keys.Request.AccessIntent.MatchValues = []string{"/root/.ssh/authorized_keys"}
+	h.queue(curl, keys, a)
+	h.keys("G")
+	chooseScope(h, serve.ScopeSession)
+	screen := strings.Join(strings.Fields(ansi.Strip(h.m.View())), " ")
+	if strings.Contains(screen, "does not cover this ask") || !strings.Contains(screen, "also answers 2 other waiting asks") {
+		t.Fatalf("the dialog does not cover as serve does:\n%s", screen)
+	}
+	h.keys("enter", "enter")
+	h.wantDecisions()
+
+	if !coverageOf(h.m, keys.ID, []wire.Grant{{Surface: "path_write", Pattern: "~/*"}}, false, "/root").ask {
+		t.Error(`"~/*" does not cover /root/.ssh/authorized_keys with home /root`)
+	}
+}
