@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	json "github.com/goccy/go-json"
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/permtui/permtui/internal/testkit"
 )
 
 // Credentials edited to another name or role authenticate (the key is
@@ -89,6 +92,43 @@ func TestCredentialsReadableByOthersRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := ReadCreds(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A relay on a hub that still has the permissions from before decision
+// 0211 (grants keyed by the session digest alone) fails its check at
+// connect, naming the refused subject, instead of serving with grants it
+// can neither follow nor write.
+func TestARelayOnTheOldGrantsPermissionsFailsAtConnect(t *testing.T) {
+	c, err := newCreds(RoleRelay, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pub, err := c.keyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	perms := RelayPermissions("alpha")
+	for i, s := range perms.Publish.Allow {
+		perms.Publish.Allow[i] = strings.Replace(s, GrantSubjectPrefix+"alpha.", GrantSubjectPrefix, 1)
+	}
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true,
+		Nkeys: []*server.NkeyUser{{Nkey: pub, Permissions: perms}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(testkit.WaitLimit) {
+		t.Fatal("server not ready")
+	}
+	nc, err := Connect(srv.ClientURL(), c, RoleRelay, "alpha")
+	if err == nil {
+		nc.Close()
+		t.Fatal("connected")
+	}
+	if !strings.Contains(err.Error(), "the hub refuses these credentials") || !strings.Contains(err.Error(), GrantSubjectPrefix+"alpha.probe") {
 		t.Fatal(err)
 	}
 }

@@ -3,15 +3,16 @@ package hub
 import "github.com/nats-io/nats-server/v2/server"
 
 // RelayPermissions is what a relay for host may do, enforced by the server
-// (docs/hub.md, "Role permissions", decision 0162): publish asks and
-// withdrawals for its own host; read its host's decisions through its one
-// durable consumer (the filter is part of the create subject, so no other
-// filter is allowed); follow the grants through one consumer of its own
-// name and write the grants its server recorded. It cannot create any
-// other consumer, touch stream configurations, publish decisions, nor read
-// another host's decisions or replies.
+// (docs/hub.md, "Role permissions", decisions 0162 and 0211): publish asks
+// and withdrawals for its own host; read its host's decisions through its
+// one durable consumer (the filter is part of the create subject, so no
+// other filter is allowed); follow its host's grants through one consumer
+// of its own name and write the grants its server recorded, under its
+// host's keys only. It cannot create any other consumer, touch stream
+// configurations, publish decisions, nor read another host's decisions,
+// grants or replies, nor write another host's grants.
 func RelayPermissions(host string) *server.Permissions {
-	c, g := RelayConsumer(host), GrantsConsumer(host)
+	c, g, own := RelayConsumer(host), GrantsConsumer(host), GrantSubjectPrefix+host+"."
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
 			"permtui.ask." + host + ".*",
@@ -20,13 +21,13 @@ func RelayPermissions(host string) *server.Permissions {
 			"$JS.API.CONSUMER.INFO." + DecisionsStream + "." + c,
 			"$JS.API.CONSUMER.MSG.NEXT." + DecisionsStream + "." + c,
 			"$JS.ACK." + DecisionsStream + "." + c + ".>",
-			"$JS.API.CONSUMER.CREATE." + GrantsStream + "." + g + "." + GrantSubjectPrefix + ">",
+			"$JS.API.CONSUMER.CREATE." + GrantsStream + "." + g + "." + own + ">",
 			"$JS.API.CONSUMER.INFO." + GrantsStream + "." + g,
 			"$JS.API.CONSUMER.DELETE." + GrantsStream + "." + g,
 			"$JS.API.CONSUMER.MSG.NEXT." + GrantsStream + "." + g,
 			"$JS.API.STREAM.INFO." + GrantsStream,
-			"$JS.API.DIRECT.GET." + GrantsStream + "." + GrantSubjectPrefix + "*",
-			GrantSubjectPrefix + "*",
+			"$JS.API.DIRECT.GET." + GrantsStream + "." + own + "*",
+			own + "*",
 		}},
 		Subscribe: &server.SubjectPermission{Allow: []string{relayInbox(host) + ".>"}},
 	}
@@ -34,7 +35,8 @@ func RelayPermissions(host string) *server.Permissions {
 
 // ApproverPermissions is what a console or headless approver may do: read
 // the asks (its own ordered consumers on the asks stream), create
-// decisions and look up who decided, follow and write the grants. It
+// decisions and look up who decided, follow every host's grants and write
+// them (a revocation is a write of the host's key). It
 // cannot publish asks or withdrawals, touch the decisions stream's
 // consumers, the relays' grants consumers (denied by name for each of
 // relays) or any stream configuration.
@@ -59,8 +61,8 @@ func ApproverPermissions(relays []string) *server.Permissions {
 				"$JS.API.CONSUMER.CREATE." + GrantsStream + ".*",
 				"$JS.API.CONSUMER.DELETE." + GrantsStream + ".*",
 				"$JS.API.CONSUMER.MSG.NEXT." + GrantsStream + ".*",
-				"$JS.API.DIRECT.GET." + GrantsStream + "." + GrantSubjectPrefix + "*",
-				GrantSubjectPrefix + "*",
+				"$JS.API.DIRECT.GET." + GrantsStream + "." + GrantSubjectPrefix + "*.*",
+				GrantSubjectPrefix + "*.*",
 			},
 			Deny: deny,
 		},

@@ -65,8 +65,8 @@ type Approver struct {
 	byKey     map[string]*hubAsk // host.key: every open ask kept, shown or waiting
 	hostOf    map[string]string  // key → the host of its latest copy in byKey
 	byID      map[serve.AskID]*hubAsk
-	closed    map[string]bool // host.key of asks answered or withdrawn
-	grants    map[string][]wire.Grant
+	closed    map[string]bool                    // host.key of asks answered or withdrawn
+	grants    map[string]map[string][]wire.Grant // session → host → its grants
 	memory    memoryState
 	// While the stream is read up to where it ended when the consumer was
 	// made (replayTo, 0 once there), the asks read are held back, not
@@ -104,7 +104,7 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, bounds inbox.Budg
 		name: name, js: js, log: log, events: events, front: front, now: time.Now, budget: bounds.WithDefaults(),
 		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
 		byKey: map[string]*hubAsk{}, hostOf: map[string]string{}, byID: map[serve.AskID]*hubAsk{},
-		closed: map[string]bool{}, grants: map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
+		closed: map[string]bool{}, grants: map[string]map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
 		heldBack: map[serve.AskID]*hubAsk{},
 	}
 	a.memory.held.Limit = budget.Limit{Count: a.budget.ParkedAsks, Bytes: a.budget.ParkedBytes}
@@ -384,14 +384,27 @@ func (a *Approver) close(hk string) {
 	a.closed[hk] = true
 }
 
-func (a *Approver) grantsChanged(session string, grants []wire.Grant, _ uint64) {
+// grantsChanged takes a host's grants of a session; consoles are shown each
+// session's grants of every host as one list, in host order.
+func (a *Approver) grantsChanged(host, session string, grants []wire.Grant, _ uint64) {
 	a.mu.Lock()
 	if len(grants) == 0 {
-		delete(a.grants, session)
+		delete(a.grants[session], host)
+		if len(a.grants[session]) == 0 {
+			delete(a.grants, session)
+		}
 	} else {
-		a.grants[session] = grants
+		if a.grants[session] == nil {
+			a.grants[session] = map[string][]wire.Grant{}
+		}
+		a.grants[session][host] = grants
 	}
-	all := maps.Clone(a.grants)
+	all := make(map[string][]wire.Grant, len(a.grants))
+	for s, byHost := range a.grants {
+		for _, h := range slices.Sorted(maps.Keys(byHost)) {
+			all[s] = merge(all[s], byHost[h])
+		}
+	}
 	a.mu.Unlock()
 	a.events.Publish(serve.GrantsChanged{Grants: all})
 }
@@ -519,27 +532,37 @@ var errDenyAtHub = errors.New("a deny for the session is not kept over a hub")
 // RevokeDeny: the hub keeps no session denies.
 func (a *Approver) RevokeDeny(string, serve.SessionDeny) error { return errDenyAtHub }
 
-// RevokeGrant removes a whole-session grant from the grants bucket; every
-// relay judges later asks without it.
+// RevokeGrant removes a whole-session grant from the grants bucket, under
+// every host that holds it; those relays judge later asks without it.
 func (a *Approver) RevokeGrant(session string, g wire.Grant) error {
 	a.mu.Lock()
 	gr := a.grantsKV
+	var hosts []string
+	for h, l := range a.grants[session] {
+		if slices.Contains(l, g) {
+			hosts = append(hosts, h)
+		}
+	}
 	a.mu.Unlock()
 	if gr == nil {
 		return ErrNotReady
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
 	defer cancel()
-	_, err := updateGrants(ctx, gr, session, func(l []wire.Grant) []wire.Grant {
-		return slices.DeleteFunc(slices.Clone(l), func(x wire.Grant) bool { return x == g })
-	})
-	return err
+	var errs []error
+	for _, h := range hosts {
+		_, err := updateGrants(ctx, gr, h, session, func(l []wire.Grant) []wire.Grant {
+			return slices.DeleteFunc(slices.Clone(l), func(x wire.Grant) bool { return x == g })
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
-// updateGrants changes a session's grants with compare-and-set, so two
-// consoles recording at once both count; it returns the revision written.
-func updateGrants(ctx context.Context, kv jetstream.KeyValue, session string, change func([]wire.Grant) []wire.Grant) (uint64, error) {
-	key := hub.SessionKey(session)
+// updateGrants changes host's grants of a session with compare-and-set, so
+// two writers at once both count; it returns the revision written.
+func updateGrants(ctx context.Context, kv jetstream.KeyValue, host, session string, change func([]wire.Grant) []wire.Grant) (uint64, error) {
+	key := hub.GrantsKey(host, session)
 	for {
 		var cur grantsMsg
 		var rev uint64

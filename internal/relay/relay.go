@@ -607,10 +607,10 @@ func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 	return d, nil
 }
 
-// watchGrants follows the grants bucket; a change reaches the server, which
-// judges later asks with it and re-judges pending ones.
+// watchGrants follows its host's grants in the bucket; a change reaches the
+// server, which judges later asks with it and re-judges pending ones.
 func (r *Relay) watchGrants(ctx context.Context) {
-	watchGrants(ctx, r.js, r.log, hub.GrantsConsumer(r.host), func(session string, grants []wire.Grant, rev uint64) {
+	watchGrants(ctx, r.js, r.log, r.host, func(_, session string, grants []wire.Grant, rev uint64) {
 		if r.grants.set(session, grants, rev) {
 			r.srv.GrantsUpdated()
 		}
@@ -640,7 +640,8 @@ func (r *Relay) writeGrants(ctx context.Context) {
 	}
 }
 
-// flushGrants writes every unsent session's grants; it reports success.
+// flushGrants writes every unsent session's grants under its host's keys;
+// it reports success.
 func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 	unsent := r.grants.takeUnsent()
 	if len(unsent) == 0 {
@@ -655,7 +656,7 @@ func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 		var rev uint64
 		if err == nil {
 			c, cancel := context.WithTimeout(ctx, hubTimeout)
-			rev, err = updateGrants(c, *kv, session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) })
+			rev, err = updateGrants(c, *kv, r.host, session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) })
 			cancel()
 		}
 		if err != nil {
