@@ -75,6 +75,15 @@ func MsgID(kind, host, key string) string { return kind + "." + host + "." + key
 func GrantsConsumer(host string) string { return "grants_" + host }
 func relayInbox(host string) string     { return "_RELAY_" + host }
 
+// MarkKey is where approver marks, before creating a decision at
+// decisionKey, the decision it writes: the digest of its bytes, under its
+// own name, which only its credentials may publish. A relay records a
+// decision's approver only with its mark there (decision 0212).
+func MarkKey(decisionKey, approver string, decision []byte) string {
+	sum := sha256.Sum256(decision)
+	return decisionKey + "." + approver + "." + hex.EncodeToString(sum[:16])
+}
+
 // GrantsKey names the grants of a root session that host's relay recorded
 // and applies (decision 0211).
 func GrantsKey(host, session string) string { return host + "." + SessionKey(session) }

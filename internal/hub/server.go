@@ -311,6 +311,16 @@ func Verify(nc *nats.Conn, role, name string) error {
 			return fmt.Errorf("hub: %w", err)
 		}
 	}
+	if role == RoleApprover {
+		// A mark under its name, which a hub on the permissions from before
+		// decision 0212 refuses; the stream refuses to store it, since it
+		// expects another stream.
+		probe := nats.NewMsg(DecisionSubjectPrefix + "probe.probe." + name + ".probe")
+		probe.Header.Set(jetstream.ExpectedStreamHeader, "permtui-probe")
+		if err := nc.PublishMsg(probe); err != nil {
+			return fmt.Errorf("hub: %w", err)
+		}
+	}
 	if err := nc.FlushTimeout(verifyTimeout); err != nil {
 		return fmt.Errorf("hub: no answer from the hub: %w", err)
 	}

@@ -469,11 +469,22 @@ var ErrDelivering = errors.New("the hub has not confirmed the decision yet; perm
 // may not have taken it.
 var errUnconfirmed = errors.New("decision unconfirmed")
 
-// record creates the decision at key. A create refused because the key
-// holds a value is ours if the value is exactly ours (an earlier try that
-// the hub took without its answer reaching us), else the winner's.
+// record marks the decision under this approver's name, then creates it at
+// key: the relay names the approver of a decision only with its mark
+// (decision 0212), and a mark already there is an earlier try's, since it
+// names these bytes. A create refused because the key holds a value is ours
+// if the value is exactly ours (an earlier try that the hub took without its
+// answer reaching us), else the winner's.
 func (a *Approver) record(ctx context.Context, dec jetstream.KeyValue, key string, data []byte) error {
-	_, err := dec.Create(ctx, key, data)
+	// A publish, not the bucket's create, which reads the key back when it
+	// is taken: approvers may not read marks.
+	_, err := a.js.Publish(ctx, hub.DecisionSubjectPrefix+hub.MarkKey(key, a.name, data), nil,
+		jetstream.WithExpectLastSequencePerSubject(0))
+	var api *jetstream.APIError
+	if err == nil || errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		_, err = dec.Create(ctx, key, data)
+	}
 	if err == nil {
 		return nil
 	}

@@ -522,10 +522,11 @@ func TestTheHubAndTheReplayIndexNameAnAskAlike(t *testing.T) {
 
 // The decisions bucket takes one message per ask, so whatever holds that
 // place is the ask's decision: a delete marker or a value no relay can
-// read denies the ask rather than leaving its child waiting for good. No
-// person denied it, and the name an unreadable value claims is not
-// recorded: the response, the audit record and the console say the hub's
-// decision could not be read and the relay denied the ask.
+// read, or one whose approver did not mark it as theirs, denies the ask
+// rather than leaving its child waiting for good. No person denied it, and
+// the name such a value claims is not recorded: the response, the audit
+// record and the console say the hub's decision could not be read and the
+// relay denied the ask.
 func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
 	th := startHub(t)
 	alpha := newRelay(t, th, "alpha")
@@ -541,6 +542,12 @@ func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
 		func(key string) error { _, err := kv.Create(ctx, key, []byte(`{"state":`)); return err },
 		func(key string) error {
 			_, err := kv.Create(ctx, key, []byte(`{"state":"denied","approver":"ann bob","decidedAt":1}`))
+			return err
+		},
+		// Bob's credentials write under ann's name, with no mark of
+		// ann's (finding H2, decision 0212).
+		func(key string) error {
+			_, err := kv.Create(ctx, key, []byte(`{"state":"approved","approver":"ann","decidedAt":1}`))
 			return err
 		},
 	} {
