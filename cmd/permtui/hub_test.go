@@ -169,7 +169,9 @@ func TestAHeadlessApproverAtAHubLeavesAsksByDefault(t *testing.T) {
 // A headless approver that attaches to a hub holding an ask already
 // answered prints only the asks still open: the answered one was printed
 // as queued and then decided by every approver that attached later, read
-// again from the asks stream.
+// again from the asks stream. Its --notify-cmd announces only the open
+// ask, once (finding F9: every answered ask was announced blocked, and the
+// open one folded into "N more").
 func TestAHeadlessApproverAttachingLaterPrintsOnlyOpenAsks(t *testing.T) {
 	h, root, agentDir := startTestHub(t, "ann", "bob")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -181,9 +183,9 @@ func TestAHeadlessApproverAttachingLaterPrintsOnlyOpenAsks(t *testing.T) {
 			"--agent-dir", agentDir, "--project", root, "--state-dir", filepath.Join(root, "relay-state"), "--session", rootID},
 			strings.NewReader(""), relayOut, &testkit.SyncBuffer{})
 	}()
-	approver := func(ctx context.Context, name, ask string, out *testkit.SyncBuffer) {
-		done <- run(ctx, []string{"serve", "--headless", "--ask", ask, "--hub", h.URL(), "--creds", h.CredsFile(hub.RoleApprover, name),
-			"--state-dir", filepath.Join(root, name+"-state")}, strings.NewReader(""), out, &testkit.SyncBuffer{})
+	approver := func(ctx context.Context, name, ask string, out *testkit.SyncBuffer, extra ...string) {
+		done <- run(ctx, append([]string{"serve", "--headless", "--ask", ask, "--hub", h.URL(), "--creds", h.CredsFile(hub.RoleApprover, name),
+			"--state-dir", filepath.Join(root, name+"-state")}, extra...), strings.NewReader(""), out, &testkit.SyncBuffer{})
 	}
 	annCtx, stopAnn := context.WithCancel(ctx)
 	go approver(annCtx, "ann", "deny", &testkit.SyncBuffer{})
@@ -201,9 +203,23 @@ func TestAHeadlessApproverAttachingLaterPrintsOnlyOpenAsks(t *testing.T) {
 	waitUntil(t, testkit.WaitLimit, "the relay queued the open ask", func() bool {
 		return strings.Contains(relayOut.String(), `"event":"queued"`) && strings.Contains(relayOut.String(), openReq.ID)
 	})
-	bobOut := &testkit.SyncBuffer{}
-	go approver(ctx, "bob", "leave", bobOut)
+	bobOut, notified := &testkit.SyncBuffer{}, filepath.Join(root, "notified")
+	if err := os.Mkdir(notified, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	go approver(ctx, "bob", "leave", bobOut, "--detail", "full", "--notify-cmd", `cat > "`+notified+`/$$.json"`)
 	waitUntil(t, testkit.WaitLimit, "bob printed the open ask", func() bool { return strings.Contains(bobOut.String(), openReq.ID) })
+	notes := func() (out []string) {
+		runs, _ := filepath.Glob(filepath.Join(notified, "*.json"))
+		for _, f := range runs {
+			data, _ := os.ReadFile(f)
+			out = append(out, string(data))
+		}
+		return out
+	}
+	waitUntil(t, testkit.WaitLimit, "bob's --notify-cmd announced the open ask", func() bool {
+		return strings.Contains(strings.Join(notes(), ""), "npm publish")
+	})
 	cancel()
 	for range 2 {
 		if code := <-done; code != 0 {
@@ -212,5 +228,8 @@ func TestAHeadlessApproverAttachingLaterPrintsOnlyOpenAsks(t *testing.T) {
 	}
 	if strings.Contains(bobOut.String(), answeredReq.ID) {
 		t.Fatalf("bob printed the ask answered before it attached:\n%s", bobOut)
+	}
+	if got := notes(); len(got) != 1 || !strings.Contains(got[0], `"event":"blocked"`) || !strings.Contains(got[0], `"waiting":1`) {
+		t.Fatalf("bob's --notify-cmd got %q", got)
 	}
 }

@@ -23,7 +23,8 @@ const (
 	GrantsStream    = "KV_" + GrantsBucket
 	// DecisionSubjectPrefix precedes a decision key in the decisions stream.
 	DecisionSubjectPrefix = "$KV." + DecisionsBucket + "."
-	// GrantSubjectPrefix precedes a session key in the grants stream.
+	// GrantSubjectPrefix precedes a grants key (GrantsKey) in the grants
+	// stream.
 	GrantSubjectPrefix = "$KV." + GrantsBucket + "."
 )
 
@@ -52,7 +53,7 @@ var hostRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // token and a consumer name, so only letters, digits, '-' and '_'.
 func ValidHost(name string) bool { return hostRE.MatchString(name) }
 
-// SessionKey names a root session's grants in the grants bucket.
+// SessionKey is a root session's digest: the second half of its grants keys.
 func SessionKey(session string) string {
 	sum := sha256.Sum256([]byte(session))
 	return hex.EncodeToString(sum[:16])
@@ -73,3 +74,16 @@ func MsgID(kind, host, key string) string { return kind + "." + host + "." + key
 // makes anew each time it starts to follow them.
 func GrantsConsumer(host string) string { return "grants_" + host }
 func relayInbox(host string) string     { return "_RELAY_" + host }
+
+// MarkKey is where approver marks, before creating a decision at
+// decisionKey, the decision it writes: the digest of its bytes, under its
+// own name, which only its credentials may publish. A relay records a
+// decision's approver only with its mark there (decision 0212).
+func MarkKey(decisionKey, approver string, decision []byte) string {
+	sum := sha256.Sum256(decision)
+	return decisionKey + "." + approver + "." + hex.EncodeToString(sum[:16])
+}
+
+// GrantsKey names the grants of a root session that host's relay recorded
+// and applies (decision 0211).
+func GrantsKey(host, session string) string { return host + "." + SessionKey(session) }

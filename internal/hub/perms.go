@@ -3,15 +3,16 @@ package hub
 import "github.com/nats-io/nats-server/v2/server"
 
 // RelayPermissions is what a relay for host may do, enforced by the server
-// (docs/hub.md, "Role permissions", decision 0162): publish asks and
-// withdrawals for its own host; read its host's decisions through its one
-// durable consumer (the filter is part of the create subject, so no other
-// filter is allowed); follow the grants through one consumer of its own
-// name and write the grants its server recorded. It cannot create any
-// other consumer, touch stream configurations, publish decisions, nor read
-// another host's decisions or replies.
+// (docs/hub.md, "Role permissions", decisions 0162, 0211 and 0212): publish
+// asks and withdrawals for its own host; read its host's decisions through
+// its one durable consumer (the filter is part of the create subject, so no
+// other filter is allowed) and look up an approver's mark of one; follow its host's grants through one consumer
+// of its own name and write the grants its server recorded, under its
+// host's keys only. It cannot create any other consumer, touch stream
+// configurations, publish decisions, nor read another host's decisions,
+// grants or replies, nor write another host's grants.
 func RelayPermissions(host string) *server.Permissions {
-	c, g := RelayConsumer(host), GrantsConsumer(host)
+	c, g, own := RelayConsumer(host), GrantsConsumer(host), GrantSubjectPrefix+host+"."
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
 			"permtui.ask." + host + ".*",
@@ -20,25 +21,28 @@ func RelayPermissions(host string) *server.Permissions {
 			"$JS.API.CONSUMER.INFO." + DecisionsStream + "." + c,
 			"$JS.API.CONSUMER.MSG.NEXT." + DecisionsStream + "." + c,
 			"$JS.ACK." + DecisionsStream + "." + c + ".>",
-			"$JS.API.CONSUMER.CREATE." + GrantsStream + "." + g + "." + GrantSubjectPrefix + ">",
+			"$JS.API.DIRECT.GET." + DecisionsStream + "." + DecisionSubjectPrefix + host + ".*.*.*",
+			"$JS.API.CONSUMER.CREATE." + GrantsStream + "." + g + "." + own + ">",
 			"$JS.API.CONSUMER.INFO." + GrantsStream + "." + g,
 			"$JS.API.CONSUMER.DELETE." + GrantsStream + "." + g,
 			"$JS.API.CONSUMER.MSG.NEXT." + GrantsStream + "." + g,
 			"$JS.API.STREAM.INFO." + GrantsStream,
-			"$JS.API.DIRECT.GET." + GrantsStream + "." + GrantSubjectPrefix + "*",
-			GrantSubjectPrefix + "*",
+			"$JS.API.DIRECT.GET." + GrantsStream + "." + own + "*",
+			own + "*",
 		}},
 		Subscribe: &server.SubjectPermission{Allow: []string{relayInbox(host) + ".>"}},
 	}
 }
 
-// ApproverPermissions is what a console or headless approver may do: read
-// the asks (its own ordered consumers on the asks stream), create
-// decisions and look up who decided, follow and write the grants. It
-// cannot publish asks or withdrawals, touch the decisions stream's
+// ApproverPermissions is what the console or headless approver name may do:
+// read the asks (its own ordered consumers on the asks stream), create
+// decisions, mark them under its own name only (decision 0212) and look up
+// who decided, follow every host's grants and write them (a revocation is a
+// write of the host's key). It cannot publish asks or withdrawals, mark a
+// decision under another approver's name, touch the decisions stream's
 // consumers, the relays' grants consumers (denied by name for each of
 // relays) or any stream configuration.
-func ApproverPermissions(relays []string) *server.Permissions {
+func ApproverPermissions(name string, relays []string) *server.Permissions {
 	var deny []string
 	for _, h := range relays {
 		g := GrantsStream + "." + GrantsConsumer(h)
@@ -55,12 +59,13 @@ func ApproverPermissions(relays []string) *server.Permissions {
 				"$JS.API.STREAM.INFO." + DecisionsStream,
 				"$JS.API.DIRECT.GET." + DecisionsStream + "." + DecisionSubjectPrefix + "*.*",
 				DecisionSubjectPrefix + "*.*",
+				DecisionSubjectPrefix + "*.*." + name + ".*",
 				"$JS.API.STREAM.INFO." + GrantsStream,
 				"$JS.API.CONSUMER.CREATE." + GrantsStream + ".*",
 				"$JS.API.CONSUMER.DELETE." + GrantsStream + ".*",
 				"$JS.API.CONSUMER.MSG.NEXT." + GrantsStream + ".*",
-				"$JS.API.DIRECT.GET." + GrantsStream + "." + GrantSubjectPrefix + "*",
-				GrantSubjectPrefix + "*",
+				"$JS.API.DIRECT.GET." + GrantsStream + "." + GrantSubjectPrefix + "*.*",
+				GrantSubjectPrefix + "*.*",
 			},
 			Deny: deny,
 		},

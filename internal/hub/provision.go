@@ -133,7 +133,7 @@ func issueUsers(credsDir string, relays, approvers []string, add func(issuedUser
 		}
 	}
 	for _, a := range approvers {
-		if err := one(RoleApprover, a, ApproverPermissions(relays)); err != nil {
+		if err := one(RoleApprover, a, ApproverPermissions(a, relays)); err != nil {
 			return err
 		}
 	}

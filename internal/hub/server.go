@@ -295,8 +295,11 @@ func Verify(nc *nats.Conn, role, name string) error {
 	var probes []string
 	switch role {
 	case RoleRelay:
+		// The read of one of its host's grants keys: a hub on the
+		// permissions from before decision 0211 refuses it.
 		probes = []string{"$JS.API.CONSUMER.INFO." + DecisionsStream + "." + RelayConsumer(name),
-			"$JS.API.CONSUMER.INFO." + GrantsStream + "." + GrantsConsumer(name)}
+			"$JS.API.CONSUMER.INFO." + GrantsStream + "." + GrantsConsumer(name),
+			"$JS.API.DIRECT.GET." + GrantsStream + "." + GrantSubjectPrefix + name + ".probe"}
 	case RoleApprover:
 		probes = []string{"$JS.API.STREAM.INFO." + AsksStream, "$JS.API.STREAM.INFO." + DecisionsStream,
 			"$JS.API.STREAM.INFO." + GrantsStream}
@@ -308,11 +311,21 @@ func Verify(nc *nats.Conn, role, name string) error {
 			return fmt.Errorf("hub: %w", err)
 		}
 	}
+	if role == RoleApprover {
+		// A mark under its name, which a hub on the permissions from before
+		// decision 0212 refuses; the stream refuses to store it, since it
+		// expects another stream.
+		probe := nats.NewMsg(DecisionSubjectPrefix + "probe.probe." + name + ".probe")
+		probe.Header.Set(jetstream.ExpectedStreamHeader, "permtui-probe")
+		if err := nc.PublishMsg(probe); err != nil {
+			return fmt.Errorf("hub: %w", err)
+		}
+	}
 	if err := nc.FlushTimeout(verifyTimeout); err != nil {
 		return fmt.Errorf("hub: no answer from the hub: %w", err)
 	}
 	if last := nc.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) {
-		return fmt.Errorf("hub: the hub refuses these credentials as the %s %s (%v): use the credentials file issued for it, unedited", role, name, last)
+		return fmt.Errorf("hub: the hub refuses these credentials as the %s %s (%v): use the credentials file issued for it, unedited, on a hub with this permtui's permissions (docs/hub.md, \"Role permissions\")", role, name, last)
 	}
 	// And the streams the role reads are there (JetStream on, set up).
 	js, err := jetstream.New(nc)

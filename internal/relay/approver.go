@@ -51,7 +51,6 @@ type Approver struct {
 	budget inbox.Budget
 	room   chan struct{} // wakes refill
 	replay chan struct{} // wakes Run to read the stream again from replayFrom
-	grants *Grants       // the grants bucket as last seen, as a relay keeps it
 
 	senders sync.WaitGroup // keepSending, until Run returns
 
@@ -66,7 +65,8 @@ type Approver struct {
 	byKey     map[string]*hubAsk // host.key: every open ask kept, shown or waiting
 	hostOf    map[string]string  // key → the host of its latest copy in byKey
 	byID      map[serve.AskID]*hubAsk
-	closed    map[string]bool // host.key of asks answered or withdrawn
+	closed    map[string]bool                    // host.key of asks answered or withdrawn
+	grants    map[string]map[string][]wire.Grant // session → host → its grants
 	memory    memoryState
 	// While the stream is read up to where it ended when the consumer was
 	// made (replayTo, 0 once there), the asks read are held back, not
@@ -104,7 +104,7 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, bounds inbox.Budg
 		name: name, js: js, log: log, events: events, front: front, now: time.Now, budget: bounds.WithDefaults(),
 		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
 		byKey: map[string]*hubAsk{}, hostOf: map[string]string{}, byID: map[serve.AskID]*hubAsk{},
-		closed: map[string]bool{}, grants: NewGrants(), sending: map[serve.AskID]bool{},
+		closed: map[string]bool{}, grants: map[string]map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
 		heldBack: map[serve.AskID]*hubAsk{},
 	}
 	a.memory.held.Limit = budget.Limit{Count: a.budget.ParkedAsks, Bytes: a.budget.ParkedBytes}
@@ -384,9 +384,29 @@ func (a *Approver) close(hk string) {
 	a.closed[hk] = true
 }
 
-func (a *Approver) grantsChanged(session string, grants []wire.Grant, rev uint64) {
-	a.grants.set(session, grants, rev)
-	a.events.Publish(serve.GrantsChanged{Grants: a.grants.All()})
+// grantsChanged takes a host's grants of a session; consoles are shown each
+// session's grants of every host as one list, in host order.
+func (a *Approver) grantsChanged(host, session string, grants []wire.Grant, _ uint64) {
+	a.mu.Lock()
+	if len(grants) == 0 {
+		delete(a.grants[session], host)
+		if len(a.grants[session]) == 0 {
+			delete(a.grants, session)
+		}
+	} else {
+		if a.grants[session] == nil {
+			a.grants[session] = map[string][]wire.Grant{}
+		}
+		a.grants[session][host] = grants
+	}
+	all := make(map[string][]wire.Grant, len(a.grants))
+	for s, byHost := range a.grants {
+		for _, h := range slices.Sorted(maps.Keys(byHost)) {
+			all[s] = merge(all[s], byHost[h])
+		}
+	}
+	a.mu.Unlock()
+	a.events.Publish(serve.GrantsChanged{Grants: all})
 }
 
 // Decide records d in the decisions bucket unless another approver decided
@@ -449,11 +469,22 @@ var ErrDelivering = errors.New("the hub has not confirmed the decision yet; perm
 // may not have taken it.
 var errUnconfirmed = errors.New("decision unconfirmed")
 
-// record creates the decision at key. A create refused because the key
-// holds a value is ours if the value is exactly ours (an earlier try that
-// the hub took without its answer reaching us), else the winner's.
+// record marks the decision under this approver's name, then creates it at
+// key: the relay names the approver of a decision only with its mark
+// (decision 0212), and a mark already there is an earlier try's, since it
+// names these bytes. A create refused because the key holds a value is ours
+// if the value is exactly ours (an earlier try that the hub took without its
+// answer reaching us), else the winner's.
 func (a *Approver) record(ctx context.Context, dec jetstream.KeyValue, key string, data []byte) error {
-	_, err := dec.Create(ctx, key, data)
+	// A publish, not the bucket's create, which reads the key back when it
+	// is taken: approvers may not read marks.
+	_, err := a.js.Publish(ctx, hub.DecisionSubjectPrefix+hub.MarkKey(key, a.name, data), nil,
+		jetstream.WithExpectLastSequencePerSubject(0))
+	var api *jetstream.APIError
+	if err == nil || errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		_, err = dec.Create(ctx, key, data)
+	}
 	if err == nil {
 		return nil
 	}
@@ -512,27 +543,37 @@ var errDenyAtHub = errors.New("a deny for the session is not kept over a hub")
 // RevokeDeny: the hub keeps no session denies.
 func (a *Approver) RevokeDeny(string, serve.SessionDeny) error { return errDenyAtHub }
 
-// RevokeGrant removes a whole-session grant from the grants bucket; every
-// relay judges later asks without it.
+// RevokeGrant removes a whole-session grant from the grants bucket, under
+// every host that holds it; those relays judge later asks without it.
 func (a *Approver) RevokeGrant(session string, g wire.Grant) error {
 	a.mu.Lock()
 	gr := a.grantsKV
+	var hosts []string
+	for h, l := range a.grants[session] {
+		if slices.Contains(l, g) {
+			hosts = append(hosts, h)
+		}
+	}
 	a.mu.Unlock()
 	if gr == nil {
 		return ErrNotReady
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
 	defer cancel()
-	_, err := updateGrants(ctx, gr, session, func(l []wire.Grant) []wire.Grant {
-		return slices.DeleteFunc(slices.Clone(l), func(x wire.Grant) bool { return x == g })
-	})
-	return err
+	var errs []error
+	for _, h := range hosts {
+		_, err := updateGrants(ctx, gr, h, session, func(l []wire.Grant) []wire.Grant {
+			return slices.DeleteFunc(slices.Clone(l), func(x wire.Grant) bool { return x == g })
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
-// updateGrants changes a session's grants with compare-and-set, so two
-// consoles recording at once both count; it returns the revision written.
-func updateGrants(ctx context.Context, kv jetstream.KeyValue, session string, change func([]wire.Grant) []wire.Grant) (uint64, error) {
-	key := hub.SessionKey(session)
+// updateGrants changes host's grants of a session with compare-and-set, so
+// two writers at once both count; it returns the revision written.
+func updateGrants(ctx context.Context, kv jetstream.KeyValue, host, session string, change func([]wire.Grant) []wire.Grant) (uint64, error) {
+	key := hub.GrantsKey(host, session)
 	for {
 		var cur grantsMsg
 		var rev uint64

@@ -170,26 +170,32 @@ func merge(list, grants []wire.Grant) []wire.Grant {
 }
 
 // watchGrants follows the grants bucket until ctx ends, calling apply with
-// each session's grants as they are now (nil once deleted) and the
-// bucket's revision of them. It waits for the
-// hub when it is away. A relay follows through the one consumer its
-// permissions allow (consumer: hub.GrantsConsumer), made anew each time; an
-// approver through an ordered consumer (consumer empty).
-func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, consumer string, apply func(session string, grants []wire.Grant, rev uint64)) {
+// each host's grants of a session as they are now (nil once deleted) and
+// the bucket's revision of them. It waits for the hub when it is away. A
+// relay (host non-empty) follows only its host's keys, through the one
+// consumer its permissions allow (hub.GrantsConsumer), made anew each time;
+// an approver (host empty) follows every host's through an ordered
+// consumer. A key not of the layout <host>.<session digest> (an older
+// hub's, decision 0211) is never applied.
+func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, host string, apply func(host, session string, grants []wire.Grant, rev uint64)) {
 	var mu sync.Mutex               // a stopped consumer's last callback may overlap the next one's
 	sessions := map[string]string{} // bucket key → session
 	take := func(msg jetstream.Msg) {
 		mu.Lock()
-		session, grants, ok := decodeGrants(msg, sessions)
+		h, session, grants, ok := decodeGrants(msg, sessions)
 		mu.Unlock()
-		if meta, err := msg.Metadata(); ok && err == nil {
-			apply(session, grants, meta.Sequence.Stream)
+		if meta, err := msg.Metadata(); ok && (host == "" || h == host) && err == nil {
+			apply(h, session, grants, meta.Sequence.Stream)
 		}
+	}
+	consumer := ""
+	if host != "" {
+		consumer = hub.GrantsConsumer(host)
 	}
 	for ctx.Err() == nil {
 		lost := make(chan struct{}, 1)
 		var cc jetstream.ConsumeContext
-		cons, err := grantsConsumer(ctx, js, consumer)
+		cons, err := grantsConsumer(ctx, js, host)
 		if err == nil {
 			cc, err = cons.Consume(take, pullExpiry, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				if mayBeGone(err) {
@@ -207,19 +213,20 @@ func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, 
 	}
 }
 
-// grantsConsumer makes the consumer that follows the grants: the latest
-// value of every key, then each change.
-func grantsConsumer(ctx context.Context, js jetstream.JetStream, name string) (jetstream.Consumer, error) {
-	if name == "" {
+// grantsConsumer makes the consumer that follows the grants of host (every
+// host's if empty): the latest value of every key, then each change.
+func grantsConsumer(ctx context.Context, js jetstream.JetStream, host string) (jetstream.Consumer, error) {
+	if host == "" {
 		return js.OrderedConsumer(ctx, hub.GrantsStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
 	}
+	name := hub.GrantsConsumer(host)
 	// Made anew, so it starts again from every key's latest value.
 	if err := js.DeleteConsumer(ctx, hub.GrantsStream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, err
 	}
 	return js.CreateConsumer(ctx, hub.GrantsStream, jetstream.ConsumerConfig{
 		Name:              name,
-		FilterSubject:     hub.GrantSubjectPrefix + ">",
+		FilterSubject:     hub.GrantSubjectPrefix + host + ".>",
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 		AckPolicy:         jetstream.AckNonePolicy,
 		InactiveThreshold: grantsIdle,
@@ -251,21 +258,24 @@ func awaitGone(ctx context.Context, js jetstream.JetStream, stream, name string,
 	}
 }
 
-// decodeGrants reads one message of the grants stream; sessions remembers
-// which session a key names so that a delete can be applied.
-func decodeGrants(msg jetstream.Msg, sessions map[string]string) (string, []wire.Grant, bool) {
+// decodeGrants reads one message of the grants stream: the host and
+// session its key names, and their grants. A key must be
+// hub.GrantsKey(host, value's session); sessions remembers which session a
+// key names so that a delete can be applied.
+func decodeGrants(msg jetstream.Msg, sessions map[string]string) (string, string, []wire.Grant, bool) {
 	key := strings.TrimPrefix(msg.Subject(), hub.GrantSubjectPrefix)
+	host, _, _ := strings.Cut(key, ".")
 	if msg.Headers().Get(kvOperation) != "" {
 		s, ok := sessions[key]
 		delete(sessions, key)
-		return s, nil, ok
+		return host, s, nil, ok
 	}
 	var m grantsMsg
-	if err := json.Unmarshal(msg.Data(), &m); err != nil || hub.SessionKey(m.Session) != key {
-		return "", nil, false
+	if err := json.Unmarshal(msg.Data(), &m); err != nil || !hub.ValidHost(host) || hub.GrantsKey(host, m.Session) != key {
+		return "", "", nil, false
 	}
 	sessions[key] = m.Session
-	return m.Session, m.Grants, true
+	return host, m.Session, m.Grants, true
 }
 
 // kvOperation is the header of a key-value delete or purge marker.

@@ -521,13 +521,14 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 			r.floor.finished(meta.Sequence.Stream)
 		}
 	}
-	d, err := readDecision(msg)
-	if err != nil {
-		// It holds the ask's one place in the bucket (decision 0161), so
-		// nobody can decide the ask any more: the relay denies it, and no
-		// person is named as its decider (decision 0193).
-		r.log.Error("unreadable decision; the ask is denied", "key", key, "err", err)
-		d = decisionMsg{State: wire.StateDeniedWithReason, Reason: UnreadablePrefix + err.Error(), Unattended: true}
+	if strings.Contains(key, ".") {
+		done(msg.Ack) // an approver's mark, looked up with its decision
+		return
+	}
+	d, readErr := readDecision(msg)
+	if readErr != nil {
+		r.log.Error("unreadable decision; the ask is denied", "key", key, "err", readErr)
+		d = unreadable(readErr)
 	}
 	r.mu.Lock()
 	oa, finished, onDisk := r.open[key], r.finished[key], r.onDisk
@@ -539,6 +540,17 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 		r.delivering.Add(1)
 		go func() {
 			defer r.delivering.Done()
+			if readErr == nil {
+				switch ok, err := r.marked(key, msg.Data(), d.Approver); {
+				case err != nil:
+					r.log.Warn("approver's mark not looked up; the decision is offered again", "key", key, "err", err)
+					_ = msg.NakWithDelay(unknownDelay)
+					return
+				case !ok:
+					r.log.Error("decision without its approver's mark; the ask is denied", "key", key, "approver", d.Approver)
+					d = unreadable(fmt.Errorf("approver %s did not mark it as theirs", wire.QuoteShort(d.Approver)))
+				}
+			}
 			err := r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
 				Unattended: d.Unattended, Approver: d.approverOf()})
 			if errors.Is(err, serve.ErrInvalidDecision) {
@@ -591,6 +603,45 @@ func unknownDecision(n uint64, asksOnDisk bool) (giveUp bool, delay time.Duratio
 	return false, unknownDelay
 }
 
+// unreadable is what the relay decides for an ask whose place in the
+// decisions bucket holds no decision it can record: it is the ask's one
+// place (decision 0161), so nobody can decide the ask any more, and the
+// relay denies it, naming no person as its decider (decision 0193).
+func unreadable(err error) decisionMsg {
+	return decisionMsg{State: wire.StateDeniedWithReason, Reason: UnreadablePrefix + err.Error(), Unattended: true}
+}
+
+// marked reports whether approver marked data, the decision at key, as its
+// own (decision 0212): only its credentials can write the mark. The mark
+// is written before its decision, but a replica of a cluster's stream may
+// answer before it holds it, so one not found is looked up again, markTries
+// times in all; an error is a hub that did not answer.
+func (r *Relay) marked(key string, data []byte, approver string) (bool, error) {
+	subject := "$JS.API.DIRECT.GET." + hub.DecisionsStream + "." + hub.DecisionSubjectPrefix +
+		hub.MarkKey(hub.DecisionKey(r.host, key), approver, data)
+	wait := retryFirst
+	for try := 1; ; try++ {
+		resp, err := r.nc.Request(subject, nil, hubTimeout)
+		if err != nil {
+			return false, err
+		}
+		switch status := resp.Header.Get("Status"); {
+		case status == "":
+			return true, nil
+		case status != "404":
+			return false, fmt.Errorf("direct get: %s %s", status, resp.Header.Get("Description"))
+		case try == markTries:
+			return false, nil
+		}
+		time.Sleep(wait)
+		wait *= 2
+	}
+}
+
+// markTries: a mark not found after this many looks (0.75 s apart in all)
+// is not there.
+const markTries = 3
+
 // readDecision reads a decision message; a delete or purge marker is none.
 func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 	var d decisionMsg
@@ -607,10 +658,10 @@ func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 	return d, nil
 }
 
-// watchGrants follows the grants bucket; a change reaches the server, which
-// judges later asks with it and re-judges pending ones.
+// watchGrants follows its host's grants in the bucket; a change reaches the
+// server, which judges later asks with it and re-judges pending ones.
 func (r *Relay) watchGrants(ctx context.Context) {
-	watchGrants(ctx, r.js, r.log, hub.GrantsConsumer(r.host), func(session string, grants []wire.Grant, rev uint64) {
+	watchGrants(ctx, r.js, r.log, r.host, func(_, session string, grants []wire.Grant, rev uint64) {
 		if r.grants.set(session, grants, rev) {
 			r.srv.GrantsUpdated()
 		}
@@ -640,7 +691,8 @@ func (r *Relay) writeGrants(ctx context.Context) {
 	}
 }
 
-// flushGrants writes every unsent session's grants; it reports success.
+// flushGrants writes every unsent session's grants under its host's keys;
+// it reports success.
 func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 	unsent := r.grants.takeUnsent()
 	if len(unsent) == 0 {
@@ -655,7 +707,7 @@ func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 		var rev uint64
 		if err == nil {
 			c, cancel := context.WithTimeout(ctx, hubTimeout)
-			rev, err = updateGrants(c, *kv, session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) })
+			rev, err = updateGrants(c, *kv, r.host, session, func(l []wire.Grant) []wire.Grant { return merge(l, grants) })
 			cancel()
 		}
 		if err != nil {

@@ -298,9 +298,10 @@ func writeStranger(t *testing.T) string {
 	return path
 }
 
-// A whole-session grant recorded at one approver is applied by both relays
-// serving the root session; its revocation reaches both.
-func TestGrantAppliedByEveryRelay(t *testing.T) {
+// A whole-session grant applies on the host whose relay recorded it, not on
+// another host serving the same root session (decision 0211); consoles
+// show it, and its revocation reaches that relay.
+func TestAGrantAppliesOnlyOnItsHost(t *testing.T) {
 	th := startHub(t)
 	alpha, beta := newRelay(t, th, "alpha"), newRelay(t, th, "beta")
 	ann := newApprover(t, th, "ann")
@@ -312,46 +313,77 @@ func TestGrantAppliedByEveryRelay(t *testing.T) {
 	if resp := answered(t, first); !resp.Approved {
 		t.Fatalf("%+v", resp)
 	}
-	for _, r := range []*testRelay{alpha, beta} {
-		r.events.WaitFor(t, r.host+" grants", func(ev serve.Event) bool {
-			g, ok := ev.(serve.GrantsChanged)
-			return ok && len(g.Grants[rootID]) == 1
-		})
-		resp := answered(t, r.ask(bash(r.host, 2, "npm test")))
-		if !resp.Approved || resp.DecidedBy == nil || resp.DecidedBy.Kind != "rule" {
-			t.Fatalf("%s: %+v", r.host, resp)
-		}
-	}
-
+	// Once ann shows it, it is in the bucket.
 	grant := ann.events.WaitFor(t, "grants at ann", func(ev serve.Event) bool {
 		g, ok := ev.(serve.GrantsChanged)
 		return ok && len(g.Grants[rootID]) == 1
 	}).(serve.GrantsChanged).Grants[rootID][0]
+	resp := answered(t, alpha.ask(bash("alpha", 2, "npm test")))
+	if !resp.Approved || resp.DecidedBy == nil || resp.DecidedBy.Kind != "rule" {
+		t.Fatalf("alpha: %+v", resp)
+	}
+
+	if got := grantsWith(t, beta.events, "beta", writeMark(t, th, "beta")); len(got) != 1 {
+		t.Fatalf("beta applies %+v", got)
+	}
+	c := beta.ask(bash("beta", 1, "npm test"))
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "beta-1").ID, State: wire.StateDenied}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); resp.Approved {
+		t.Fatalf("beta: %+v", resp)
+	}
+
 	if err := ann.RevokeGrant(rootID, grant); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []*testRelay{alpha, beta} {
-		r.events.WaitFor(t, r.host+" revoked", func(ev serve.Event) bool {
-			g, ok := ev.(serve.GrantsChanged)
-			return ok && len(g.Grants[rootID]) == 0
-		})
-		c := r.ask(bash(r.host, 3, "npm test"))
-		a := ann.queued(t, r.host+"-3")
-		if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateDenied}); err != nil {
-			t.Fatal(err)
-		}
-		if resp := answered(t, c); resp.Approved {
-			t.Fatalf("%s after revocation: %+v", r.host, resp)
-		}
+	alpha.events.WaitFor(t, "alpha revoked", func(ev serve.Event) bool {
+		g, ok := ev.(serve.GrantsChanged)
+		return ok && len(g.Grants[rootID]) == 0
+	})
+	c = alpha.ask(bash("alpha", 3, "npm test"))
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-3").ID, State: wire.StateDenied}); err != nil {
+		t.Fatal(err)
 	}
+	if resp := answered(t, c); resp.Approved {
+		t.Fatalf("alpha after revocation: %+v", resp)
+	}
+}
+
+// writeMark writes a grant of rootID under host's key with the hub's own
+// user, as the last of the grants written so far, and returns it.
+func writeMark(t *testing.T, th *testHub, host string) wire.Grant {
+	t.Helper()
+	mark := wire.Grant{Surface: "bash", Pattern: "echo mark"}
+	data, err := json.Marshal(grantsMsg{Session: rootID, Grants: []wire.Grant{mark}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	if _, err := th.admin(t).Publish(ctx, hub.GrantSubjectPrefix+hub.GrantsKey(host, rootID), data); err != nil {
+		t.Fatal(err)
+	}
+	return mark
+}
+
+// grantsWith waits until rec's grants of rootID hold g and returns them. A
+// grants reader takes the stream in order, so it has then read past every
+// grant written before g.
+func grantsWith(t *testing.T, rec *testkit.Recorder[serve.Event], name string, g wire.Grant) []wire.Grant {
+	t.Helper()
+	return rec.WaitFor(t, name+" shows "+g.Pattern, func(ev serve.Event) bool {
+		gc, ok := ev.(serve.GrantsChanged)
+		return ok && slices.Contains(gc.Grants[rootID], g)
+	}).(serve.GrantsChanged).Grants[rootID]
 }
 
 // A person at a hub console narrows the whole-session pattern; the relay's
 // server is the one place that judges the edit, and its audit record, the
-// grants bucket and every relay's later judgment carry the narrowed pattern.
+// grants bucket and the relay's later judgment carry the narrowed pattern.
 func TestNarrowedGrantReachesTheRelayAsNarrowed(t *testing.T) {
 	th := startHub(t)
-	alpha, beta := newRelay(t, th, "alpha"), newRelay(t, th, "beta")
+	alpha := newRelay(t, th, "alpha")
 	ann := newApprover(t, th, "ann")
 
 	first := alpha.ask(bash("alpha", 1, "npm test --watch"))
@@ -377,7 +409,7 @@ func TestNarrowedGrantReachesTheRelayAsNarrowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := kv.Watch(ctx, hub.SessionKey(rootID))
+	w, err := kv.Watch(ctx, hub.GrantsKey("alpha", rootID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,17 +427,13 @@ func TestNarrowedGrantReachesTheRelayAsNarrowed(t *testing.T) {
 		}
 		break
 	}
-	// beta applies the narrowed grant: the edited command passes, another
-	// one the offered pattern covered still comes to a person.
-	beta.events.WaitFor(t, "beta grants", func(ev serve.Event) bool {
-		g, ok := ev.(serve.GrantsChanged)
-		return ok && len(g.Grants[rootID]) == 1
-	})
-	if resp := answered(t, beta.ask(bash("beta", 1, "npm test --watch"))); !resp.Approved || resp.DecidedBy.Kind != "rule" {
+	// The edited command passes, another one the offered pattern covered
+	// still comes to a person.
+	if resp := answered(t, alpha.ask(bash("alpha", 2, "npm test --watch"))); !resp.Approved || resp.DecidedBy.Kind != "rule" {
 		t.Fatalf("%+v", resp)
 	}
-	beta.ask(bash("beta", 2, "npm test --coverage"))
-	ann.queued(t, "beta-2")
+	alpha.ask(bash("alpha", 3, "npm test --coverage"))
+	ann.queued(t, "alpha-3")
 }
 
 // An edit the relay's server refuses (it no longer covers the ask) cannot
@@ -494,10 +522,11 @@ func TestTheHubAndTheReplayIndexNameAnAskAlike(t *testing.T) {
 
 // The decisions bucket takes one message per ask, so whatever holds that
 // place is the ask's decision: a delete marker or a value no relay can
-// read denies the ask rather than leaving its child waiting for good. No
-// person denied it, and the name an unreadable value claims is not
-// recorded: the response, the audit record and the console say the hub's
-// decision could not be read and the relay denied the ask.
+// read, or one whose approver did not mark it as theirs, denies the ask
+// rather than leaving its child waiting for good. No person denied it, and
+// the name such a value claims is not recorded: the response, the audit
+// record and the console say the hub's decision could not be read and the
+// relay denied the ask.
 func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
 	th := startHub(t)
 	alpha := newRelay(t, th, "alpha")
@@ -513,6 +542,12 @@ func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
 		func(key string) error { _, err := kv.Create(ctx, key, []byte(`{"state":`)); return err },
 		func(key string) error {
 			_, err := kv.Create(ctx, key, []byte(`{"state":"denied","approver":"ann bob","decidedAt":1}`))
+			return err
+		},
+		// Bob's credentials write under ann's name, with no mark of
+		// ann's (finding H2, decision 0212).
+		func(key string) error {
+			_, err := kv.Create(ctx, key, []byte(`{"state":"approved","approver":"ann","decidedAt":1}`))
 			return err
 		},
 	} {
@@ -841,5 +876,47 @@ func TestADecisionForAnAskWaitingOnDiskIsKept(t *testing.T) {
 	r.handle(serve.Degraded{Area: serve.AreaMemory})
 	if r.onDisk {
 		t.Fatal("recovery not noted")
+	}
+}
+
+// H1: relay alpha's credentials cannot write grants that relay beta applies,
+// under beta's key or the old layout's one key per session, and a grant
+// an older hub left under the old layout is never applied (decision 0211).
+// A later grant written under beta's key shows that beta read past both.
+func TestARelaysCredentialsCannotGrantForAnotherHost(t *testing.T) {
+	th := startHub(t)
+	beta := newRelay(t, th, "beta")
+	ann := newApprover(t, th, "ann")
+	everything, _ := json.Marshal(grantsMsg{Session: rootID, Grants: []wire.Grant{{Surface: "*", Pattern: "*"}}})
+	oldKey := hub.GrantSubjectPrefix + hub.SessionKey(rootID)
+
+	alpha := th.jetStream(t, hub.RoleRelay, "alpha")
+	for _, subject := range []string{oldKey, hub.GrantSubjectPrefix + hub.GrantsKey("beta", rootID)} {
+		// A refused publish is never acknowledged.
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err := alpha.Publish(ctx, subject, everything)
+		cancel()
+		if err == nil {
+			t.Fatalf("relay alpha wrote %s", subject)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	if _, err := th.admin(t).Publish(ctx, oldKey, everything); err != nil {
+		t.Fatal(err)
+	}
+	mark := writeMark(t, th, "beta")
+	for name, rec := range map[string]*testkit.Recorder[serve.Event]{"beta": beta.events, "ann": ann.events} {
+		if got := grantsWith(t, rec, name, mark); !slices.Equal(got, []wire.Grant{mark}) {
+			t.Fatalf("%s applies %+v", name, got)
+		}
+	}
+	c := beta.ask(bash("beta", 1, "rm -rf /home"))
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "beta-1").ID, State: wire.StateDenied}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); resp.Approved {
+		t.Fatalf("%+v", resp)
 	}
 }

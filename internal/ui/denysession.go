@@ -102,7 +102,9 @@ func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
 
 // coverage is what the deny covers: this ask, and how many other waiting
 // asks; a deny covers a chain by any of its units, as serve judges it.
-func (d *denyDialog) coverage() coverage { return coverageOf(d.q, d.ask, []wire.Grant{d.deny()}, true, d.home) }
+func (d *denyDialog) coverage() coverage {
+	return coverageOf(d.q, d.ask, []wire.Grant{d.deny()}, true, d.home)
+}
 
 func (d *denyDialog) gone() string { return askGone(d.q, d.ask) }
 
