@@ -77,6 +77,18 @@ func (g *grantList) rebuild() {
 	}
 }
 
+// counts are how many grants and session denies are listed.
+func (g *grantList) counts() (grants, denies int) {
+	for _, r := range g.rows {
+		if r.deny != nil {
+			denies++
+		} else {
+			grants++
+		}
+	}
+	return grants, denies
+}
+
 func (g *grantList) update(msg tea.Msg) (action, tea.Cmd) {
 	k, ok := msg.(tea.KeyMsg)
 	if !ok {

@@ -154,20 +154,36 @@ func crowded(h *harness) {
 }
 
 // At 24 rows or fewer the header takes at most three lines, and the policy
-// line is never cut.
+// line is never cut; from 70 columns that holds with session grants and
+// denies in force too, which join the counts' line last (at 60 they take a
+// fourth line).
 func TestHeaderFitsThreeLinesAt24Rows(t *testing.T) {
-	for _, size := range [][2]int{{80, 24}, {60, 20}, {100, 24}} {
+	authority := []serve.Event{
+		serve.GrantsChanged{Grants: map[string][]wire.Grant{rootSession: {{Surface: "bash", Pattern: "npm *"}}}},
+		serve.DeniesChanged{Denies: map[string][]serve.SessionDeny{rootSession: {{Grant: wire.Grant{Surface: "bash", Pattern: "rm *"}}}}},
+	}
+	for _, c := range []struct {
+		width, height int
+		authority     bool
+	}{{80, 24, false}, {60, 20, false}, {100, 24, false}, {80, 24, true}, {70, 24, true}, {100, 24, true}} {
 		h := newHarness(t)
-		h.send(sizeMsg(size[0], size[1]))
+		h.send(sizeMsg(c.width, c.height))
 		crowded(h)
+		want := []string{"policy ⚠ 1 problem, nothing auto-allowed (l: log)"}
+		if c.authority {
+			h.events(authority...)
+			want = append(want, "1 session grant, 1 deny (p)")
+		}
 		h.queue(pathWrite())
 		header := h.m.headerLines()
 		if len(header) > 3 {
-			t.Errorf("%dx%d: header takes %d lines:\n%s", size[0], size[1], len(header), strings.Join(header, "\n"))
+			t.Errorf("%dx%d: header takes %d lines:\n%s", c.width, c.height, len(header), strings.Join(header, "\n"))
 		}
 		v := ansi.Strip(h.m.View())
-		if !strings.Contains(v, "policy ⚠ 1 problem, nothing auto-allowed (l: log)") {
-			t.Errorf("%dx%d: the policy line is cut:\n%s", size[0], size[1], v)
+		for _, w := range want {
+			if !strings.Contains(v, w) {
+				t.Errorf("%dx%d: the header lacks %q or cuts it:\n%s", c.width, c.height, w, v)
+			}
 		}
 	}
 }

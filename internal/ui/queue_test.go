@@ -259,3 +259,56 @@ func TestLogShowsExpiries(t *testing.T) {
 		}
 	}
 }
+
+// F14: whole-session grants and session denies in force (restored at start
+// or recorded since) widen or narrow what the policy decides and outlive the
+// run, so the header says how many, beside the policy state, wherever that
+// state is (loaded, a problem, no file, over a hub), and says nothing once
+// they are revoked.
+func TestHeaderSaysWhatSessionAuthorityIsInForce(t *testing.T) {
+	grants := serve.GrantsChanged{Grants: map[string][]wire.Grant{
+		rootSession:  {{Surface: "bash", Pattern: "npm *"}, {Surface: "path_write", Pattern: "/w/p/*"}},
+		"other-root": {{Surface: "bash", Pattern: "git status *"}},
+	}}
+	denies := serve.DeniesChanged{Denies: map[string][]serve.SessionDeny{
+		rootSession: {{Grant: wire.Grant{Surface: "bash", Pattern: "rm *"}, Reason: "no deleting"}},
+	}}
+	for _, c := range []struct {
+		name  string
+		st    serve.Event
+		tweak func(*Options)
+	}{
+		{"loaded", serve.PolicyStatus{}, nil},
+		{"problem", serve.PolicyStatus{Problems: []string{"x: broken"}, NoAutoAllow: true}, nil},
+		{"no file", serve.PolicyStatus{NoFile: "no policy file found"}, nil},
+		{"hub", nil, func(o *Options) { o.OverHub = true }},
+	} {
+		for _, size := range []tea.WindowSizeMsg{sizeMsg(100, 40), sizeMsg(80, 24)} {
+			var tweaks []func(*Options)
+			if c.tweak != nil {
+				tweaks = append(tweaks, c.tweak)
+			}
+			h := newHarness(t, tweaks...)
+			h.send(size)
+			if c.st != nil {
+				h.events(c.st)
+			}
+			h.events(grants, denies)
+			// At 24 rows the short form may be the one that fits.
+			long, short := "3 whole-session grants in force, 1 session deny (p)", "3 session grants, 1 deny (p)"
+			if header := oneLine(strings.Join(h.m.headerLines(), "\n")); !strings.Contains(header, long) &&
+				(size.Height > 24 || !strings.Contains(header, short)) {
+				t.Errorf("%s at %dx%d: header lacks %q:\n%s", c.name, size.Width, size.Height, long, header)
+			}
+			h.events(serve.GrantsChanged{}, serve.DeniesChanged{})
+			if header := oneLine(strings.Join(h.m.headerLines(), "\n")); strings.Contains(header, "grant") || strings.Contains(header, "deny") {
+				t.Errorf("%s at %dx%d: revoked authority still in the header:\n%s", c.name, size.Width, size.Height, header)
+			}
+		}
+	}
+	h := newHarness(t)
+	h.events(serve.PolicyStatus{}, serve.GrantsChanged{Grants: map[string][]wire.Grant{rootSession: {{Surface: "bash", Pattern: "npm *"}}}})
+	if header := oneLine(strings.Join(h.m.headerLines(), "\n")); !strings.Contains(header, "1 whole-session grant in force (p)") || strings.Contains(header, "deny") {
+		t.Errorf("one grant, no deny:\n%s", header)
+	}
+}

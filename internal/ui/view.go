@@ -64,23 +64,25 @@ func (m *Model) helpKeys() help.KeyMap {
 	return m.keys.queueHelp(m.width, m.opts.Rules != nil)
 }
 
-// headerLines are the counts, the activity, the sessions served and the
-// policy. At 24 rows or fewer they take at most 3 lines, so a dialog keeps
-// its room (decision 0153): the per-agent counts go first, then the
-// sessions become one summary line, then the latest automatic answer, then
-// the policy line takes its short form. The policy line is never cut.
+// headerLines are the counts, the activity, the sessions served, the policy
+// and the session grants and denies in force. At 24 rows or fewer they take
+// at most 3 lines, so a dialog keeps its room (decision 0153): the
+// per-agent counts go first, then the sessions become one summary line,
+// then the latest automatic answer, then the policy line takes its short
+// form, then the grants and denies join the counts. The policy line is
+// never cut.
 func (m *Model) headerLines() []string {
 	counts := m.countLines(false)
 	activity := m.activityLines()
 	sessions := m.sessionLines(false)
-	policy := m.policyLines(false)
+	policy := m.withAuthority(m.policyLines(false), false)
 	all := func() []string {
 		return slices.Concat(counts, activity, sessions, policy)
 	}
 	if m.height > 24 {
 		return all()
 	}
-	for step := 0; len(all()) > 3 && step < 6; step++ {
+	for step := 0; len(all()) > 3 && step < 7; step++ {
 		switch step {
 		case 0:
 			activity = activity[:min(len(activity), 1)]
@@ -88,13 +90,19 @@ func (m *Model) headerLines() []string {
 			sessions = m.sessionLines(true)
 		case 2, 5:
 			if step == 5 {
-				policy = m.policyLines(true)
+				policy = m.withAuthority(m.policyLines(true), true)
 			}
 			sessions, policy = joinIfFits(sessions, policy, m.width)
 		case 3:
 			activity = nil
 		case 4:
 			counts = m.countLines(true)
+		case 6:
+			// Off the policy's line, onto the counts' line, if it fits there.
+			if c, rest := joinIfFits(counts, m.authorityLines(true), m.width); rest == nil {
+				counts, sessions = c, m.sessionLines(true)
+				sessions, policy = joinIfFits(sessions, m.policyLines(true), m.width)
+			}
 		}
 	}
 	return all()
@@ -224,6 +232,41 @@ func (m *Model) projectPart(short bool) []string {
 		return []string{"project trusted"}
 	}
 	return []string{"project policy in force, project trusted"}
+}
+
+// withAuthority puts the session grants and denies in force beside the
+// policy, on its line when it fits.
+func (m *Model) withAuthority(policy []string, short bool) []string {
+	authority := m.authorityLines(short)
+	if len(policy) != 1 {
+		return append(policy, authority...)
+	}
+	a, b := joinIfFits(policy, authority, m.width)
+	return append(a, b...)
+}
+
+// authorityLines count the whole-session grants and session denies in
+// force, restored at start or recorded since: they change what is decided
+// beyond the policy and outlive the run (finding F14); p lists them.
+func (m *Model) authorityLines(short bool) []string {
+	grants, denies := m.grantList.counts()
+	var parts []string
+	switch {
+	case grants > 0 && short:
+		parts = append(parts, plural(grants, "session grant"))
+	case grants > 0:
+		parts = append(parts, plural(grants, "whole-session grant")+" in force")
+	}
+	switch {
+	case denies > 0 && short && grants > 0:
+		parts = append(parts, plural(denies, "deny", "denies"))
+	case denies > 0:
+		parts = append(parts, plural(denies, "session deny", "session denies"))
+	}
+	if parts == nil {
+		return nil
+	}
+	return []string{strings.Join(parts, ", ") + " (p)"}
 }
 
 // projectNote is the log's line for a project policy in force: its files,
