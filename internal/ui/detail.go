@@ -297,8 +297,17 @@ func payloadFields(r *wire.Request) []field {
 		}
 		add("tool", Sanitize(tool), kindPlain)
 	}
+	// The payload's value and "full command" name the command too, in the
+	// child's words: when they are none of the facts judged, they say so.
+	judged := func(label, raw, text string) {
+		if unjudged(r.AccessIntent, raw) {
+			add(label, text+"  ≠ judged", kindWarning)
+		} else {
+			add(label, text, kindPlain)
+		}
+	}
 	if pr.Value != deref(r.Value) {
-		add("value", Sanitize(pr.Value), kindPlain)
+		judged("value", pr.Value, Sanitize(pr.Value))
 	}
 	if pr.MatchedPattern != nil {
 		add("matched", Sanitize(*pr.MatchedPattern), kindPlain)
@@ -322,10 +331,15 @@ func payloadFields(r *wire.Request) []field {
 		if ev.Detail != nil {
 			text += " (" + Sanitize(*ev.Detail) + ")"
 		}
-		add("evidence", text, kindPlain)
+		if ev.Label == "full command" {
+			judged("evidence", ev.Text, text)
+		} else {
+			add("evidence", text, kindPlain)
+		}
 	}
+	// The source is the child's word: "permtui" must not read as permtui's.
 	for _, an := range p.Annotations {
-		add("note", "✎ model-generated, from "+Sanitize(an.Source)+": "+Sanitize(an.Text), kindAnnotation)
+		add("note", "✎ model-generated, from "+strconv.Quote(Sanitize(an.Source))+" (child's claim): "+Sanitize(an.Text), kindAnnotation)
 	}
 	return f
 }
@@ -456,11 +470,17 @@ func shortValue(r *wire.Request) string {
 // display value as the child's label. A request without facts has only
 // its display value.
 func judgedValue(r *wire.Request) (value, label string) {
-	v, ai := displayValue(r), r.AccessIntent
-	if ai == nil || len(ai.MatchValues) == 0 || factual(ai, v) {
+	v := displayValue(r)
+	if !unjudged(r.AccessIntent, v) {
 		return v, ""
 	}
-	return ai.MatchValues[0], v
+	return r.AccessIntent.MatchValues[0], v
+}
+
+// unjudged: the child's text v names a command or path that is none of the
+// facts the policy judged. Without facts nothing was judged to differ from.
+func unjudged(ai *wire.AccessIntent, v string) bool {
+	return ai != nil && len(ai.MatchValues) > 0 && !factual(ai, v)
 }
 
 // factual: v is a match value or an asking unit, or a chain's full command
