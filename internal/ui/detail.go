@@ -410,7 +410,6 @@ func ruleText(rule *resolve.RuleRef) string {
 	return s
 }
 
-// agentOf names who is asking: the principal when the child fixed one.
 // askAgent is the agent a queue row names, with the relay host beside it
 // when the ask came through a hub.
 func askAgent(a serve.Ask) string {
@@ -451,6 +450,7 @@ func agentField(a serve.Ask) field {
 	return f
 }
 
+// agentOf names who is asking: the principal when the child fixed one.
 func agentOf(r *wire.Request) string {
 	if r.AccessIntent != nil {
 		return r.AccessIntent.Principal.AgentName

@@ -738,6 +738,26 @@ func TestHubAskShowsItsHost(t *testing.T) {
 	}
 }
 
+// F8: at 80 columns a hub ask's row keeps its host whole and cuts the
+// agent name first, from the right, so two hosts with a common prefix stay
+// apart; a host too long for the column is shown alone, without the agent.
+func TestAHubRowKeepsItsHostWhole(t *testing.T) {
+	h := newHarness(t)
+	onHost := func(n int, agent, host string) serve.Ask {
+		a := bashAsk(n, agent, "/w/p", "npm test "+host)
+		a.Host = host
+		return a
+	}
+	h.queue(onHost(1, "implementer", "prod-a"), onHost(2, "implementer", "prod-b"), onHost(3, "a", "build-farm-west-7"),
+		onHost(4, "scout", "beta"))
+	v := ansi.Strip(h.m.View())
+	for _, want := range []string{"implemen…@prod-a bash", "implemen…@prod-b bash", "build-farm-west… bash", "scout@beta "} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the queue lacks %q:\n%s", want, v)
+		}
+	}
+}
+
 // Quitting a console attached to a hub denies nothing: the asks stay there.
 func TestQuitOverHubSaysTheAsksStay(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.OverHub = true })

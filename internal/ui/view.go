@@ -718,7 +718,7 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	if w := cols.value - ansi.StringWidth(mark); keepEnd && ansi.StringWidth(value) > w {
 		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-w+1, "…")
 	}
-	line := cols.row(cursor, sel, rowAgent(e.ask), Sanitize(serve.SurfaceOf(r)), mark+value,
+	line := cols.row(cursor, sel, rowAgentIn(e.ask, cols.agent), Sanitize(serve.SurfaceOf(r)), mark+value,
 		age(now.Sub(created)), left)
 	switch {
 	case e.ask.ID == m.highlight:
@@ -727,6 +727,22 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 		return m.styles.Expired.Render(line)
 	}
 	return line
+}
+
+// rowAgentIn is rowAgent in at most w cells. A hub ask's host stays whole
+// and the agent name is cut first, from the right: hosts with a common
+// prefix (prod-a, prod-b) must stay apart. When the host alone does not
+// fit, it is shown without the agent; the detail's host line has it whole.
+func rowAgentIn(a serve.Ask, w int) string {
+	full := rowAgent(a)
+	if a.Host == "" || ansi.StringWidth(full) <= w {
+		return truncate(full, w)
+	}
+	host := Sanitize(a.Host)
+	if room := w - 1 - ansi.StringWidth(host); room > 0 {
+		return truncate(agentMark(a.Request)+Sanitize(agentOf(a.Request)), room) + "@" + host
+	}
+	return truncate(host, w)
 }
 
 // bar shows the highlighted row as a full-width reverse-video bar. It is
