@@ -177,6 +177,17 @@ func TestGoldenExpiredAsk(t *testing.T) {
 	})
 }
 
+// A hub console at 80 columns: hosts whole in the rows (finding F8), the
+// whole-session grants the relays reported counted in the header (F14).
+func TestGoldenHubRows(t *testing.T) {
+	screen(t, 80, 24, "ask 1 of 4", func(tm *teatest.TestModel) {
+		tm.Send(EventMsg{Event: serve.GrantsChanged{Grants: map[string][]wire.Grant{
+			rootSession: {{Surface: "bash", Pattern: "npm test *"}},
+		}}})
+		queued(tm, hubAsks()...)
+	}, func(o *Options) { o.OverHub = true })
+}
+
 func TestGoldenHostileStrings(t *testing.T) {
 	_, raw := screen(t, 80, 24, "ask 1 of 1", func(tm *teatest.TestModel) {
 		serving(tm)

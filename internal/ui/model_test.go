@@ -743,19 +743,25 @@ func TestHubAskShowsItsHost(t *testing.T) {
 // apart; a host too long for the column is shown alone, without the agent.
 func TestAHubRowKeepsItsHostWhole(t *testing.T) {
 	h := newHarness(t)
-	onHost := func(n int, agent, host string) serve.Ask {
-		a := bashAsk(n, agent, "/w/p", "npm test "+host)
-		a.Host = host
-		return a
-	}
-	h.queue(onHost(1, "implementer", "prod-a"), onHost(2, "implementer", "prod-b"), onHost(3, "a", "build-farm-west-7"),
-		onHost(4, "scout", "beta"))
+	h.queue(hubAsks()...)
 	v := ansi.Strip(h.m.View())
 	for _, want := range []string{"implemen…@prod-a bash", "implemen…@prod-b bash", "build-farm-west… bash", "scout@beta "} {
 		if !strings.Contains(v, want) {
 			t.Errorf("the queue lacks %q:\n%s", want, v)
 		}
 	}
+}
+
+// hubAsks are asks of four hosts, two of them with a common prefix and one
+// too long for the agent column at 80 columns.
+func hubAsks() []serve.Ask {
+	onHost := func(n int, agent, host string) serve.Ask {
+		a := bashAsk(n, agent, "/w/p", "npm test "+host)
+		a.Host = host
+		return a
+	}
+	return []serve.Ask{onHost(1, "implementer", "prod-a"), onHost(2, "implementer", "prod-b"),
+		onHost(3, "a", "build-farm-west-7"), onHost(4, "scout", "beta")}
 }
 
 // Quitting a console attached to a hub denies nothing: the asks stay there.
