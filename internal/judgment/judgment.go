@@ -62,8 +62,8 @@ func Served(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Ve
 	if req.AccessIntent == nil && v.Action != resolve.Ask {
 		v = resolve.Verdict{Action: resolve.Ask, Explanation: "The request carries no accessIntent, so a person decides."}
 	}
-	if v.Action == resolve.Allow {
-		v = holdProjectAllow(j, req, sessionGrants, v)
+	if v.Action != resolve.Deny && req.AccessIntent != nil {
+		v = holdProject(j, req, sessionGrants, v)
 	}
 	if v.Action == resolve.Allow {
 		v = holdAllow(j, v)
@@ -71,12 +71,12 @@ func Served(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Ve
 	return v
 }
 
-// holdProjectAllow turns an allow into ask when the policy without the
-// untrusted project's files does not allow req: pi reads those files only
-// for a project it trusts, which permtui cannot see, and the project's
-// own files must not widen authority unless a person said it is trusted
-// (decision 0206). Its denies and asks stand.
-func holdProjectAllow(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Verdict) resolve.Verdict {
+// holdProject keeps an untrusted project's files from widening anything:
+// pi reads them only for a project it trusts, which permtui cannot see, so
+// unless a person said the project is trusted (decision 0206) an ask the
+// policy without them denies is denied, and an allow it does not give goes
+// to a person. The project's denies and asks stand.
+func holdProject(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Verdict) resolve.Verdict {
 	ph, ok := j.(projectHolder)
 	if !ok {
 		return v
@@ -85,17 +85,22 @@ func holdProjectAllow(j Judge, req *wire.Request, sessionGrants []wire.Grant, v 
 	if outside == nil {
 		return v
 	}
-	without := outside.Resolve(req, sessionGrants).Action
-	if without == resolve.Allow {
-		return v
-	}
+	wv := outside.Resolve(req, sessionGrants)
 	by := "the project's policy files"
 	if r := v.Rule; r != nil && r.File != "" && (r.Origin == resolve.OriginProject || r.Origin == resolve.OriginProjectAgent) {
 		by = "the project's " + strconv.Quote(r.File)
 	}
-	v.Action = resolve.Ask
-	v.Explanation += " Allowed only by " + by + " (without the project's files: " + string(without) +
-		"); the project is not trusted, so a person decides (pass --trust-project to trust it; decision 0206)."
+	trust := "the project is not trusted, so "
+	switch {
+	case wv.Action == resolve.Deny:
+		wv.Explanation += " T" + by[1:] + " would make it " + string(v.Action) + "; " + trust +
+			"its files loosen no deny (pass --trust-project to trust it; decision 0206)."
+		return wv
+	case v.Action == resolve.Allow && wv.Action != resolve.Allow:
+		v.Action = resolve.Ask
+		v.Explanation += " Allowed only by " + by + " (without the project's files: " + string(wv.Action) +
+			"); " + trust + "a person decides (pass --trust-project to trust it; decision 0206)."
+	}
 	return v
 }
 

