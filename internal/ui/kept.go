@@ -94,6 +94,10 @@ func decidedEntry(ev serve.Decided) (logEntry, autoAnswer) {
 	l := logEntry{outcome: outcomeOf(ev.Response), label: label,
 		by: decidedBy(ev.Response.DecidedBy, ev.Auto, ev.Response.Approved), reason: clip(ev.Response.DenialReason, textBytes)}
 	if ev.Approver != "" && !ev.Auto { // where the person answered: the approve page, a hub approver
+		if ds := ev.Response.DecidedBy; ds == nil || ds.Kind == wire.DecidedByUser {
+			// Another approver at the hub may have answered: the name says who, not "you".
+			l.by = "a person"
+		}
 		l.by += " · " + clip(Sanitize(ev.Approver), nameBytes)
 	}
 	return l, autoAnswer{outcome: l.outcome, agent: agent, by: l.by, surface: surface, value: value}
