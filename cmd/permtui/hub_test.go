@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/pichild"
-	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -81,7 +81,7 @@ func TestRelayAndHeadlessApproverOverAHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Response; res.Outcome != pichild.Answered || r.Approved || r.DenialReason != serve.NoApproverReason {
+	if r := res.Response; res.Outcome != pichild.Answered || r.Approved || r.DenialReason != headless.HubDenyReason {
 		t.Fatalf("%s %+v", res.Outcome, r)
 	}
 	// The approver hears the relay's answer after the child does.

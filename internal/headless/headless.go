@@ -91,6 +91,11 @@ type printer struct {
 	at  string        // when the batch was taken
 }
 
+// HubDenyReason is the denial of a headless approver at a hub told to deny
+// (--ask=deny): the first decision made there wins, even over a person's
+// console attached at the same time (decision 0213).
+const HubDenyReason = "a headless approver at the hub denies every ask it is sent (--ask=deny)"
+
 // handle prints ev and, with ask Deny, denies an ask that needs a person.
 func (p *printer) handle(s Server, ev serve.Event, ask string) error {
 	if line := lineOf(ev, p.at); line != nil {
@@ -102,7 +107,11 @@ func (p *printer) handle(s Server, ev serve.Event, ask string) error {
 	if !isAsk || ask != Deny {
 		return nil
 	}
-	err := s.Decide(serve.Decision{Ask: q.Ask.ID, State: wire.StateDeniedWithReason, Reason: serve.NoApproverReason, Unattended: true})
+	reason := serve.NoApproverReason
+	if q.Ask.Host != "" {
+		reason = HubDenyReason // a person's console may be attached at the hub: none is not claimed
+	}
+	err := s.Decide(serve.Decision{Ask: q.Ask.ID, State: wire.StateDeniedWithReason, Reason: reason, Unattended: true})
 	// Expired and stopped asks are reported by their own events, and
 	// so is an ask another approver decided first (over a hub), or
 	// one answered or withdrawn before this decision reached it.

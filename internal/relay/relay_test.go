@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/serve"
@@ -65,7 +66,7 @@ func TestTwoRelaysTwoApproversEachAskOnce(t *testing.T) {
 		}
 	}
 	for _, c := range results {
-		if resp := answered(t, c); resp.Approved || resp.DenialReason != serve.NoApproverReason {
+		if resp := answered(t, c); resp.Approved || resp.DenialReason != headless.HubDenyReason {
 			t.Fatalf("%+v", resp)
 		}
 	}
