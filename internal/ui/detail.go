@@ -397,7 +397,7 @@ func scopeEffect(o serve.Scope) string {
 func grantsText(gs []wire.Grant) string {
 	parts := make([]string, len(gs))
 	for i, g := range gs {
-		parts[i] = Sanitize(g.Surface) + " " + Sanitize(g.Pattern)
+		parts[i] = grantText(g)
 	}
 	return strings.Join(parts, ", ")
 }

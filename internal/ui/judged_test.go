@@ -145,3 +145,27 @@ func TestChildSuppliedEvidenceAndSourcesAreMarked(t *testing.T) {
 		t.Errorf("a chain's full command is marked:\n%s", v)
 	}
 }
+
+// A suggested grant's odd blanks are shown in the s dialog, the detail's
+// scopes and the p pane as in the value (adversarial re-test, finding 15).
+func TestOddBlanksInAGrantPatternAreShown(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 60})
+	g := wire.Grant{Surface: "bash", Pattern: "ls /tmp\u00a0*"}
+	h.queue(labelled("ls /tmp\u00a0; rm -rf ~", "ls /tmp\u00a0; rm -rf ~", 1, g))
+	const shown = "ls /tmp⟨U+00A0⟩*"
+	if v := oneLine(h.m.View()); !strings.Contains(v, "bash "+shown) {
+		t.Errorf("the detail shows the pattern's blank as a space:\n%s", v)
+	}
+	chooseScope(h, serve.ScopeSession)
+	if v := oneLine(h.m.View()); !strings.Contains(v, "bash "+shown) || strings.Contains(v, "ls /tmp *") {
+		t.Errorf("the dialog shows the pattern's blank as a space:\n%s", v)
+	}
+	h = newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 40})
+	h.events(serve.GrantsChanged{Grants: map[string][]wire.Grant{rootSession: {g}}})
+	h.keys("p")
+	if v := oneLine(h.m.View()); !strings.Contains(v, "bash "+shown) {
+		t.Errorf("the grants pane shows the pattern's blank as a space:\n%s", v)
+	}
+}

@@ -4,11 +4,19 @@ import (
 	"strings"
 
 	"github.com/permtui/permtui/internal/termsafe"
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // Sanitize makes an untrusted string safe to print on one terminal line,
 // with visible stand-ins (termsafe.Sanitize, decision 0061).
 func Sanitize(s string) string { return termsafe.Sanitize(s) }
+
+// patternText is a grant's pattern as shown: its odd blanks made visible as in a
+// value (termsafe.Blanks), since a grant matches the bytes recorded.
+func patternText(p string) string { return termsafe.Blanks(Sanitize(p)) }
+
+// grantText is a grant on one line: surface and pattern.
+func grantText(g wire.Grant) string { return Sanitize(g.Surface) + " " + patternText(g.Pattern) }
 
 // clip is termsafe.Clip: the sanitized head and tail of s in about limit
 // bytes.

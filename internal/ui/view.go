@@ -14,6 +14,7 @@ import (
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -866,7 +867,7 @@ func decidedBy(ds *wire.DecisionSource, auto, approved bool) string {
 		return "you"
 	case wire.DecidedByRule:
 		origin := deref(ds.Origin)
-		pattern := clip(deref(ds.Pattern), textBytes)
+		pattern := termsafe.Blanks(clip(deref(ds.Pattern), textBytes))
 		if origin == "session" { // a session rule: a grant, or a session deny (decision 0104)
 			kind := map[bool]string{true: "session grant ", false: "session deny "}[approved]
 			return kind + clip(ds.Surface, nameBytes) + " " + pattern
