@@ -85,7 +85,7 @@ func detailFields(e *entry) []field {
 	}
 	f = append(f, agentField(a))
 	if ai != nil && (ai.Principal.SessionID != r.RequesterSessionID || ai.Principal.AgentName != r.RequesterAgentName) {
-		add("principal", "⚠ differs from the requester: "+Sanitize(ai.Principal.AgentName)+" "+
+		add("principal", "⚠ differs from the requester: "+blanked(ai.Principal.AgentName)+" "+
 			Sanitize(ai.Principal.SessionID), kindWarning)
 	}
 	if ai == nil {
@@ -195,9 +195,9 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 	boundary := deref(ai.BoundaryValue)
 	for _, v := range ai.MatchValues {
 		if v == boundary && boundary != "" {
-			add("match", termsafe.Blanks(Sanitize(v))+"  ◆ boundary", kindBoundary)
+			add("match", blanked(v)+"  ◆ boundary", kindBoundary)
 		} else {
-			add("match", termsafe.Blanks(Sanitize(v)), kindPlain)
+			add("match", blanked(v), kindPlain)
 		}
 	}
 	if boundary != "" && !slices.Contains(ai.MatchValues, boundary) {
@@ -207,7 +207,7 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 		add("floor", "⚠ "+Sanitize(*ai.Floor)+" (the child's parser forced an ask)", kindWarning)
 	}
 	for i, u := range ai.AskingUnits {
-		text := termsafe.Blanks(Sanitize(u.Command))
+		text := blanked(u.Command)
 		if u.Floor != nil {
 			text += "  ⚠ floor " + Sanitize(*u.Floor)
 		}
@@ -410,36 +410,42 @@ func ruleText(rule *resolve.RuleRef) string {
 	return s
 }
 
-// askAgent is the agent a queue row names, with the relay host beside it
-// when the ask came through a hub.
-func askAgent(a serve.Ask) string {
+// rowAgent is the agent as a queue row names it, with the relay host beside
+// it when the ask came through a hub.
+func rowAgent(a serve.Ask) string {
 	if a.Host != "" {
-		return agentOf(a.Request) + "@" + a.Host
+		return agentName(a.Request) + "@" + Sanitize(a.Host)
 	}
-	return agentOf(a.Request)
+	return agentName(a.Request)
 }
 
-// rowAgent is the agent as a row shows it.
-func rowAgent(a serve.Ask) string { return agentMark(a.Request) + Sanitize(askAgent(a)) }
-
-// agentMark is ⚠ before an agent name that is not plain ASCII, wherever a
-// name is shown: it may look like another agent's (decision 0205).
-func agentMark(r *wire.Request) string {
-	if termsafe.NonASCII(agentOf(r)) {
-		return "⚠"
+// agentName is an agent as the console names it anywhere: marked when it
+// may look like another agent's, its blanks shown (decision 0205).
+func agentName(r *wire.Request) string {
+	name := agentOf(r)
+	shown := termsafe.Blanks(clip(name, nameBytes))
+	if termsafe.NonASCII(name) || blankedName(name) {
+		return "⚠" + shown
 	}
-	return ""
+	return shown
 }
+
+// blankedName: a plain ASCII name with a blank Blanks shows ("builder "),
+// which reads as the name without it.
+func blankedName(name string) bool { return termsafe.Blanks(name) != name }
 
 // agentField is the detail's agent line: the name, spelled by code point
 // when it is not plain ASCII, and whether an agent file has that name (an
 // agent without one is judged by the shared policy alone).
 func agentField(a serve.Ask) field {
 	name := agentOf(a.Request)
-	f := field{label: "agent", text: Sanitize(name), kind: kindPlain}
+	f := field{label: "agent", text: blanked(name), kind: kindPlain}
 	var notes []string
-	if termsafe.NonASCII(name) {
+	switch {
+	case termsafe.NonASCII(name):
 		notes = append(notes, "⚠ not plain ASCII: "+termsafe.CodePoints(name))
+	case blankedName(name):
+		notes = append(notes, "⚠ blanks in the name (shown as ␠)")
 	}
 	if a.Verdict.AgentWithoutFile {
 		notes = append(notes, "no agent file has this name: only the shared policy judged it")
@@ -516,7 +522,7 @@ func displayValue(r *wire.Request) string {
 // which hides the worktree) gives way to the absolute boundary path.
 func rowValue(r *wire.Request) (text string, keepEnd bool) {
 	v, keepEnd := rawRowValue(r)
-	return termsafe.Blanks(Sanitize(v)), keepEnd
+	return blanked(v), keepEnd
 }
 
 // rawRowValue is rowValue before sanitizing.

@@ -146,6 +146,36 @@ func TestChildSuppliedEvidenceAndSourcesAreMarked(t *testing.T) {
 	}
 }
 
+// An agent name with a space at its end reads as the agent without it:
+// it is marked like a lookalike and the space is shown wherever the name is
+// (adversarial re-test, finding 11).
+func TestABlankInAnAgentNameIsShown(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 40})
+	a := bashAsk(1, "builder ", "/w/p", "npm publish")
+	a.Verdict.AgentWithoutFile = true
+	h.queue(a)
+	v := oneLine(h.m.View())
+	for _, want := range []string{
+		"▸ [ ] ⚠builder␠ bash npm publish",
+		"agent builder␠ ⚠ blanks in the name (shown as ␠) · no agent file has this name",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, v)
+		}
+	}
+	h.pageThrough()
+	h.keys("y")
+	h.wantStatus("approve once: ⚠builder␠ · bash · npm publish")
+	h.events(serve.Decided{Ask: a, Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: wire.UserDecision()}},
+		serve.Decided{Ask: a, Auto: true, Response: wire.Response{Approved: false, State: wire.StateDenied, DecidedBy: wire.UserDecision()}})
+	h.keys("l")
+	if v := oneLine(h.m.View()); !strings.Contains(v, "✓ approved ⚠builder␠ · bash · npm publish") ||
+		!strings.Contains(v, "auto by agent: ⚠builder␠ ✗1") {
+		t.Errorf("the log or the activity line hides the blank:\n%s", v)
+	}
+}
+
 // A suggested grant's odd blanks are shown in the s dialog, the detail's
 // scopes and the p pane as in the value (adversarial re-test, finding 15).
 func TestOddBlanksInAGrantPatternAreShown(t *testing.T) {

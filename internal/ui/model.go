@@ -518,7 +518,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 			m.autoDenied++
 		}
 		if ev.Ask.Request != nil {
-			m.countAuto(agentOf(ev.Ask.Request), ev.Response.Approved)
+			m.countAuto(last.agent, ev.Response.Approved)
 		}
 		last.at = m.opts.Now()
 		m.lastAuto = &last

@@ -11,12 +11,13 @@ import (
 // with visible stand-ins (termsafe.Sanitize, decision 0061).
 func Sanitize(s string) string { return termsafe.Sanitize(s) }
 
-// patternText is a grant's pattern as shown: its odd blanks made visible as in a
-// value (termsafe.Blanks), since a grant matches the bytes recorded.
-func patternText(p string) string { return termsafe.Blanks(Sanitize(p)) }
+// blanked is Sanitize with the blanks that would read as something else
+// shown (termsafe.Blanks): for a value, a grant's pattern or an agent name,
+// where the bytes judged or recorded are what count.
+func blanked(s string) string { return termsafe.Blanks(Sanitize(s)) }
 
 // grantText is a grant on one line: surface and pattern.
-func grantText(g wire.Grant) string { return Sanitize(g.Surface) + " " + patternText(g.Pattern) }
+func grantText(g wire.Grant) string { return Sanitize(g.Surface) + " " + blanked(g.Pattern) }
 
 // clip is termsafe.Clip: the sanitized head and tail of s in about limit
 // bytes.

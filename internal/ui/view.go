@@ -599,7 +599,7 @@ func (m *Model) outOfForce() []field {
 // path's value cut at its start so the file name shows, as in its row.
 func endLabel(e *entry, w int) string {
 	r := e.ask.Request
-	head := agentMark(r) + Sanitize(agentOf(r)) + " · " + Sanitize(serve.SurfaceOf(r)) + " · "
+	head := agentName(r) + " · " + Sanitize(serve.SurfaceOf(r)) + " · "
 	value, keepEnd := rowValue(r)
 	if room := w - ansi.StringWidth(head); keepEnd && room > 8 && ansi.StringWidth(value) > room {
 		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-room+1, "…")
@@ -741,7 +741,7 @@ func rowAgentIn(a serve.Ask, w int) string {
 	}
 	host := Sanitize(a.Host)
 	if room := w - 1 - ansi.StringWidth(host); room > 0 {
-		return truncate(agentMark(a.Request)+Sanitize(agentOf(a.Request)), room) + "@" + host
+		return truncate(agentName(a.Request), room) + "@" + host
 	}
 	return truncate(host, w)
 }
