@@ -92,7 +92,7 @@ func detailFields(e *entry) []field {
 		add("surface", Sanitize(deref(r.Surface))+" (display only: the request carries no accessIntent)", kindWarning)
 		add("value", Sanitize(deref(r.Value)), kindPlain)
 	} else {
-		f = append(f, intentFields(r, a.Verdict.Unit)...)
+		f = append(f, intentFields(a)...)
 	}
 	if why := strings.TrimSpace(a.Verdict.Explanation); why != "" {
 		add("why", Sanitize(why), kindPlain)
@@ -171,9 +171,10 @@ func pathEnd(f []field) int {
 	return len(f)
 }
 
-// intentFields shows the child's facts; decidingUnit marks the asking unit
-// the verdict names.
-func intentFields(r *wire.Request, decidingUnit string) []field {
+// intentFields shows the child's facts, marking the asking unit the
+// verdict names.
+func intentFields(a serve.Ask) []field {
+	r, decidingUnit := a.Request, a.Verdict.Unit
 	ai := r.AccessIntent
 	var f []field
 	add := func(label, text string, kind fieldKind) { f = append(f, field{label: label, text: text, kind: kind}) }
@@ -186,7 +187,7 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 		add("command", Sanitize(full), kindPlain)
 	}
 	if v := deref(r.Value); v != "" && !slices.Contains(ai.MatchValues, v) && !unitsContain(ai.AskingUnits, v) {
-		if _, label := judgedValue(r); label != "" {
+		if _, label := judgedValue(a); label != "" {
 			add("value", Sanitize(v)+"  ≠ the child's label, not what was judged (match)", kindWarning)
 		} else {
 			add("value", Sanitize(v), kindPlain)
@@ -466,21 +467,36 @@ func agentOf(r *wire.Request) string {
 
 // shortValue is the one value a queue row or label shows: what was judged
 // (decision 0204).
-func shortValue(r *wire.Request) string {
-	v, _ := judgedValue(r)
+func shortValue(a serve.Ask) string {
+	v, _ := judgedValue(a)
 	return v
 }
 
 // judgedValue is what a row or label names: the child's display value when
-// it is one of the facts judged, else the first match value, with the
-// display value as the child's label. A request without facts has only
-// its display value.
-func judgedValue(r *wire.Request) (value, label string) {
+// it is one of the facts judged and, in a chain, the unit that decided or
+// the whole chain; else what decided (the verdict's unit, or the first match
+// value), with the display value as the child's label. A request without
+// facts has only its display value.
+func judgedValue(a serve.Ask) (value, label string) {
+	r := a.Request
 	v := displayValue(r)
-	if !unjudged(r.AccessIntent, v) {
+	ai := r.AccessIntent
+	if ai == nil {
 		return v, ""
 	}
-	return r.AccessIntent.MatchValues[0], v
+	unit := a.Verdict.Unit
+	if !unitsContain(ai.AskingUnits, unit) { // only a unit of this request names it
+		unit = ""
+	}
+	switch {
+	case unjudged(ai, v) && unit != "":
+		return unit, v
+	case unjudged(ai, v):
+		return ai.MatchValues[0], v
+	case unit != "" && v != unit && (slices.Contains(ai.MatchValues, v) || unitsContain(ai.AskingUnits, v)):
+		return unit, v // another unit of the chain decided (decision 0204's amendment)
+	}
+	return v, ""
 }
 
 // unjudged: the child's text v names a command or path that is none of the
@@ -520,14 +536,15 @@ func displayValue(r *wire.Request) string {
 // more than its start. A path ask keeps its end (the file name) when cut, and
 // a relative display value (pi shows paths relative to the child's cwd,
 // which hides the worktree) gives way to the absolute boundary path.
-func rowValue(r *wire.Request) (text string, keepEnd bool) {
-	v, keepEnd := rawRowValue(r)
+func rowValue(a serve.Ask) (text string, keepEnd bool) {
+	v, keepEnd := rawRowValue(a)
 	return blanked(v), keepEnd
 }
 
 // rawRowValue is rowValue before sanitizing.
-func rawRowValue(r *wire.Request) (text string, keepEnd bool) {
-	v := shortValue(r)
+func rawRowValue(a serve.Ask) (text string, keepEnd bool) {
+	r := a.Request
+	v := shortValue(a)
 	ai := r.AccessIntent
 	if ai == nil || deref(ai.BoundaryValue) == "" {
 		return v, pathAsk(r)
@@ -552,7 +569,7 @@ func pathAsk(r *wire.Request) bool {
 // everything shown, so a pasted value cannot carry a newline that runs it or
 // an escape sequence.
 func copyText(e *entry) string {
-	v, _ := rowValue(e.ask.Request)
+	v, _ := rowValue(e.ask)
 	return v
 }
 

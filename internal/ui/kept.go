@@ -107,10 +107,10 @@ func askParts(a serve.Ask) (agent, surface, value, label string) {
 		n := "ask " + askNumber(a.ID)
 		return "", "", n, n
 	}
-	v, _ := rawRowValue(a.Request)
+	v, _ := rawRowValue(a)
 	agent, surface, value = agentName(a.Request), clip(serve.SurfaceOf(a.Request), nameBytes), termsafe.Blanks(clip(v, textBytes))
 	label = agent + " · " + surface + " · " + value
-	if _, child := judgedValue(a.Request); child != "" {
+	if _, child := judgedValue(a); child != "" {
 		label += " (the child's label: " + termsafe.Blanks(clip(child, textBytes)) + ")"
 	}
 	return agent, surface, value, label

@@ -430,7 +430,7 @@ func (c *common) sessionAsk(q asks, id serve.AskID, title string) (lines []strin
 	// The title names the ask, so it stays on screen when the options scroll.
 	lines = []string{c.rule(title + " · " + label(e)),
 		"  " + agentName(r) + " asks for " + Sanitize(serve.SurfaceOf(r)) + ":"}
-	lines = append(lines, c.indented(blanked(shortValue(r)), 4, maxFactLines)...)
+	lines = append(lines, c.indented(blanked(shortValue(e.ask)), 4, maxFactLines)...)
 	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), ""), true
 }
 

@@ -161,7 +161,7 @@ func (f queryFilter) matches(e *entry) bool {
 
 // rowText is the text of an ask's queue row, uncut: agent, surface, value.
 func rowText(e *entry) string {
-	value, _ := rowValue(e.ask.Request)
+	value, _ := rowValue(e.ask)
 	return rowAgent(e.ask) + " " + Sanitize(serve.SurfaceOf(e.ask.Request)) + " " + value
 }
 

@@ -600,7 +600,7 @@ func (m *Model) outOfForce() []field {
 func endLabel(e *entry, w int) string {
 	r := e.ask.Request
 	head := agentName(r) + " · " + Sanitize(serve.SurfaceOf(r)) + " · "
-	value, keepEnd := rowValue(r)
+	value, keepEnd := rowValue(e.ask)
 	if room := w - ansi.StringWidth(head); keepEnd && room > 8 && ansi.StringWidth(value) > room {
 		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-room+1, "…")
 	}
@@ -708,12 +708,12 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	case stateSending:
 		left = "sending"
 	}
-	value, keepEnd := rowValue(r)
+	value, keepEnd := rowValue(e.ask)
 	mark := ""
 	if floored(r.AccessIntent) {
 		mark = "⚠ " // the child's parser forced this ask
 	}
-	if _, label := judgedValue(r); label != "" {
+	if _, label := judgedValue(e.ask); label != "" {
 		mark += "≠ " // the child's display value is not what was judged
 	}
 	if w := cols.value - ansi.StringWidth(mark); keepEnd && ansi.StringWidth(value) > w {
