@@ -85,7 +85,7 @@ func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
 			case !d.coverage().ask:
 				return statusAction{"the pattern does not cover this ask; tab edits it"}, nil
 			}
-			return decideAction{pressed: k.String(), what: "deny for the session with " + Sanitize(g.Pattern),
+			return decideAction{pressed: k.String(), what: "deny for the session with " + blanked(g.Pattern),
 				targets: []serve.AskID{d.ask}, d: func(id serve.AskID) serve.Decision {
 					return serve.Decision{Ask: id, State: wire.StateDeniedWithReason, Reason: reason, DenyFor: &g}
 				}}, nil

@@ -85,14 +85,14 @@ func detailFields(e *entry) []field {
 	}
 	f = append(f, agentField(a))
 	if ai != nil && (ai.Principal.SessionID != r.RequesterSessionID || ai.Principal.AgentName != r.RequesterAgentName) {
-		add("principal", "⚠ differs from the requester: "+Sanitize(ai.Principal.AgentName)+" "+
+		add("principal", "⚠ differs from the requester: "+blanked(ai.Principal.AgentName)+" "+
 			Sanitize(ai.Principal.SessionID), kindWarning)
 	}
 	if ai == nil {
 		add("surface", Sanitize(deref(r.Surface))+" (display only: the request carries no accessIntent)", kindWarning)
 		add("value", Sanitize(deref(r.Value)), kindPlain)
 	} else {
-		f = append(f, intentFields(r, a.Verdict.Unit)...)
+		f = append(f, intentFields(a)...)
 	}
 	if why := strings.TrimSpace(a.Verdict.Explanation); why != "" {
 		add("why", Sanitize(why), kindPlain)
@@ -171,9 +171,10 @@ func pathEnd(f []field) int {
 	return len(f)
 }
 
-// intentFields shows the child's facts; decidingUnit marks the asking unit
-// the verdict names.
-func intentFields(r *wire.Request, decidingUnit string) []field {
+// intentFields shows the child's facts, marking the asking unit the
+// verdict names.
+func intentFields(a serve.Ask) []field {
+	r, decidingUnit := a.Request, a.Verdict.Unit
 	ai := r.AccessIntent
 	var f []field
 	add := func(label, text string, kind fieldKind) { f = append(f, field{label: label, text: text, kind: kind}) }
@@ -186,7 +187,7 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 		add("command", Sanitize(full), kindPlain)
 	}
 	if v := deref(r.Value); v != "" && !slices.Contains(ai.MatchValues, v) && !unitsContain(ai.AskingUnits, v) {
-		if _, label := judgedValue(r); label != "" {
+		if _, label := judgedValue(a); label != "" {
 			add("value", Sanitize(v)+"  ≠ the child's label, not what was judged (match)", kindWarning)
 		} else {
 			add("value", Sanitize(v), kindPlain)
@@ -195,9 +196,9 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 	boundary := deref(ai.BoundaryValue)
 	for _, v := range ai.MatchValues {
 		if v == boundary && boundary != "" {
-			add("match", termsafe.Blanks(Sanitize(v))+"  ◆ boundary", kindBoundary)
+			add("match", blanked(v)+"  ◆ boundary", kindBoundary)
 		} else {
-			add("match", termsafe.Blanks(Sanitize(v)), kindPlain)
+			add("match", blanked(v), kindPlain)
 		}
 	}
 	if boundary != "" && !slices.Contains(ai.MatchValues, boundary) {
@@ -207,7 +208,7 @@ func intentFields(r *wire.Request, decidingUnit string) []field {
 		add("floor", "⚠ "+Sanitize(*ai.Floor)+" (the child's parser forced an ask)", kindWarning)
 	}
 	for i, u := range ai.AskingUnits {
-		text := termsafe.Blanks(Sanitize(u.Command))
+		text := blanked(u.Command)
 		if u.Floor != nil {
 			text += "  ⚠ floor " + Sanitize(*u.Floor)
 		}
@@ -397,7 +398,7 @@ func scopeEffect(o serve.Scope) string {
 func grantsText(gs []wire.Grant) string {
 	parts := make([]string, len(gs))
 	for i, g := range gs {
-		parts[i] = Sanitize(g.Surface) + " " + Sanitize(g.Pattern)
+		parts[i] = grantText(g)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -410,36 +411,42 @@ func ruleText(rule *resolve.RuleRef) string {
 	return s
 }
 
-// askAgent is the agent a queue row names, with the relay host beside it
-// when the ask came through a hub.
-func askAgent(a serve.Ask) string {
+// rowAgent is the agent as a queue row names it, with the relay host beside
+// it when the ask came through a hub.
+func rowAgent(a serve.Ask) string {
 	if a.Host != "" {
-		return agentOf(a.Request) + "@" + a.Host
+		return agentName(a.Request) + "@" + Sanitize(a.Host)
 	}
-	return agentOf(a.Request)
+	return agentName(a.Request)
 }
 
-// rowAgent is the agent as a row shows it.
-func rowAgent(a serve.Ask) string { return agentMark(a.Request) + Sanitize(askAgent(a)) }
-
-// agentMark is ⚠ before an agent name that is not plain ASCII, wherever a
-// name is shown: it may look like another agent's (decision 0205).
-func agentMark(r *wire.Request) string {
-	if termsafe.NonASCII(agentOf(r)) {
-		return "⚠"
+// agentName is an agent as the console names it anywhere: marked when it
+// may look like another agent's, its blanks shown (decision 0205).
+func agentName(r *wire.Request) string {
+	name := agentOf(r)
+	shown := termsafe.Blanks(clip(name, nameBytes))
+	if termsafe.NonASCII(name) || blankedName(name) {
+		return "⚠" + shown
 	}
-	return ""
+	return shown
 }
+
+// blankedName: a plain ASCII name with a blank Blanks shows ("builder "),
+// which reads as the name without it.
+func blankedName(name string) bool { return termsafe.Blanks(name) != name }
 
 // agentField is the detail's agent line: the name, spelled by code point
 // when it is not plain ASCII, and whether an agent file has that name (an
 // agent without one is judged by the shared policy alone).
 func agentField(a serve.Ask) field {
 	name := agentOf(a.Request)
-	f := field{label: "agent", text: Sanitize(name), kind: kindPlain}
+	f := field{label: "agent", text: blanked(name), kind: kindPlain}
 	var notes []string
-	if termsafe.NonASCII(name) {
+	switch {
+	case termsafe.NonASCII(name):
 		notes = append(notes, "⚠ not plain ASCII: "+termsafe.CodePoints(name))
+	case blankedName(name):
+		notes = append(notes, "⚠ blanks in the name (shown as ␠)")
 	}
 	if a.Verdict.AgentWithoutFile {
 		notes = append(notes, "no agent file has this name: only the shared policy judged it")
@@ -460,21 +467,36 @@ func agentOf(r *wire.Request) string {
 
 // shortValue is the one value a queue row or label shows: what was judged
 // (decision 0204).
-func shortValue(r *wire.Request) string {
-	v, _ := judgedValue(r)
+func shortValue(a serve.Ask) string {
+	v, _ := judgedValue(a)
 	return v
 }
 
 // judgedValue is what a row or label names: the child's display value when
-// it is one of the facts judged, else the first match value, with the
-// display value as the child's label. A request without facts has only
-// its display value.
-func judgedValue(r *wire.Request) (value, label string) {
+// it is one of the facts judged and, in a chain, the unit that decided or
+// the whole chain; else what decided (the verdict's unit, or the first match
+// value), with the display value as the child's label. A request without
+// facts has only its display value.
+func judgedValue(a serve.Ask) (value, label string) {
+	r := a.Request
 	v := displayValue(r)
-	if !unjudged(r.AccessIntent, v) {
+	ai := r.AccessIntent
+	if ai == nil {
 		return v, ""
 	}
-	return r.AccessIntent.MatchValues[0], v
+	unit := a.Verdict.Unit
+	if !unitsContain(ai.AskingUnits, unit) { // only a unit of this request names it
+		unit = ""
+	}
+	switch {
+	case unjudged(ai, v) && unit != "":
+		return unit, v
+	case unjudged(ai, v):
+		return ai.MatchValues[0], v
+	case unit != "" && v != unit && (slices.Contains(ai.MatchValues, v) || unitsContain(ai.AskingUnits, v)):
+		return unit, v // another unit of the chain decided (decision 0204's amendment)
+	}
+	return v, ""
 }
 
 // unjudged: the child's text v names a command or path that is none of the
@@ -514,14 +536,15 @@ func displayValue(r *wire.Request) string {
 // more than its start. A path ask keeps its end (the file name) when cut, and
 // a relative display value (pi shows paths relative to the child's cwd,
 // which hides the worktree) gives way to the absolute boundary path.
-func rowValue(r *wire.Request) (text string, keepEnd bool) {
-	v, keepEnd := rawRowValue(r)
-	return termsafe.Blanks(Sanitize(v)), keepEnd
+func rowValue(a serve.Ask) (text string, keepEnd bool) {
+	v, keepEnd := rawRowValue(a)
+	return blanked(v), keepEnd
 }
 
 // rawRowValue is rowValue before sanitizing.
-func rawRowValue(r *wire.Request) (text string, keepEnd bool) {
-	v := shortValue(r)
+func rawRowValue(a serve.Ask) (text string, keepEnd bool) {
+	r := a.Request
+	v := shortValue(a)
 	ai := r.AccessIntent
 	if ai == nil || deref(ai.BoundaryValue) == "" {
 		return v, pathAsk(r)
@@ -546,7 +569,7 @@ func pathAsk(r *wire.Request) bool {
 // everything shown, so a pasted value cannot carry a newline that runs it or
 // an escape sequence.
 func copyText(e *entry) string {
-	v, _ := rowValue(e.ask.Request)
+	v, _ := rowValue(e.ask)
 	return v
 }
 

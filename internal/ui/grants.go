@@ -152,7 +152,7 @@ func (g *grantList) view(height int) []string {
 		if i == g.cursor {
 			mark = "▸ "
 		}
-		line := mark + pad(Sanitize(r.grant.Surface), 24) + " " + Sanitize(r.grant.Pattern)
+		line := mark + pad(Sanitize(r.grant.Surface), 24) + " " + blanked(r.grant.Pattern)
 		if r.deny != nil {
 			line += " — " + Sanitize(r.deny.Reason)
 		}

@@ -70,11 +70,11 @@ func (c *autoCount) add(approved bool) {
 	}
 }
 
-// countAuto counts an automatic answer for an agent: by its clipped name
-// while fewer than maxAgents are named, else with the other agents. Two
-// agents whose names clip alike share a count; they would read alike anyway.
-func (m *Model) countAuto(agent string, approved bool) {
-	name := clip(agent, nameBytes)
+// countAuto counts an automatic answer for an agent: by its name as shown
+// (agentName) while fewer than maxAgents are named, else with the other
+// agents. Two agents whose names clip alike share a count; they would read
+// alike anyway.
+func (m *Model) countAuto(name string, approved bool) {
 	c := m.autoByAgent[name]
 	switch {
 	case c != nil:
@@ -111,10 +111,10 @@ func askParts(a serve.Ask) (agent, surface, value, label string) {
 		n := "ask " + askNumber(a.ID)
 		return "", "", n, n
 	}
-	v, _ := rawRowValue(a.Request)
-	agent, surface, value = agentMark(a.Request)+clip(agentOf(a.Request), nameBytes), clip(serve.SurfaceOf(a.Request), nameBytes), termsafe.Blanks(clip(v, textBytes))
+	v, _ := rawRowValue(a)
+	agent, surface, value = agentName(a.Request), clip(serve.SurfaceOf(a.Request), nameBytes), termsafe.Blanks(clip(v, textBytes))
 	label = agent + " · " + surface + " · " + value
-	if _, child := judgedValue(a.Request); child != "" {
+	if _, child := judgedValue(a); child != "" {
 		label += " (the child's label: " + termsafe.Blanks(clip(child, textBytes)) + ")"
 	}
 	return agent, surface, value, label

@@ -518,7 +518,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 			m.autoDenied++
 		}
 		if ev.Ask.Request != nil {
-			m.countAuto(agentOf(ev.Ask.Request), ev.Response.Approved)
+			m.countAuto(last.agent, ev.Response.Approved)
 		}
 		last.at = m.opts.Now()
 		m.lastAuto = &last
@@ -531,7 +531,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 	if ev.Auto && wasQueued {
 		if m.byYourDeny(ev) {
 			m.streak.byDeny++
-			m.streak.denyWords = "session deny " + Sanitize(m.yourDeny.g.Surface) + " " + Sanitize(m.yourDeny.g.Pattern)
+			m.streak.denyWords = "session deny " + grantText(m.yourDeny.g)
 		} else {
 			m.streak.add(ev.Response.Approved)
 		}
@@ -576,7 +576,7 @@ func (m *Model) applyRevoked(msg revokedMsg) {
 	note := revokedNote(msg.Session, msg.Grant, msg.Deny)
 	if msg.Err != nil { // d may be pressed on it again
 		delete(m.grantList.revoked, rowKey{msg.Session, msg.Grant, msg.Deny})
-		note = "⚠ could not revoke " + Sanitize(msg.Grant.Surface) + " " + Sanitize(msg.Grant.Pattern) + ": " + Sanitize(msg.Err.Error())
+		note = "⚠ could not revoke " + grantText(msg.Grant) + ": " + Sanitize(msg.Err.Error())
 	}
 	m.addLog(logEntry{note: note})
 	m.setStatus(note)
@@ -589,7 +589,7 @@ func revokedNote(session string, g wire.Grant, deny bool) string {
 	if deny {
 		kind = "session deny "
 	}
-	return "revoked " + kind + Sanitize(g.Surface) + " " + Sanitize(g.Pattern) + " of " + Sanitize(session)
+	return "revoked " + kind + grantText(g) + " of " + Sanitize(session)
 }
 
 // maxExpiredKept bounds the expired asks the queue keeps: serve has let

@@ -125,7 +125,7 @@ func (m *Model) apply(act action) tea.Cmd {
 	case revokeAction:
 		g, session := a.row.grant, a.row.session
 		b := m.opts.Backend
-		m.setStatus("revoking " + Sanitize(g.Surface) + " " + Sanitize(g.Pattern) + "…")
+		m.setStatus("revoking " + grantText(g) + "…")
 		if a.row.deny != nil {
 			d := *a.row.deny
 			return func() tea.Msg {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
-	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -22,7 +21,7 @@ import (
 // rest.
 func choiceWords(d serve.Decision, a serve.Ask) string {
 	if d.DenyFor != nil {
-		return "session deny " + Sanitize(d.DenyFor.Surface) + " " + Sanitize(d.DenyFor.Pattern) + " recorded"
+		return "session deny " + grantText(*d.DenyFor) + " recorded"
 	}
 	o, ok := a.Scopes.Find(d.Scope)
 	if !ok {
@@ -230,7 +229,7 @@ func reachText(r serve.Reach, edited bool) string {
 		}
 		parts = append(parts, verb+" allow what the deny rule "+Sanitize(dn.Rule.Surface)+" "+Sanitize(dn.Rule.Pattern)+" ("+Sanitize(from)+") denies")
 	}
-	return Sanitize(r.Grant.Surface) + " " + Sanitize(r.Grant.Pattern) + ": " + strings.Join(parts, "; ")
+	return grantText(r.Grant) + ": " + strings.Join(parts, "; ")
 }
 
 // reachLines name, under the chosen option's grants, each grant that
@@ -367,7 +366,7 @@ func (d *scopeDialog) view(height int) []string {
 			grants = d.grants()
 		}
 		for _, g := range grants {
-			lines = append(lines, d.indented(pad(Sanitize(g.Surface), 24)+" "+Sanitize(g.Pattern), 8, 0)...)
+			lines = append(lines, d.indented(pad(Sanitize(g.Surface), 24)+" "+blanked(g.Pattern), 8, 0)...)
 		}
 		if i == d.chosen {
 			lines = append(lines, d.reachLines()...)
@@ -430,8 +429,8 @@ func (c *common) sessionAsk(q asks, id serve.AskID, title string) (lines []strin
 	r := e.ask.Request
 	// The title names the ask, so it stays on screen when the options scroll.
 	lines = []string{c.rule(title + " · " + label(e)),
-		"  " + Sanitize(agentOf(r)) + " asks for " + Sanitize(serve.SurfaceOf(r)) + ":"}
-	lines = append(lines, c.indented(termsafe.Blanks(Sanitize(shortValue(r))), 4, maxFactLines)...)
+		"  " + agentName(r) + " asks for " + Sanitize(serve.SurfaceOf(r)) + ":"}
+	lines = append(lines, c.indented(blanked(shortValue(e.ask)), 4, maxFactLines)...)
 	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), ""), true
 }
 
@@ -451,7 +450,7 @@ func (d *scopeDialog) coverageLines() []string {
 	switch {
 	case !d.editable():
 	case cov.ask && d.widens():
-		text, style = "⚠ wider than the child's suggestion "+Sanitize(d.suggested())+": it approves for the whole session asks that pattern would not, before the policy's denies (enter twice records it; e then esc restores the suggestion)", s.Warning
+		text, style = "⚠ wider than the child's suggestion "+blanked(d.suggested())+": it approves for the whole session asks that pattern would not, before the policy's denies (enter twice records it; e then esc restores the suggestion)", s.Warning
 	case d.edited != "":
 		text += " (edited; e then esc restores the suggestion)"
 	case !d.editing:

@@ -88,7 +88,7 @@ func (m *Model) buildQueueLines() []queueLine {
 	for _, k := range order {
 		es := groups[k]
 		r := es[0].ask.Request
-		heading := "▾ root " + Sanitize(es[0].ask.Session) + " · " + Sanitize(agentOf(r)) + " · " +
+		heading := "▾ root " + Sanitize(es[0].ask.Session) + " · " + agentName(r) + " · " +
 			plural(len(es), "ask")
 		lines = append(lines, queueLine{heading: heading})
 		for _, e := range es {
@@ -161,7 +161,7 @@ func (f queryFilter) matches(e *entry) bool {
 
 // rowText is the text of an ask's queue row, uncut: agent, surface, value.
 func rowText(e *entry) string {
-	value, _ := rowValue(e.ask.Request)
+	value, _ := rowValue(e.ask)
 	return rowAgent(e.ask) + " " + Sanitize(serve.SurfaceOf(e.ask.Request)) + " " + value
 }
 
@@ -170,7 +170,7 @@ func fieldValues(e *entry, name string) []string {
 	r := e.ask.Request
 	switch name {
 	case "agent":
-		return []string{askAgent(e.ask)}
+		return []string{rowAgent(e.ask)}
 	case "surface":
 		return []string{serve.SurfaceOf(r), deref(r.Surface)}
 	case "session":

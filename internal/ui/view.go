@@ -14,6 +14,7 @@ import (
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -598,8 +599,8 @@ func (m *Model) outOfForce() []field {
 // path's value cut at its start so the file name shows, as in its row.
 func endLabel(e *entry, w int) string {
 	r := e.ask.Request
-	head := agentMark(r) + Sanitize(agentOf(r)) + " · " + Sanitize(serve.SurfaceOf(r)) + " · "
-	value, keepEnd := rowValue(r)
+	head := agentName(r) + " · " + Sanitize(serve.SurfaceOf(r)) + " · "
+	value, keepEnd := rowValue(e.ask)
 	if room := w - ansi.StringWidth(head); keepEnd && room > 8 && ansi.StringWidth(value) > room {
 		value = ansi.TruncateLeft(value, ansi.StringWidth(value)-room+1, "…")
 	}
@@ -707,12 +708,12 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	case stateSending:
 		left = "sending"
 	}
-	value, keepEnd := rowValue(r)
+	value, keepEnd := rowValue(e.ask)
 	mark := ""
 	if floored(r.AccessIntent) {
 		mark = "⚠ " // the child's parser forced this ask
 	}
-	if _, label := judgedValue(r); label != "" {
+	if _, label := judgedValue(e.ask); label != "" {
 		mark += "≠ " // the child's display value is not what was judged
 	}
 	if w := cols.value - ansi.StringWidth(mark); keepEnd && ansi.StringWidth(value) > w {
@@ -740,7 +741,7 @@ func rowAgentIn(a serve.Ask, w int) string {
 	}
 	host := Sanitize(a.Host)
 	if room := w - 1 - ansi.StringWidth(host); room > 0 {
-		return truncate(agentMark(a.Request)+Sanitize(agentOf(a.Request)), room) + "@" + host
+		return truncate(agentName(a.Request), room) + "@" + host
 	}
 	return truncate(host, w)
 }
@@ -866,7 +867,7 @@ func decidedBy(ds *wire.DecisionSource, auto, approved bool) string {
 		return "you"
 	case wire.DecidedByRule:
 		origin := deref(ds.Origin)
-		pattern := clip(deref(ds.Pattern), textBytes)
+		pattern := termsafe.Blanks(clip(deref(ds.Pattern), textBytes))
 		if origin == "session" { // a session rule: a grant, or a session deny (decision 0104)
 			kind := map[bool]string{true: "session grant ", false: "session deny "}[approved]
 			return kind + clip(ds.Surface, nameBytes) + " " + pattern
