@@ -56,6 +56,33 @@ type Reach struct {
 	Denies []resolve.PassedDeny
 }
 
+// missesAsk is the Value of a grant on the ask's surface that does not
+// cover it: the one reach that widens nothing beyond its own pattern.
+const missesAsk = "does not match this ask's values"
+
+// Severe: the grant reaches another surface, passes a deny rule or covers
+// every value (or what the home makes it), more than missing the ask; a
+// front end names each such grant and never folds it into a count.
+func (r Reach) Severe() bool {
+	return r.Surface != "" || len(r.Denies) > 0 || r.Value != missesAsk
+}
+
+// rank orders reaches most severe first: every surface, another surface,
+// a deny rule passed, every value, then a pattern that misses the ask.
+func (r Reach) rank() int {
+	switch {
+	case resolve.EveryValue(r.Grant.Surface):
+		return 0
+	case r.Surface != "":
+		return 1
+	case len(r.Denies) > 0:
+		return 2
+	case r.Severe():
+		return 3
+	}
+	return 4
+}
+
 // Scopes are the options an ask offers; Note says why one is missing.
 type Scopes struct {
 	Options []Scope
@@ -141,10 +168,10 @@ func joinNotes(a, b string) string {
 	return a + "; " + b
 }
 
-// askedFacts is the ask as reach judges it: its facts, or for a child that
-// sends none (20.7.3) the surface and value it shows, the only ask there is
-// to compare a grant with.
-func askedFacts(req *wire.Request) *wire.Request {
+// AskedFacts is the ask as a grant's reach and coverage are judged: its
+// facts, or for a child that sends none (20.7.3) the surface and value it
+// shows, the only ask there is to compare a grant with.
+func AskedFacts(req *wire.Request) *wire.Request {
 	if req.AccessIntent != nil || req.Value == nil {
 		return req
 	}
@@ -157,9 +184,9 @@ func askedFacts(req *wire.Request) *wire.Request {
 // policy by the matcher alone.
 func covers(req *wire.Request, g wire.Grant, judge Judge) bool {
 	if judge != nil {
-		return judge.Covers(askedFacts(req), g)
+		return judge.Covers(AskedFacts(req), g)
 	}
-	return resolve.Covers(askedFacts(req), g, "")
+	return resolve.Covers(AskedFacts(req), g, "")
 }
 
 // denyPasser is a Judge (*resolve.Policy) that names the deny rules a grant
@@ -168,11 +195,13 @@ type denyPasser interface {
 	DeniesPassed(g wire.Grant) []resolve.PassedDeny
 }
 
-// reaches are the grants of gs that reach beyond the ask: a surface other
-// than the ask's (its family counts as the ask's: a "both directions"
-// scope names that width in its title), a wildcard surface, a pattern for
-// every value or one that misses the ask, and the policy's denies each
-// would pass.
+// reaches are the grants of gs that reach beyond the ask, most severe
+// first: a surface other than the ask's (its family counts as the ask's: a
+// "both directions" scope names that width in its title), a wildcard
+// surface, a pattern for every value or nearly (one that begins with a
+// wildcard), one written from a home unknown here (no judge: a hub
+// approver; the asking host expands it), one that misses the ask, and the
+// policy's denies each would pass.
 func reaches(req *wire.Request, gs []wire.Grant, judge Judge) []Reach {
 	surface := SurfaceOf(req)
 	fam, _ := resolve.Family(surface)
@@ -191,8 +220,12 @@ func reaches(req *wire.Request, gs []wire.Grant, judge Judge) []Reach {
 		switch {
 		case resolve.EveryValue(g.Pattern):
 			r.Value = "every value"
+		case strings.HasPrefix(g.Pattern, "*"):
+			r.Value = "nearly every value: the pattern begins with *"
+		case judge == nil && resolve.HomeRelative(g.Pattern):
+			r.Value = "depends on the asking host's home, unknown here: any value under it"
 		case r.Surface == "" && !covers(req, g, judge):
-			r.Value = "does not match this ask's values"
+			r.Value = missesAsk
 		}
 		if passer != nil {
 			r.Denies = passer.DeniesPassed(g)
@@ -201,6 +234,7 @@ func reaches(req *wire.Request, gs []wire.Grant, judge Judge) []Reach {
 			out = append(out, r)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b Reach) int { return a.rank() - b.rank() })
 	return out
 }
 
