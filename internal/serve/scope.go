@@ -203,28 +203,12 @@ type denyPasser interface {
 // approver; the asking host expands it), one that misses the ask, and the
 // policy's denies each would pass.
 func reaches(req *wire.Request, gs []wire.Grant, judge Judge) []Reach {
-	surface := SurfaceOf(req)
-	fam, _ := resolve.Family(surface)
 	passer, _ := judge.(denyPasser)
 	var out []Reach
 	for _, g := range gs {
 		r := Reach{Grant: g}
-		switch {
-		case resolve.EveryValue(g.Surface):
-			r.Surface = "every surface, not only this ask's " + surface
-		case strings.ContainsAny(g.Surface, "*?"):
-			r.Surface = "every surface " + g.Surface + " matches, not only this ask's " + surface
-		case g.Surface != surface && (fam == "" || g.Surface != fam):
-			r.Surface = "another surface than this ask's " + surface
-		}
-		switch {
-		case resolve.EveryValue(g.Pattern):
-			r.Value = "every value"
-		case strings.HasPrefix(g.Pattern, "*"):
-			r.Value = "nearly every value: the pattern begins with *"
-		case judge == nil && resolve.HomeRelative(g.Pattern):
-			r.Value = "depends on the asking host's home, unknown here: any value under it"
-		case r.Surface == "" && !covers(req, g, judge):
+		r.Surface, r.Value = Width(req, g, judge != nil)
+		if r.Surface == "" && r.Value == "" && !covers(req, g, judge) {
 			r.Value = missesAsk
 		}
 		if passer != nil {
@@ -236,6 +220,33 @@ func reaches(req *wire.Request, gs []wire.Grant, judge Judge) []Reach {
 	}
 	slices.SortStableFunc(out, func(a, b Reach) int { return a.rank() - b.rank() })
 	return out
+}
+
+// Width is how a session rule written as g (a grant, or a session deny)
+// reaches beyond the ask whatever the policy: the surfaces it covers besides
+// the ask's (its family counts as the ask's), and every value or nearly
+// (a pattern that begins with a wildcard), or, where the home is not known
+// here, whatever the asking host's home makes a "~" pattern; "" for none.
+func Width(req *wire.Request, g wire.Grant, homeKnown bool) (surface, value string) {
+	asked := SurfaceOf(req)
+	fam, _ := resolve.Family(asked)
+	switch {
+	case resolve.EveryValue(g.Surface):
+		surface = "every surface, not only this ask's " + asked
+	case strings.ContainsAny(g.Surface, "*?"):
+		surface = "every surface " + g.Surface + " matches, not only this ask's " + asked
+	case g.Surface != asked && (fam == "" || g.Surface != fam):
+		surface = "another surface than this ask's " + asked
+	}
+	switch {
+	case resolve.EveryValue(g.Pattern):
+		value = "every value"
+	case strings.HasPrefix(g.Pattern, "*"):
+		value = "nearly every value: the pattern begins with *"
+	case !homeKnown && resolve.HomeRelative(g.Pattern):
+		value = "depends on the asking host's home, unknown here: any value under it"
+	}
+	return surface, value
 }
 
 // predatesSessionState: a request with no display fields, suggestion or
