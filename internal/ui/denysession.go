@@ -158,7 +158,7 @@ func (d *denyDialog) view(height int) []string {
 	if len(cov.others) > 0 {
 		lines = append(lines, "  "+s.Warning.Render("also denies "+plural(len(cov.others), "other waiting ask")+" at once:"))
 	}
-	lines = append(append(lines, d.othersLines(d.q, cov.others, 4)...), "")
+	lines = append(append(lines, d.othersLines(d.q, cov.others, nil, 4)...), "")
 	lines = append(lines, d.wrapped(s.Muted, "Every later ask of this root session that the pattern covers is denied with this reason, before grants and the policy; p lists and revokes it.", 2)...)
 	lines = append(lines, "", s.Muted.Render("tab moves between reason and pattern; enter denies; esc cancels, decides nothing"))
 	return fitLines(lines, height)

@@ -295,6 +295,10 @@ func (d *scopeDialog) reachLines() []string {
 type coverage struct {
 	ask    bool
 	others []*entry
+	// partial are the others, chains, that grants may answer: serve
+	// answers a chain only when each unit is allowed, and a unit no grant
+	// covers (or one with a floor) is left to the policy.
+	partial map[serve.AskID]bool
 }
 
 // coverage of a whole-session choice; other choices answer only this ask.
@@ -344,9 +348,28 @@ func coverageOf(q asks, ask serve.AskID, gs []wire.Grant, units bool, home strin
 		// A session rule answers only its own root session's asks.
 		if o.ask.ID != ask && o.ask.Session == e.ask.Session && o.ask.Host == e.ask.Host && covers(o.ask.Request, true) {
 			c.others = append(c.others, o)
+			if !units && !everyUnit(o.ask.Request, func(r *wire.Request) bool { return covers(r, true) }) {
+				if c.partial == nil {
+					c.partial = map[serve.AskID]bool{}
+				}
+				c.partial[o.ask.ID] = true
+			}
 		}
 	}
 	return c
+}
+
+// everyUnit: each asking unit of a chain, judged alone as serve judges it,
+// is covered and carries no floor; true for an ask without units.
+func everyUnit(r *wire.Request, covered func(*wire.Request) bool) bool {
+	ai := r.AccessIntent
+	return ai == nil || !slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool {
+		unit := *ai
+		unit.MatchValues, unit.AskingUnits = []string{u.Command}, nil
+		one := *r
+		one.AccessIntent = &unit
+		return u.Floor != nil || !covered(&one)
+	})
 }
 
 // maxNamedOthers bounds the other asks a dialog names one a line; the
@@ -354,8 +377,9 @@ func coverageOf(q asks, ask serve.AskID, gs []wire.Grant, units bool, home strin
 const maxNamedOthers = 5
 
 // othersLines name, under a dialog's coverage line, each other waiting ask
-// the choice would also answer (clipped), saying when the filter hides it.
-func (c *common) othersLines(q asks, others []*entry, indent int) []string {
+// the choice would also answer (clipped), saying when the filter hides it
+// and when it only may (partial).
+func (c *common) othersLines(q asks, others []*entry, partial map[serve.AskID]bool, indent int) []string {
 	var lines []string
 	for i, o := range others {
 		if i == maxNamedOthers {
@@ -363,6 +387,9 @@ func (c *common) othersLines(q asks, others []*entry, indent int) []string {
 			break
 		}
 		name := endLabel(o, max(c.width-indent-4, 20))
+		if partial[o.ask.ID] {
+			name += " (may answer: a unit no grant covers)"
+		}
 		if q.hidden(o) {
 			name += " (hidden by the filter)"
 		}
@@ -549,8 +576,12 @@ func (d *scopeDialog) coverageLines() []string {
 	if d.overHub {
 		lines = append(lines, d.wrapped(s.Muted, "the policy is on the asking host: the deny rules it would pass are not named here", 8)...)
 	}
-	if len(cov.others) > 0 {
-		lines = append(lines, "        "+s.Warning.Render("also answers "+plural(len(cov.others), "other waiting ask")+":"))
+	if sure := len(cov.others) - len(cov.partial); len(cov.others) > 0 {
+		head := "also answers " + plural(sure, "other waiting ask")
+		if len(cov.partial) > 0 {
+			head += " and may answer " + itoa(len(cov.partial)) + " more"
+		}
+		lines = append(lines, "        "+s.Warning.Render(head+":"))
 	}
-	return append(lines, d.othersLines(d.q, cov.others, 10)...)
+	return append(lines, d.othersLines(d.q, cov.others, cov.partial, 10)...)
 }
