@@ -2,9 +2,11 @@ package serve
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
@@ -34,10 +36,10 @@ func TestAWiderSuggestionIsNamed(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s not offered", kind)
 		}
-		if len(o.Wider) != 2 || o.Wider[0].Grant != req.SessionApproval.Grants[1] || o.Wider[1].Grant != req.SessionApproval.Grants[2] {
-			t.Fatalf("%s wider %+v, want the two grants beyond the ask", kind, o.Wider)
+		if len(o.Wider) != 2 || o.Wider[0].Grant != req.SessionApproval.Grants[2] || o.Wider[1].Grant != req.SessionApproval.Grants[1] {
+			t.Fatalf("%s wider %+v, want the two grants beyond the ask, every surface first", kind, o.Wider)
 		}
-		pw, all := o.Wider[0], o.Wider[1]
+		all, pw := o.Wider[0], o.Wider[1]
 		if !strings.Contains(pw.Surface, "another surface than this ask's bash") || !strings.Contains(pw.Value, "every value") {
 			t.Errorf("path_write * reads %+v", pw)
 		}
@@ -76,5 +78,82 @@ func TestASuggestionThatMissesTheAskIsNotOfferedForTheSession(t *testing.T) {
 	}
 	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession}); !errors.Is(err, ErrInvalidDecision) {
 		t.Fatalf("Decide = %v, want ErrInvalidDecision", err)
+	}
+}
+
+// Adversarial pass 2, finding 1: reaches come most severe first (every
+// surface, another surface, a deny rule passed, every value, then those
+// that only miss the ask), so a front end naming the first ones names the
+// widest, and Severe tells the merely missing ones from the rest.
+func TestReachesComeMostSevereFirst(t *testing.T) {
+	miss := wire.Grant{Surface: "bash", Pattern: "yarn test --shard=1"}
+	deny := wire.Grant{Surface: "bash", Pattern: "rm *"}
+	every := wire.Grant{Surface: "bash", Pattern: "*"}
+	other := wire.Grant{Surface: "path_write", Pattern: "/tmp/x"}
+	all := wire.Grant{Surface: "*", Pattern: "*"}
+	req := intent("1791279012345-w-5", "builder", "bash", "yarn test --shard=0",
+		wire.Grant{Surface: "bash", Pattern: "yarn test --shard=0"}, miss, deny, other, all)
+	o, _ := OfferedScopes(req, reachPolicy(t)).Find(ScopeSession)
+	var got []wire.Grant
+	for _, r := range o.Wider {
+		got = append(got, r.Grant)
+		if r.Severe() != (r.Grant != miss) {
+			t.Errorf("%v: Severe() = %v", r.Grant, r.Severe())
+		}
+	}
+	if want := []wire.Grant{all, other, deny, miss}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+
+	req = intent("1791279012345-w-6", "builder", "bash", "yarn test --shard=0",
+		wire.Grant{Surface: "bash", Pattern: "yarn test --shard=0"}, miss, every)
+	o, _ = OfferedScopes(req, nil).Find(ScopeSession)
+	if len(o.Wider) != 2 || o.Wider[0].Grant != every || o.Wider[1].Grant != miss {
+		t.Errorf("every value does not come before a miss: %+v", o.Wider)
+	}
+}
+
+// Adversarial pass 2, finding 9: a pattern for every value, or one that
+// begins with a wildcard ("* *": every command with a blank), is named
+// "every value" with no deny rule in the policy, or no policy at all.
+func TestEveryValueIsNamedWithoutADenyRule(t *testing.T) {
+	agentDir := t.TempDir()
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir),
+		[]byte(`{"permission":{"*":"ask","bash":{"*":"ask","git status":"allow"}}}`))
+	policy := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, Home: agentDir})
+	for _, judge := range []Judge{policy, nil} {
+		for _, p := range []string{"*", "* *", "*test"} {
+			req := intent("1791279012345-w-7", "tester", "bash", "npm test", wire.Grant{Surface: "bash", Pattern: p})
+			o, ok := OfferedScopes(req, judge).Find(ScopeSession)
+			if !ok || len(o.Wider) != 1 || !strings.Contains(o.Wider[0].Value, "every value") || !o.Wider[0].Severe() {
+				t.Errorf("policy %v, bash %q: wider %+v", judge != nil, p, o.Wider)
+			}
+		}
+	}
+}
+
+// Adversarial pass 2, finding 2: without the asking host's home (a hub
+// approver holds no policy), a "~" pattern is named as depending on it and
+// counted as reaching beyond the ask, never as merely missing it.
+func TestAHomePatternWithoutTheHomeIsNamed(t *testing.T) {
+	req := intent("1791279012345-w-8", "builder", "path_write", "/h/ha/notes2.md",
+		wire.Grant{Surface: "path_write", Pattern: "/h/ha/notes2.md"}, wire.Grant{Surface: "path_write", Pattern: "~/*"})
+	o, _ := OfferedScopes(req, nil).Find(ScopeSession)
+	if len(o.Wider) != 1 || !strings.Contains(o.Wider[0].Value, "depends on the asking host's home") || !o.Wider[0].Severe() {
+		t.Errorf("~/* without a home reads %+v", o.Wider)
+	}
+}
+
+// AskedFacts is the ask a legacy child's display fields stand for; a
+// request with facts is itself.
+func TestAskedFacts(t *testing.T) {
+	withFacts := intent("1791279012345-w-9", "builder", "bash", "npm test")
+	if AskedFacts(withFacts) != withFacts {
+		t.Error("a request with facts is replaced")
+	}
+	legacy := pichild.LegacyBash(rootID, "builder", "c20", "pnpm legacy")
+	ai := AskedFacts(legacy).AccessIntent
+	if legacy.AccessIntent != nil || ai == nil || ai.Surface != "bash" || !slices.Equal(ai.MatchValues, []string{"pnpm legacy"}) {
+		t.Errorf("legacy facts %+v", ai)
 	}
 }

@@ -56,6 +56,33 @@ type Reach struct {
 	Denies []resolve.PassedDeny
 }
 
+// missesAsk is the Value of a grant on the ask's surface that does not
+// cover it: the one reach that widens nothing beyond its own pattern.
+const missesAsk = "does not match this ask's values"
+
+// Severe: the grant reaches another surface, passes a deny rule or covers
+// every value (or what the home makes it), more than missing the ask; a
+// front end names each such grant and never folds it into a count.
+func (r Reach) Severe() bool {
+	return r.Surface != "" || len(r.Denies) > 0 || r.Value != missesAsk
+}
+
+// rank orders reaches most severe first: every surface, another surface,
+// a deny rule passed, every value, then a pattern that misses the ask.
+func (r Reach) rank() int {
+	switch {
+	case resolve.EveryValue(r.Grant.Surface):
+		return 0
+	case r.Surface != "":
+		return 1
+	case len(r.Denies) > 0:
+		return 2
+	case r.Severe():
+		return 3
+	}
+	return 4
+}
+
 // Scopes are the options an ask offers; Note says why one is missing.
 type Scopes struct {
 	Options []Scope
@@ -141,10 +168,10 @@ func joinNotes(a, b string) string {
 	return a + "; " + b
 }
 
-// askedFacts is the ask as reach judges it: its facts, or for a child that
-// sends none (20.7.3) the surface and value it shows, the only ask there is
-// to compare a grant with.
-func askedFacts(req *wire.Request) *wire.Request {
+// AskedFacts is the ask as a grant's reach and coverage are judged: its
+// facts, or for a child that sends none (20.7.3) the surface and value it
+// shows, the only ask there is to compare a grant with.
+func AskedFacts(req *wire.Request) *wire.Request {
 	if req.AccessIntent != nil || req.Value == nil {
 		return req
 	}
@@ -157,9 +184,9 @@ func askedFacts(req *wire.Request) *wire.Request {
 // policy by the matcher alone.
 func covers(req *wire.Request, g wire.Grant, judge Judge) bool {
 	if judge != nil {
-		return judge.Covers(askedFacts(req), g)
+		return judge.Covers(AskedFacts(req), g)
 	}
-	return resolve.Covers(askedFacts(req), g, "")
+	return resolve.Covers(AskedFacts(req), g, "")
 }
 
 // denyPasser is a Judge (*resolve.Policy) that names the deny rules a grant
@@ -168,31 +195,21 @@ type denyPasser interface {
 	DeniesPassed(g wire.Grant) []resolve.PassedDeny
 }
 
-// reaches are the grants of gs that reach beyond the ask: a surface other
-// than the ask's (its family counts as the ask's: a "both directions"
-// scope names that width in its title), a wildcard surface, a pattern for
-// every value or one that misses the ask, and the policy's denies each
-// would pass.
+// reaches are the grants of gs that reach beyond the ask, most severe
+// first: a surface other than the ask's (its family counts as the ask's: a
+// "both directions" scope names that width in its title), a wildcard
+// surface, a pattern for every value or nearly (one that begins with a
+// wildcard), one written from a home unknown here (no judge: a hub
+// approver; the asking host expands it), one that misses the ask, and the
+// policy's denies each would pass.
 func reaches(req *wire.Request, gs []wire.Grant, judge Judge) []Reach {
-	surface := SurfaceOf(req)
-	fam, _ := resolve.Family(surface)
 	passer, _ := judge.(denyPasser)
 	var out []Reach
 	for _, g := range gs {
 		r := Reach{Grant: g}
-		switch {
-		case resolve.EveryValue(g.Surface):
-			r.Surface = "every surface, not only this ask's " + surface
-		case strings.ContainsAny(g.Surface, "*?"):
-			r.Surface = "every surface " + g.Surface + " matches, not only this ask's " + surface
-		case g.Surface != surface && (fam == "" || g.Surface != fam):
-			r.Surface = "another surface than this ask's " + surface
-		}
-		switch {
-		case resolve.EveryValue(g.Pattern):
-			r.Value = "every value"
-		case r.Surface == "" && !covers(req, g, judge):
-			r.Value = "does not match this ask's values"
+		r.Surface, r.Value = Width(req, g, judge != nil)
+		if r.Surface == "" && r.Value == "" && !covers(req, g, judge) {
+			r.Value = missesAsk
 		}
 		if passer != nil {
 			r.Denies = passer.DeniesPassed(g)
@@ -201,7 +218,35 @@ func reaches(req *wire.Request, gs []wire.Grant, judge Judge) []Reach {
 			out = append(out, r)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b Reach) int { return a.rank() - b.rank() })
 	return out
+}
+
+// Width is how a session rule written as g (a grant, or a session deny)
+// reaches beyond the ask whatever the policy: the surfaces it covers besides
+// the ask's (its family counts as the ask's), and every value or nearly
+// (a pattern that begins with a wildcard), or, where the home is not known
+// here, whatever the asking host's home makes a "~" pattern; "" for none.
+func Width(req *wire.Request, g wire.Grant, homeKnown bool) (surface, value string) {
+	asked := SurfaceOf(req)
+	fam, _ := resolve.Family(asked)
+	switch {
+	case resolve.EveryValue(g.Surface):
+		surface = "every surface, not only this ask's " + asked
+	case strings.ContainsAny(g.Surface, "*?"):
+		surface = "every surface " + g.Surface + " matches, not only this ask's " + asked
+	case g.Surface != asked && (fam == "" || g.Surface != fam):
+		surface = "another surface than this ask's " + asked
+	}
+	switch {
+	case resolve.EveryValue(g.Pattern):
+		value = "every value"
+	case strings.HasPrefix(g.Pattern, "*"):
+		value = "nearly every value: the pattern begins with *"
+	case !homeKnown && resolve.HomeRelative(g.Pattern):
+		value = "depends on the asking host's home, unknown here: any value under it"
+	}
+	return surface, value
 }
 
 // predatesSessionState: a request with no display fields, suggestion or

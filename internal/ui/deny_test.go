@@ -137,3 +137,29 @@ func TestSessionDenyInputsFitTheWidthBeforeTheyAreDrawn(t *testing.T) {
 		t.Fatalf("widths %d, %d after a resize to 120, want %d", r, p, want(120))
 	}
 }
+
+// Adversarial pass 2, finding 16: a child's "* *" suggestion prefills N's
+// pattern; the dialog names what it denies (every surface, every value, for
+// every agent of the session) as the scope dialog names a grant's reach,
+// and takes a second enter.
+func TestADenyForEverySurfaceIsNamed(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := bashAsk(1, "tester", "/w/p", "make nn")
+	a.Request.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "*", Pattern: "*"}}}
+	a.Scopes = serve.OfferedScopes(a.Request, nil)
+	h.queue(a)
+	h.keys("N")
+	screen := oneLine(h.m.View())
+	for _, want := range []string{"every surface, not only this ask's bash", "every value"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the deny dialog lacks %q:\n%s", want, screen)
+		}
+	}
+	h.keys("stop", "enter")
+	h.wantDecisions()
+	h.wantStatus("every surface")
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: "stop",
+		DenyFor: &wire.Grant{Surface: "*", Pattern: "*"}})
+}

@@ -25,6 +25,9 @@ type denyDialog struct {
 	pattern textinput.Model
 	// onPattern: tab moved the cursor to the pattern.
 	onPattern bool
+	// armed: enter was pressed once on a deny that reaches beyond the ask's
+	// surface or values (decision 0216); the next enter records it.
+	armed bool
 }
 
 func newDenyDialog(c *common, q asks) denyDialog {
@@ -44,7 +47,7 @@ func (d *denyDialog) open(e *entry) tea.Cmd {
 	if o, ok := e.ask.Scopes.Find(serve.ScopeSession); ok && len(o.Grants) == 1 {
 		g = o.Grants[0]
 	}
-	d.ask, d.surface, d.onPattern = e.ask.ID, g.Surface, false
+	d.ask, d.surface, d.onPattern, d.armed = e.ask.ID, g.Surface, false, false
 	d.reason.Reset()
 	d.pattern.SetValue(g.Pattern)
 	d.pattern.CursorEnd()
@@ -64,8 +67,28 @@ func (d *denyDialog) deny() wire.Grant {
 	return wire.Grant{Surface: d.surface, Pattern: strings.TrimSpace(d.pattern.Value())}
 }
 
+// reach names how the deny reaches beyond the ask, as the scope dialog
+// names a grant's reach (serve.Width): "" when it does not.
+func (d *denyDialog) reach() string {
+	e := d.q.find(d.ask)
+	if e == nil {
+		return ""
+	}
+	surface, value := serve.Width(e.ask.Request, d.deny(), d.home != "")
+	var parts []string
+	for _, p := range []string{surface, value} {
+		if p != "" {
+			parts = append(parts, Sanitize(p))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	if k, ok := msg.(tea.KeyMsg); ok {
+		if !key.Matches(k, d.keys.Confirm) {
+			d.armed = false
+		}
 		switch {
 		case key.Matches(k, d.keys.Close):
 			return closeAction{"nothing decided"}, nil
@@ -84,6 +107,10 @@ func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
 				return statusAction{"type a reason first: the agents see it (esc cancels)"}, nil
 			case !d.coverage().ask:
 				return statusAction{"the pattern does not cover this ask; tab edits it"}, nil
+			case !d.armed && d.reach() != "":
+				d.armed = true
+				return statusAction{"the deny reaches beyond this ask for every agent of the session (" + Sanitize(g.Surface) + " " + Sanitize(g.Pattern) + ": " +
+					d.reach() + "): enter again records it; tab edits the pattern"}, nil
 			}
 			return decideAction{pressed: k.String(), what: "deny for the session with " + blanked(g.Pattern),
 				targets: []serve.AskID{d.ask}, d: func(id serve.AskID) serve.Decision {
@@ -125,10 +152,13 @@ func (d *denyDialog) view(height int) []string {
 		text, style = "surface "+Sanitize(d.surface)+"; ⚠ does not cover this ask: enter is refused", s.Warning
 	}
 	lines = append(lines, "  "+style.Render(text))
+	if w := d.reach(); w != "" {
+		lines = append(lines, d.wrapped(s.Warning, "⚠ beyond this ask, for every agent of the session (enter twice records it): "+w, 2)...)
+	}
 	if len(cov.others) > 0 {
 		lines = append(lines, "  "+s.Warning.Render("also denies "+plural(len(cov.others), "other waiting ask")+" at once:"))
 	}
-	lines = append(append(lines, d.othersLines(d.q, cov.others, 4)...), "")
+	lines = append(append(lines, d.othersLines(d.q, cov.others, nil, 4)...), "")
 	lines = append(lines, d.wrapped(s.Muted, "Every later ask of this root session that the pattern covers is denied with this reason, before grants and the policy; p lists and revokes it.", 2)...)
 	lines = append(lines, "", s.Muted.Render("tab moves between reason and pattern; enter denies; esc cancels, decides nothing"))
 	return fitLines(lines, height)

@@ -32,6 +32,9 @@ type KeyMap struct {
 	Revoke  key.Binding
 	Top     key.Binding
 	Bottom  key.Binding
+	// The scope dialog's marked option, when taller than the screen.
+	PageUp   key.Binding
+	PageDown key.Binding
 	// In the rule dialog (R).
 	RuleScope  key.Binding
 	RuleAction key.Binding
@@ -69,6 +72,8 @@ func DefaultKeyMap() KeyMap {
 		Revoke:           key.NewBinding(key.WithKeys("d", "delete"), key.WithHelp("d", "revoke")),
 		Top:              key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g/home", "top")),
 		Bottom:           key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G/end", "bottom")),
+		PageUp:           key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "scroll up")),
+		PageDown:         key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdown", "scroll down")),
 		RuleScope:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "scope")),
 		RuleAction:       key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "action")),
 		Leave:            key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "leave them, quit")),

@@ -337,6 +337,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.sizePager(false)
 	}
 	m.noteChangeSeen()
+	if m.mode == modeScope {
+		_, _, height := m.frame()
+		m.scope.noteSeen(height)
+	}
 	return m, tea.Batch(cmd, m.showDiff())
 }
 

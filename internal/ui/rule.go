@@ -352,7 +352,7 @@ func (d *ruleDialog) view(height int) []string {
 			others = append(others, o)
 		}
 	}
-	lines = append(lines, d.othersLines(d.q, others, labelWidth+1)...)
+	lines = append(lines, d.othersLines(d.q, others, nil, labelWidth+1)...)
 	if d.counting {
 		lines = append(lines, d.count.View())
 	}

@@ -53,6 +53,12 @@ type scopeDialog struct {
 	// overHub: the policy is on the relay's host, so serve here could not
 	// name the deny rules a grant passes (decision 0189).
 	overHub bool
+	// offset scrolls the marked option's lines; seen are those of them
+	// (from its first) that were on screen, span how many it has and page
+	// how many the body shows: a whole-session choice is recorded only once
+	// every line of it was seen (decision 0215).
+	offset, span, page int
+	seen               map[int]bool
 }
 
 func newScopeDialog(c *common, q asks, overHub bool) scopeDialog {
@@ -62,6 +68,12 @@ func newScopeDialog(c *common, q asks, overHub bool) scopeDialog {
 func (d *scopeDialog) open(e *entry) {
 	d.ask, d.chosen, d.scopes = e.ask.ID, 0, e.ask.Scopes
 	d.edited, d.editing, d.armed = "", false, false
+	d.choose(0)
+}
+
+// choose marks option i, which has not been on screen yet.
+func (d *scopeDialog) choose(i int) {
+	d.chosen, d.edited, d.armed, d.offset, d.seen = i, "", false, 0, map[int]bool{}
 }
 
 // editable: a whole-session scope with one grant, which permtui records
@@ -120,9 +132,13 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	case key.Matches(k, d.keys.Close):
 		return closeAction{"nothing decided"}, nil
 	case key.Matches(k, d.keys.Up):
-		d.chosen, d.edited, d.armed = max(d.chosen-1, 0), "", false
+		d.choose(max(d.chosen-1, 0))
 	case key.Matches(k, d.keys.Down):
-		d.chosen, d.edited, d.armed = min(d.chosen+1, len(d.scopes.Options)-1), "", false
+		d.choose(min(d.chosen+1, len(d.scopes.Options)-1))
+	case key.Matches(k, d.keys.PageDown):
+		d.offset = min(d.offset+max(d.page-4, 1), max(d.span-1, 0))
+	case key.Matches(k, d.keys.PageUp):
+		d.offset = max(d.offset-max(d.page-4, 1), 0)
 	case key.Matches(k, d.keys.Edit) && d.editable():
 		d.editing = true
 		d.input.SetValue(d.grants()[0].Pattern)
@@ -132,10 +148,15 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		o := d.scopes.Options[d.chosen]
 		dec := serve.Decision{Ask: d.ask, Scope: o.Kind}
 		what := "approve for " + o.Title
+		switch cov := d.coverage(); {
+		case d.wholeSession() && !d.seenWhole():
+			return statusAction{"not every line of this choice was on screen: pgdown shows the rest (recording waits until each line was shown)"}, nil
+		case d.wholeSession() && !cov.ask && d.edited != "":
+			return statusAction{"the edited pattern does not cover this ask; e edits it, esc restores the suggestion"}, nil
+		case d.wholeSession() && !cov.ask:
+			return statusAction{"the marked choice does not cover this ask: enter is refused"}, nil
+		}
 		if d.edited != "" {
-			if cov := d.coverage(); !cov.ask {
-				return statusAction{"the edited pattern does not cover this ask; e edits it, esc restores the suggestion"}, nil
-			}
 			dec.Grants = d.grants()
 			what += " with " + Sanitize(d.edited)
 		}
@@ -147,11 +168,7 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 					": enter again records it for the whole session; e edits it, esc restores the suggestion"}, nil
 			case d.wholeSession() && len(wider) > 0:
 				d.armed = true
-				more := ""
-				if len(wider) > 1 {
-					more = " and " + plural(len(wider)-1, "more grant")
-				}
-				return statusAction{"the grants reach beyond this ask for every agent of the session (" + reachText(wider[0], d.edited != "") + more +
+				return statusAction{"the grants reach beyond this ask for every agent of the session (" + reachesText(wider, d.edited != "") +
 					"): enter again records them; esc cancels"}, nil
 			}
 		}
@@ -232,6 +249,26 @@ func reachText(r serve.Reach, edited bool) string {
 	return grantText(r.Grant) + ": " + strings.Join(parts, "; ")
 }
 
+// reachesText names every grant that reaches beyond the ask more than by
+// missing it (serve puts them first) and counts the rest, naming the first
+// when none is severe: a "* *" never hides behind "N more grants".
+func reachesText(wider []serve.Reach, edited bool) string {
+	var parts []string
+	misses := 0
+	for _, r := range wider {
+		switch {
+		case r.Severe() || len(parts) == 0:
+			parts = append(parts, reachText(r, edited))
+		default:
+			misses++
+		}
+	}
+	if misses > 0 {
+		parts = append(parts, "and "+plural(misses, "more grant")+" that only miss this ask")
+	}
+	return strings.Join(parts, "; ")
+}
+
 // reachLines name, under the chosen option's grants, each grant that
 // reaches beyond the ask and who would hold it.
 func (d *scopeDialog) reachLines() []string {
@@ -257,6 +294,10 @@ func (d *scopeDialog) reachLines() []string {
 type coverage struct {
 	ask    bool
 	others []*entry
+	// partial are the others, chains, that grants may answer: serve
+	// answers a chain only when each unit is allowed, and a unit no grant
+	// covers (or one with a floor) is left to the policy.
+	partial map[serve.AskID]bool
 }
 
 // coverage of a whole-session choice; other choices answer only this ask.
@@ -282,23 +323,52 @@ func coverageOf(q asks, ask serve.AskID, gs []wire.Grant, units bool, home strin
 	if e == nil {
 		return c
 	}
-	// Serve's matcher: a "*" surface is every surface, "~" the home.
-	covers := func(a serve.Ask) bool {
+	// Serve's matcher: a "*" surface is every surface, "~" the home. Where
+	// the home is unknown (a hub's asks come from other hosts) a "~" pattern
+	// is taken as any value: it may answer every other ask on its surface,
+	// and is not counted on to cover this one.
+	covers := func(r *wire.Request, other bool) bool {
 		return slices.ContainsFunc(gs, func(g wire.Grant) bool {
-			if units {
-				return resolve.Covers(a.Request, g, home)
+			if home == "" && resolve.HomeRelative(g.Pattern) {
+				if !other {
+					return false
+				}
+				g.Pattern = "*"
 			}
-			return resolve.CoversValues(a.Request, g, home)
+			if units {
+				return resolve.Covers(r, g, home)
+			}
+			return resolve.CoversValues(r, g, home)
 		})
 	}
-	c.ask = covers(e.ask)
+	// The ask as serve judges it: a child that sends no facts by what it shows.
+	c.ask = covers(serve.AskedFacts(e.ask.Request), false)
 	for _, o := range q.pending() {
 		// A session rule answers only its own root session's asks.
-		if o.ask.ID != ask && o.ask.Session == e.ask.Session && o.ask.Host == e.ask.Host && covers(o.ask) {
+		if o.ask.ID != ask && o.ask.Session == e.ask.Session && o.ask.Host == e.ask.Host && covers(o.ask.Request, true) {
 			c.others = append(c.others, o)
+			if !units && !everyUnit(o.ask.Request, func(r *wire.Request) bool { return covers(r, true) }) {
+				if c.partial == nil {
+					c.partial = map[serve.AskID]bool{}
+				}
+				c.partial[o.ask.ID] = true
+			}
 		}
 	}
 	return c
+}
+
+// everyUnit: each asking unit of a chain, judged alone as serve judges it,
+// is covered and carries no floor; true for an ask without units.
+func everyUnit(r *wire.Request, covered func(*wire.Request) bool) bool {
+	ai := r.AccessIntent
+	return ai == nil || !slices.ContainsFunc(ai.AskingUnits, func(u wire.AskingUnit) bool {
+		unit := *ai
+		unit.MatchValues, unit.AskingUnits = []string{u.Command}, nil
+		one := *r
+		one.AccessIntent = &unit
+		return u.Floor != nil || !covered(&one)
+	})
 }
 
 // maxNamedOthers bounds the other asks a dialog names one a line; the
@@ -306,8 +376,9 @@ func coverageOf(q asks, ask serve.AskID, gs []wire.Grant, units bool, home strin
 const maxNamedOthers = 5
 
 // othersLines name, under a dialog's coverage line, each other waiting ask
-// the choice would also answer (clipped), saying when the filter hides it.
-func (c *common) othersLines(q asks, others []*entry, indent int) []string {
+// the choice would also answer (clipped), saying when the filter hides it
+// and when it only may (partial).
+func (c *common) othersLines(q asks, others []*entry, partial map[serve.AskID]bool, indent int) []string {
 	var lines []string
 	for i, o := range others {
 		if i == maxNamedOthers {
@@ -315,6 +386,9 @@ func (c *common) othersLines(q asks, others []*entry, indent int) []string {
 			break
 		}
 		name := endLabel(o, max(c.width-indent-4, 20))
+		if partial[o.ask.ID] {
+			name += " (may answer: a unit no grant covers)"
+		}
 		if q.hidden(o) {
 			name += " (hidden by the filter)"
 		}
@@ -330,17 +404,48 @@ func (d *scopeDialog) help() help.KeyMap {
 		keys := []key.Binding{relabel(d.keys.Confirm, "keep"), relabel(d.keys.Close, "restore the suggestion")}
 		return helpKeys{short: keys, full: [][]key.Binding{keys}}
 	}
-	if d.editable() {
-		return d.keys.overlayHelp(d.keys.Up, d.keys.Down, d.keys.Edit, d.keys.Confirm)
+	keys := []key.Binding{d.keys.Up, d.keys.Down}
+	if d.span > d.page-3 { // the marked option does not fit
+		keys = append(keys, d.keys.PageDown, d.keys.PageUp)
 	}
-	return d.keys.overlayHelp(d.keys.Up, d.keys.Down, d.keys.Confirm)
+	if d.editable() {
+		keys = append(keys, d.keys.Edit)
+	}
+	return d.keys.overlayHelp(append(keys, d.keys.Confirm)...)
 }
 
 func (d *scopeDialog) view(height int) []string {
+	lines, from, to := d.body()
+	return d.scrolled(lines, height, min(from+d.offset, max(to-1, from)), to)
+}
+
+// noteSeen records which lines of the marked option a body of height shows
+// (the root calls it after each message, as the queue notes what it shows).
+func (d *scopeDialog) noteSeen(height int) {
+	lines, from, to := d.body()
+	first, last := window(len(lines), height, min(from+d.offset, max(to-1, from)), to)
+	d.span, d.page = to-from, height
+	for i := max(first, from); i < min(last, to); i++ {
+		d.seen[i-from] = true
+	}
+}
+
+// seenWhole: every line of the marked option was on screen.
+func (d *scopeDialog) seenWhole() bool {
+	for i := range d.span {
+		if !d.seen[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// body is the dialog's lines and the marked option's [from, to).
+func (d *scopeDialog) body() (lines []string, from, to int) {
 	s := d.styles
 	lines, ok := d.sessionAsk(d.q, d.ask, "approve for session")
 	if !ok {
-		return lines
+		return lines, 0, 0
 	}
 	var marked [2]int // the marked option's first line and the line after it
 	for i, o := range d.scopes.Options {
@@ -385,37 +490,47 @@ func (d *scopeDialog) view(height int) []string {
 		lines = append(append(lines, ""), d.wrapped(s.Muted, d.scopes.Note, 0)...)
 	}
 	lines = append(lines, "", s.Muted.Render("enter approves with the marked scope; esc cancels and decides nothing"))
-	return d.scrolled(lines, height, marked[0], marked[1])
+	return lines, marked[0], marked[1]
 }
 
 // scrolled fits a dialog's lines to height, keeping its title and the
 // marked option's lines [from, to) on screen: what enter would record is
 // always in view (decision 0153). Cut lines are counted above and below.
 func (c *common) scrolled(lines []string, height, from, to int) []string {
-	if len(lines) <= height || height < 4 {
+	first, last := window(len(lines), height, from, to)
+	if first == 0 {
 		return lines
 	}
-	room := height - 3 // the title and the two counts
-	first := max(min(from, len(lines)-room), 1)
-	if to-first > room { // a tall option: its first lines matter most
-		first = from
-	}
-	last := min(first+room, len(lines))
 	out := []string{lines[0]}
-	if first == 1 { // no count above: one more line below
-		last = min(last+1, len(lines))
-	} else {
+	if first > 1 {
 		out = append(out, c.styles.Muted.Render("  ↑ "+plural(first-1, "more line")))
-	}
-	if last == len(lines) && first > 1 { // no count below: one more line above
-		first--
-		out[1] = c.styles.Muted.Render("  ↑ " + plural(first-1, "more line"))
 	}
 	out = append(out, lines[first:last]...)
 	if last < len(lines) {
 		out = append(out, c.styles.Muted.Render("  ↓ "+plural(len(lines)-last, "more line")))
 	}
 	return out
+}
+
+// window is the lines [first, last) of n that scrolled shows below the
+// title, or 0, n when all fit.
+func window(n, height, from, to int) (first, last int) {
+	if n <= height || height < 4 {
+		return 0, n
+	}
+	room := height - 3 // the title and the two counts
+	first = max(min(from, n-room), 1)
+	if to-first > room { // a tall option: its first lines matter most
+		first = from
+	}
+	last = min(first+room, n)
+	if first == 1 { // no count above: one more line below
+		last = min(last+1, n)
+	}
+	if last == n && first > 1 { // no count below: one more line above
+		first--
+	}
+	return first, last
 }
 
 // sessionAsk is the head of the scope and session-deny dialogs: the title,
@@ -460,8 +575,12 @@ func (d *scopeDialog) coverageLines() []string {
 	if d.overHub {
 		lines = append(lines, d.wrapped(s.Muted, "the policy is on the asking host: the deny rules it would pass are not named here", 8)...)
 	}
-	if len(cov.others) > 0 {
-		lines = append(lines, "        "+s.Warning.Render("also answers "+plural(len(cov.others), "other waiting ask")+":"))
+	if sure := len(cov.others) - len(cov.partial); len(cov.others) > 0 {
+		head := "also answers " + plural(sure, "other waiting ask")
+		if len(cov.partial) > 0 {
+			head += " and may answer " + itoa(len(cov.partial)) + " more"
+		}
+		lines = append(lines, "        "+s.Warning.Render(head+":"))
 	}
-	return append(lines, d.othersLines(d.q, cov.others, 10)...)
+	return append(lines, d.othersLines(d.q, cov.others, cov.partial, 10)...)
 }
