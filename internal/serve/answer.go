@@ -36,6 +36,8 @@ func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 	}
 	if req.AccessIntent != nil {
 		rec.MatchValues = req.AccessIntent.MatchValues
+	} else {
+		rec.Value = shownValue(req)
 	}
 	if ans.resp.State != state {
 		rec.WireState = ans.resp.State
