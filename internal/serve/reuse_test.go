@@ -65,6 +65,9 @@ func refusedReuse(t *testing.T, first, other *wire.Request) {
 	if !strings.Contains(inv.Reason, "other facts") {
 		t.Errorf("reason %q does not say why", inv.Reason)
 	}
+	if first.AccessIntent == nil && !strings.Contains(inv.Reason, `"npm test"`) {
+		t.Errorf("reason %q does not name the value decided", inv.Reason)
+	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the refused request is still there: %v", err)
 	}
