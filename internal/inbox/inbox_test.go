@@ -763,3 +763,40 @@ func TestAReplacedRequestIsWithdrawnAndDeliveredAnew(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An answer still in responses/<id>.json, which its child has not read, is
+// never replaced: Respond writes nothing, says why, keeps the request in
+// flight, and writes once the child took the earlier answer (decision 0201).
+func TestRespondNeverReplacesAnUnreadAnswer(t *testing.T) {
+	h := start(t, nil)
+	path := h.send(servedID, "1791279012345-ur-1")
+	id := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-ur-1")).(Arrived).ID
+	respPath := h.layout.ResponsePath(servedID, "1791279012345-ur-1")
+	earlier := []byte(`{"approved":false,"state":"denied"}`)
+	if err := safefs.MkdirPrivate(filepath.Dir(respPath)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(respPath, earlier, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.in.Respond(id, approve()); !errors.Is(err, ErrAnswerUnread) {
+		t.Fatalf("Respond = %v, want ErrAnswerUnread", err)
+	}
+	if data, err := os.ReadFile(respPath); err != nil || string(data) != string(earlier) {
+		t.Fatalf("the earlier answer became %q, %v", data, err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("request not kept: %v", err)
+	}
+	if err := os.Remove(respPath); err != nil { // the earlier child reads it
+		t.Fatal(err)
+	}
+	if err := h.in.Respond(id, approve()); err != nil {
+		t.Fatalf("once read: %v", err)
+	}
+	gone(t, path)
+	data, _ := os.ReadFile(respPath)
+	if got, err := wire.ReadResponseAsChild(data); err != nil || !got.Approved {
+		t.Fatalf("child reads %+v, %v", got, err)
+	}
+}

@@ -18,6 +18,10 @@ var (
 	ErrNotInFlight = errors.New("inbox: request not in flight")
 	// ErrBusy: another response write for the request is in progress.
 	ErrBusy = errors.New("inbox: response write in progress")
+	// ErrAnswerUnread: responses/<id>.json still holds an answer its child
+	// has not taken; it is never replaced, so nothing was written and the
+	// request is kept in flight.
+	ErrAnswerUnread = errors.New("inbox: an earlier answer to this request id is still unread")
 )
 
 // Present reports whether the delivery id is still in flight and its file
@@ -38,8 +42,8 @@ func (in *Inbox) Present(id AskID) bool {
 }
 
 // Respond answers the delivery id: it checks the request
-// file is still there, writes responses/<id>.json atomically, then deletes
-// the request. All of it goes through directories opened without following
+// file is still there, writes responses/<id>.json atomically, never over an
+// answer still there (ErrAnswerUnread), then deletes the request. All of it goes through directories opened without following
 // symlinks, so nothing outside the inbox is written or deleted. On a write
 // error the request is kept in flight (never delivered again) so the caller
 // can retry without asking a person twice, or hand it back with Postpone.
@@ -160,7 +164,14 @@ func (in *Inbox) respondIn(e *entry, data []byte) (removed bool, err error) {
 	if err != nil {
 		return false, writeFailed(d, "prepare responses/", err)
 	}
-	if err := respDir.WriteFileAtomic(e.reqID+".json", data); err != nil {
+	// Another request under the same id may have been answered and its
+	// child not have read it yet: replacing that answer would hand the
+	// child this one (decision 0201).
+	err = respDir.WriteFileNew(e.reqID+".json", data)
+	if errors.Is(err, fs.ErrExist) {
+		return false, ErrAnswerUnread
+	}
+	if err != nil {
 		return false, writeFailed(d, "write response", err)
 	}
 	// The child may already have consumed the response and removed the

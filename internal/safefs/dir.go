@@ -231,6 +231,35 @@ func (d *Dir) Remove(name string) error {
 // ignore it), written in one call, then renamed over name. The final name is
 // never written in place; on any failure the temp file is removed.
 func (d *Dir) WriteFileAtomic(name string, data []byte) error {
+	return d.writeNew(name, data, renameOver)
+}
+
+// WriteFileNew is WriteFileAtomic that never replaces an existing name: the
+// whole file appears under name only if nothing was there, else the error
+// is fs.ErrExist and name keeps what it held.
+func (d *Dir) WriteFileNew(name string, data []byte) error {
+	return d.writeNew(name, data, publishNew)
+}
+
+// renameOver publishes tmp as name, replacing what name held.
+func renameOver(dirfd int, tmp, name string) error {
+	return unix.Renameat(dirfd, tmp, dirfd, name)
+}
+
+// linkNew publishes tmp as name only if name is free: a hard link fails
+// with EEXIST instead of replacing. The temp name is then let go; one left
+// by a failed unlink ends in .tmp, which readers ignore.
+func linkNew(dirfd int, tmp, name string) error {
+	if err := unix.Linkat(dirfd, tmp, dirfd, name, 0); err != nil {
+		return err
+	}
+	_ = unix.Unlinkat(dirfd, tmp, 0)
+	return nil
+}
+
+// writeNew writes data to a temp file beside name and hands it to publish;
+// on any failure the temp file is removed.
+func (d *Dir) writeNew(name string, data []byte, publish func(dirfd int, tmp, name string) error) error {
 	if err := d.checkName(name); err != nil {
 		return err
 	}
@@ -249,7 +278,7 @@ func (d *Dir) WriteFileAtomic(name string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = retryTransient(func() error { return unix.Renameat(d.fd, tmp, d.fd, name) })
+		err = retryTransient(func() error { return publish(d.fd, tmp, name) })
 	}
 	if err != nil {
 		_ = unix.Unlinkat(d.fd, tmp, 0)

@@ -36,6 +36,8 @@ func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 	}
 	if req.AccessIntent != nil {
 		rec.MatchValues = req.AccessIntent.MatchValues
+	} else {
+		rec.Value = shownValue(req)
 	}
 	if ans.resp.State != state {
 		rec.WireState = ans.resp.State
@@ -186,10 +188,24 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 	case errors.Is(err, inbox.ErrWithdrawn), errors.Is(err, inbox.ErrNotInFlight):
 		s.expire(p)
 		return errGone
+	case errors.Is(err, inbox.ErrAnswerUnread):
+		// Not a disk fault: it is written once the child takes the earlier
+		// answer, and said once (decision 0201).
+		if !p.unreadReported {
+			p.unreadReported = true
+			s.emit(WriteFailed{Ask: p.ID, Err: unreadWait(p.Request.ID)})
+		}
+		return err
 	default:
 		s.emit(WriteFailed{Ask: p.ID, Err: err.Error()})
 		return err
 	}
+}
+
+// unreadWait says why an answer waits for an earlier one to the same id.
+func unreadWait(requestID string) string {
+	return "responses/ still holds an answer to request id " + wire.QuoteShort(requestID) +
+		" that its child has not read; permtui never replaces it, so this answer, recorded, is written once that one is taken"
 }
 
 // adoptRecorded replaces ans with the decision the log holds for the
@@ -244,7 +260,7 @@ func (s *Server) postpone(p *pending, ans *answer) bool {
 		return false
 	}
 	delete(s.asks, p.ID)
-	s.postponed[p.ID] = p.queued
+	s.postponed[p.ID] = told{queued: p.queued, unreadReported: p.unreadReported}
 	return true
 }
 

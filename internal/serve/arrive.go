@@ -65,8 +65,12 @@ func (s *Server) arrive(ev inbox.Arrived) {
 // answer would land in the other request's response file (decision 0210).
 // The inbox removes the file and reports why; nothing is recorded for it.
 func (s *Server) refuseReuse(ev inbox.Arrived, rec AuditRecord) {
-	reason := fmt.Sprintf("request id %s was already decided (%s) for other facts (agent %s, %s); not answered, since its response file is that request's",
-		wire.QuoteShort(ev.Request.ID), rec.State, wire.QuoteShort(rec.Agent), wire.QuoteShort(rec.Surface))
+	facts := "agent " + wire.QuoteShort(rec.Agent) + ", " + wire.QuoteShort(rec.Surface)
+	if rec.Value != nil { // without facts, the value tells them apart (decision 0201)
+		facts += ", " + wire.QuoteShort(*rec.Value)
+	}
+	reason := fmt.Sprintf("request id %s was already decided (%s) for other facts (%s); not answered, since its response file is that request's",
+		wire.QuoteShort(ev.Request.ID), rec.State, facts)
 	s.cfg.Logger.Warn("request reuses a decided identity with other facts", "ask", ev.ID, "request", ev.Request.ID, "path", ev.Path)
 	if err := s.inbox.Refuse(ev.ID, reason); err != nil {
 		s.cfg.Logger.Error("reused request not refused", "ask", ev.ID, "err", err)

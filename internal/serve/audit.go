@@ -52,6 +52,10 @@ type AuditRecord struct {
 	// be replayed against another policy (permtui simulate); absent when the
 	// request had none, and in records written before permtui kept them.
 	Facts *AuditFacts `json:"facts,omitempty"`
+	// Value is the display value a request without facts showed, the
+	// only thing to tell a second file reusing its identity by (decision
+	// 0201); absent for a request with facts and in older records.
+	Value *string `json:"value,omitempty"`
 }
 
 // AuditFacts is a request's accessIntent in the audit log.

