@@ -489,3 +489,25 @@ func linkGlobal(t *testing.T, e env, target string) {
 		t.Fatal(err)
 	}
 }
+
+// A pattern wider than it reads ("?*": every command but the empty one)
+// loosens nothing the policy's own rules name where everything asks, yet
+// allows "rm -rf /": it needs the counted confirmation too, naming that
+// (third adversarial pass, finding 4); a narrow pattern does not.
+func TestAPatternWiderThanItReadsNeedsTheConfirmation(t *testing.T) {
+	e := newEnv(t, map[string]string{"global": `{"permission":{"*":"ask"}}`})
+	ch, err := e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "?*", Action: resolve.Allow}, "npm test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Safety(ch, 0, 0); r == nil || r.Count != 1 || !strings.Contains(r.Reasons[0], `also allows "rm -rf /" (bash)`) {
+		t.Fatalf("Safety = %+v", r)
+	}
+	ch, err = e.plan(t, ScopeGlobal, "", Rule{Surface: "bash", Pattern: "npm run *", Action: resolve.Allow}, "npm run build")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Safety(ch, 0, 0); r != nil {
+		t.Fatalf("a narrow pattern: Safety = %+v", r)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // Risk is what makes a change need a second, explicit confirmation, and the
@@ -37,6 +38,12 @@ func Safety(ch *Change, covered, personDenied int) *Risk {
 		r.Reasons = append(r.Reasons, fmt.Sprintf("the pattern %q matches every value of %s: it would have decided %d recorded asks", ch.Rule.Pattern, ch.Rule.Surface, covered))
 		r.Count += covered
 	}
+	// Only where nothing above warned: a loosening or "every value" already
+	// names what such a pattern reaches, and counts it.
+	if v := allowsSensitive(ch); v != "" && len(r.Reasons) == 0 {
+		r.Reasons = append(r.Reasons, fmt.Sprintf("the pattern %q also allows %s: it is wider than it reads", ch.Rule.Pattern, v))
+		r.Count++
+	}
 	if personDenied > 0 && ch.Rule.Action == resolve.Allow {
 		r.Reasons = append(r.Reasons, fmt.Sprintf("it would allow %d recorded asks a person denied", personDenied))
 		r.Count += personDenied
@@ -50,4 +57,19 @@ func Safety(ch *Change, covered, personDenied int) *Risk {
 // MatchesEverything: a pattern of only * matches every value.
 func MatchesEverything(pattern string) bool {
 	return pattern != "" && strings.Trim(pattern, "*") == ""
+}
+
+// allowsSensitive names a sensitive value (resolve.SensitiveCovered) the
+// edit's allow rule would decide, judged by the edited policy as pi would
+// (its "~" and ".." joined), besides the facts asked about; "" for none or
+// for a rule that is no allow. "?*" and "~/../../*" read narrow and are not.
+func allowsSensitive(ch *Change) string {
+	if ch.Rule.Action != resolve.Allow || ch.Edited == nil {
+		return ""
+	}
+	return resolve.SensitiveCovered(ch.Edited.Options().Home, ch.Facts.Values, func(probe *wire.Request) bool {
+		q := resolve.Query{Agent: ch.Target.Agent, Surface: probe.AccessIntent.Surface, Values: probe.AccessIntent.MatchValues}
+		v := ch.Edited.Evaluate(q, nil)
+		return v.Action == resolve.Allow && ch.IsNewRule(v.Rule)
+	})
 }
