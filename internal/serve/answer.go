@@ -204,8 +204,8 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 
 // unreadWait says why an answer waits for an earlier one to the same id.
 func unreadWait(requestID string) string {
-	return "responses/ still holds an answer to request id " + wire.QuoteShort(requestID) +
-		" that its child has not read; permtui never replaces it, so this answer, recorded, is written once that one is taken"
+	return "responses/ already holds a file for request id " + wire.QuoteShort(requestID) +
+		" that no child has taken (an earlier answer, or a file written there by something else: its child reads that one first); permtui never replaces it, so this answer, recorded, is written once that one is taken"
 }
 
 // adoptRecorded replaces ans with the decision the log holds for the

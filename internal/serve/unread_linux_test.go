@@ -68,7 +68,7 @@ func TestAnUnreadAnswerIsNeverReplaced(t *testing.T) {
 			}
 			second := h.rec.WaitFor(t, "the second answer waits", func(ev Event) bool {
 				w, ok := ev.(WriteFailed)
-				return ok && strings.Contains(w.Err, "has not read")
+				return ok && strings.Contains(w.Err, "that no child has taken")
 			}).(WriteFailed)
 			deadline = time.Now().Add(testkit.WaitLimit)
 			for reads()[tmp] < tc.reads {
