@@ -78,11 +78,13 @@ func (g *grantList) rebuild() {
 }
 
 // counts are how many grants and session denies are listed.
-func (g *grantList) counts() (grants, denies int) {
+func (g *grantList) counts(inForce func(session string) bool) (grants, denies int) {
 	for _, r := range g.rows {
-		if r.deny != nil {
+		switch {
+		case !inForce(r.session):
+		case r.deny != nil:
 			denies++
-		} else {
+		default:
 			grants++
 		}
 	}

@@ -250,7 +250,9 @@ func (m *Model) withAuthority(policy []string, short bool) []string {
 // force, restored at start or recorded since: they change what is decided
 // beyond the policy and outlive the run (finding F14); p lists them.
 func (m *Model) authorityLines(short bool) []string {
-	grants, denies := m.grantList.counts()
+	// A local console's grants store may hold other sessions' too, which do
+	// not apply here; at a hub every relay's count.
+	grants, denies := m.grantList.counts(func(session string) bool { return m.opts.OverHub || m.sessions[session].serving })
 	var parts []string
 	switch {
 	case grants > 0 && short:
