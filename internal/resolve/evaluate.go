@@ -295,6 +295,19 @@ func (v Verdict) DecidedBy() *wire.DecisionSource {
 
 var actionWords = map[Action]string{Allow: "Allow", Ask: "Ask", Deny: "Deny"}
 
+// resembledAgent is the agent file name agent matches but for case and
+// blanks at its ends, the least such; "" for none. No allocation: it runs
+// for every ask of an agent without a file.
+func (p *Policy) resembledAgent(agent string) string {
+	trimmed, best := strings.TrimSpace(agent), ""
+	for name := range p.agents {
+		if name != agent && strings.EqualFold(name, trimmed) && (best == "" || name < best) {
+			best = name
+		}
+	}
+	return best
+}
+
 // verdict turns a judged surface into a Verdict with its explanation.
 func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict {
 	v := Verdict{
@@ -306,6 +319,9 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 		Value:   j.value,
 		// An agent without a file is judged by the shared ruleset.
 		AgentWithoutFile: q.Agent != "" && (rs == p.base || rs == p.unlisted),
+	}
+	if v.AgentWithoutFile {
+		v.AgentResembles = p.resembledAgent(q.Agent)
 	}
 	if j.floorHow != "" && j.floorHow != "grant" {
 		v.Floor = j.floor

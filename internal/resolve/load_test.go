@@ -760,3 +760,17 @@ func TestAVerdictSaysWhenTheAgentHasNoFile(t *testing.T) {
 		}
 	}
 }
+
+// An agent name without a file that differs from an agent file's name only
+// by case or blanks at its ends ("Builder", "builder ") names that file, so
+// the person sees whose rules it escapes (third adversarial pass, finding 9).
+func TestAVerdictNamesTheAgentFileANameResembles(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"ask"}}`)
+	f.agent("builder", "---\npermission:\n  bash:\n    \"npm *\": deny\n---\n")
+	for agent, want := range map[string]string{"Builder": "builder", "BUILDER ": "builder", "builder": "", "scout": ""} {
+		if got := f.eval(agent, "bash", "npm publish").AgentResembles; got != want {
+			t.Errorf("agent %q: AgentResembles %q, want %q", agent, got, want)
+		}
+	}
+}

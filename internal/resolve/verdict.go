@@ -51,6 +51,10 @@ type Verdict struct {
 	// AgentWithoutFile: the request names an agent that has no agent file,
 	// so only the shared scopes judged it (decision 0205).
 	AgentWithoutFile bool
+	// AgentResembles, for an agent without a file, names an agent file whose
+	// name differs from it only by case or blanks at the ends: rules the
+	// request escapes by its spelling.
+	AgentResembles string
 	// Hint, for a request without facts only, is what the policy would say
 	// about its legacy surface and value: unverified text, so it is shown to
 	// the person and never decides (decision 0029).

@@ -451,6 +451,9 @@ func agentField(a serve.Ask) field {
 	if a.Verdict.AgentWithoutFile {
 		notes = append(notes, "no agent file has this name: only the shared policy judged it")
 	}
+	if r := a.Verdict.AgentResembles; r != "" {
+		notes = append(notes, "⚠ not the agent "+strconv.Quote(Sanitize(r))+", whose file differs only by case or blanks: its rules do not apply")
+	}
 	if len(notes) > 0 {
 		f.text, f.kind = f.text+"  "+strings.Join(notes, " · "), kindWarning
 	}

@@ -214,3 +214,16 @@ func TestOddBlanksInAGrantPatternAreShown(t *testing.T) {
 		t.Errorf("the grants pane shows the pattern's blank as a space:\n%s", v)
 	}
 }
+
+// A name that has no agent file but resembles one but for case ("Builder")
+// says whose file it escapes (third adversarial pass, finding 9).
+func TestANameResemblingAnAgentFileSaysWhose(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 140, Height: 40})
+	a := bashAsk(1, "Builder", "/w/p", "npm publish")
+	a.Verdict.AgentWithoutFile, a.Verdict.AgentResembles = true, "builder"
+	h.queue(a)
+	if v := oneLine(h.m.View()); !strings.Contains(v, `⚠ not the agent "builder", whose file differs only by case or blanks: its rules do not apply`) {
+		t.Errorf("the detail does not name the resembled agent:\n%s", v)
+	}
+}
