@@ -142,10 +142,9 @@ func (g *Grants) apply(session string) bool {
 	}
 	g.pending[session] = pending
 	if len(pending) == 0 {
+		// The bucket's list stays, even empty: its revision keeps an older
+		// list (a stopped consumer's last callback) from undoing a revocation.
 		delete(g.pending, session)
-		if len(b.grants) == 0 {
-			delete(g.bucket, session) // its revision orders nothing pending
-		}
 	}
 	if slices.Equal(g.by[session], by) {
 		return false

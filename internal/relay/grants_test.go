@@ -78,3 +78,17 @@ func TestARevocationSeenBeforeTheWriteIsConfirmedWins(t *testing.T) {
 func sameGrants(got, want []wire.Grant) bool {
 	return len(got) == len(want) && !slices.ContainsFunc(want, func(g wire.Grant) bool { return !slices.Contains(got, g) })
 }
+
+// A list from the bucket older than an empty one already applied (a stopped
+// consumer's last callback overlapping the next one's) does not bring a
+// revoked grant back: the empty list keeps its revision (review finding).
+func TestAnOlderListDoesNotUndoARevocationToNothing(t *testing.T) {
+	a := wire.Grant{Surface: "bash", Pattern: "npm test *"}
+	g := NewGrants()
+	g.set(rootID, []wire.Grant{a}, 5)
+	g.set(rootID, nil, 7)
+	g.set(rootID, []wire.Grant{a}, 5)
+	if got := g.For(rootID); len(got) != 0 {
+		t.Fatalf("the revoked grant came back: %v", got)
+	}
+}
