@@ -111,15 +111,21 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	if !ok {
 		return nil, nil
 	}
+	if d.editing || !key.Matches(k, d.keys.Confirm) {
+		// The second enter confirms what was named just before it.
+		d.armed = false
+	}
 	if d.editing {
 		switch {
 		case key.Matches(k, d.keys.Close): // back to the suggestion
 			d.editing, d.edited = false, ""
+			d.offset, d.seen = 0, map[int]bool{} // the choice's lines are others now
 		case key.Matches(k, d.keys.Confirm):
-			d.editing, d.armed = false, false
-			if d.edited = strings.TrimSpace(d.input.Value()); d.edited == d.scopes.Options[d.chosen].Grants[0].Pattern {
+			d.editing = false
+			if d.edited = strings.TrimSpace(d.input.Value()); d.edited == d.suggested() {
 				d.edited = ""
 			}
+			d.offset, d.seen = 0, map[int]bool{}
 		default:
 			var cmd tea.Cmd
 			d.input, cmd = d.input.Update(k)

@@ -503,3 +503,28 @@ func TestAChainAGrantCoversInPartMayBeAnswered(t *testing.T) {
 		t.Errorf("a plain ask the grant covers is called one it may answer:\n%s", screen)
 	}
 }
+
+// The second enter a wide suggestion takes confirms what was named just
+// before it: any other key in between (an edit begun and abandoned, a
+// scroll) asks for both presses again (review finding: e then esc left the
+// dialog armed, and one enter recorded the suggestion's deny-passing grant).
+func TestAnyKeyBetweenTheTwoEntersDisarms(t *testing.T) {
+	a := wideSuggestion(t)
+	r := *a.Request
+	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: "*"}}}
+	a.Request = &r
+	a.Scopes = serve.OfferedScopes(&r, reachPolicy(t))
+	for _, between := range [][]string{{"e", "esc"}, {"pgdown"}} {
+		h := newHarness(t)
+		h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+		h.queue(a)
+		chooseScope(h, serve.ScopeSession)
+		h.keys("enter")
+		h.wantStatus("enter again records them")
+		h.keys(between...)
+		h.keys("enter")
+		h.wantDecisions()
+		h.keys("enter")
+		h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession})
+	}
+}
