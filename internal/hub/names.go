@@ -84,6 +84,13 @@ func MarkKey(decisionKey, approver string, decision []byte) string {
 	return decisionKey + "." + approver + "." + hex.EncodeToString(sum[:16])
 }
 
+// MarkGetSubject is the direct-get subject of a decision's mark key (with
+// wildcards, of the marks a role may look up): the relay's lookup and its
+// permission name the marks one way.
+func MarkGetSubject(markKey string) string {
+	return "$JS.API.DIRECT.GET." + DecisionsStream + "." + DecisionSubjectPrefix + markKey
+}
+
 // GrantsKey names the grants of a root session that host's relay recorded
 // and applies (decision 0211).
 func GrantsKey(host, session string) string { return host + "." + SessionKey(session) }

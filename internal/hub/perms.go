@@ -21,7 +21,7 @@ func RelayPermissions(host string) *server.Permissions {
 			"$JS.API.CONSUMER.INFO." + DecisionsStream + "." + c,
 			"$JS.API.CONSUMER.MSG.NEXT." + DecisionsStream + "." + c,
 			"$JS.ACK." + DecisionsStream + "." + c + ".>",
-			"$JS.API.DIRECT.GET." + DecisionsStream + "." + DecisionSubjectPrefix + host + ".*.*.*",
+			MarkGetSubject(DecisionKey(host, "*") + ".*.*"),
 			"$JS.API.CONSUMER.CREATE." + GrantsStream + "." + g + "." + own + ">",
 			"$JS.API.CONSUMER.INFO." + GrantsStream + "." + g,
 			"$JS.API.CONSUMER.DELETE." + GrantsStream + "." + g,

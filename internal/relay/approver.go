@@ -558,6 +558,10 @@ func (a *Approver) RevokeGrant(session string, g wire.Grant) error {
 	if gr == nil {
 		return ErrNotReady
 	}
+	if len(hosts) == 0 {
+		// Not "revoked": a relay may still apply it (a list not seen yet).
+		return fmt.Errorf("no host's grants hold %s %s for this session as last seen here; nothing revoked", g.Surface, g.Pattern)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
 	defer cancel()
 	var errs []error

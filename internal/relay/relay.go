@@ -617,8 +617,7 @@ func unreadable(err error) decisionMsg {
 // answer before it holds it, so one not found is looked up again, markTries
 // times in all; an error is a hub that did not answer.
 func (r *Relay) marked(key string, data []byte, approver string) (bool, error) {
-	subject := "$JS.API.DIRECT.GET." + hub.DecisionsStream + "." + hub.DecisionSubjectPrefix +
-		hub.MarkKey(hub.DecisionKey(r.host, key), approver, data)
+	subject := hub.MarkGetSubject(hub.MarkKey(hub.DecisionKey(r.host, key), approver, data))
 	wait := retryFirst
 	for try := 1; ; try++ {
 		resp, err := r.nc.Request(subject, nil, hubTimeout)

@@ -342,6 +342,10 @@ func TestAGrantAppliesOnlyOnItsHost(t *testing.T) {
 		g, ok := ev.(serve.GrantsChanged)
 		return ok && len(g.Grants[rootID]) == 0
 	})
+	// A grant no host's list holds is not reported revoked (review finding).
+	if err := ann.RevokeGrant(rootID, wire.Grant{Surface: "bash", Pattern: "never granted"}); err == nil {
+		t.Fatal("revoking a grant no host holds reported success")
+	}
 	c = alpha.ask(bash("alpha", 3, "npm test"))
 	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-3").ID, State: wire.StateDenied}); err != nil {
 		t.Fatal(err)
