@@ -106,6 +106,9 @@ func (in *Inbox) Refuse(id AskID, reason string) error {
 	defer in.mu.Unlock()
 	e.answering = false
 	in.drop(e)
+	if err != nil {
+		return fmt.Errorf("refuse %s: open requests/: %w", e.path, err)
+	}
 	return nil
 }
 
