@@ -473,6 +473,9 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.grantList.set(ev.Grants)
 	case serve.DeniesChanged:
 		m.grantList.setDenies(ev.Denies)
+		if d := m.yourDeny; d != nil && !slices.ContainsFunc(ev.Denies[d.session], func(x serve.SessionDeny) bool { return x.Grant == d.g }) {
+			m.yourDeny = nil // revoked: a like deny recorded later is not the person's N
+		}
 	case serve.Degraded:
 		if ev.Problem == "" {
 			delete(m.degraded, ev.Area)
@@ -559,6 +562,9 @@ func (m *Model) applyDecided(msg decidedMsg) {
 	}
 	if msg.Err != nil {
 		delete(m.sent, e.ask.ID)
+		if msg.Decision.DenyFor != nil {
+			m.yourDeny = nil // not made: a like deny is someone else's
+		}
 	}
 	switch {
 	case msg.Err == nil:

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -171,5 +172,32 @@ func TestANonUniqueOldTextIsSaidPlainly(t *testing.T) {
 	}
 	if strings.Contains(v, "- export const x = 1;") {
 		t.Fatalf("the first occurrence is previewed as the change:\n%s", ansi.Strip(h.m.View()))
+	}
+}
+
+// A deny the person's N did not make is not credited to them: an N whose
+// sending failed, or one revoked since, leaves a later denial by an
+// identical session deny (another console's, another approver's) to
+// recorded authority (review finding).
+func TestANDenyNotMadeOrRevokedIsNotTheirs(t *testing.T) {
+	deny := wire.Grant{Surface: "path_write", Pattern: "/w/p/src/*"}
+	byDeny := wire.Response{State: wire.StateDeniedWithReason, DenialReason: "keep out of src",
+		DecidedBy: &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: deny.Surface, Pattern: sp(deny.Pattern), Origin: sp(resolve.OriginSession)}}
+	for _, c := range []string{"failed", "revoked"} {
+		h := newHarness(t)
+		a, other := twoWrites()
+		h.queue(a, other)
+		if c == "failed" {
+			h.backend.decideErr = errors.New("disk full")
+		}
+		h.keys("N", "keep out of src", "enter")
+		if c == "revoked" {
+			h.events(serve.DeniesChanged{Denies: map[string][]serve.SessionDeny{a.Session: {{Grant: deny, Reason: "keep out of src"}}}},
+				serve.DeniesChanged{})
+		}
+		h.events(serve.Decided{Ask: other, Response: byDeny, Auto: true})
+		if strings.Contains(h.m.status, "your N") {
+			t.Errorf("%s: status %q credits the person with the deny", c, h.m.status)
+		}
 	}
 }
