@@ -818,8 +818,6 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 	m.addLog(logEntry{note: "↑ " + plural(len(recs), "entry", "entries") + " of earlier runs, from the audit log"})
 }
 
-// autoStreak counts queued asks answered automatically since the last other
-// status message, so a burst reads as one line.
 // autoStreak counts the automatic answers to queued asks since the status
 // line last said anything else; byDeny counts those denied by the person's
 // own latest session deny (denyWords names it), which serve answers at once
