@@ -23,8 +23,10 @@ import (
 // its decision out of the index: the index holds the decisions not yet
 // delivered, not the whole history (decision 0119).
 
-// deliveryKey is the Sum of a request's wire.RequestKey, the identity the
-// hub uses too (decision 0186), over its strings as logged (asLogged).
+// deliveryKey is the Sum of a request's wire.RequestKey (decision 0186)
+// over its strings as logged (asLogged): the hub's key for a request whose
+// strings are UTF-8, another for one with a lone surrogate. The two are
+// never compared: the relay keys its hub messages itself.
 type deliveryKey [16]byte
 
 // keyOf is the index key of an audit line's request. Its strings are taken
