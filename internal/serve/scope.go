@@ -54,18 +54,19 @@ type Reach struct {
 	// Denies: the policy's deny rules it would answer before (a grant beats
 	// every config rule, ruleset-semantics E01).
 	Denies []resolve.PassedDeny
+	// OnlyMisses: all it does beyond the ask is not match the ask's values
+	// (Value says so): the one reach that widens nothing.
+	OnlyMisses bool
 }
 
-// missesAsk is the Value of a grant on the ask's surface that does not
-// cover it: the one reach that widens nothing beyond its own pattern.
+// missesAsk words a grant on the ask's surface that does not cover it.
 const missesAsk = "does not match this ask's values"
 
 // Severe: the grant reaches another surface, passes a deny rule or covers
-// every value (or what the home makes it), more than missing the ask; a
-// front end names each such grant and never folds it into a count.
-func (r Reach) Severe() bool {
-	return r.Surface != "" || len(r.Denies) > 0 || r.Value != missesAsk
-}
+// every value, a sensitive one or what the home makes it, more than
+// missing the ask; a front end names each such grant and never folds it
+// into a count.
+func (r Reach) Severe() bool { return !r.OnlyMisses }
 
 // rank orders reaches most severe first: every surface, another surface,
 // a deny rule passed, every value, then a pattern that misses the ask.
@@ -211,14 +212,16 @@ func reaches(req *wire.Request, gs []wire.Grant, judge Judge, both bool) []Reach
 		if r.Surface == "" && !both {
 			r.Surface = otherDirection(req, g)
 		}
-		if r.Surface == "" && r.Value == "" && !covers(req, g, judge) {
-			r.Value = missesAsk
-		}
-		if r.Value == "" || r.Value == missesAsk {
-			r.Value = joinNotes(r.Value, sensitiveCovered(req, g, judge))
+		misses := r.Surface == "" && r.Value == "" && !covers(req, g, judge)
+		if r.Value == "" {
+			r.Value = sensitiveCovered(req, g, judge)
 		}
 		if passer != nil {
 			r.Denies = passer.DeniesPassed(g)
+		}
+		if misses {
+			r.OnlyMisses = r.Value == "" && len(r.Denies) == 0
+			r.Value = joinNotes(missesAsk, r.Value)
 		}
 		if r.Surface != "" || r.Value != "" || len(r.Denies) > 0 {
 			out = append(out, r)

@@ -74,14 +74,7 @@ func (d *denyDialog) reach() string {
 	if e == nil {
 		return ""
 	}
-	surface, value := serve.Width(e.ask.Request, d.deny(), d.home != "")
-	var parts []string
-	for _, p := range []string{surface, value} {
-		if p != "" {
-			parts = append(parts, Sanitize(p))
-		}
-	}
-	return strings.Join(parts, "; ")
+	return strings.Join(widthWords(serve.Width(e.ask.Request, d.deny(), d.home != "")), "; ")
 }
 
 func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
@@ -101,16 +94,16 @@ func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
 			d.pattern.Blur()
 			return nil, d.reason.Focus()
 		case key.Matches(k, d.keys.Confirm):
-			reason, g := strings.TrimSpace(d.reason.Value()), d.deny()
+			reason, g, reach := strings.TrimSpace(d.reason.Value()), d.deny(), d.reach()
 			switch {
 			case reason == "":
 				return statusAction{"type a reason first: the agents see it (esc cancels)"}, nil
 			case !d.coverage().ask:
 				return statusAction{"the pattern does not cover this ask; tab edits it"}, nil
-			case !d.armed && d.reach() != "":
+			case !d.armed && reach != "":
 				d.armed = true
 				return statusAction{"the deny reaches beyond this ask for every agent of the session (" + Sanitize(g.Surface) + " " + Sanitize(g.Pattern) + ": " +
-					d.reach() + "): enter again records it; tab edits the pattern"}, nil
+					reach + "): enter again records it; tab edits the pattern"}, nil
 			}
 			return decideAction{pressed: k.String(), what: "deny for the session with " + blanked(g.Pattern),
 				targets: []serve.AskID{d.ask}, d: func(id serve.AskID) serve.Decision {

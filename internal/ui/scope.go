@@ -235,12 +235,7 @@ func (d *scopeDialog) wider() []serve.Reach {
 // *: another surface than this ask's bash; every value; would allow what
 // the deny rule … denies". An edit may pass its suggestion's denies.
 func reachText(r serve.Reach, edited bool) string {
-	parts := []string{}
-	for _, p := range []string{r.Surface, r.Value} {
-		if p != "" {
-			parts = append(parts, Sanitize(p))
-		}
-	}
+	parts := widthWords(r.Surface, r.Value)
 	for _, dn := range r.Denies {
 		verb := "would"
 		if !dn.Sure || edited {
@@ -589,4 +584,16 @@ func (d *scopeDialog) coverageLines() []string {
 		lines = append(lines, "        "+s.Warning.Render(head+":"))
 	}
 	return append(lines, d.othersLines(d.q, cov.others, cov.partial, 10)...)
+}
+
+// widthWords are serve's words for how a session rule reaches beyond the
+// ask (surfaces, then values), sanitized, leaving out what is not said.
+func widthWords(surface, value string) []string {
+	var parts []string
+	for _, p := range []string{surface, value} {
+		if p != "" {
+			parts = append(parts, Sanitize(p))
+		}
+	}
+	return parts
 }
