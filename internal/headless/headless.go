@@ -229,7 +229,7 @@ func otherLine(ev serve.Event) map[string]any {
 		return map[string]any{"event": "repaired", "area": ev.Area, "what": ev.What}
 	case serve.Skipped:
 		return map[string]any{"event": "skipped", "arrived": ev.Arrived, "approved": ev.Approved, "denied": ev.Denied,
-			"autoApproved": ev.AutoApproved, "autoDenied": ev.AutoDenied, "expired": ev.Expired, "invalid": ev.Invalid}
+			"autoApproved": ev.AutoApproved, "autoDenied": ev.AutoDenied, "unavailable": ev.Unavailable, "expired": ev.Expired, "invalid": ev.Invalid}
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // EventQueue hands events to a consumer in order: the buffer grows while the
@@ -72,6 +74,8 @@ func (q *EventQueue) fold(ev Event) bool {
 			sk.AutoDenied = 1
 		case ev.Response.Approved:
 			sk.Approved = 1
+		case ev.Response.DecidedBy != nil && ev.Response.DecidedBy.Kind == wire.DecidedByUnavailable:
+			sk.Unavailable = 1
 		default:
 			sk.Denied = 1
 		}

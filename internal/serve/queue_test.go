@@ -147,6 +147,8 @@ func TestFoldedAnswersAreCountedByWhoDecided(t *testing.T) {
 		{Auto: true, Response: wire.Response{}},                             // a rule, never queued
 		{Auto: true, Response: wire.Response{}},                             // a rule, never queued
 		{Response: wire.Response{Approved: true}, Approver: "hub approver"}, // a person elsewhere
+		// Nobody: a headless denial, counted as the status counts it unfolded.
+		{Queued: true, Response: wire.Response{DecidedBy: wire.UnavailableDecision("no approver")}},
 	}
 	for i, d := range decided {
 		d.Ask = Ask{Arrived: inbox.Arrived{ID: AskID(i + 1)}}
@@ -167,7 +169,7 @@ func TestFoldedAnswersAreCountedByWhoDecided(t *testing.T) {
 			done = true
 		}
 	}
-	want := Skipped{Approved: 2, Denied: 2, AutoApproved: 1, AutoDenied: 3}
+	want := Skipped{Approved: 2, Denied: 2, AutoApproved: 1, AutoDenied: 3, Unavailable: 1}
 	if total != want {
 		t.Fatalf("counted %+v, want %+v", total, want)
 	}

@@ -90,11 +90,15 @@ type Decided struct {
 // audit log or permtui.log.
 type Skipped struct {
 	Arrived, Approved, Denied, AutoApproved, AutoDenied, Expired, Invalid int
+	// Unavailable: denials nobody made (decidedBy unavailable), counted
+	// apart from a person's as the status counts them unfolded.
+	Unavailable int
 }
 
 func (s Skipped) add(o Skipped) Skipped {
 	return Skipped{s.Arrived + o.Arrived, s.Approved + o.Approved, s.Denied + o.Denied,
-		s.AutoApproved + o.AutoApproved, s.AutoDenied + o.AutoDenied, s.Expired + o.Expired, s.Invalid + o.Invalid}
+		s.AutoApproved + o.AutoApproved, s.AutoDenied + o.AutoDenied, s.Expired + o.Expired, s.Invalid + o.Invalid,
+		s.Unavailable + o.Unavailable}
 }
 
 func (Skipped) event() {}

@@ -136,6 +136,7 @@ func (t *Tracker) Apply(ev serve.Event, at time.Time) (l Line, ok bool) {
 		t.decisions[AutoApproved] += ev.AutoApproved
 		t.decisions[AutoDenied] += ev.AutoDenied
 		t.decisions[Expired] += ev.Expired
+		t.decisions[Unavailable] += ev.Unavailable
 		return t.line(Counted, serve.Ask{}, "", at), true
 	}
 	return Line{}, false

@@ -436,7 +436,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.autoDenied += ev.AutoDenied
 		m.expired += ev.Expired
 		m.invalid += ev.Invalid
-		m.addLog(logEntry{note: "⚠ the console fell behind: " + itoa(ev.Approved+ev.Denied+ev.AutoApproved+ev.AutoDenied) + " answers, " + itoa(ev.Expired) + " expiries and " + itoa(ev.Invalid) + " rejected files are counted but not listed here (see the audit log and permtui.log)"})
+		m.addLog(logEntry{note: "⚠ the console fell behind: " + itoa(ev.Approved+ev.Denied+ev.Unavailable+ev.AutoApproved+ev.AutoDenied) + " answers, " + itoa(ev.Expired) + " expiries and " + itoa(ev.Invalid) + " rejected files are counted but not listed here (see the audit log and permtui.log)"})
 	case serve.Forgotten:
 		delete(m.sessions, ev.Session)
 	case serve.Serving:
