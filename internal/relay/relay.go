@@ -409,7 +409,7 @@ func (r *Relay) consumeDecisions(ctx context.Context) {
 		r.floor.bound(cons.CachedInfo().AckFloor.Stream)
 		ready.Do(func() { close(r.consumer) })
 		lost := make(chan struct{}, 1)
-		cc, err := cons.Consume(r.onDecision, pullExpiry, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		cc, err := cons.Consume(func(msg jetstream.Msg) { r.onDecision(ctx, msg) }, pullExpiry, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			r.log.Warn("decision consumer", "err", err)
 			if mayBeGone(err) {
 				notify(lost)
@@ -508,7 +508,7 @@ func (r *Relay) stopDecisions(cc jetstream.ConsumeContext) {
 	_ = r.nc.FlushTimeout(publishTimeout) // the acks, before the caller closes the connection
 }
 
-func (r *Relay) onDecision(msg jetstream.Msg) {
+func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	key := strings.TrimPrefix(msg.Subject(), hub.DecisionSubjectPrefix+r.host+".")
 	meta, merr := msg.Metadata()
 	if merr == nil {
@@ -541,7 +541,7 @@ func (r *Relay) onDecision(msg jetstream.Msg) {
 		go func() {
 			defer r.delivering.Done()
 			if readErr == nil {
-				switch ok, err := r.marked(key, msg.Data(), d.Approver); {
+				switch ok, err := r.marked(ctx, key, msg.Data(), d.Approver); {
 				case err != nil:
 					r.log.Warn("approver's mark not looked up; the decision is offered again", "key", key, "err", err)
 					_ = msg.NakWithDelay(unknownDelay)
@@ -616,11 +616,13 @@ func unreadable(err error) decisionMsg {
 // is written before its decision, but a replica of a cluster's stream may
 // answer before it holds it, so one not found is looked up again, markTries
 // times in all; an error is a hub that did not answer.
-func (r *Relay) marked(key string, data []byte, approver string) (bool, error) {
+func (r *Relay) marked(ctx context.Context, key string, data []byte, approver string) (bool, error) {
 	subject := hub.MarkGetSubject(hub.MarkKey(hub.DecisionKey(r.host, key), approver, data))
 	wait := retryFirst
 	for try := 1; ; try++ {
-		resp, err := r.nc.Request(subject, nil, hubTimeout)
+		rctx, cancel := context.WithTimeout(ctx, hubTimeout)
+		resp, err := r.nc.RequestWithContext(rctx, subject, nil)
+		cancel()
 		if err != nil {
 			return false, err
 		}
@@ -632,7 +634,9 @@ func (r *Relay) marked(key string, data []byte, approver string) (bool, error) {
 		case try == markTries:
 			return false, nil
 		}
-		time.Sleep(wait)
+		if !await(ctx, time.After(wait)) {
+			return false, ctx.Err() // stopping: the next relay looks again
+		}
 		wait *= 2
 	}
 }
