@@ -64,10 +64,14 @@ func unheldConsequence(agent string) string {
 // Policy is an immutable, fully compiled snapshot of the root's policy: one
 // ruleset per agent file name plus the agent-less one. Evaluation does no IO.
 type Policy struct {
-	opts     LoadOptions
-	problems []Problem
-	base     *ruleset
-	agents   map[string]*ruleset
+	opts LoadOptions
+	// bytesRead, while a load that holds the project's allows runs, keeps
+	// what each file read held, so the policy without the project is made
+	// from the same bytes (its overlay), not from a second read.
+	bytesRead map[string][]byte
+	problems  []Problem
+	base      *ruleset
+	agents    map[string]*ruleset
 	// unlisted serves agent names without a file when an agents directory
 	// could not be listed: we cannot know their files, so it is floored.
 	unlisted *ruleset
@@ -146,6 +150,16 @@ func (p *Policy) rulesetFor(agent string) *ruleset {
 	return p.base
 }
 
+// readFile reads a policy file through the options, keeping its bytes
+// while bytesRead is on.
+func (p *Policy) readFile(file string) ([]byte, error) {
+	data, err := p.opts.read(file)
+	if err == nil && p.bytesRead != nil {
+		p.bytesRead[file] = data
+	}
+	return data, err
+}
+
 // read returns a policy file's contents, from the overlay when it has them.
 func (o LoadOptions) read(file string) ([]byte, error) {
 	if data, ok := o.Overlay[file]; ok {
@@ -216,14 +230,21 @@ func watchPaths(opts LoadOptions) []string {
 // floor (ruleset-semantics §2.2).
 func Load(opts LoadOptions) *Policy {
 	p := &Policy{opts: opts, agents: map[string]*ruleset{}, watch: watchPaths(opts)}
+	held := opts.HoldProjectAllows && opts.TrustProject
+	if held {
+		p.bytesRead = map[string][]byte{}
+	}
 	shared, floor := p.loadShared()
 	agents := p.loadAgents()
 	p.composeAll(shared, floor, agents)
 	// Without a project file read, the project can allow nothing.
-	if opts.HoldProjectAllows && opts.TrustProject && len(p.project) > 0 {
-		opts.TrustProject, opts.HoldProjectAllows = false, false
-		p.outside = Load(opts)
+	if held && len(p.project) > 0 {
+		outside := opts
+		outside.TrustProject, outside.HoldProjectAllows, outside.Overlay = false, false, p.bytesRead
+		p.outside = Load(outside)
+		p.outside.opts.Overlay = opts.Overlay // the bytes are not kept beyond the load
 	}
+	p.bytesRead = nil
 	return p
 }
 
@@ -300,7 +321,7 @@ func (p *Policy) loadAgents() agentScopes {
 func (p *Policy) loadAgent(a *agentScopes, file, name, origin string) {
 	// As in pi: a dangling link is no file, but anything else under
 	// that name that cannot be read (a directory included) floors.
-	data, err := p.opts.read(file)
+	data, err := p.readFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
@@ -387,7 +408,7 @@ func (p *Policy) setYolo(v *bool, file string) {
 // be read might hold a false, so it turns yolo off and is a problem; one
 // pi's parser rejects contributes nothing, as in pi.
 func (p *Policy) legacyYolo(file string) {
-	data, err := p.opts.read(file)
+	data, err := p.readFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
@@ -428,7 +449,7 @@ func (p *Policy) readConfig(file, origin string, nonGlobal bool) (configFile, bo
 	if nonGlobal {
 		consequence = "; it contributes no rules and the fail-closed floor turns every allow into ask"
 	}
-	data, err := p.opts.read(file)
+	data, err := p.readFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return configFile{}, false
 	}
