@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/permtui/permtui/internal/resolve"
@@ -103,6 +104,13 @@ func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, erro
 		return nil, fmt.Errorf("%w: scope %q is not offered for this ask", ErrInvalidDecision, d.Scope)
 	}
 	session := d.Scope == ScopeSession || d.Scope == ScopeSessionBoth
+	if session {
+		// Named on arrival: a policy changed since may have made the grants
+		// reach further (a deny they would pass), which nobody saw named.
+		if now, ok := OfferedScopes(p.Request, s.cfg.Judge()).Find(d.Scope); !ok || !reflect.DeepEqual(now.Wider, scope.Wider) {
+			return nil, fmt.Errorf("%w: the policy changed since this choice was shown, and what its grants reach is no longer what was named; approve once or deny", ErrInvalidDecision)
+		}
+	}
 	if d.Grants != nil && !session {
 		return nil, fmt.Errorf("%w: only a whole-session grant can be edited (the child records its own)", ErrInvalidDecision)
 	}

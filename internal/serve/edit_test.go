@@ -5,11 +5,13 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -52,5 +54,39 @@ func TestEditedSessionGrantMustCoverTheAsk(t *testing.T) {
 	}
 	if got := store.For(rootID); !reflect.DeepEqual(got, narrow) {
 		t.Fatalf("recorded %v, want the edit %v", got, narrow)
+	}
+}
+
+// A whole-session choice made after the policy changed is refused when what
+// its grants reach is no longer what the ask's scopes named (a deny rule
+// added since, which the grant would pass unnamed); the ask stays for the
+// person (review finding).
+func TestAWholeSessionChoiceIsRefusedWhenItsReachChanged(t *testing.T) {
+	agentDir := t.TempDir()
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask"}}}`))
+	var mu sync.Mutex
+	policy := resolve.Load(resolve.LoadOptions{AgentDir: agentDir})
+	store, err := grants.Open(filepath.Join(t.TempDir(), "grants"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startServer(t, options{config: func(c *Config) {
+		c.Judge = func() Judge { mu.Lock(); defer mu.Unlock(); return policy }
+		c.Grants = store
+	}})
+	h.ask(context.Background(), h.child(true), pichild.NewestBash(rootID, "impl", "c1", "/w", "npm test --watch"))
+	ask := h.rec.WaitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
+	if _, ok := ask.Scopes.Find(ScopeSession); !ok {
+		t.Fatal("the whole session is not offered")
+	}
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask","npm test --force*":"deny"}}}`))
+	mu.Lock()
+	policy = resolve.Load(resolve.LoadOptions{AgentDir: agentDir})
+	mu.Unlock()
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession}); !errors.Is(err, ErrInvalidDecision) {
+		t.Fatalf("a whole-session choice whose reach changed: err = %v", err)
+	}
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent}); err != nil {
+		t.Fatal(err)
 	}
 }
