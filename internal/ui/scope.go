@@ -93,6 +93,28 @@ func (d *scopeDialog) grants() []wire.Grant {
 	return []wire.Grant{{Surface: o.Grants[0].Surface, Pattern: pattern}}
 }
 
+// updateEdit takes a key while the pattern is being edited: esc goes back
+// to the suggestion, enter keeps the edit; either changes the choice's
+// lines, so the seen-whole count starts again.
+func (d *scopeDialog) updateEdit(k tea.KeyMsg) (action, tea.Cmd) {
+	switch {
+	case key.Matches(k, d.keys.Close): // back to the suggestion
+		d.editing, d.edited = false, ""
+	case key.Matches(k, d.keys.Confirm):
+		d.editing = false
+		if d.edited = strings.TrimSpace(d.input.Value()); d.edited == d.suggested() {
+			d.edited = ""
+		}
+	default:
+		var cmd tea.Cmd
+		d.input, cmd = d.input.Update(k)
+		return nil, cmd
+	}
+	d.offset, d.seen = 0, map[int]bool{}
+	d.input.Blur()
+	return nil, nil
+}
+
 // pattern is the edit on screen: the one being typed, so what it covers
 // and whether it widens show as it is typed, or the last one kept; "" for
 // none.
@@ -116,23 +138,7 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		d.armed = false
 	}
 	if d.editing {
-		switch {
-		case key.Matches(k, d.keys.Close): // back to the suggestion
-			d.editing, d.edited = false, ""
-			d.offset, d.seen = 0, map[int]bool{} // the choice's lines are others now
-		case key.Matches(k, d.keys.Confirm):
-			d.editing = false
-			if d.edited = strings.TrimSpace(d.input.Value()); d.edited == d.suggested() {
-				d.edited = ""
-			}
-			d.offset, d.seen = 0, map[int]bool{}
-		default:
-			var cmd tea.Cmd
-			d.input, cmd = d.input.Update(k)
-			return nil, cmd
-		}
-		d.input.Blur()
-		return nil, nil
+		return d.updateEdit(k)
 	}
 	switch {
 	case key.Matches(k, d.keys.Close):
