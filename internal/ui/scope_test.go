@@ -277,11 +277,7 @@ func TestANarrowSuggestionIsOneEnter(t *testing.T) {
 // suggestion passes: narrowed clear of them it goes on one enter; still
 // overlapping one, it is named ("may") and takes a second enter.
 func TestANarrowedWideSuggestionIsJudgedAgain(t *testing.T) {
-	a := wideSuggestion(t)
-	r := *a.Request
-	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: "*"}}}
-	a.Request = &r
-	a.Scopes = serve.OfferedScopes(&r, reachPolicy(t))
+	a := everyCommandSuggestion(t)
 	for _, c := range []struct {
 		edit, reach string
 	}{{"npm test", ""}, {"*test*", "bash *test*: may allow what the deny rule bash rm -rf * (global config.json) denies"}} {
@@ -509,11 +505,7 @@ func TestAChainAGrantCoversInPartMayBeAnswered(t *testing.T) {
 // scroll) asks for both presses again (review finding: e then esc left the
 // dialog armed, and one enter recorded the suggestion's deny-passing grant).
 func TestAnyKeyBetweenTheTwoEntersDisarms(t *testing.T) {
-	a := wideSuggestion(t)
-	r := *a.Request
-	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: "*"}}}
-	a.Request = &r
-	a.Scopes = serve.OfferedScopes(&r, reachPolicy(t))
+	a := everyCommandSuggestion(t)
 	for _, between := range [][]string{{"e", "esc"}, {"pgdown"}} {
 		h := newHarness(t)
 		h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
@@ -527,4 +519,16 @@ func TestAnyKeyBetweenTheTwoEntersDisarms(t *testing.T) {
 		h.keys("enter")
 		h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession})
 	}
+}
+
+// everyCommandSuggestion is the wide ask whose child suggests "bash *":
+// every value, past the policy's rm -rf * deny.
+func everyCommandSuggestion(t *testing.T) serve.Ask {
+	t.Helper()
+	a := wideSuggestion(t)
+	r := *a.Request
+	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: "*"}}}
+	a.Request = &r
+	a.Scopes = serve.OfferedScopes(&r, reachPolicy(t))
+	return a
 }
