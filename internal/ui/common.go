@@ -49,11 +49,7 @@ func newInput(prompt string, charLimit int) textinput.Model {
 
 // wrapped word-wraps text in style under an indent.
 func (c *common) wrapped(style lipgloss.Style, text string, indent int) []string {
-	lines := wrapWords(text, max(c.width-indent, 10))
-	for i, l := range lines {
-		lines[i] = strings.Repeat(" ", indent) + style.Render(l)
-	}
-	return lines
+	return styled(style, hanging(strings.Repeat(" ", indent), text, c.width))
 }
 
 // wrapKeep wraps a value at a single space when one is on the line, else

@@ -836,11 +836,8 @@ func (m *Model) logLines() []string {
 func hanging(prefix, text string, width int) []string {
 	lines := wrapWords(text, max(width-len(prefix), 10))
 	for i := range lines {
-		if i == 0 {
-			lines[i] = prefix + lines[i]
-		} else {
-			lines[i] = strings.Repeat(" ", len(prefix)) + lines[i]
-		}
+		lines[i] = prefix + lines[i]
+		prefix = strings.Repeat(" ", len(prefix))
 	}
 	return lines
 }
