@@ -200,8 +200,7 @@ type Model struct {
 	projectFiles   []string          // the project's policy files in force
 	projectHeld    bool              // allows only the project gives go to a person (decision 0206)
 	degraded       map[string]string // area → problem, from serve.Degraded
-	autoApproved   int
-	autoDenied     int
+	auto           autoCount         // answered by policy or grant
 	// lastAuto, autoByAgent and otherAgents feed the activity line: the
 	// latest answer by policy or grant, and how many each agent got (by
 	// clipped name, at most maxAgents; otherAgents counts the rest).
@@ -432,8 +431,8 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.Skipped:
 		// The console fell behind; what it was not sent one by one is
 		// counted, and itemized in the audit log.
-		m.autoApproved += ev.AutoApproved
-		m.autoDenied += ev.AutoDenied
+		m.auto.approved += ev.AutoApproved
+		m.auto.denied += ev.AutoDenied
 		m.expired += ev.Expired
 		m.invalid += ev.Invalid
 		m.addLog(logEntry{note: "⚠ the console fell behind: " + itoa(ev.Approved+ev.Denied+ev.Unavailable+ev.AutoApproved+ev.AutoDenied) + " answers, " + itoa(ev.Expired) + " expiries and " + itoa(ev.Invalid) + " rejected files are counted but not listed here (see the audit log and permtui.log)"})
@@ -519,11 +518,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 	}
 	l, last := decidedEntry(ev)
 	if ev.Auto {
-		if ev.Response.Approved {
-			m.autoApproved++
-		} else {
-			m.autoDenied++
-		}
+		m.auto.add(ev.Response.Approved)
 		if ev.Ask.Request != nil {
 			m.countAuto(last.agent, ev.Response.Approved)
 		}

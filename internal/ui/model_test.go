@@ -553,8 +553,8 @@ func TestGrantApprovesQueuedAsks(t *testing.T) {
 	if got := h.queueKeys(); !reflect.DeepEqual(got, []serve.AskID{c.ID}) {
 		t.Fatalf("queue = %v", got)
 	}
-	if h.m.autoApproved != 2 || len(h.m.log) != 2 {
-		t.Fatalf("autoApproved=%d log=%d", h.m.autoApproved, len(h.m.log))
+	if h.m.auto.approved != 2 || len(h.m.log) != 2 {
+		t.Fatalf("autoApproved=%d log=%d", h.m.auto.approved, len(h.m.log))
 	}
 	h.keys("l")
 	if v := h.m.View(); !strings.Contains(v, "session grant path_write /w/p/src/*") {

@@ -122,11 +122,11 @@ func (m *Model) countLines(short bool) []string {
 	counts := []string{
 		s.Title.Render("permtui"),
 		itoa(m.pendingCount()) + " pending",
-		s.Approved.Render("✓ " + itoa(m.autoApproved) + " auto-approved"),
-		s.Denied.Render("✗ " + itoa(m.autoDenied) + " auto-denied"),
+		s.Approved.Render("✓ " + itoa(m.auto.approved) + " auto-approved"),
+		s.Denied.Render("✗ " + itoa(m.auto.denied) + " auto-denied"),
 	}
 	if short {
-		counts = append(counts[:2], s.Approved.Render("✓"+itoa(m.autoApproved))+" "+s.Denied.Render("✗"+itoa(m.autoDenied))+" auto")
+		counts = append(counts[:2], s.Approved.Render("✓"+itoa(m.auto.approved))+" "+s.Denied.Render("✗"+itoa(m.auto.denied))+" auto")
 	}
 	if m.expired > 0 {
 		counts = append(counts, "⌛ "+itoa(m.expired)+" expired")
