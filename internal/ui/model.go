@@ -692,12 +692,12 @@ func (m *Model) index(id serve.AskID) int { return indexOf(m.queue, id) }
 
 func (m *Model) current() *entry { return m.find(m.highlight) }
 
-// pending lists the asks still waiting for an answer.
 // hidden reports whether the filter hides e from the queue.
 func (m *Model) hidden(e *entry) bool {
 	return m.filter != "" && !slices.Contains(m.shown(), e)
 }
 
+// pending lists the asks still waiting for an answer.
 func (m *Model) pending() []*entry {
 	var out []*entry
 	for _, e := range m.queue {
@@ -744,14 +744,11 @@ func (m *Model) addLog(l logEntry) {
 	if n := len(m.log); n > 0 && m.log[n-1].same(l) {
 		m.log[n-1].at = l.at
 		m.log[n-1].count = max(m.log[n-1].count, 1) + 1
-		if m.mode == modeLog {
-			m.refreshPager()
+	} else {
+		m.log = append(m.log, l)
+		if len(m.log) > logCap {
+			m.log = slices.Delete(m.log, 0, len(m.log)-logCap)
 		}
-		return
-	}
-	m.log = append(m.log, l)
-	if len(m.log) > logCap {
-		m.log = slices.Delete(m.log, 0, len(m.log)-logCap)
 	}
 	if m.mode == modeLog {
 		m.refreshPager()
