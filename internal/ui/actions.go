@@ -470,13 +470,9 @@ func (m *Model) openRule() tea.Cmd {
 // ruleWaiting is every waiting ask a rule could decide (one with facts),
 // for the rule dialog's preview.
 func (m *Model) ruleWaiting() []*entry {
-	var waiting []*entry
-	for _, w := range m.queue {
-		if w.state == statePending && w.ask.Request != nil && w.ask.Request.AccessIntent != nil {
-			waiting = append(waiting, w)
-		}
-	}
-	return waiting
+	return slices.DeleteFunc(m.pending(), func(w *entry) bool {
+		return w.ask.Request == nil || w.ask.Request.AccessIntent == nil
+	})
 }
 
 // refreshRuleWaiting gives an open rule dialog the waiting asks as they are
