@@ -905,10 +905,10 @@ func countdown(d time.Duration) string {
 	if d <= 0 {
 		return "due"
 	}
-	d = d.Truncate(time.Second)
 	if d >= time.Hour {
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+		return age(d)
 	}
+	d = d.Truncate(time.Second)
 	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 }
 
