@@ -471,15 +471,10 @@ func (m *Model) detailLines(fields []field, room int) layout {
 		lw := (m.width - 3) / 2
 		left, leftShown := m.fitFields(rest, room, lw)
 		right, rightShown := m.fitFields(change, room, m.width-3-lw)
-		for i := range max(len(left), len(right)) {
-			a, b := "", ""
-			if i < len(left) {
-				a = left[i]
-			}
-			if i < len(right) {
-				b = right[i]
-			}
-			l.lines = append(l.lines, pad(a, lw)+" │ "+b)
+		n := max(len(left), len(right))
+		left, right = fitLines(left, n), fitLines(right, n)
+		for i := range n {
+			l.lines = append(l.lines, pad(left[i], lw)+" │ "+right[i])
 		}
 		l.shown = append(leftShown, rightShown...)
 	} else {
