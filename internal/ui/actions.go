@@ -261,14 +261,7 @@ func (m *Model) clearExpired() {
 			}
 		}
 	}
-	kept := m.queue[:0]
-	for _, e := range m.queue {
-		if e.state != stateExpired {
-			kept = append(kept, e)
-		}
-	}
-	clear(m.queue[len(kept):])
-	m.queue = kept
+	m.queue = slices.DeleteFunc(m.queue, func(e *entry) bool { return e.state == stateExpired })
 	m.queueChanged()
 	switch {
 	case m.current() != nil:
