@@ -10,12 +10,14 @@ import (
 )
 
 // common is what the root model shares with every overlay, by pointer: the
-// terminal size, the styles and the keys. Only the root changes it.
+// terminal size, the styles, the keys and the queue as an overlay may read
+// it. Only the root changes it.
 type common struct {
 	width, height int
 	styles        Styles
 	keys          KeyMap
 	home          string // what "~" in a pattern means (Options.Home)
+	q             asks
 }
 
 func (c *common) rule(title string) string {

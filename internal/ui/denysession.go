@@ -18,7 +18,6 @@ import (
 // whole-session suggestion and editable as in the scope dialog.
 type denyDialog struct {
 	*common
-	q       asks
 	ask     serve.AskID
 	surface string
 	reason  textinput.Model
@@ -30,10 +29,10 @@ type denyDialog struct {
 	armed bool
 }
 
-func newDenyDialog(c *common, q asks) denyDialog {
+func newDenyDialog(c *common) denyDialog {
 	reason := newInput("reason:  ", 500)
 	reason.Placeholder = "shown to the agents, now and for every later match"
-	return denyDialog{common: c, q: q, reason: reason, pattern: newInput("pattern: ", 1000)}
+	return denyDialog{common: c, reason: reason, pattern: newInput("pattern: ", 1000)}
 }
 
 // open prefills from the ask: the whole-session suggestion when the child
@@ -126,7 +125,7 @@ func (d *denyDialog) coverage() coverage {
 	return coverageOf(d.q, d.ask, []wire.Grant{d.deny()}, true, d.home)
 }
 
-func (d *denyDialog) gone() string { return askGone(d.q, d.ask) }
+func (d *denyDialog) gone() string { return d.askGone(d.ask) }
 
 func (d *denyDialog) help() help.KeyMap {
 	return d.keys.overlayHelp(d.keys.NextField, relabel(d.keys.Confirm, "deny"))
@@ -134,7 +133,7 @@ func (d *denyDialog) help() help.KeyMap {
 
 func (d *denyDialog) view(height int) []string {
 	s := d.styles
-	lines, ok := d.sessionAsk(d.q, d.ask, "deny for the session")
+	lines, ok := d.sessionAsk(d.ask, "deny for the session")
 	if !ok {
 		return lines
 	}
@@ -151,7 +150,7 @@ func (d *denyDialog) view(height int) []string {
 	if len(cov.others) > 0 {
 		lines = append(lines, "  "+s.Warning.Render("also denies "+plural(len(cov.others), "other waiting ask")+" at once:"))
 	}
-	lines = append(append(lines, d.othersLines(d.q, cov.others, nil, 4)...), "")
+	lines = append(append(lines, d.othersLines(cov.others, nil, 4)...), "")
 	lines = append(lines, d.wrapped(s.Muted, "Every later ask of this root session that the pattern covers is denied with this reason, before grants and the policy; p lists and revokes it.", 2)...)
 	lines = append(lines, "", s.Muted.Render("tab moves between reason and pattern; enter denies; esc cancels, decides nothing"))
 	return fitLines(lines, height)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/textinput"
+	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/permtui/permtui/internal/budget"
@@ -302,12 +303,13 @@ func New(opts Options) *Model {
 	}
 	m.filterInput = newInput("/", 200)
 	m.filterInput.Placeholder = "text of the row, agent: cwd: surface: session:, ~fuzzy; enter keeps"
-	m.scope = newScopeDialog(c, m, opts.OverHub)
-	m.reason = newReasonDialog(c, m)
-	m.denyDialog = newDenyDialog(c, m)
-	m.pager = newPager(c, m)
-	m.quitDialog = quitDialog{common: c, q: m, canLeave: opts.CanLeave, overHub: opts.OverHub}
-	m.ruleDialog = newRuleDialog(c, m)
+	c.q = m
+	m.scope = newScopeDialog(c, opts.OverHub)
+	m.reason = newReasonDialog(c)
+	m.denyDialog = newDenyDialog(c)
+	m.pager = pager{common: c, vp: viewport.New(80, 10)}
+	m.quitDialog = quitDialog{common: c, canLeave: opts.CanLeave, overHub: opts.OverHub}
+	m.ruleDialog = newRuleDialog(c)
 	return m
 }
 

@@ -219,8 +219,8 @@ func stillPending(q asks, ids []serve.AskID) []serve.AskID {
 }
 
 // askGone is gone for a dialog on one ask.
-func askGone(q asks, id serve.AskID) string {
-	if e := q.find(id); e == nil || e.state != statePending {
+func (c *common) askGone(id serve.AskID) string {
+	if e := c.q.find(id); e == nil || e.state != statePending {
 		return "that ask is no longer waiting; nothing decided"
 	}
 	return ""

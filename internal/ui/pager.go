@@ -18,17 +18,12 @@ import (
 // root state.
 type pager struct {
 	*common
-	q      asks
 	vp     viewport.Model
 	ask    serve.AskID              // the ask in the full view; 0 for the log
 	fill   func() ([]string, []int) // the text and its lines' owners (renderOwned); nil keeps what is shown
 	owner  []int                    // the must ordinal of each line shown, for what has been seen
 	viewed []bool                   // each line has been in the window since the text was filled
 	opener key.Binding              // the key that opened it also closes it
-}
-
-func newPager(c *common, q asks) pager {
-	return pager{common: c, q: q, vp: viewport.New(80, 10)}
 }
 
 // open shows the full view of ask, or the log when ask is 0.

@@ -12,7 +12,6 @@ import (
 // (decision 0150).
 type quitDialog struct {
 	*common
-	q        asks
 	canLeave bool // L leaves the waiting asks for the next server
 	overHub  bool // the asks stay at the hub: quitting denies nothing
 }

@@ -16,15 +16,14 @@ import (
 // sees, over the asks it will deny.
 type reasonDialog struct {
 	*common
-	q       asks
 	input   textinput.Model
 	targets []serve.AskID
 }
 
-func newReasonDialog(c *common, q asks) reasonDialog {
+func newReasonDialog(c *common) reasonDialog {
 	ti := newInput("reason: ", 500)
 	ti.Placeholder = "reason shown to the agent"
-	d := reasonDialog{common: c, q: q, input: ti}
+	d := reasonDialog{common: c, input: ti}
 	d.resize()
 	return d
 }

@@ -92,7 +92,6 @@ var ruleActions = []resolve.Action{resolve.Allow, resolve.Ask, resolve.Deny}
 // rule, a second confirmation that names the count.
 type ruleDialog struct {
 	*common
-	q        asks
 	ask      serve.AskID   // the ask it was opened on
 	waiting  []serve.AskID // the asks of base.Waiting, in its order
 	pattern  textinput.Model
@@ -108,8 +107,8 @@ type ruleDialog struct {
 	writing  bool
 }
 
-func newRuleDialog(c *common, q asks) ruleDialog {
-	d := ruleDialog{common: c, q: q, pattern: newInput("pattern: ", 1000), count: newInput("count: ", 1000)}
+func newRuleDialog(c *common) ruleDialog {
+	d := ruleDialog{common: c, pattern: newInput("pattern: ", 1000), count: newInput("count: ", 1000)}
 	d.resize()
 	return d
 }
@@ -352,7 +351,7 @@ func (d *ruleDialog) view(height int) []string {
 			others = append(others, o)
 		}
 	}
-	lines = append(lines, d.othersLines(d.q, others, nil, labelWidth+1)...)
+	lines = append(lines, d.othersLines(others, nil, labelWidth+1)...)
 	if d.counting {
 		lines = append(lines, d.count.View())
 	}

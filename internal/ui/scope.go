@@ -37,7 +37,6 @@ func choiceWords(d serve.Decision, a serve.Ask) string {
 // ask, shown as serve words them; it returns the chosen kind.
 type scopeDialog struct {
 	*common
-	q      asks
 	ask    serve.AskID
 	scopes serve.Scopes
 	chosen int
@@ -61,8 +60,8 @@ type scopeDialog struct {
 	seen               map[int]bool
 }
 
-func newScopeDialog(c *common, q asks, overHub bool) scopeDialog {
-	return scopeDialog{common: c, q: q, overHub: overHub, input: newInput("pattern: ", 1000)}
+func newScopeDialog(c *common, overHub bool) scopeDialog {
+	return scopeDialog{common: c, overHub: overHub, input: newInput("pattern: ", 1000)}
 }
 
 func (d *scopeDialog) open(e *entry) {
@@ -385,7 +384,7 @@ const maxNamedOthers = 5
 // othersLines name, under a dialog's coverage line, each other waiting ask
 // the choice would also answer (clipped), saying when the filter hides it
 // and when it only may (partial).
-func (c *common) othersLines(q asks, others []*entry, partial map[serve.AskID]bool, indent int) []string {
+func (c *common) othersLines(others []*entry, partial map[serve.AskID]bool, indent int) []string {
 	var lines []string
 	for i, o := range others {
 		if i == maxNamedOthers {
@@ -396,7 +395,7 @@ func (c *common) othersLines(q asks, others []*entry, partial map[serve.AskID]bo
 		if partial[o.ask.ID] {
 			name += " (may answer: a unit no grant covers)"
 		}
-		if q.hidden(o) {
+		if c.q.hidden(o) {
 			name += " (hidden by the filter)"
 		}
 		lines = append(lines, strings.Repeat(" ", indent)+c.styles.Warning.Render("· "+name))
@@ -404,7 +403,7 @@ func (c *common) othersLines(q asks, others []*entry, partial map[serve.AskID]bo
 	return lines
 }
 
-func (d *scopeDialog) gone() string { return askGone(d.q, d.ask) }
+func (d *scopeDialog) gone() string { return d.askGone(d.ask) }
 
 func (d *scopeDialog) help() help.KeyMap {
 	if d.editing {
@@ -450,7 +449,7 @@ func (d *scopeDialog) seenWhole() bool {
 // body is the dialog's lines and the marked option's [from, to).
 func (d *scopeDialog) body() (lines []string, from, to int) {
 	s := d.styles
-	lines, ok := d.sessionAsk(d.q, d.ask, "approve for session")
+	lines, ok := d.sessionAsk(d.ask, "approve for session")
 	if !ok {
 		return lines, 0, 0
 	}
@@ -543,8 +542,8 @@ func window(n, height, from, to int) (first, last int) {
 // sessionAsk is the head of the scope and session-deny dialogs: the title,
 // the ask a whole-session choice is made on, and what the whole session
 // is. Without the ask (it left the queue) it is the title alone, and !ok.
-func (c *common) sessionAsk(q asks, id serve.AskID, title string) (lines []string, ok bool) {
-	e := q.find(id)
+func (c *common) sessionAsk(id serve.AskID, title string) (lines []string, ok bool) {
+	e := c.q.find(id)
 	if e == nil {
 		return []string{c.rule(title)}, false
 	}
@@ -589,7 +588,7 @@ func (d *scopeDialog) coverageLines() []string {
 		}
 		lines = append(lines, "        "+s.Warning.Render(head+":"))
 	}
-	return append(lines, d.othersLines(d.q, cov.others, cov.partial, 10)...)
+	return append(lines, d.othersLines(cov.others, cov.partial, 10)...)
 }
 
 // widthWords are serve's words for how a session rule reaches beyond the
