@@ -260,7 +260,7 @@ func (m *Model) applyPreview(msg previewMsg) tea.Cmd {
 		}
 		e.diffStale, e.seen, e.seenAll = false, nil, false
 		if m.mode == modeView {
-			m.refreshPager()
+			m.sizePager(true)
 			if m.pager.ask == e.ask.ID {
 				// A full view at its end must not count the new diff, which
 				// follows the path near the top, as seen.

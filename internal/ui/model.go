@@ -353,7 +353,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.reason.resize()
 		m.ruleDialog.resize()
 		m.denyDialog.resize()
-		m.refreshPager()
+		m.sizePager(true)
 		return m, nil
 	case EventMsg:
 		before := m.highlightPlace()
@@ -753,7 +753,7 @@ func (m *Model) addLog(l logEntry) {
 		}
 	}
 	if m.mode == modeLog {
-		m.refreshPager()
+		m.sizePager(true)
 	}
 }
 

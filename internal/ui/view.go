@@ -771,7 +771,7 @@ func (m *Model) openPager(md mode) {
 		m.pager.open(0, func() ([]string, []int) { return m.logLines(), nil })
 	}
 	m.mode = md
-	m.refreshPager()
+	m.sizePager(true)
 	if md == modeLog {
 		m.pager.vp.GotoBottom()
 	} else {
@@ -779,16 +779,11 @@ func (m *Model) openPager(md mode) {
 	}
 }
 
-// refreshPager sizes the pager to the body (rule above, status and help
-// below) and, while it is open, refills it.
-func (m *Model) refreshPager() {
-	_, open := m.active().(*pager)
-	m.sizePager(open)
-}
-
-// sizePager fits the pager's window to the body as it is now: a status of
-// two lines takes one from it, and a line the window holds but the screen
-// cuts would be paged over unseen.
+// sizePager fits the pager's window to the body as it is now (rule above,
+// status and help below): a status of two lines takes one from it, and a
+// line the window holds but the screen cuts would be paged over unseen.
+// refill fills it again; a closed pager has let its text go (releaseClosed)
+// and has nothing to refill.
 func (m *Model) sizePager(refill bool) {
 	_, _, body := m.frame()
 	m.pager.refresh(m.width, max(body-1, 1), refill)
