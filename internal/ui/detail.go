@@ -468,13 +468,6 @@ func agentOf(r *wire.Request) string {
 	return r.RequesterAgentName
 }
 
-// shortValue is the one value a queue row or label shows: what was judged
-// (decision 0204).
-func shortValue(a serve.Ask) string {
-	v, _ := judgedValue(a)
-	return v
-}
-
 // judgedValue is what a row or label names: the child's display value when
 // it is one of the facts judged and, in a chain, the unit that decided or
 // the whole chain; else what decided (the verdict's unit, or the first match
@@ -547,7 +540,7 @@ func rowValue(a serve.Ask) (text string, keepEnd bool) {
 // rawRowValue is rowValue before sanitizing.
 func rawRowValue(a serve.Ask) (text string, keepEnd bool) {
 	r := a.Request
-	v := shortValue(a)
+	v, _ := judgedValue(a)
 	ai := r.AccessIntent
 	if ai == nil || deref(ai.BoundaryValue) == "" {
 		return v, pathAsk(r)

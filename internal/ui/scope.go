@@ -551,7 +551,8 @@ func (c *common) sessionAsk(id serve.AskID, title string) (lines []string, ok bo
 	// The title names the ask, so it stays on screen when the options scroll.
 	lines = []string{c.rule(title + " · " + label(e)),
 		"  " + agentName(r) + " asks for " + Sanitize(serve.SurfaceOf(r)) + ":"}
-	lines = append(lines, c.indented(blanked(shortValue(e.ask)), 4, maxFactLines)...)
+	v, _ := judgedValue(e.ask)
+	lines = append(lines, c.indented(blanked(v), 4, maxFactLines)...)
 	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), ""), true
 }
 
