@@ -115,9 +115,6 @@ func (g *grantList) update(msg tea.Msg) (action, tea.Cmd) {
 		if g.revoked[r.key()] {
 			return statusAction{"already revoked; it leaves the list when serve confirms"}, nil
 		}
-		if g.revoked == nil {
-			g.revoked = map[rowKey]bool{}
-		}
 		g.revoked[r.key()] = true
 		return revokeAction{r}, nil
 	}

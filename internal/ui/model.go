@@ -296,7 +296,8 @@ func New(opts Options) *Model {
 		sessions:    map[string]sessionState{},
 		sent:        map[serve.AskID]serve.Decision{},
 		autoByAgent: map[string]*autoCount{},
-		grantList:   grantList{common: c},
+		grantList:   grantList{common: c, revoked: map[rowKey]bool{}},
+		degraded:    map[string]string{},
 		titleCount:  -1,
 		diffs:       budget.Budget{Limit: budget.Limit{Bytes: diffBudget}},
 		diffReads:   budget.Budget{Limit: budget.Limit{Count: maxDiffReads}},
@@ -482,9 +483,6 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 			delete(m.degraded, ev.Area)
 			m.setStatus(ev.Area + " works again")
 			break
-		}
-		if m.degraded == nil {
-			m.degraded = map[string]string{}
 		}
 		m.degraded[ev.Area] = ev.Problem
 		m.addLog(logEntry{note: "⚠ " + ev.Area + ": " + Sanitize(ev.Problem)})
