@@ -65,8 +65,7 @@ func newScopeDialog(c *common, overHub bool) scopeDialog {
 }
 
 func (d *scopeDialog) open(e *entry) {
-	d.ask, d.chosen, d.scopes = e.ask.ID, 0, e.ask.Scopes
-	d.edited, d.editing, d.armed = "", false, false
+	d.ask, d.scopes, d.editing = e.ask.ID, e.ask.Scopes, false
 	d.choose(0)
 }
 
