@@ -29,11 +29,7 @@ func (c *common) rule(title string) string {
 // shown whole (up to maxLines lines; 0: all).
 func (c *common) indented(text string, indent, maxLines int) []string {
 	width := max(c.width-indent, 10)
-	chunks := strings.Split(ansi.Hardwrap(text, width, true), "\n")
-	if maxLines > 0 && len(chunks) > maxLines {
-		chunks = chunks[:maxLines]
-		chunks[maxLines-1] = ansi.Truncate(chunks[maxLines-1], width-1, "") + "…"
-	}
+	chunks := capped(strings.Split(ansi.Hardwrap(text, width, true), "\n"), maxLines, width)
 	for i, ch := range chunks {
 		chunks[i] = strings.Repeat(" ", indent) + ch
 	}
@@ -90,6 +86,16 @@ func wrapKeep(text string, width int) []string {
 	return append(out, line)
 }
 
+// capped keeps at most n lines (0: all), the last cut to end in "…" when
+// some were left out.
+func capped(lines []string, n, width int) []string {
+	if n > 0 && len(lines) > n {
+		lines = lines[:n]
+		lines[n-1] = ansi.Truncate(lines[n-1], width-1, "") + "…"
+	}
+	return lines
+}
+
 // renderFields lays fields out as label and text. Values (commands, paths)
 // wrap at the exact cell so their spacing shows as it is, up to factLines
 // lines (0: all); prose wraps at words when wrapProse, else takes one
@@ -137,9 +143,7 @@ func (c *common) renderOwned(fields []field, wrapProse bool, factLines, width in
 		default:
 			chunks = wrapKeep(f.text, textWidth)
 			if factLines > 0 && len(chunks) > factLines {
-				chunks = chunks[:factLines]
-				chunks[factLines-1] = ansi.Truncate(chunks[factLines-1], textWidth-1, "") + "…"
-				own = -f.must
+				chunks, own = capped(chunks, factLines, textWidth), -f.must
 			}
 		}
 		for i, ch := range chunks {

@@ -339,11 +339,7 @@ func (m *Model) statusLines() []string {
 	if m.status == "" || m.opts.Now().Sub(m.statusAt) > statusTTL {
 		return []string{""}
 	}
-	lines := wrapWords("» "+m.status, m.width)
-	if len(lines) > 3 {
-		lines = append(lines[:2], ansi.Truncate(lines[2], m.width-1, "")+"…")
-	}
-	return styled(m.styles.Status, lines)
+	return styled(m.styles.Status, capped(wrapWords("» "+m.status, m.width), 3, m.width))
 }
 
 // layout is the queue's body and what of the highlighted ask it shows: the
