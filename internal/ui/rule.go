@@ -101,9 +101,8 @@ type ruleDialog struct {
 	base     RuleDraft // surface, agent, facts
 	scope    int
 	action   int
-	seq      int // of the latest preview asked for
-	preview  *RulePreview
-	shown    int // seq of preview
+	seq      int          // of the latest preview asked for
+	preview  *RulePreview // of the draft as it is; nil until it arrives
 	writing  bool
 }
 
@@ -197,11 +196,11 @@ func (d *ruleDialog) draft() RuleDraft {
 	return dr
 }
 
-// refresh asks for a preview of the draft as it is now; older previews are
-// dropped when they arrive.
+// refresh asks for a preview of the draft as it is now; the one shown no
+// longer holds, and older previews are dropped when they arrive.
 func (d *ruleDialog) refresh() action {
 	d.seq++
-	d.counting = false
+	d.counting, d.preview = false, nil
 	return previewRuleAction{seq: d.seq, draft: d.draft()}
 }
 
@@ -210,7 +209,7 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	case rulePreviewMsg:
 		if msg.seq == d.seq {
 			p := msg.preview
-			d.preview, d.shown = &p, msg.seq
+			d.preview = &p
 		}
 		return nil, nil
 	case ruleWrittenMsg:
@@ -269,7 +268,7 @@ func (d *ruleDialog) confirm() action {
 	switch {
 	case d.writing:
 		return statusAction{"writing the rule…"}
-	case p == nil || d.shown != d.seq:
+	case p == nil:
 		return statusAction{"the preview is not ready yet; look at it, then press enter"}
 	case p.Refused != "":
 		return statusAction{"cannot write this rule: " + Sanitize(p.Refused)}
@@ -289,7 +288,7 @@ func (d *ruleDialog) confirm() action {
 // decides are the waiting asks the previewed rule would decide.
 func (d *ruleDialog) decides() []serve.AskID {
 	var ids []serve.AskID
-	if d.preview != nil && d.shown == d.seq {
+	if d.preview != nil {
 		for _, i := range d.preview.Waiting {
 			if i >= 0 && i < len(d.waiting) {
 				ids = append(ids, d.waiting[i])
@@ -328,7 +327,7 @@ func (d *ruleDialog) view(height int) []string {
 	}
 	p := d.preview
 	switch {
-	case p == nil || d.shown != d.seq:
+	case p == nil:
 		fields = append(fields, field{label: "preview", text: "…", kind: kindMuted})
 	case p.Refused != "":
 		fields = append(fields, field{label: "file", text: Sanitize(p.File)},
@@ -356,7 +355,7 @@ func (d *ruleDialog) view(height int) []string {
 		lines = append(lines, d.count.View())
 	}
 	lines = append(lines, s.Muted.Render("enter writes it to pi's policy; esc closes and writes nothing"))
-	if p != nil && d.shown == d.seq && p.Diff != "" {
+	if p != nil && p.Diff != "" {
 		lines = append(lines, d.rule("diff"))
 		for _, l := range strings.Split(strings.TrimSuffix(p.Diff, "\n"), "\n") {
 			if strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "+++ ") {

@@ -132,8 +132,11 @@ func TestRuleDialogStalePreviewIsDropped(t *testing.T) {
 	h := newHarness(t, withRules(rules))
 	h.queue(pathWrite())
 	h.keys("R")
-	// A preview for an older draft arrives after the person typed on.
-	h.m.ruleDialog.seq++
+	// A preview for an older draft arrives after the person typed on, before
+	// the new draft's.
+	old := h.m.ruleDialog.seq
+	h.m.ruleDialog.refresh()
+	h.send(rulePreviewMsg{seq: old, preview: rules.preview})
 	h.keys("enter")
 	if len(rules.writes) != 0 || !strings.Contains(h.m.status, "not ready") {
 		t.Fatalf("wrote on a stale preview: %+v, status %q", rules.writes, h.m.status)
