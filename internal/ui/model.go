@@ -629,7 +629,7 @@ func (m *Model) expire(e *entry) {
 // remove drops an ask from the queue. byPerson says the person's own answer
 // removed it, so moving the highlight is expected.
 func (m *Model) remove(id serve.AskID, byPerson bool) {
-	i := m.index(id)
+	i := indexOf(m.queue, id)
 	if i < 0 {
 		return
 	}
@@ -682,13 +682,11 @@ func (m *Model) settling() bool {
 }
 
 func (m *Model) find(id serve.AskID) *entry {
-	if i := m.index(id); i >= 0 {
+	if i := indexOf(m.queue, id); i >= 0 {
 		return m.queue[i]
 	}
 	return nil
 }
-
-func (m *Model) index(id serve.AskID) int { return indexOf(m.queue, id) }
 
 func (m *Model) current() *entry { return m.find(m.highlight) }
 
