@@ -123,17 +123,16 @@ func (m *Model) apply(act action) tea.Cmd {
 		}
 		return cmd
 	case revokeAction:
-		g, session := a.row.grant, a.row.session
-		b := m.opts.Backend
-		m.setStatus("revoking " + grantText(g) + "…")
-		if a.row.deny != nil {
-			d := *a.row.deny
-			return func() tea.Msg {
-				return revokedMsg{Session: session, Grant: g, Deny: true, Err: b.RevokeDeny(session, d)}
-			}
-		}
+		r, b := a.row, m.opts.Backend
+		m.setStatus("revoking " + grantText(r.grant) + "…")
 		return func() tea.Msg {
-			return revokedMsg{Session: session, Grant: g, Err: b.RevokeGrant(session, g)}
+			msg := revokedMsg{Session: r.session, Grant: r.grant, Deny: r.deny != nil}
+			if msg.Deny {
+				msg.Err = b.RevokeDeny(r.session, *r.deny)
+			} else {
+				msg.Err = b.RevokeGrant(r.session, r.grant)
+			}
+			return msg
 		}
 	case quitAction:
 		m.leaveWaiting = a.leave
