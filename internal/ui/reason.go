@@ -23,16 +23,15 @@ type reasonDialog struct {
 func newReasonDialog(c *common) reasonDialog {
 	ti := newInput("reason: ", 500)
 	ti.Placeholder = "reason shown to the agent"
-	d := reasonDialog{common: c, input: ti}
-	d.resize()
-	return d
+	return reasonDialog{common: c, input: ti}
 }
 
-// resize fits the input to the terminal width.
+// resize fits the input to the terminal width: on open and on each resize.
 func (d *reasonDialog) resize() { d.input.Width = max(d.width-len(d.input.Prompt)-2, 10) }
 
 func (d *reasonDialog) open(targets []serve.AskID) tea.Cmd {
 	d.targets = targets
+	d.resize()
 	d.input.Reset()
 	return d.input.Focus()
 }

@@ -107,9 +107,7 @@ type ruleDialog struct {
 }
 
 func newRuleDialog(c *common) ruleDialog {
-	d := ruleDialog{common: c, pattern: newInput("pattern: ", 1000), count: newInput("count: ", 1000)}
-	d.resize()
-	return d
+	return ruleDialog{common: c, pattern: newInput("pattern: ", 1000), count: newInput("count: ", 1000)}
 }
 
 func (d *ruleDialog) resize() { d.pattern.Width = max(d.width-len(d.pattern.Prompt)-2, 10) }
@@ -118,6 +116,7 @@ func (d *ruleDialog) resize() { d.pattern.Width = max(d.width-len(d.pattern.Prom
 // pattern for that surface or else the exact value, allow, this agent.
 func (d *ruleDialog) open(e *entry, waiting []*entry) action {
 	in := e.ask.Request.AccessIntent
+	d.resize()
 	d.title, d.ask = label(e), e.ask.ID
 	d.base = RuleDraft{Agent: in.Principal.AgentName, Surface: in.Surface, Facts: factsOf(in)}
 	d.takeWaiting(waiting)
