@@ -60,8 +60,8 @@ type stampsMsg struct {
 }
 
 type askStamp struct {
-	ask   serve.AskID
-	stamp string
+	ask         serve.AskID
+	path, stamp string
 }
 
 // approval is an approving decision, confirmed, held while the files of the
@@ -97,23 +97,21 @@ func (m *Model) stampCmd() tea.Cmd {
 // nil when there are none: then has nothing to wait for. The path is the
 // kept diff's, so no request is parsed again.
 func (m *Model) stampsCmd(ids []serve.AskID, then *approval) tea.Cmd {
-	var asks []serve.AskID
-	var paths []string
+	var stamps []askStamp
 	for _, id := range ids {
 		if e := m.find(id); e != nil && e.diffState == diffKept && e.ask.Host == "" {
-			asks, paths = append(asks, id), append(paths, e.diff.Path)
+			stamps = append(stamps, askStamp{ask: id, path: e.diff.Path})
 		}
 	}
-	if len(asks) == 0 {
+	if len(stamps) == 0 {
 		return nil
 	}
 	stamp := m.opts.FileStamp
 	return func() tea.Msg {
-		msg := stampsMsg{stamps: make([]askStamp, len(asks)), then: then}
-		for i, p := range paths {
-			msg.stamps[i] = askStamp{asks[i], stamp(p)}
+		for i := range stamps {
+			stamps[i].stamp = stamp(stamps[i].path)
 		}
-		return msg
+		return stampsMsg{stamps: stamps, then: then}
 	}
 }
 
