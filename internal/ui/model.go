@@ -1,9 +1,9 @@
 // Package ui is the approval console: a Bubble Tea model that shows what the
 // serving loop reports and turns a person's keys into serve.Decision values.
 // Update does no IO; every call to the Backend runs in a tea.Cmd and comes
-// back as a message. The root Model owns the queue; each overlay (scope,
-// reason, pager, grants, quit) is a component that returns an action to it
-// (see overlay.go and README.md).
+// back as a message. The root Model owns the queue; each of the seven
+// overlays is a component that returns an action to it (see overlay.go and
+// README.md).
 package ui
 
 import (

@@ -9,11 +9,12 @@ import (
 	"github.com/permtui/permtui/internal/serve"
 )
 
-// overlay is a screen over the queue: a dialog (scope, reason, quit) or a
-// page (full view, log, grants). It reads the shared common and, through
-// asks, the queue; it changes nothing outside itself. What the person asked
-// for comes back to the root as an action, which the root carries out in
-// apply: every decision, revocation and close happens there.
+// overlay is a screen over the queue: a dialog (scope, reason, session
+// deny, rule, quit) or a page (full view and log, grants). It reads the
+// shared common, and the queue through its q; it changes nothing outside
+// itself. What the person asked for comes back to the root as an action,
+// which the root carries out in apply: every decision, revocation and
+// close happens there.
 type overlay interface {
 	// update handles one message (keys, and for text input anything else).
 	update(tea.Msg) (action, tea.Cmd)
