@@ -263,6 +263,26 @@ func TestScopeWithoutSuggestionExplains(t *testing.T) {
 	}
 }
 
+// The key that opened a page closes it; the other page's key does not.
+func TestAPageClosesOnTheKeyThatOpenedIt(t *testing.T) {
+	h := newHarness(t)
+	h.queue(pathWrite())
+	for _, c := range []struct {
+		open, other string
+		mode        mode
+	}{{"v", "l", modeView}, {"l", "v", modeLog}} {
+		h.keys(c.open, c.other)
+		if h.m.mode != c.mode {
+			t.Fatalf("%s then %s: mode %d, want %d", c.open, c.other, h.m.mode, c.mode)
+		}
+		h.keys(c.open)
+		if h.m.mode != modeQueue {
+			t.Fatalf("%s did not close what it opened: mode %d", c.open, h.m.mode)
+		}
+	}
+	h.wantDecisions()
+}
+
 func TestEscNeverDecides(t *testing.T) {
 	h := newHarness(t, withRules(&fakeRules{}))
 	h.queue(pathWrite(), bashChain())
