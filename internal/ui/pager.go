@@ -23,15 +23,11 @@ type pager struct {
 	fill   func() ([]string, []int) // the text and its lines' owners (renderOwned); nil keeps what is shown
 	owner  []int                    // the must ordinal of each line shown, for what has been seen
 	viewed []bool                   // each line has been in the window since the text was filled
-	opener key.Binding              // the key that opened it also closes it
 }
 
 // open shows the full view of ask, or the log when ask is 0.
 func (p *pager) open(ask serve.AskID, fill func() ([]string, []int)) {
-	p.ask, p.fill, p.opener = ask, fill, p.keys.View
-	if ask == 0 {
-		p.opener = p.keys.Log
-	}
+	p.ask, p.fill = ask, fill
 }
 
 // release drops the text shown; open and refresh fill it again.
@@ -59,8 +55,9 @@ func (p *pager) update(msg tea.Msg) (action, tea.Cmd) {
 	if !ok {
 		return nil, nil
 	}
+	opener := map[bool]key.Binding{true: p.keys.Log, false: p.keys.View}[p.ask == 0] // it closes what it opened
 	switch {
-	case key.Matches(k, p.keys.Close, p.opener, p.keys.Quit):
+	case key.Matches(k, p.keys.Close, opener, p.keys.Quit):
 		return closeAction{}, nil
 	case key.Matches(k, p.keys.Top):
 		p.vp.GotoTop()
