@@ -206,7 +206,7 @@ func (m *Model) warnOffSelection() {
 	if m.offSelection() {
 		m.setStatus("⚠ y n r act on the " + plural(len(m.selectedShown()), "selected ask") +
 			", not on the highlighted ask; esc clears the selection")
-		m.statusOffSelection = true
+		m.statusHolds = m.offSelection
 	}
 }
 
@@ -299,15 +299,16 @@ func (m *Model) answerable() *entry {
 	switch {
 	case e == nil:
 		m.setStatus("nothing to answer")
+		return nil
 	case e.state == stateExpired:
 		m.setStatus("this ask expired (the child stopped waiting); nothing was sent")
-		m.statusAsk = e.ask.ID
 	case e.state == stateSending:
 		m.setStatus("this ask is already being answered")
-		m.statusAsk = e.ask.ID
 	default:
 		return e
 	}
+	id := e.ask.ID
+	m.statusHolds = func() bool { return m.highlight == id }
 	return nil
 }
 

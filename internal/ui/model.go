@@ -245,13 +245,12 @@ type Model struct {
 	// statusSettle: the status says a decision key was ignored while the
 	// highlight settled; any other key makes it stale.
 	statusSettle bool
-	// statusAsk: the status is about this ask ("already being answered");
-	// it goes when the highlight is on another.
-	statusAsk serve.AskID
-	// statusOffSelection: the status warns that y acts on the selection,
-	// not the highlight; it goes once that is no longer so (the filter hid
-	// the selection, or the highlight joined it).
-	statusOffSelection bool
+	// statusHolds, when set, says whether the status still holds; it goes
+	// once not: one about an ask ("already being answered") when the
+	// highlight is on another, a warning that y acts on the selection, not
+	// the highlight, when the filter hid the selection or the highlight
+	// joined it.
+	statusHolds func() bool
 	// sent remembers each decision on its way, so the log can say which
 	// scope the person chose (the response alone cannot).
 	sent   map[serve.AskID]serve.Decision
@@ -328,11 +327,8 @@ func (m *Model) Init() tea.Cmd {
 // asks for the highlighted ask's diff if it was not kept.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := m.update(msg)
-	if m.statusAsk != 0 && m.statusAsk != m.highlight {
-		m.status, m.statusAsk = "", 0
-	}
-	if m.statusOffSelection && !m.offSelection() {
-		m.status, m.statusOffSelection = "", false
+	if m.statusHolds != nil && !m.statusHolds() {
+		m.status, m.statusHolds = "", nil
 	}
 	m.releaseClosed()
 	if _, open := m.active().(*pager); open {
@@ -718,7 +714,7 @@ func (m *Model) pendingCount() int {
 
 // setStatus replaces the status line and ends any run of automatic answers.
 func (m *Model) setStatus(s string) {
-	m.status, m.statusAt, m.statusSettle, m.statusAsk, m.statusOffSelection = clip(s, textBytes), m.opts.Now(), false, 0, false
+	m.status, m.statusAt, m.statusSettle, m.statusHolds = clip(s, textBytes), m.opts.Now(), false, nil
 	m.streak = autoStreak{}
 }
 
