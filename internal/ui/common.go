@@ -50,6 +50,40 @@ func (c *common) wrapped(style lipgloss.Style, text string, indent int) []string
 	return styled(style, hanging(strings.Repeat(" ", indent), text, c.width))
 }
 
+// hanging wraps text at words after prefix, continuing under the text.
+func hanging(prefix, text string, width int) []string {
+	lines := wrapWords(text, max(width-len(prefix), 10))
+	for i := range lines {
+		lines[i] = prefix + lines[i]
+		prefix = strings.Repeat(" ", len(prefix))
+	}
+	return lines
+}
+
+// wrapWords wraps at spaces only: ansi.Wrap also breaks after every hyphen,
+// which splits a path or flag (app-wt-7, -rf) as if it were two words. A word
+// longer than the line is cut at the cell.
+func wrapWords(text string, width int) []string {
+	var lines []string
+	cur := ""
+	for i, w := range strings.Split(text, " ") {
+		switch {
+		case i == 0:
+			cur = w
+		case ansi.StringWidth(cur)+1+ansi.StringWidth(w) <= width:
+			cur += " " + w
+		default:
+			lines = append(lines, cur)
+			cur = w
+		}
+		for ansi.StringWidth(cur) > width {
+			lines = append(lines, ansi.Truncate(cur, width, ""))
+			cur = ansi.TruncateLeft(cur, width, "")
+		}
+	}
+	return append(lines, cur)
+}
+
 // wrapKeep wraps a value at a single space when one is on the line, else
 // at the cell, keeping every character: the lines joined are the value, and
 // a run of spaces is never hidden at a line's end. Linear in the value: a

@@ -818,16 +818,6 @@ func (m *Model) logLines() []string {
 	return out
 }
 
-// hanging wraps text at words after prefix, continuing under the text.
-func hanging(prefix, text string, width int) []string {
-	lines := wrapWords(text, max(width-len(prefix), 10))
-	for i := range lines {
-		lines[i] = prefix + lines[i]
-		prefix = strings.Repeat(" ", len(prefix))
-	}
-	return lines
-}
-
 // stateWords says the outcome in words and a glyph, never by colour alone.
 func (m *Model) stateWords(o outcome) string {
 	if o.forSession {
@@ -950,27 +940,3 @@ func padLeft(s string, w int) string {
 }
 
 func truncate(s string, w int) string { return ansi.Truncate(s, w, "…") }
-
-// wrapWords wraps at spaces only: ansi.Wrap also breaks after every hyphen,
-// which splits a path or flag (app-wt-7, -rf) as if it were two words. A word
-// longer than the line is cut at the cell.
-func wrapWords(text string, width int) []string {
-	var lines []string
-	cur := ""
-	for i, w := range strings.Split(text, " ") {
-		switch {
-		case i == 0:
-			cur = w
-		case ansi.StringWidth(cur)+1+ansi.StringWidth(w) <= width:
-			cur += " " + w
-		default:
-			lines = append(lines, cur)
-			cur = w
-		}
-		for ansi.StringWidth(cur) > width {
-			lines = append(lines, ansi.Truncate(cur, width, ""))
-			cur = ansi.TruncateLeft(cur, width, "")
-		}
-	}
-	return append(lines, cur)
-}
