@@ -33,31 +33,24 @@ type Dir struct {
 // following symlinks. A component that is not a real directory is ErrNotDir;
 // a missing one is fs.ErrNotExist.
 func OpenDir(base string, names ...string) (*Dir, error) {
+	return openBelow(base, names, (*Dir).Open)
+}
+
+// OpenDirPrivate is OpenDir that creates missing components below base with
+// mode 0700 (whatever the umask), like mkdir -p. base itself must exist.
+func OpenDirPrivate(base string, names ...string) (*Dir, error) {
+	return openBelow(base, names, (*Dir).OpenPrivate)
+}
+
+// openBelow opens base, then each of names in turn with open.
+func openBelow(base string, names []string, open func(d *Dir, name string) (*Dir, error)) (*Dir, error) {
 	fd, err := unix.Open(base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: base, Err: err}
 	}
 	d := &Dir{fd: fd, path: base}
 	for _, name := range names {
-		sub, err := d.Open(name)
-		d.Close()
-		if err != nil {
-			return nil, err
-		}
-		d = sub
-	}
-	return d, nil
-}
-
-// OpenDirPrivate is OpenDir that creates missing components below base with
-// mode 0700 (whatever the umask), like mkdir -p. base itself must exist.
-func OpenDirPrivate(base string, names ...string) (*Dir, error) {
-	d, err := OpenDir(base)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		sub, err := d.OpenPrivate(name)
+		sub, err := open(d, name)
 		d.Close()
 		if err != nil {
 			return nil, err
