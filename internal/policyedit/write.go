@@ -27,7 +27,7 @@ type Written struct {
 // loaded again from disk. When the rule does not decide the change's facts
 // after all, the previous version is put back and Apply says why.
 func Apply(ch *Change, opts resolve.LoadOptions, stateDir string, now time.Time) (Written, error) {
-	cur, existed, err := readPolicyFile(ch.Target.File)
+	cur, existed, err := Read(resolve.LoadOptions{}, ch.Target.File)
 	if err != nil {
 		return Written{}, err
 	}

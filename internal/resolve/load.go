@@ -153,15 +153,17 @@ func (p *Policy) rulesetFor(agent string) *ruleset {
 // readFile reads a policy file through the options, keeping its bytes
 // while bytesRead is on.
 func (p *Policy) readFile(file string) ([]byte, error) {
-	data, err := p.opts.read(file)
+	data, err := p.opts.ReadFile(file)
 	if err == nil && p.bytesRead != nil {
 		p.bytesRead[file] = data
 	}
 	return data, err
 }
 
-// read returns a policy file's contents, from the overlay when it has them.
-func (o LoadOptions) read(file string) ([]byte, error) {
+// ReadFile returns a policy file's contents as Load reads them: from the
+// overlay when it has them, else from the disk, a link followed, at most
+// maxPolicyFileSize.
+func (o LoadOptions) ReadFile(file string) ([]byte, error) {
 	if data, ok := o.Overlay[file]; ok {
 		return data, nil
 	}
