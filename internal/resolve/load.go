@@ -130,9 +130,8 @@ func (p *Policy) Agents() []string { return slices.Sorted(maps.Keys(p.agents)) }
 func (p *Policy) Rules(agent string) []RuleRef {
 	rs := p.rulesetFor(agent)
 	out := make([]RuleRef, len(rs.rules))
-	for i, r := range rs.rules {
-		out[i] = r.ref
-		out[i].Index = i
+	for i := range rs.rules {
+		out[i] = rs.rules[i].ref // its Index is i (indexRules)
 	}
 	return out
 }
