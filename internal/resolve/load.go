@@ -53,14 +53,6 @@ type Problem struct {
 	cause  string // Message without its consequence, for explanations
 }
 
-// unheldConsequence is what an Unheld problem does, for its message.
-func unheldConsequence(agent string) string {
-	if agent != "" {
-		return "; pi reads it, so any of its denies may apply: permtui denies every ask of agent " + printable(agent) + " until it is smaller"
-	}
-	return "; pi reads it, so any of its denies may apply: permtui denies every ask until it is smaller"
-}
-
 // Policy is an immutable, fully compiled snapshot of the root's policy: one
 // ruleset per agent file name plus the agent-less one. Evaluation does no IO.
 type Policy struct {
@@ -426,7 +418,12 @@ func (p *Policy) legacyYolo(file string) {
 // unheld records a policy pi reads that permtui cannot hold (decision 0177):
 // agent's, or with agent "" the shared one.
 func (p *Policy) unheld(file, agent, cause string) {
-	p.problems = append(p.problems, Problem{File: file, Message: cause + unheldConsequence(agent), Unheld: true, Agent: agent, cause: cause})
+	whose := ""
+	if agent != "" {
+		whose = " of agent " + printable(agent)
+	}
+	msg := cause + "; pi reads it, so any of its denies may apply: permtui denies every ask" + whose + " until it is smaller"
+	p.problems = append(p.problems, Problem{File: file, Message: msg, Unheld: true, Agent: agent, cause: cause})
 }
 
 func (p *Policy) problem(file, cause, consequence string, failClosed bool) Problem {
