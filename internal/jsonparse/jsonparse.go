@@ -8,6 +8,7 @@ package jsonparse
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -454,21 +455,11 @@ func (p *parser) escape(b []byte) ([]byte, error) {
 	}
 	esc := p.s[p.i]
 	p.i++
-	switch esc {
-	case '"', '\\', '/':
-		return append(b, esc), nil
-	case 'b':
-		return append(b, '\b'), nil
-	case 'f':
-		return append(b, '\f'), nil
-	case 'n':
-		return append(b, '\n'), nil
-	case 'r':
-		return append(b, '\r'), nil
-	case 't':
-		return append(b, '\t'), nil
-	case 'u':
-	default:
+	// The one-letter escapes: the k-th letter stands for the k-th character.
+	if k := strings.IndexByte(`"\/bfnrt`, esc); k >= 0 {
+		return append(b, "\"\\/\b\f\n\r\t"[k]), nil
+	}
+	if esc != 'u' {
 		return nil, p.fail("invalid escape \\%c", esc)
 	}
 	r, ok := hex4(p.s[p.i:])
@@ -493,20 +484,8 @@ func hex4(s string) (rune, bool) {
 	if len(s) < 4 {
 		return 0, false
 	}
-	var r rune
-	for _, c := range []byte(s[:4]) {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	n, err := strconv.ParseUint(s[:4], 16, 16)
+	return rune(n), err == nil
 }
 
 // AppendSurrogate appends the WTF-8 form of the surrogate unit u

@@ -13,11 +13,7 @@ import (
 	"github.com/aymanbagabas/go-udiff/lcs"
 
 	"github.com/permtui/permtui/internal/resolve"
-	"github.com/permtui/permtui/internal/safefs"
 )
-
-// maxPolicyFile caps the policy file permtui edits (pi's files are small).
-const maxPolicyFile = 1 << 20
 
 // Change is a rule edit checked but not yet written.
 type Change struct {
@@ -107,7 +103,7 @@ func withFile(opts resolve.LoadOptions, file string, data []byte) resolve.LoadOp
 // fail-closed floor) leaves the decision to another rule, Plan refuses and
 // says which rule decides instead.
 func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Change, error) {
-	old, existed, err := readPolicyFile(t.File)
+	old, existed, err := Read(resolve.LoadOptions{}, t.File)
 	if err != nil {
 		return nil, err
 	}
@@ -194,13 +190,19 @@ func Edit(t Target, r Rule, text []byte, existed bool) ([]byte, error) {
 	return next, nil
 }
 
-// Read returns a policy file's text as Plan sees it: from the overlay when
-// it holds the file (an earlier edit of the same candidate), else the disk.
-func Read(opts resolve.LoadOptions, file string) ([]byte, bool, error) {
-	if data, ok := opts.Overlay[file]; ok {
-		return data, true, nil
+// Read returns a policy file's text as the resolver reads it
+// (resolve.LoadOptions.ReadFile: from the overlay when it holds the file, an
+// earlier edit of the same candidate, else the disk); a missing file reads
+// as empty, existed false.
+func Read(opts resolve.LoadOptions, file string) (data []byte, existed bool, err error) {
+	data, err = opts.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
 	}
-	return readPolicyFile(file)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", file, err)
+	}
+	return data, true, nil
 }
 
 // decides reports why v was not decided by rule r written to t, or nil.
@@ -247,19 +249,6 @@ var scopes = []string{resolve.OriginGlobal, resolve.OriginProject, resolve.Origi
 
 // rank orders the scopes by precedence; 0 for any other origin.
 func rank(origin string) int { return slices.Index(scopes, origin) + 1 }
-
-// readPolicyFile reads a policy file, following a link as pi does; a
-// missing file reads as empty.
-func readPolicyFile(file string) ([]byte, bool, error) {
-	data, err := safefs.ReadRegularFileFollow(file, maxPolicyFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", file, err)
-	}
-	return data, true, nil
-}
 
 // fileMode is the mode to keep for file, 0600 for a new one.
 func fileMode(file string) fs.FileMode {

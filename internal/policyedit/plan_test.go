@@ -511,3 +511,29 @@ func TestAPatternWiderThanItReadsNeedsTheConfirmation(t *testing.T) {
 		t.Fatalf("a narrow pattern: Safety = %+v", r)
 	}
 }
+
+// Two backups of one file within a millisecond keep both versions: the
+// second gets a numbered name, and neither replaces the other.
+func TestBackupsWithinAMillisecondAreNumbered(t *testing.T) {
+	state := t.TempDir()
+	target := Target{Scope: ScopeAgent, Agent: "builder", File: "/agent/agents/builder.md"}
+	now := time.Date(2026, 12, 5, 5, 0, 0, 0, time.UTC)
+	first, err := backup(state, target, []byte("one"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := backup(state, target, []byte("two"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second != first+".2" {
+		t.Fatalf("second backup %s, want %s.2", second, first)
+	}
+	for file, want := range map[string]string{first: "one", second: "two"} {
+		data, err := os.ReadFile(file)
+		fi, serr := os.Stat(file)
+		if err != nil || serr != nil || string(data) != want || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %q %v %v, want %q mode 600", file, data, err, serr, want)
+		}
+	}
+}

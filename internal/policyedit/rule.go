@@ -13,6 +13,7 @@ import (
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/termsafe"
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // Scope says which of pi's policy files a rule goes to.
@@ -41,9 +42,6 @@ type Rule struct {
 	Reason  string // deny only
 }
 
-// maxReason is pi's schema limit on a deny reason.
-const maxReason = 500
-
 // Validate refuses rules pi would not read as written.
 func (r Rule) Validate() error {
 	switch {
@@ -62,8 +60,8 @@ func (r Rule) Validate() error {
 		return fmt.Errorf("action %q is not allow, ask or deny", r.Action)
 	case r.Reason != "" && r.Action != resolve.Deny:
 		return errors.New("a reason goes with deny only")
-	case len([]rune(r.Reason)) > maxReason:
-		return fmt.Errorf("the reason is longer than pi's %d characters", maxReason)
+	case wire.CodePoints(r.Reason) > resolve.MaxReasonLength:
+		return fmt.Errorf("the reason is longer than pi's %d characters", resolve.MaxReasonLength)
 	}
 	for _, s := range []string{r.Surface, r.Pattern, r.Reason} {
 		if strings.ContainsFunc(s, unicode.IsControl) {

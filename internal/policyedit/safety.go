@@ -2,7 +2,6 @@ package policyedit
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/wire"
@@ -34,7 +33,7 @@ func Safety(ch *Change, covered, personDenied int) *Risk {
 		r.Reasons = append(r.Reasons, why)
 	}
 	r.Count = len(groups)
-	if MatchesEverything(ch.Rule.Pattern) {
+	if resolve.EveryValue(ch.Rule.Pattern) {
 		r.Reasons = append(r.Reasons, fmt.Sprintf("the pattern %q matches every value of %s: it would have decided %d recorded asks", ch.Rule.Pattern, ch.Rule.Surface, covered))
 		r.Count += covered
 	}
@@ -52,11 +51,6 @@ func Safety(ch *Change, covered, personDenied int) *Risk {
 		return nil
 	}
 	return &r
-}
-
-// MatchesEverything: a pattern of only * matches every value.
-func MatchesEverything(pattern string) bool {
-	return pattern != "" && strings.Trim(pattern, "*") == ""
 }
 
 // allowsSensitive names a sensitive value (resolve.SensitiveCovered) the

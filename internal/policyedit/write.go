@@ -27,7 +27,7 @@ type Written struct {
 // loaded again from disk. When the rule does not decide the change's facts
 // after all, the previous version is put back and Apply says why.
 func Apply(ch *Change, opts resolve.LoadOptions, stateDir string, now time.Time) (Written, error) {
-	cur, existed, err := readPolicyFile(ch.Target.File)
+	cur, existed, err := Read(resolve.LoadOptions{}, ch.Target.File)
 	if err != nil {
 		return Written{}, err
 	}
@@ -68,12 +68,18 @@ func Apply(ch *Change, opts resolve.LoadOptions, stateDir string, now time.Time)
 	return w, nil
 }
 
-// backup copies data to <stateDir>/backups/<time>-<scope>-<file name>, 0600.
+// backup copies data to <stateDir>/backups/<time>-<scope>-<file name>, 0600,
+// durably and never over another backup.
 func backup(stateDir string, t Target, data []byte, now time.Time) (string, error) {
 	dir := filepath.Join(stateDir, "backups")
 	if err := safefs.MkdirPrivate(dir); err != nil {
 		return "", fmt.Errorf("backup: %w", err)
 	}
+	d, err := safefs.OpenDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	defer d.Close()
 	label := string(t.Scope)
 	if t.Agent != "" {
 		label += "-" + t.Agent
@@ -82,25 +88,16 @@ func backup(stateDir string, t Target, data []byte, now time.Time) (string, erro
 	name = strings.ReplaceAll(name, string(filepath.Separator), "_")
 	// Two edits within a millisecond (one after the other, under the lock)
 	// get numbered names.
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	free := name
+	err = d.WriteFileNewSynced(free, data)
 	for n := 2; errors.Is(err, fs.ErrExist) && n < 100; n++ {
-		f, err = os.OpenFile(filepath.Join(dir, name+"."+strconv.Itoa(n)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		free = name + "." + strconv.Itoa(n)
+		err = d.WriteFileNewSynced(free, data)
 	}
 	if err != nil {
 		return "", fmt.Errorf("backup: %w", err)
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		return "", fmt.Errorf("backup: %w", err)
-	}
-	return f.Name(), nil
+	return filepath.Join(dir, free), nil
 }
 
 // restore puts the previous version back, or removes a file permtui created.

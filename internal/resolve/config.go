@@ -167,9 +167,10 @@ func strictObject(fields map[string]func(jsonparse.Value) error, required ...str
 	}
 }
 
-// maxReasonLength counts code points, as zod's string max does (a
-// surrogate pair is one, and so is a lone surrogate).
-const maxReasonLength = 500
+// MaxReasonLength is pi's schema limit on a deny reason, in code points as
+// zod's string max counts them (a surrogate pair is one, and so is a lone
+// surrogate).
+const MaxReasonLength = 500
 
 // protoKey is the one key zod's record parser skips without checking its
 // value, so in a record (permission, a pattern map, shellTools,
@@ -287,8 +288,8 @@ func parsePatternEntry(v jsonparse.Value) (entry, error) {
 				if f.Kind != jsonparse.String {
 					return entry{}, fmt.Errorf(".reason is %s, not a string", f.Kind)
 				}
-				if wire.CodePoints(f.Str) > maxReasonLength {
-					return entry{}, fmt.Errorf(".reason is longer than %d characters", maxReasonLength)
+				if wire.CodePoints(f.Str) > MaxReasonLength {
+					return entry{}, fmt.Errorf(".reason is longer than %d characters", MaxReasonLength)
 				}
 				e.reason = f.Str
 			default:

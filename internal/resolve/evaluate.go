@@ -62,7 +62,7 @@ type outcome struct {
 func (p *Policy) judge(rs *ruleset, surface string, values []string, grants []wire.Grant) outcome {
 	for gi := len(grants) - 1; gi >= 0; gi-- {
 		g := &grants[gi]
-		if !p.grantCovers(g.Surface, surface) {
+		if !surfaceCovered(g.Surface, p.grantPattern(g.Surface), surface) {
 			continue
 		}
 		pattern := p.grantPattern(g.Pattern)
@@ -105,12 +105,9 @@ func (p *Policy) judge(rs *ruleset, surface string, values []string, grants []wi
 	return o
 }
 
-// grantCovers says whether a grant recorded on grantSurface applies to a
-// query on surface. A grant on a bare family covers both members (§8.1).
-func (p *Policy) grantCovers(grantSurface, surface string) bool {
-	return surfaceCovered(grantSurface, p.grantPattern(grantSurface), surface)
-}
-
+// surfaceCovered says whether a grant recorded on grantSurface (compiled)
+// applies to a query on surface. A grant on a bare family covers both
+// members (§8.1).
 func surfaceCovered(grantSurface string, compiled *Pattern, surface string) bool {
 	if _, _, family := familyMembers(grantSurface); family {
 		fam, ok := Family(surface)

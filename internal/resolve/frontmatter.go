@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // fmValue is a node of pi's minimal frontmatter dialect: a plain string or a
@@ -194,16 +196,5 @@ func frontmatterEntry(v fmValue) (entry, bool) {
 	return e, true
 }
 
-// jsIsSpace is JavaScript's WhiteSpace and LineTerminator set, which
-// String.prototype.trim removes (it differs from unicode.IsSpace on U+0085
-// and U+FEFF).
-func jsIsSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200A
-}
-
-func jsTrim(s string) string     { return strings.TrimFunc(s, jsIsSpace) }
-func jsTrimLeft(s string) string { return strings.TrimLeftFunc(s, jsIsSpace) }
+func jsTrim(s string) string     { return strings.TrimFunc(s, wire.IsJSSpace) }
+func jsTrimLeft(s string) string { return strings.TrimLeftFunc(s, wire.IsJSSpace) }

@@ -1,6 +1,9 @@
 package resolve
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // ruleGroup indexes the rules of one plain surface name by the literal text
 // their value pattern must start with (a byte trie over prefixes) or, when
@@ -38,15 +41,10 @@ func (s *pairBits) has(h uint16) bool { return s[h/64]&(1<<(h%64)) != 0 }
 // restNeed samples byte pairs, spread over the longest literal segment a
 // "*…*" pattern needs.
 func restNeed(p *Pattern) (need [pairsPerRule]uint16) {
-	if p.hasAlt {
+	if p.hasAlt || len(p.full.segments) == 0 {
 		return need
 	}
-	longest := ""
-	for _, seg := range p.full.segments {
-		if len(seg) > len(longest) {
-			longest = seg
-		}
-	}
+	longest := slices.MaxFunc(p.full.segments, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
 	if len(longest) < 2 {
 		return need
 	}

@@ -53,14 +53,6 @@ type Problem struct {
 	cause  string // Message without its consequence, for explanations
 }
 
-// unheldConsequence is what an Unheld problem does, for its message.
-func unheldConsequence(agent string) string {
-	if agent != "" {
-		return "; pi reads it, so any of its denies may apply: permtui denies every ask of agent " + printable(agent) + " until it is smaller"
-	}
-	return "; pi reads it, so any of its denies may apply: permtui denies every ask until it is smaller"
-}
-
 // Policy is an immutable, fully compiled snapshot of the root's policy: one
 // ruleset per agent file name plus the agent-less one. Evaluation does no IO.
 type Policy struct {
@@ -130,9 +122,8 @@ func (p *Policy) Agents() []string { return slices.Sorted(maps.Keys(p.agents)) }
 func (p *Policy) Rules(agent string) []RuleRef {
 	rs := p.rulesetFor(agent)
 	out := make([]RuleRef, len(rs.rules))
-	for i, r := range rs.rules {
-		out[i] = r.ref
-		out[i].Index = i
+	for i := range rs.rules {
+		out[i] = rs.rules[i].ref // its Index is i (indexRules)
 	}
 	return out
 }
@@ -153,15 +144,17 @@ func (p *Policy) rulesetFor(agent string) *ruleset {
 // readFile reads a policy file through the options, keeping its bytes
 // while bytesRead is on.
 func (p *Policy) readFile(file string) ([]byte, error) {
-	data, err := p.opts.read(file)
+	data, err := p.opts.ReadFile(file)
 	if err == nil && p.bytesRead != nil {
 		p.bytesRead[file] = data
 	}
 	return data, err
 }
 
-// read returns a policy file's contents, from the overlay when it has them.
-func (o LoadOptions) read(file string) ([]byte, error) {
+// ReadFile returns a policy file's contents as Load reads them: from the
+// overlay when it has them, else from the disk, a link followed, at most
+// maxPolicyFileSize.
+func (o LoadOptions) ReadFile(file string) ([]byte, error) {
 	if data, ok := o.Overlay[file]; ok {
 		return data, nil
 	}
@@ -425,7 +418,12 @@ func (p *Policy) legacyYolo(file string) {
 // unheld records a policy pi reads that permtui cannot hold (decision 0177):
 // agent's, or with agent "" the shared one.
 func (p *Policy) unheld(file, agent, cause string) {
-	p.problems = append(p.problems, Problem{File: file, Message: cause + unheldConsequence(agent), Unheld: true, Agent: agent, cause: cause})
+	whose := ""
+	if agent != "" {
+		whose = " of agent " + printable(agent)
+	}
+	msg := cause + "; pi reads it, so any of its denies may apply: permtui denies every ask" + whose + " until it is smaller"
+	p.problems = append(p.problems, Problem{File: file, Message: msg, Unheld: true, Agent: agent, cause: cause})
 }
 
 func (p *Policy) problem(file, cause, consequence string, failClosed bool) Problem {

@@ -144,9 +144,7 @@ func (p *Policy) DeniesPassed(g wire.Grant) []PassedDeny {
 				continue
 			}
 			if value, valueSure := gv.Overlaps(&r.value); value {
-				ref := r.ref
-				ref.Index = i
-				out = append(out, PassedDeny{Rule: ref, Sure: surfaceSure && valueSure})
+				out = append(out, PassedDeny{Rule: r.ref, Sure: surfaceSure && valueSure})
 			}
 		}
 	}

@@ -33,31 +33,24 @@ type Dir struct {
 // following symlinks. A component that is not a real directory is ErrNotDir;
 // a missing one is fs.ErrNotExist.
 func OpenDir(base string, names ...string) (*Dir, error) {
+	return openBelow(base, names, (*Dir).Open)
+}
+
+// OpenDirPrivate is OpenDir that creates missing components below base with
+// mode 0700 (whatever the umask), like mkdir -p. base itself must exist.
+func OpenDirPrivate(base string, names ...string) (*Dir, error) {
+	return openBelow(base, names, (*Dir).OpenPrivate)
+}
+
+// openBelow opens base, then each of names in turn with open.
+func openBelow(base string, names []string, open func(d *Dir, name string) (*Dir, error)) (*Dir, error) {
 	fd, err := unix.Open(base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: base, Err: err}
 	}
 	d := &Dir{fd: fd, path: base}
 	for _, name := range names {
-		sub, err := d.Open(name)
-		d.Close()
-		if err != nil {
-			return nil, err
-		}
-		d = sub
-	}
-	return d, nil
-}
-
-// OpenDirPrivate is OpenDir that creates missing components below base with
-// mode 0700 (whatever the umask), like mkdir -p. base itself must exist.
-func OpenDirPrivate(base string, names ...string) (*Dir, error) {
-	d, err := OpenDir(base)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		sub, err := d.OpenPrivate(name)
+		sub, err := open(d, name)
 		d.Close()
 		if err != nil {
 			return nil, err
@@ -231,14 +224,19 @@ func (d *Dir) Remove(name string) error {
 // ignore it), written in one call, then renamed over name. The final name is
 // never written in place; on any failure the temp file is removed.
 func (d *Dir) WriteFileAtomic(name string, data []byte) error {
-	return d.writeNew(name, data, renameOver)
+	return d.writeNew(name, data, 0o600, false, renameOver)
 }
 
 // WriteFileNew is WriteFileAtomic that never replaces an existing name: the
 // whole file appears under name only if nothing was there, else the error
 // is fs.ErrExist and name keeps what it held.
 func (d *Dir) WriteFileNew(name string, data []byte) error {
-	return d.writeNew(name, data, publishNew)
+	return d.writeNew(name, data, 0o600, false, publishNew)
+}
+
+// WriteFileNewSynced is WriteFileNew made durable, as WriteFileSynced is.
+func (d *Dir) WriteFileNewSynced(name string, data []byte) error {
+	return d.writeNew(name, data, 0o600, true, publishNew)
 }
 
 // renameOver publishes tmp as name, replacing what name held.
@@ -257,9 +255,11 @@ func linkNew(dirfd int, tmp, name string) error {
 	return nil
 }
 
-// writeNew writes data to a temp file beside name and hands it to publish;
-// on any failure the temp file is removed.
-func (d *Dir) writeNew(name string, data []byte, publish func(dirfd int, tmp, name string) error) error {
+// writeNew writes data to a temp file beside name, given mode, and hands
+// it to publish; on any failure the temp file is removed. durable: the file
+// is fsync'd before it is published and the directory after, so the new
+// name survives a crash.
+func (d *Dir) writeNew(name string, data []byte, mode fs.FileMode, durable bool, publish func(dirfd int, tmp, name string) error) error {
 	if err := d.checkName(name); err != nil {
 		return err
 	}
@@ -270,9 +270,12 @@ func (d *Dir) writeNew(name string, data []byte, publish func(dirfd int, tmp, na
 		return fmt.Errorf("atomic write %s: %w", d.Join(name), err)
 	}
 	err = writeAll(fd, data)
-	if err == nil && umaskNarrows {
-		// The umask would take the owner's own access away.
-		err = unix.Fchmod(fd, 0o600)
+	if err == nil && (mode != 0o600 || umaskNarrows) {
+		// Created 0600, which the umask may have narrowed.
+		err = unix.Fchmod(fd, uint32(mode.Perm()))
+	}
+	if err == nil && durable {
+		err = unix.Fsync(fd)
 	}
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
@@ -283,6 +286,13 @@ func (d *Dir) writeNew(name string, data []byte, publish func(dirfd int, tmp, na
 	if err != nil {
 		_ = unix.Unlinkat(d.fd, tmp, 0)
 		return fmt.Errorf("atomic write %s: %w", d.Join(name), err)
+	}
+	if !durable {
+		return nil
+	}
+	// EINVAL: a file system that cannot sync a directory.
+	if err := unix.Fsync(d.fd); err != nil && !errors.Is(err, unix.EINVAL) {
+		return &os.PathError{Op: "fsync", Path: d.path, Err: err}
 	}
 	return nil
 }

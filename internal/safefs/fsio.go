@@ -3,6 +3,7 @@ package safefs
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,13 +56,27 @@ func readUmask() uint32 {
 // WriteFileAtomic writes data to path atomically (see Dir.WriteFileAtomic).
 // The parent directory is opened following symlinks: use it for the user's
 // own paths; inside the inbox use a Dir opened without following them.
-func WriteFileAtomic(path string, data []byte) error {
+func WriteFileAtomic(path string, data []byte) error { return writePath(path, data, 0o600, false) }
+
+// WriteFileSynced replaces file with data durably: WriteFileAtomic's temp
+// file and rename, the file given mode and fsync'd before the rename, the
+// directory fsync'd after it, so the rename survives a crash. A new file's
+// directories are made 0700.
+func WriteFileSynced(file string, data []byte, mode fs.FileMode) error {
+	if err := MkdirPrivate(filepath.Dir(file)); err != nil {
+		return err
+	}
+	return writePath(file, data, mode, true)
+}
+
+// writePath is Dir.writeNew, replacing, through the directory of path.
+func writePath(path string, data []byte, mode fs.FileMode, durable bool) error {
 	d, err := OpenDir(filepath.Dir(path))
 	if err != nil {
 		return fmt.Errorf("atomic write %s: %w", path, err)
 	}
 	defer d.Close()
-	return d.WriteFileAtomic(filepath.Base(path), data)
+	return d.writeNew(filepath.Base(path), data, mode, durable, renameOver)
 }
 
 // retryTransient runs op and retries it after 10, 20 and 30 ms while it fails

@@ -51,6 +51,35 @@ func TestWriteFileAtomicModesAndContent(t *testing.T) {
 	}
 }
 
+// WriteFileSynced makes the missing directories 0700 and gives the file the
+// mode asked for (a policy file keeps its own), whatever the umask, and
+// replaces what was there, leaving no temp file.
+func TestWriteFileSyncedModesDirsAndContent(t *testing.T) {
+	for _, mask := range []int{0o000, 0o022, 0o277} {
+		base := t.TempDir()
+		path := filepath.Join(base, "a", "b", "config.json")
+		withUmask(mask, func() {
+			for _, data := range []string{"one", "two"} {
+				if err := WriteFileSynced(path, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+			t.Fatalf("umask %o: %v, %v; want mode 644", mask, fi, err)
+		}
+		if fi, err := os.Stat(filepath.Dir(path)); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("umask %o: dir %v, %v; want mode 700", mask, fi, err)
+		}
+		if data, _ := os.ReadFile(path); string(data) != "two" {
+			t.Errorf("content %q", data)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+			t.Errorf("leftover files: %v", entries)
+		}
+	}
+}
+
 func TestWriteFileAtomicTempNameAndFailure(t *testing.T) {
 	dir := t.TempDir()
 	d, err := OpenDir(dir)

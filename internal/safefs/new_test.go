@@ -19,7 +19,8 @@ func TestWriteFileNewNeverReplaces(t *testing.T) {
 		write func(d *Dir, name string, data []byte) error
 	}{
 		{"WriteFileNew", (*Dir).WriteFileNew},
-		{"hard link", func(d *Dir, name string, data []byte) error { return d.writeNew(name, data, linkNew) }},
+		{"WriteFileNewSynced", (*Dir).WriteFileNewSynced},
+		{"hard link", func(d *Dir, name string, data []byte) error { return d.writeNew(name, data, 0o600, false, linkNew) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()

@@ -51,11 +51,6 @@ func ReadLog(path string, since time.Time) (Log, error) {
 	return l, nil
 }
 
-// Query is the recorded facts as the resolver takes them.
-func Query(f *serve.AuditFacts) resolve.Query {
-	return resolve.Query{Agent: f.Principal, Surface: f.Surface, Values: f.MatchValues, Floor: f.Floor, AskingUnits: f.AskingUnits}
-}
-
 // Counts is how many asks a policy answers each way.
 type Counts struct {
 	Allow int `json:"allow"`
@@ -99,7 +94,8 @@ type Report struct {
 func Replay(l Log, current, candidate *resolve.Policy) Report {
 	rep := Report{Replayed: len(l.Asks), NoFacts: l.NoFacts, Bad: l.Bad}
 	for _, r := range l.Asks {
-		req := judgment.FactsRequest(Query(r.Facts))
+		f := r.Facts
+		req := judgment.FactsRequest(resolve.Query{Agent: f.Principal, Surface: f.Surface, Values: f.MatchValues, Floor: f.Floor, AskingUnits: f.AskingUnits})
 		o := Outcome{Record: r, Before: judgment.Verdict(current, req, nil, nil), After: judgment.Verdict(candidate, req, nil, nil)}
 		o.PersonDecided = r.DecidedBy != nil && r.DecidedBy.Kind == wire.DecidedByUser
 		o.PersonDenied = o.PersonDecided && !r.Approved

@@ -20,10 +20,13 @@ func knownState(s State) bool {
 // TrimReason trims like JavaScript's String.prototype.trim, which is how pi
 // trims a denial reason.
 func TrimReason(s string) string {
-	return strings.TrimFunc(s, isJSWhitespace)
+	return strings.TrimFunc(s, IsJSSpace)
 }
 
-func isJSWhitespace(r rune) bool {
+// IsJSSpace is JavaScript's WhiteSpace and LineTerminator set, which
+// String.prototype.trim removes (it differs from unicode.IsSpace on U+0085
+// and U+FEFF).
+func IsJSSpace(r rune) bool {
 	switch r {
 	case '\t', '\n', '\v', '\f', '\r', ' ', '\u00a0', '\u1680', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff':
 		return true
