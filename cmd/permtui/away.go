@@ -55,20 +55,9 @@ func (f *awayFlags) register(fs flagSet) {
 	fs.BoolVar(&f.web.behindProxy, "web-behind-proxy", false, "serve the approve page without TLS on a non-loopback address: a trusted proxy terminates TLS (needs an https --web-url)")
 }
 
-func (f *awayFlags) check(fs flagSet) error {
-	if _, err := status.ParseDetail(f.detail); err != nil {
-		fmt.Fprintln(fs.Output(), err)
-		return errUsage
-	}
-	if err := notify.Check(notify.Options{Ntfy: f.ntfy}); err != nil {
-		fmt.Fprintln(fs.Output(), err)
-		return errUsage
-	}
-	if err := f.web.check(); err != nil {
-		fmt.Fprintln(fs.Output(), err)
-		return errUsage
-	}
-	return nil
+func (f *awayFlags) check() error {
+	_, detailErr := status.ParseDetail(f.detail)
+	return errors.Join(detailErr, notify.Check(notify.Options{Ntfy: f.ntfy}), f.web.check())
 }
 
 // check refuses a page anyone on the network could reach in clear text,
@@ -84,8 +73,8 @@ func (f webFlags) check() error {
 	if err != nil {
 		return fmt.Errorf("--web %q: %w", f.addr, err)
 	}
-	if (f.cert == "") != (f.key == "") {
-		return errors.New("--web-cert and --web-key go together")
+	if err := together(f.cert != "", f.key != "", "--web-cert and --web-key"); err != nil {
+		return err
 	}
 	if f.url != "" {
 		if u, err := url.Parse(f.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {

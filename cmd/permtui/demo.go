@@ -33,10 +33,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f.frontEnd.register(fs)
 	fs.BoolVar(&overHub, "hub", false, "across machines: an embedded hub, two relays (two hosts' agent dirs) and the console attached to the hub")
 	fs.BoolVar(&keep, "keep", false, "keep the demo's temporary directory (its audit log, grants and children's log)")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if err := f.check(fs); err != nil {
+	if err := fs.parse(args, f.check); err != nil {
 		return err
 	}
 	if !f.headless && !isTerminal() {

@@ -110,7 +110,7 @@ func (f *resolveFlags) register(fs flagSet) {
 }
 
 // check refuses anything but exactly one form, in the user's terms.
-func (f *resolveFlags) check(fs flagSet, stderr io.Writer) error {
+func (f *resolveFlags) check(fs flagSet) error {
 	surfaceSet := isFlagSet(fs, "surface")
 	forms := 0
 	for _, set := range []bool{f.request != "", surfaceSet || len(f.values) > 0, f.batch} {
@@ -118,20 +118,15 @@ func (f *resolveFlags) check(fs flagSet, stderr io.Writer) error {
 			forms++
 		}
 	}
-	usageErr := func(msg string) error {
-		fmt.Fprintln(stderr, "permtui resolve:", msg)
-		fs.Usage()
-		return errUsage
-	}
 	switch {
 	case forms != 1:
-		return usageErr("give exactly one of --request FILE, --surface S --value V..., or --batch")
+		return errors.New("give exactly one of --request FILE, --surface S --value V..., or --batch")
 	case surfaceSet && len(f.values) == 0:
-		return usageErr("--surface needs at least one --value (--value '' judges an empty value)")
+		return errors.New("--surface needs at least one --value (--value '' judges an empty value)")
 	case len(f.values) > 0 && !surfaceSet:
-		return usageErr("--value needs --surface")
+		return errors.New("--value needs --surface")
 	case isFlagSet(fs, "agent") && !surfaceSet:
-		return usageErr("--agent goes with --surface (a request file and --batch lines name their own agent)")
+		return errors.New("--agent goes with --surface (a request file and --batch lines name their own agent)")
 	}
 	return nil
 }
@@ -140,10 +135,7 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	var f resolveFlags
 	fs := newFlagSet("resolve", resolveSynopsis, stdout, stderr)
 	f.register(fs)
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if err := f.check(fs, stderr); err != nil {
+	if err := fs.parse(args, func() error { return f.check(fs) }); err != nil {
 		return err
 	}
 	if err := f.resolveDefaults(); err != nil {
