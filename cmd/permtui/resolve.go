@@ -82,12 +82,7 @@ type batchLine struct {
 	Surface     string            `json:"surface"`
 	Values      []string          `json:"values"`
 	Floor       *string           `json:"floor"`
-	AskingUnits []batchAskingUnit `json:"askingUnits"`
-}
-
-type batchAskingUnit struct {
-	Command string  `json:"command"`
-	Floor   *string `json:"floor"`
+	AskingUnits []wire.AskingUnit `json:"askingUnits"`
 }
 
 // resolveFlags are resolve's flags: one of three forms (a request file,
@@ -190,7 +185,7 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 	if !f.batch {
 		differs = served.Action != v.Action
-		if err := writeVerdict(stdout, v); err != nil {
+		if err := writeJSONLine(stdout, toVerdictJSON(v)); err != nil {
 			return err
 		}
 	}
@@ -242,10 +237,6 @@ func toVerdictJSON(v resolve.Verdict) verdictJSON {
 	return out
 }
 
-func writeVerdict(w io.Writer, v resolve.Verdict) error {
-	return writeJSONLine(w, toVerdictJSON(v))
-}
-
 // writeJSONLine prints v as one JSON line that cannot drive the terminal:
 // the values may come from a hostile request file (termsafe).
 func writeJSONLine(w io.Writer, v any) error {
@@ -279,17 +270,14 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 			}
 			continue
 		}
-		q := resolve.Query{Agent: line.Agent, Surface: line.Surface, Values: line.Values, Floor: line.Floor}
-		for _, u := range line.AskingUnits {
-			q.AskingUnits = append(q.AskingUnits, wire.AskingUnit{Command: u.Command, Floor: u.Floor})
-		}
+		q := resolve.Query{Agent: line.Agent, Surface: line.Surface, Values: line.Values, Floor: line.Floor, AskingUnits: line.AskingUnits}
 		v, s := judgeFacts(policy, q, grants)
 		lineDiffers := s.Action != v.Action
 		if resolve.Restrictiveness(s.Action) > resolve.Restrictiveness(served.Action) || (lineDiffers && !differs && s.Action == served.Action) {
 			served = s
 		}
 		differs = differs || lineDiffers
-		if err := writeVerdict(out, v); err != nil {
+		if err := writeJSONLine(out, toVerdictJSON(v)); err != nil {
 			return served, false, err
 		}
 	}
