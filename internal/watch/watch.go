@@ -45,9 +45,6 @@ func (c Change) Names() []string {
 	return names
 }
 
-// Rescan reports whether the consumer should look at everything.
-func (c Change) Rescan() bool { return c.Lost || c.Tick }
-
 // Config tunes a Watcher. Zero values take the defaults.
 type Config struct {
 	// Rescan is the period of the safety rescan (default 3 s).
