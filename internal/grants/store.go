@@ -140,8 +140,7 @@ func (g *lists[T]) load(session string) error {
 	file := g.file(session)
 	fi, err := os.Stat(file)
 	if errors.Is(err, fs.ErrNotExist) {
-		delete(g.by, session)
-		g.seen[session] = nil
+		g.keep(session, nil, nil)
 		return nil
 	}
 	if err != nil {
@@ -156,13 +155,19 @@ func (g *lists[T]) load(session string) error {
 			return fmt.Errorf("grants file %s: %w", file, err)
 		}
 	}
+	g.keep(session, list, fi)
+	return nil
+}
+
+// keep holds list as the session's, read from or written to the file fi
+// describes (nil: none, or unknown, so the next refresh reads it again).
+func (g *lists[T]) keep(session string, list []T, fi os.FileInfo) {
 	if len(list) > 0 {
 		g.by[session] = list
 	} else {
 		delete(g.by, session)
 	}
 	g.seen[session] = fi
-	return nil
 }
 
 func readList[T any](file string) ([]T, error) {
@@ -330,14 +335,8 @@ func change[T comparable](g *Store, l *lists[T], session string, edit func([]T) 
 	if err := l.write(session, list); err != nil {
 		return err
 	}
-	if len(list) == 0 {
-		delete(l.by, session)
-	} else {
-		l.by[session] = list
-	}
-	if fi, err := os.Stat(l.file(session)); err == nil {
-		l.seen[session] = fi
-	}
+	fi, _ := os.Stat(l.file(session))
+	l.keep(session, list, fi)
 	return nil
 }
 
