@@ -185,11 +185,9 @@ func startDemoHub(ctx context.Context, root string, envs map[string]demo.Env, f 
 			common: common{agentDir: env.AgentDir, project: env.Project, stateDir: env.StateDir, sessions: env.Sessions},
 			hub:    hubFlags{url: h.URL(), creds: h.CredsFile(hub.RoleRelay, host)},
 		}
-		relays.Add(1)
-		go func() {
-			defer relays.Done()
+		relays.Go(func() {
 			_ = relayUntilDone(ctx, rf, io.Discard) // its problems are in its permtui.log
-		}()
+		})
 	}
 	f.hub = hubFlags{url: h.URL(), creds: h.CredsFile(hub.RoleApprover, "console")}
 	f.stateDir = filepath.Join(root, "console")

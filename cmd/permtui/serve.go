@@ -267,17 +267,12 @@ func settleOption(d time.Duration) time.Duration {
 // policyStatus is what the front ends show of a loaded policy.
 func policyStatus(p *resolve.Policy) serve.PolicyStatus {
 	project := p.ProjectFiles()
-	return serve.PolicyStatus{Problems: problemTexts(p), NoFile: noPolicyNotice(p),
-		ProjectFiles: project, ProjectAllowsHeld: len(project) > 0 && p.WithoutProject() != nil}
-}
-
-func problemTexts(p *resolve.Policy) []string {
-	var out []string
+	st := serve.PolicyStatus{NoFile: noPolicyNotice(p), ProjectFiles: project, ProjectAllowsHeld: len(project) > 0 && p.WithoutProject() != nil}
 	for _, pr := range p.Problems() {
 		// The message already says what a fail-closed problem does.
-		out = append(out, strconv.Quote(pr.File)+": "+pr.Message)
+		st.Problems = append(st.Problems, strconv.Quote(pr.File)+": "+pr.Message)
 	}
-	return out
+	return st
 }
 
 // openLog opens permtui's own log: JSON lines in a 0600 file, never the
