@@ -261,9 +261,6 @@ func all[T comparable](g *Store, l *lists[T]) map[string][]T {
 // Add records grants for the session, skipping ones already recorded, and
 // persists them before returning. On a write failure nothing is recorded.
 func (g *Store) Add(session string, grants []wire.Grant) error {
-	if session == "" {
-		return errors.New("grants: empty session id")
-	}
 	return change(g, g.grants, session, add(grants))
 }
 
@@ -275,9 +272,6 @@ func (g *Store) Revoke(session string, grant wire.Grant) error {
 // AddDeny records a session deny and persists it before returning; a deny
 // already recorded with the same surface and pattern keeps its reason.
 func (g *Store) AddDeny(session string, d Deny) error {
-	if session == "" {
-		return errors.New("grants: empty session id")
-	}
 	return change(g, g.denies, session, func(list []Deny) []Deny {
 		if slices.ContainsFunc(list, func(o Deny) bool { return o.Grant == d.Grant }) {
 			return list
@@ -314,6 +308,9 @@ func remove[T comparable](item T) func([]T) []T {
 // change is a read-modify-write of the session's file under an flock on the
 // directory, so a change by another permtui in between is never lost.
 func change[T comparable](g *Store, l *lists[T], session string, edit func([]T) []T) error {
+	if session == "" {
+		return errors.New("grants: empty session id")
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	lock, err := safefs.OpenDir(g.dir)
