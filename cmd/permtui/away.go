@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -107,7 +108,7 @@ type awaySource interface {
 // port) is opened before anything subscribes.
 func startAway(srv awaySource, f awayFlags, logger *slog.Logger) (wait func(), err error) {
 	var running sync.WaitGroup
-	var lines *os.File
+	var lines io.WriteCloser // nil without --events
 	if f.events != "" {
 		if lines, err = safefs.OpenAppendPrivate(f.events); err != nil {
 			return nil, fmt.Errorf("--events: %w", err)
@@ -136,10 +137,7 @@ func startAway(srv awaySource, f awayFlags, logger *slog.Logger) (wait func(), e
 		running.Go(func() { notify.Run(events, o) })
 	}
 	if lines != nil || f.statusFile != "" {
-		o := status.Options{File: f.statusFile, Detail: status.Detail(f.detail), Logger: logger}
-		if lines != nil {
-			o.Lines = lines
-		}
+		o := status.Options{File: f.statusFile, Lines: lines, Detail: status.Detail(f.detail), Logger: logger}
 		events, _ := srv.Subscribe()
 		running.Go(func() {
 			status.Run(events, o)
