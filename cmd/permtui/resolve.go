@@ -48,15 +48,16 @@ type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// verdictStatus maps a verdict to its --exit-code status.
-func verdictStatus(a resolve.Action) int {
+// servedAs is what serve does with a verdict: its --exit-code status, and
+// the words for the stderr note.
+func servedAs(a resolve.Action) (status int, words string) {
 	switch a {
 	case resolve.Allow:
-		return exitAllow
+		return exitAllow, "allow"
 	case resolve.Deny:
-		return exitDeny
+		return exitDeny, "deny"
 	}
-	return exitAsk
+	return exitAsk, "ask a person"
 }
 
 // verdictJSON is the printed form of a verdict. Strings from policy files
@@ -191,9 +192,9 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 	// stdout stays pi's verdict; the exit status is what serve does
 	// (decision 0112), and stderr says when the two differ.
-	status := verdictStatus(served.Action)
+	status, words := servedAs(served.Action)
 	if differs {
-		fmt.Fprintln(stderr, "permtui: serve would "+servedWord(served.Action)+" instead: "+served.Explanation)
+		fmt.Fprintln(stderr, "permtui: serve would "+words+" instead: "+served.Explanation)
 	}
 	if f.exitCode && status != exitAllow {
 		return exitStatus(status)
@@ -298,17 +299,6 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 func judgeFacts(policy *resolve.Policy, q resolve.Query, grants []wire.Grant) (v, served resolve.Verdict) {
 	v = policy.Evaluate(q, grants)
 	return v, judgment.Served(policy, judgment.FactsRequest(q), grants, v)
-}
-
-// servedWord says what serve would do, for the stderr note.
-func servedWord(a resolve.Action) string {
-	switch a {
-	case resolve.Deny:
-		return "deny"
-	case resolve.Ask:
-		return "ask a person"
-	}
-	return "allow"
 }
 
 // parseBatchLine reads one line of facts strictly (an unknown field such as
