@@ -312,12 +312,11 @@ func parseBatchLine(data []byte) (batchLine, error) {
 	switch {
 	case len(trimmed) == 0:
 		return line, errors.New("empty line; " + want)
-	case err == nil:
-	case !json.Valid(trimmed):
+	case err != nil && !json.Valid(trimmed):
 		return line, errors.New("not valid JSON; " + want)
-	case trimmed[0] != '{':
+	case trimmed[0] != '{': // null decodes into no facts
 		return line, errors.New("not a JSON object; " + want)
-	default:
+	case err != nil:
 		return line, wrongField(trimmed, err)
 	}
 	var fields map[string]skipValue
@@ -327,6 +326,19 @@ func parseBatchLine(data []byte) (batchLine, error) {
 	for name := range fields {
 		if _, ok := batchFieldTypes[name]; !ok {
 			return line, fmt.Errorf("unknown field %q; the fields are agent, surface, values, floor and askingUnits", name)
+		}
+	}
+	// A unit's misspelt field would judge an empty command.
+	var units struct {
+		AskingUnits []map[string]skipValue `json:"askingUnits"`
+	}
+	if len(line.AskingUnits) > 0 && json.Unmarshal(trimmed, &units) == nil {
+		for i, u := range units.AskingUnits {
+			for name := range u {
+				if name != "command" && name != "floor" {
+					return line, fmt.Errorf("unknown field %q in askingUnits[%d]; a unit's fields are command and floor", name, i)
+				}
+			}
 		}
 	}
 	return line, nil
