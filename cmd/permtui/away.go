@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -55,20 +56,9 @@ func (f *awayFlags) register(fs flagSet) {
 	fs.BoolVar(&f.web.behindProxy, "web-behind-proxy", false, "serve the approve page without TLS on a non-loopback address: a trusted proxy terminates TLS (needs an https --web-url)")
 }
 
-func (f *awayFlags) check(fs flagSet) error {
-	if _, err := status.ParseDetail(f.detail); err != nil {
-		fmt.Fprintln(fs.Output(), err)
-		return errUsage
-	}
-	if err := notify.Check(notify.Options{Ntfy: f.ntfy}); err != nil {
-		fmt.Fprintln(fs.Output(), err)
-		return errUsage
-	}
-	if err := f.web.check(); err != nil {
-		fmt.Fprintln(fs.Output(), err)
-		return errUsage
-	}
-	return nil
+func (f *awayFlags) check() error {
+	_, detailErr := status.ParseDetail(f.detail)
+	return errors.Join(detailErr, notify.Check(notify.Options{Ntfy: f.ntfy}), f.web.check())
 }
 
 // check refuses a page anyone on the network could reach in clear text,
@@ -84,8 +74,8 @@ func (f webFlags) check() error {
 	if err != nil {
 		return fmt.Errorf("--web %q: %w", f.addr, err)
 	}
-	if (f.cert == "") != (f.key == "") {
-		return errors.New("--web-cert and --web-key go together")
+	if err := together(f.cert != "", f.key != "", "--web-cert and --web-key"); err != nil {
+		return err
 	}
 	if f.url != "" {
 		if u, err := url.Parse(f.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
@@ -118,7 +108,7 @@ type awaySource interface {
 // port) is opened before anything subscribes.
 func startAway(srv awaySource, f awayFlags, logger *slog.Logger) (wait func(), err error) {
 	var running sync.WaitGroup
-	var lines *os.File
+	var lines io.WriteCloser // nil without --events
 	if f.events != "" {
 		if lines, err = safefs.OpenAppendPrivate(f.events); err != nil {
 			return nil, fmt.Errorf("--events: %w", err)
@@ -147,10 +137,7 @@ func startAway(srv awaySource, f awayFlags, logger *slog.Logger) (wait func(), e
 		running.Go(func() { notify.Run(events, o) })
 	}
 	if lines != nil || f.statusFile != "" {
-		o := status.Options{File: f.statusFile, Detail: status.Detail(f.detail), Logger: logger}
-		if lines != nil {
-			o.Lines = lines
-		}
+		o := status.Options{File: f.statusFile, Lines: lines, Detail: status.Detail(f.detail), Logger: logger}
 		events, _ := srv.Subscribe()
 		running.Go(func() {
 			status.Run(events, o)

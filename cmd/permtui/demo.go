@@ -33,10 +33,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f.frontEnd.register(fs)
 	fs.BoolVar(&overHub, "hub", false, "across machines: an embedded hub, two relays (two hosts' agent dirs) and the console attached to the hub")
 	fs.BoolVar(&keep, "keep", false, "keep the demo's temporary directory (its audit log, grants and children's log)")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if err := f.check(fs); err != nil {
+	if err := fs.parse(args, f.check); err != nil {
 		return err
 	}
 	if !f.headless && !isTerminal() {
@@ -188,11 +185,9 @@ func startDemoHub(ctx context.Context, root string, envs map[string]demo.Env, f 
 			common: common{agentDir: env.AgentDir, project: env.Project, stateDir: env.StateDir, sessions: env.Sessions},
 			hub:    hubFlags{url: h.URL(), creds: h.CredsFile(hub.RoleRelay, host)},
 		}
-		relays.Add(1)
-		go func() {
-			defer relays.Done()
+		relays.Go(func() {
 			_ = relayUntilDone(ctx, rf, io.Discard) // its problems are in its permtui.log
-		}()
+		})
 	}
 	f.hub = hubFlags{url: h.URL(), creds: h.CredsFile(hub.RoleApprover, "console")}
 	f.stateDir = filepath.Join(root, "console")

@@ -76,8 +76,11 @@ func (c *common) registerPolicy(fs flagSet) {
 	fs.BoolVar(&c.trustProject, "trust-project", false, "let the project's config and agent files allow asks; without it their denies and asks apply but an allow only they give goes to a person")
 }
 
-// parse parses args; help and usage errors come back as flag.ErrHelp or errUsage.
-func (fs flagSet) parse(args []string) error {
+// parse parses args, then checks what they say: help comes back as
+// flag.ErrHelp; usage mistakes (the flag set's, a stray argument, every
+// check's) are reported together with the pointer to the help and come
+// back as errUsage.
+func (fs flagSet) parse(args []string, checks ...func() error) error {
 	for _, a := range args {
 		if a == "--" {
 			break
@@ -93,10 +96,30 @@ func (fs flagSet) parse(args []string) error {
 		}
 		return errUsage
 	}
+	var mistakes []error
 	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return errUsage
+		mistakes = append(mistakes, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	for _, check := range checks {
+		mistakes = append(mistakes, check())
+	}
+	if err := errors.Join(mistakes...); err != nil {
+		return fs.mistake(err)
+	}
+	return nil
+}
+
+// mistake reports a usage mistake, with the pointer to the help.
+func (fs flagSet) mistake(err error) error {
+	fmt.Fprintln(fs.Output(), err)
+	fs.Usage()
+	return errUsage
+}
+
+// together is the mistake of giving one of two flags without the other.
+func together(a, b bool, flags string) error {
+	if a != b {
+		return errors.New(flags + " go together")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,12 +56,9 @@ func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&tlsCert, "tls-cert", "", "TLS certificate (PEM)")
 	fs.StringVar(&tlsKey, "tls-key", "", "TLS private key (PEM)")
 	fs.DurationVar(&retention, "retention", hub.DefaultRetention, "how long asks and decisions stay on the hub")
-	if err := fs.parse(args); err != nil {
+	tlsPair := func() error { return together(tlsCert != "", tlsKey != "", "--tls-cert and --tls-key") }
+	if err := fs.parse(args, tlsPair); err != nil {
 		return err
-	}
-	if (tlsCert == "") != (tlsKey == "") {
-		fmt.Fprintln(fs.Output(), "--tls-cert and --tls-key go together")
-		return errUsage
 	}
 	if stateDir == "" {
 		home, err := os.UserHomeDir()
@@ -171,13 +169,7 @@ func (h *hubFlags) connect(role, stateDir string) (hubConn, error) {
 	return hubConn{nc: nc, name: name, logger: logger, close: func() { nc.Close(); closeLog() }}, nil
 }
 
-func (h *hubFlags) check(fs flagSet) error {
-	if (h.url == "") != (h.creds == "") {
-		fmt.Fprintln(fs.Output(), "--hub and --creds go together")
-		return errUsage
-	}
-	return nil
-}
+func (h *hubFlags) check() error { return together(h.url != "", h.creds != "", "--hub and --creds") }
 
 // attachHub runs the console or the headless approver against a hub: it sees
 // the asks of every relay, and its decisions go to the hub.
@@ -217,15 +209,11 @@ func runRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.common.register(fs)
 	f.hub.register(fs, "host", "this host's name at the hub (default: the name in --creds)")
 	fs.BoolVar(&f.poll, "poll", false, "rescan the inbox instead of using inotify (network filesystems)")
-	if err := fs.parse(args); err != nil {
+	if err := fs.parse(args, f.hub.check); err != nil {
 		return err
 	}
 	if f.hub.url == "" {
-		fmt.Fprintln(fs.Output(), "--hub and --creds are required")
-		return errUsage
-	}
-	if err := f.hub.check(fs); err != nil {
-		return err
+		return fs.mistake(errors.New("--hub and --creds are required"))
 	}
 	if err := f.resolveDefaults(); err != nil {
 		return err

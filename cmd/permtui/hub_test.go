@@ -32,6 +32,24 @@ func TestHubFlagMistakes(t *testing.T) {
 	}
 }
 
+// TestUsageMistakesAreNamedTogether: every usage mistake of a command line
+// is reported at once, each named, with the pointer to the command's help.
+func TestUsageMistakesAreNamedTogether(t *testing.T) {
+	code, out, errOut := runCmd(t, "", "serve", "--headless", "--ask", "maybe", "--hub", "nats://127.0.0.1:1", "--detail", "most", "stray")
+	for _, want := range []string{`unexpected argument "stray"`, "--ask must be deny or leave", "--hub and --creds go together", "--detail must be counts or full", "Run 'permtui serve --help'"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q: %q", want, errOut)
+		}
+	}
+	if code != 2 || out != "" {
+		t.Errorf("exit %d, stdout %q; want 2 and nothing", code, out)
+	}
+	// One mistake of the hub's subcommands also points to their help.
+	if _, _, errOut := runCmd(t, "", "hub", "users"); !strings.Contains(errOut, "Run 'permtui hub users --help'") {
+		t.Errorf("hub users: %q", errOut)
+	}
+}
+
 // startTestHub starts an embedded hub for relay alpha and the approvers
 // under a fresh root, with the relay's agent dir made.
 func startTestHub(t *testing.T, approvers ...string) (h *hub.Hub, root, agentDir string) {

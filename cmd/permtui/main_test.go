@@ -376,8 +376,10 @@ func TestResolveBatchErrorsSayWhatIsWrong(t *testing.T) {
 	for in, want := range map[string]string{
 		`nonsense`: "not valid JSON; want one JSON object per line",
 		`[1,2]`:    "not a JSON object",
-		`{"agent":"a","surface":"bash","value":["ls"]}`: `unknown field "value"`,
-		`{"agent":"a","surface":"bash","values":"ls"}`:  `field "values" has the wrong type`,
+		`null`:     "not a JSON object",
+		`{"agent":"a","surface":"bash","values":["ls"],"askingUnits":[{"cmd":"rm -rf /"}]}`: `unknown field "cmd" in askingUnits[0]`,
+		`{"agent":"a","surface":"bash","value":["ls"]}`:                                     `unknown field "value"`,
+		`{"agent":"a","surface":"bash","values":"ls"}`:                                      `field "values" has the wrong type`,
 		`   `: "empty line",
 	} {
 		code, out, _ := runCmd(t, in+"\n", append(append([]string{"resolve"}, flags...), "--batch")...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -38,8 +39,7 @@ func runHubUsers(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if credsDir == "" || len(relays) == 0 || len(approvers) == 0 {
-		fmt.Fprintln(fs.Output(), "--creds-dir, at least one --relay-host and one --approver are needed")
-		return errUsage
+		return fs.mistake(errors.New("--creds-dir, at least one --relay-host and one --approver are needed"))
 	}
 	conf, err := hub.AccountsConfig(credsDir, relays, approvers)
 	if err != nil {
@@ -64,8 +64,7 @@ func runHubProvision(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	if server == "" || replicas < 1 {
-		fmt.Fprintln(fs.Output(), "--server is needed, and --replicas at least 1")
-		return errUsage
+		return fs.mistake(errors.New("--server is needed, and --replicas at least 1"))
 	}
 	var opts []nats.Option
 	if creds != "" {

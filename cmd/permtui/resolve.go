@@ -48,15 +48,16 @@ type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// verdictStatus maps a verdict to its --exit-code status.
-func verdictStatus(a resolve.Action) int {
+// servedAs is what serve does with a verdict: its --exit-code status, and
+// the words for the stderr note.
+func servedAs(a resolve.Action) (status int, words string) {
 	switch a {
 	case resolve.Allow:
-		return exitAllow
+		return exitAllow, "allow"
 	case resolve.Deny:
-		return exitDeny
+		return exitDeny, "deny"
 	}
-	return exitAsk
+	return exitAsk, "ask a person"
 }
 
 // verdictJSON is the printed form of a verdict. Strings from policy files
@@ -82,12 +83,7 @@ type batchLine struct {
 	Surface     string            `json:"surface"`
 	Values      []string          `json:"values"`
 	Floor       *string           `json:"floor"`
-	AskingUnits []batchAskingUnit `json:"askingUnits"`
-}
-
-type batchAskingUnit struct {
-	Command string  `json:"command"`
-	Floor   *string `json:"floor"`
+	AskingUnits []wire.AskingUnit `json:"askingUnits"`
 }
 
 // resolveFlags are resolve's flags: one of three forms (a request file,
@@ -110,7 +106,7 @@ func (f *resolveFlags) register(fs flagSet) {
 }
 
 // check refuses anything but exactly one form, in the user's terms.
-func (f *resolveFlags) check(fs flagSet, stderr io.Writer) error {
+func (f *resolveFlags) check(fs flagSet) error {
 	surfaceSet := isFlagSet(fs, "surface")
 	forms := 0
 	for _, set := range []bool{f.request != "", surfaceSet || len(f.values) > 0, f.batch} {
@@ -118,20 +114,15 @@ func (f *resolveFlags) check(fs flagSet, stderr io.Writer) error {
 			forms++
 		}
 	}
-	usageErr := func(msg string) error {
-		fmt.Fprintln(stderr, "permtui resolve:", msg)
-		fs.Usage()
-		return errUsage
-	}
 	switch {
 	case forms != 1:
-		return usageErr("give exactly one of --request FILE, --surface S --value V..., or --batch")
+		return errors.New("give exactly one of --request FILE, --surface S --value V..., or --batch")
 	case surfaceSet && len(f.values) == 0:
-		return usageErr("--surface needs at least one --value (--value '' judges an empty value)")
+		return errors.New("--surface needs at least one --value (--value '' judges an empty value)")
 	case len(f.values) > 0 && !surfaceSet:
-		return usageErr("--value needs --surface")
+		return errors.New("--value needs --surface")
 	case isFlagSet(fs, "agent") && !surfaceSet:
-		return usageErr("--agent goes with --surface (a request file and --batch lines name their own agent)")
+		return errors.New("--agent goes with --surface (a request file and --batch lines name their own agent)")
 	}
 	return nil
 }
@@ -140,10 +131,7 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	var f resolveFlags
 	fs := newFlagSet("resolve", resolveSynopsis, stdout, stderr)
 	f.register(fs)
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if err := f.check(fs, stderr); err != nil {
+	if err := fs.parse(args, func() error { return f.check(fs) }); err != nil {
 		return err
 	}
 	if err := f.resolveDefaults(); err != nil {
@@ -198,15 +186,15 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 	if !f.batch {
 		differs = served.Action != v.Action
-		if err := writeVerdict(stdout, v); err != nil {
+		if err := writeJSONLine(stdout, toVerdictJSON(v)); err != nil {
 			return err
 		}
 	}
 	// stdout stays pi's verdict; the exit status is what serve does
 	// (decision 0112), and stderr says when the two differ.
-	status := verdictStatus(served.Action)
+	status, words := servedAs(served.Action)
 	if differs {
-		fmt.Fprintln(stderr, "permtui: serve would "+servedWord(served.Action)+" instead: "+served.Explanation)
+		fmt.Fprintln(stderr, "permtui: serve would "+words+" instead: "+served.Explanation)
 	}
 	if f.exitCode && status != exitAllow {
 		return exitStatus(status)
@@ -250,10 +238,6 @@ func toVerdictJSON(v resolve.Verdict) verdictJSON {
 	return out
 }
 
-func writeVerdict(w io.Writer, v resolve.Verdict) error {
-	return writeJSONLine(w, toVerdictJSON(v))
-}
-
 // writeJSONLine prints v as one JSON line that cannot drive the terminal:
 // the values may come from a hostile request file (termsafe).
 func writeJSONLine(w io.Writer, v any) error {
@@ -287,17 +271,14 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 			}
 			continue
 		}
-		q := resolve.Query{Agent: line.Agent, Surface: line.Surface, Values: line.Values, Floor: line.Floor}
-		for _, u := range line.AskingUnits {
-			q.AskingUnits = append(q.AskingUnits, wire.AskingUnit{Command: u.Command, Floor: u.Floor})
-		}
+		q := resolve.Query{Agent: line.Agent, Surface: line.Surface, Values: line.Values, Floor: line.Floor, AskingUnits: line.AskingUnits}
 		v, s := judgeFacts(policy, q, grants)
 		lineDiffers := s.Action != v.Action
 		if resolve.Restrictiveness(s.Action) > resolve.Restrictiveness(served.Action) || (lineDiffers && !differs && s.Action == served.Action) {
 			served = s
 		}
 		differs = differs || lineDiffers
-		if err := writeVerdict(out, v); err != nil {
+		if err := writeJSONLine(out, toVerdictJSON(v)); err != nil {
 			return served, false, err
 		}
 	}
@@ -320,17 +301,6 @@ func judgeFacts(policy *resolve.Policy, q resolve.Query, grants []wire.Grant) (v
 	return v, judgment.Served(policy, judgment.FactsRequest(q), grants, v)
 }
 
-// servedWord says what serve would do, for the stderr note.
-func servedWord(a resolve.Action) string {
-	switch a {
-	case resolve.Deny:
-		return "deny"
-	case resolve.Ask:
-		return "ask a person"
-	}
-	return "allow"
-}
-
 // parseBatchLine reads one line of facts strictly (an unknown field such as
 // "value" would otherwise judge no values), with errors in the user's terms
 // rather than the decoder's.
@@ -342,12 +312,11 @@ func parseBatchLine(data []byte) (batchLine, error) {
 	switch {
 	case len(trimmed) == 0:
 		return line, errors.New("empty line; " + want)
-	case err == nil:
-	case !json.Valid(trimmed):
+	case err != nil && !json.Valid(trimmed):
 		return line, errors.New("not valid JSON; " + want)
-	case trimmed[0] != '{':
+	case trimmed[0] != '{': // null decodes into no facts
 		return line, errors.New("not a JSON object; " + want)
-	default:
+	case err != nil:
 		return line, wrongField(trimmed, err)
 	}
 	var fields map[string]skipValue
@@ -357,6 +326,19 @@ func parseBatchLine(data []byte) (batchLine, error) {
 	for name := range fields {
 		if _, ok := batchFieldTypes[name]; !ok {
 			return line, fmt.Errorf("unknown field %q; the fields are agent, surface, values, floor and askingUnits", name)
+		}
+	}
+	// A unit's misspelt field would judge an empty command.
+	var units struct {
+		AskingUnits []map[string]skipValue `json:"askingUnits"`
+	}
+	if len(line.AskingUnits) > 0 && json.Unmarshal(trimmed, &units) == nil {
+		for i, u := range units.AskingUnits {
+			for name := range u {
+				if name != "command" && name != "floor" {
+					return line, fmt.Errorf("unknown field %q in askingUnits[%d]; a unit's fields are command and floor", name, i)
+				}
+			}
 		}
 	}
 	return line, nil

@@ -67,10 +67,9 @@ func (f *frontEnd) register(fs flagSet) {
 	fs.DurationVar(&f.settle, "settle", ui.DefaultSettle, "decision keys are ignored this long after the highlighted ask changed by itself (0: off)")
 }
 
-func (f *frontEnd) check(fs flagSet) error {
+func (f *frontEnd) check() error {
 	if f.ask != "" && f.ask != headless.Deny && f.ask != headless.Leave {
-		fmt.Fprintf(fs.Output(), "--ask must be deny or leave, not %q\n", f.ask)
-		return errUsage
+		return fmt.Errorf("--ask must be deny or leave, not %q", f.ask)
 	}
 	return nil
 }
@@ -79,16 +78,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f serveFlags
 	fs := newFlagSet("serve", serveSynopsis, stdout, stderr)
 	f.register(fs)
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if err := f.check(fs); err != nil {
-		return err
-	}
-	if err := f.hub.check(fs); err != nil {
-		return err
-	}
-	if err := f.away.check(fs); err != nil {
+	if err := fs.parse(args, f.frontEnd.check, f.hub.check, f.away.check); err != nil {
 		return err
 	}
 	if err := f.resolveDefaults(); err != nil {
@@ -277,17 +267,12 @@ func settleOption(d time.Duration) time.Duration {
 // policyStatus is what the front ends show of a loaded policy.
 func policyStatus(p *resolve.Policy) serve.PolicyStatus {
 	project := p.ProjectFiles()
-	return serve.PolicyStatus{Problems: problemTexts(p), NoFile: noPolicyNotice(p),
-		ProjectFiles: project, ProjectAllowsHeld: len(project) > 0 && p.WithoutProject() != nil}
-}
-
-func problemTexts(p *resolve.Policy) []string {
-	var out []string
+	st := serve.PolicyStatus{NoFile: noPolicyNotice(p), ProjectFiles: project, ProjectAllowsHeld: len(project) > 0 && p.WithoutProject() != nil}
 	for _, pr := range p.Problems() {
 		// The message already says what a fail-closed problem does.
-		out = append(out, strconv.Quote(pr.File)+": "+pr.Message)
+		st.Problems = append(st.Problems, strconv.Quote(pr.File)+": "+pr.Message)
 	}
-	return out
+	return st
 }
 
 // openLog opens permtui's own log: JSON lines in a 0600 file, never the

@@ -49,11 +49,6 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 }
 
 func simulateRun(args []string, stdout, stderr io.Writer) error {
-	rules, rest, err := splitRuleTriples(args)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return errUsage
-	}
 	var c common
 	var scopeFlag, agent, config, audit string
 	var since time.Duration
@@ -66,13 +61,15 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&audit, "audit", "", "the audit log (default <state-dir>/audit.jsonl)")
 	fs.DurationVar(&since, "since", 0, "replay only asks decided within this long, e.g. 24h")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	rules, rest, err := splitRuleTriples(args)
+	if err != nil {
+		return fs.mistake(err)
+	}
 	if err := fs.parse(rest); err != nil {
 		return err
 	}
 	if (len(rules) == 0) == (config == "") {
-		fmt.Fprintln(stderr, "give --rule SURFACE PATTERN ACTION (repeatable) or --config FILE")
-		fs.Usage()
-		return errUsage
+		return fs.mistake(errors.New("give --rule SURFACE PATTERN ACTION (repeatable) or --config FILE"))
 	}
 	if err := c.resolveDefaults(); err != nil {
 		return err

@@ -192,9 +192,7 @@ func Run(launch, asks context.Context, env Env, steps []Step, pace float64, repo
 			return
 		case <-time.After(wait):
 		}
-		wg.Add(1)
-		go func(step Step) {
-			defer wg.Done()
+		wg.Go(func() {
 			req := step.Request(env)
 			child := pichild.Child{Layout: layout, Target: step.Session, Liveness: true}
 			res, err := child.Ask(asks, req)
@@ -203,7 +201,7 @@ func Run(launch, asks context.Context, env Env, steps []Step, pace float64, repo
 				command = *req.Value
 			}
 			report(Report{Step: step, Command: command, Result: res, Err: err})
-		}(step)
+		})
 	}
 	wg.Wait()
 }

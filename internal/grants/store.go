@@ -140,8 +140,7 @@ func (g *lists[T]) load(session string) error {
 	file := g.file(session)
 	fi, err := os.Stat(file)
 	if errors.Is(err, fs.ErrNotExist) {
-		delete(g.by, session)
-		g.seen[session] = nil
+		g.keep(session, nil, nil)
 		return nil
 	}
 	if err != nil {
@@ -156,13 +155,19 @@ func (g *lists[T]) load(session string) error {
 			return fmt.Errorf("grants file %s: %w", file, err)
 		}
 	}
+	g.keep(session, list, fi)
+	return nil
+}
+
+// keep holds list as the session's, read from or written to the file fi
+// describes (nil: none, or unknown, so the next refresh reads it again).
+func (g *lists[T]) keep(session string, list []T, fi os.FileInfo) {
 	if len(list) > 0 {
 		g.by[session] = list
 	} else {
 		delete(g.by, session)
 	}
 	g.seen[session] = fi
-	return nil
 }
 
 func readList[T any](file string) ([]T, error) {
@@ -256,9 +261,6 @@ func all[T comparable](g *Store, l *lists[T]) map[string][]T {
 // Add records grants for the session, skipping ones already recorded, and
 // persists them before returning. On a write failure nothing is recorded.
 func (g *Store) Add(session string, grants []wire.Grant) error {
-	if session == "" {
-		return errors.New("grants: empty session id")
-	}
 	return change(g, g.grants, session, add(grants))
 }
 
@@ -270,9 +272,6 @@ func (g *Store) Revoke(session string, grant wire.Grant) error {
 // AddDeny records a session deny and persists it before returning; a deny
 // already recorded with the same surface and pattern keeps its reason.
 func (g *Store) AddDeny(session string, d Deny) error {
-	if session == "" {
-		return errors.New("grants: empty session id")
-	}
 	return change(g, g.denies, session, func(list []Deny) []Deny {
 		if slices.ContainsFunc(list, func(o Deny) bool { return o.Grant == d.Grant }) {
 			return list
@@ -309,6 +308,9 @@ func remove[T comparable](item T) func([]T) []T {
 // change is a read-modify-write of the session's file under an flock on the
 // directory, so a change by another permtui in between is never lost.
 func change[T comparable](g *Store, l *lists[T], session string, edit func([]T) []T) error {
+	if session == "" {
+		return errors.New("grants: empty session id")
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	lock, err := safefs.OpenDir(g.dir)
@@ -330,14 +332,8 @@ func change[T comparable](g *Store, l *lists[T], session string, edit func([]T) 
 	if err := l.write(session, list); err != nil {
 		return err
 	}
-	if len(list) == 0 {
-		delete(l.by, session)
-	} else {
-		l.by[session] = list
-	}
-	if fi, err := os.Stat(l.file(session)); err == nil {
-		l.seen[session] = fi
-	}
+	fi, _ := os.Stat(l.file(session))
+	l.keep(session, list, fi)
 	return nil
 }
 

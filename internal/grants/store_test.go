@@ -35,6 +35,9 @@ func TestGrantsPersistAndReload(t *testing.T) {
 	if err := g.Add("", []wire.Grant{a}); err == nil {
 		t.Error("an empty session id was accepted")
 	}
+	if err := g.Revoke("", a); err == nil {
+		t.Error("an empty session id was accepted by Revoke")
+	}
 	if got := g.For("s1"); !reflect.DeepEqual(got, []wire.Grant{a, b}) {
 		t.Fatalf("For(s1) = %v, want [a b] without duplicates", got)
 	}

@@ -9,7 +9,6 @@ package notify
 import (
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/permtui/permtui/internal/serve"
@@ -117,8 +116,7 @@ func Run(events <-chan serve.Event, o Options) {
 	t := status.NewTracker(o.Detail)
 	timers := map[serve.AskID]*time.Timer{}
 	remind := make(chan serve.AskID)
-	quit := make(chan struct{})
-	var fired sync.WaitGroup
+	quit := make(chan struct{}) // a reminder due after the loop ends goes nowhere
 	notify := func(l status.Line) {
 		l.Link = o.Link(l.Ask)
 		for _, s := range sinks {
@@ -139,9 +137,7 @@ func Run(events <-chan serve.Event, o Options) {
 				notify(l)
 				if timers[l.Ask] == nil {
 					id := l.Ask
-					fired.Add(1)
 					timers[id] = time.AfterFunc(o.Expiring, func() {
-						defer fired.Done()
 						select {
 						case remind <- id:
 						case <-quit:
@@ -149,8 +145,8 @@ func Run(events <-chan serve.Event, o Options) {
 					})
 				}
 			case l.Event == status.Unblocked:
-				if tm := timers[l.Ask]; tm != nil && tm.Stop() {
-					fired.Done()
+				if tm := timers[l.Ask]; tm != nil {
+					tm.Stop()
 				}
 				delete(timers, l.Ask)
 			}
@@ -163,11 +159,8 @@ func Run(events <-chan serve.Event, o Options) {
 	}
 	close(quit)
 	for _, tm := range timers {
-		if tm.Stop() {
-			fired.Done()
-		}
+		tm.Stop()
 	}
-	fired.Wait()
 	for _, s := range sinks {
 		s.close()
 	}

@@ -107,10 +107,12 @@ func (n *ntfy) close() {
 }
 
 func (n *ntfy) message(l status.Line) ntfyMessage {
-	if l.Event == status.More {
-		return n.summary(l.More, l.Waiting)
-	}
 	m := ntfyMessage{Topic: n.topic, Priority: priorityHigh, Tags: []string{"lock"}}
+	if l.Event == status.More {
+		m.Title = fmt.Sprintf("permtui: %d more asks", l.More)
+		m.Message = fmt.Sprintf("%d more asks arrived faster than one message each · %d waiting", l.More, l.Waiting)
+		return m
+	}
 	agent := cmp.Or(l.Agent, "an agent")
 	m.Title = fmt.Sprintf("permtui: %s is waiting", agent)
 	if l.Event == status.Expiring {
@@ -135,14 +137,6 @@ func (n *ntfy) message(l status.Line) ntfyMessage {
 		m.Actions = []ntfyAction{{Action: "view", Label: "Review", URL: l.Link}}
 	}
 	return m
-}
-
-func (n *ntfy) summary(held, waiting int) ntfyMessage {
-	return ntfyMessage{
-		Topic: n.topic, Priority: priorityHigh, Tags: []string{"lock"},
-		Title:   fmt.Sprintf("permtui: %d more asks", held),
-		Message: fmt.Sprintf("%d more asks arrived faster than one message each · %d waiting", held, waiting),
-	}
 }
 
 func (n *ntfy) post(m ntfyMessage) {

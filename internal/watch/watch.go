@@ -14,7 +14,6 @@ package watch
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -44,9 +43,6 @@ func (c Change) Names() []string {
 	}
 	return names
 }
-
-// Rescan reports whether the consumer should look at everything.
-func (c Change) Rescan() bool { return c.Lost || c.Tick }
 
 // Config tunes a Watcher. Zero values take the defaults.
 type Config struct {
@@ -119,7 +115,7 @@ func newWatcher(cfg Config) *Watcher {
 		cfg.MaxEvents = defaultMaxEvents
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Watcher{cfg: cfg, changes: make(chan Change), done: make(chan struct{}), watched: map[string]bool{}}
 }

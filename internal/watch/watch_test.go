@@ -155,7 +155,7 @@ func TestBurstsAreCoalesced(t *testing.T) {
 		want = append(want, name)
 	}
 	c := next(t, w)
-	if c.Rescan() {
+	if c.Lost || c.Tick {
 		t.Errorf("a burst within bounds asks for a rescan: %+v", c)
 	}
 	if got := c.Names(); !slices.Equal(got, want) {
@@ -198,7 +198,7 @@ func TestAnErrorKeepsTheLoopAndItsWatches(t *testing.T) {
 // The periodic rescan is a Tick, coalesced with pending events.
 func TestTheSafetyRescanTicks(t *testing.T) {
 	w, _, _ := fake(t, Config{Rescan: time.Millisecond})
-	if c := next(t, w); !c.Tick || !c.Rescan() {
+	if c := next(t, w); !c.Tick {
 		t.Errorf("change %+v, want a Tick", c)
 	}
 }
