@@ -40,9 +40,9 @@ type scopeDialog struct {
 	ask    serve.AskID
 	scopes serve.Scopes
 	chosen int
-	// armed: enter was pressed once on a whole-session choice that reaches
-	// beyond the ask (an edit wider than the suggestion, or a suggestion
-	// serve names wider); the next enter records it.
+	// armed: enter was pressed once on a choice that reaches beyond the ask
+	// (an edit wider than the suggestion, or a suggestion serve names
+	// wider); the next enter records it.
 	armed bool
 	// edited is the person's pattern for the chosen whole-session scope's
 	// grant (e), or "" for the suggestion; input edits it.
@@ -54,8 +54,8 @@ type scopeDialog struct {
 	overHub bool
 	// offset scrolls the marked option's lines; seen are those of them
 	// (from its first) that were on screen, span how many it has and page
-	// how many the body shows: a whole-session choice is recorded only once
-	// every line of it was seen (decision 0215).
+	// how many the body shows: a choice with grants is recorded only once
+	// every line of it was seen (decisions 0215, 0229).
 	offset, span, page int
 	seen               map[int]bool
 }
@@ -159,7 +159,7 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		dec := serve.Decision{Ask: d.ask, Scope: o.Kind}
 		what := "approve for " + o.Title
 		switch cov := d.coverage(); {
-		case d.wholeSession() && !d.seenWhole():
+		case len(o.Grants) > 0 && !d.seenWhole():
 			return statusAction{"not every line of this choice was on screen: pgdown shows the rest (recording waits until each line was shown)"}, nil
 		case d.wholeSession() && !cov.ask && d.edited != "":
 			return statusAction{"the edited pattern does not cover this ask; e edits it, esc restores the suggestion"}, nil
@@ -176,9 +176,13 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 				d.armed = true
 				return statusAction{"the edited pattern is wider than the child's suggestion " + Sanitize(d.suggested()) +
 					": enter again records it for the whole session; e edits it, esc restores the suggestion"}, nil
-			case d.wholeSession() && len(wider) > 0:
+			case len(wider) > 0:
+				whom := "for this subagent"
+				if d.wholeSession() {
+					whom = "for every agent of the session"
+				}
 				d.armed = true
-				return statusAction{"the grants reach beyond this ask for every agent of the session (" + reachesText(wider, d.edited != "") +
+				return statusAction{"the grants reach beyond this ask " + whom + " (" + reachesText(wider, d.edited != "") +
 					"): enter again records them; esc cancels"}, nil
 			}
 		}
@@ -281,7 +285,7 @@ func (d *scopeDialog) reachLines() []string {
 	if len(wider) == 0 {
 		return nil
 	}
-	head := "⚠ beyond this ask; the child records them in its own session, where it decides for itself:"
+	head := "⚠ beyond this ask; the child records them in its own session, where it decides for itself (enter twice records them):"
 	if d.wholeSession() {
 		head = "⚠ beyond this ask, for every agent of the session (enter twice records them):"
 	}

@@ -71,6 +71,10 @@ func TestScopeDialogForEveryChildVersion(t *testing.T) {
 					h.keys("j")
 				}
 				h.keys("enter")
+				if len(o.Wider) > 0 { // named beyond the ask: the second enter records (0215, 0229)
+					h.wantDecisions()
+					h.keys("enter")
+				}
 				h.wantDecisions(serve.Decision{Ask: c.ask.ID, Scope: o.Kind})
 			}
 		})
@@ -211,8 +215,9 @@ func reachPolicy(t *testing.T) *resolve.Policy {
 // F1: a whole-session suggestion that reaches beyond the ask names, grant
 // by grant, what it widens (another surface, every surface, every value,
 // a deny rule it passes, every agent) and takes a second enter that says
-// so; "this subagent only" names the same reach and goes on one enter,
-// since the child records it in its own session.
+// so; "this subagent only" names the same reach and, since the child's
+// grants are authority too, takes the same second enter (decision 0229;
+// it went on one enter before).
 func TestAWiderSuggestionIsNamedAndConfirmed(t *testing.T) {
 	h := newHarness(t)
 	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
@@ -252,6 +257,9 @@ func TestAWiderSuggestionIsNamedAndConfirmed(t *testing.T) {
 		!strings.Contains(screen, "* *: every surface") {
 		t.Errorf("the subagent scope does not name its reach:\n%s", screen)
 	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("reach beyond this ask for this subagent (* *: every surface")
 	h.keys("enter")
 	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSubagent})
 }
@@ -531,4 +539,47 @@ func everyCommandSuggestion(t *testing.T) serve.Ask {
 	a.Request = &r
 	a.Scopes = serve.OfferedScopes(&r, reachPolicy(t))
 	return a
+}
+
+// Adversarial pass s19, F3: "this subagent only" (the default) records
+// what the child suggests, here 30 narrow grants and bash * past the deny
+// rule rm -rf *. At 60×20 neither bash * nor its warning is on screen when
+// the dialog opens, so enter is refused until every line of the option was
+// shown, and a grant that reaches beyond the ask takes a second enter that
+// names it, as for the whole session (decision 0229).
+func TestTheSubagentScopeIsSeenWholeAndConfirmed(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 60, Height: 20})
+	a := wideSuggestion(t)
+	r := a.Request
+	r.Value, r.AccessIntent.MatchValues = sp("npm run test:01 --watch"), []string{"npm run test:01 --watch"}
+	var gs []wire.Grant
+	for i := range 30 {
+		gs = append(gs, wire.Grant{Surface: "bash", Pattern: "npm run test:" + itoa(i) + " *"})
+	}
+	r.SessionApproval.Grants = append(gs, wire.Grant{Surface: "bash", Pattern: "*"})
+	a.Scopes = serve.OfferedScopes(r, reachPolicy(t))
+	h.queue(a)
+	chooseScope(h, serve.ScopeSubagent)
+	if h.m.scope.chosen != 0 {
+		t.Fatalf("this subagent is not the default scope")
+	}
+	if v := ansi.Strip(h.m.View()); strings.Contains(v, "bash *: every value") {
+		t.Fatalf("the wide grant fits, the test shows nothing:\n%s", v)
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("not every line of this choice was on screen")
+	for range 40 {
+		if h.m.scope.seenWhole() {
+			break
+		}
+		h.keys("pgdown")
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("for this subagent (bash *: every value; would allow what the deny rule bash rm -rf * (global config.json) denies")
+	h.wantStatus("enter again records them")
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSubagent})
 }
