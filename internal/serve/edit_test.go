@@ -60,7 +60,8 @@ func TestEditedSessionGrantMustCoverTheAsk(t *testing.T) {
 // A whole-session choice made after the policy changed is refused when what
 // its grants reach is no longer what the ask's scopes named (a deny rule
 // added since, which the grant would pass unnamed); the ask stays for the
-// person (review finding).
+// person (review finding). The subagent choice is refused the same way
+// (decision 0229).
 func TestAWholeSessionChoiceIsRefusedWhenItsReachChanged(t *testing.T) {
 	agentDir := t.TempDir()
 	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask"}}}`))
@@ -86,7 +87,11 @@ func TestAWholeSessionChoiceIsRefusedWhenItsReachChanged(t *testing.T) {
 	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession}); !errors.Is(err, ErrInvalidDecision) {
 		t.Fatalf("a whole-session choice whose reach changed: err = %v", err)
 	}
-	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent}); err != nil {
+	// "This subagent" records the same grants in the child (s19 F6).
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent}); !errors.Is(err, ErrInvalidDecision) {
+		t.Fatalf("a subagent choice whose reach changed: err = %v", err)
+	}
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); err != nil {
 		t.Fatal(err)
 	}
 }
