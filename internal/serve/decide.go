@@ -135,6 +135,9 @@ func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, erro
 		audited, ans.grants = wire.StateApprovedForServingSession, grants
 	}
 	ans.record = s.record(p, audited, ans)
+	if !session {
+		ans.record.ChildGrants = scope.Grants
+	}
 	return ans, nil
 }
 

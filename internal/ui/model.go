@@ -796,8 +796,11 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 		l := logEntry{at: at, label: label,
 			outcome: outcomeOf(wire.Response{Approved: r.Approved, State: state}),
 			by:      decidedBy(r.DecidedBy, r.Auto, r.Approved), reason: clip(r.Reason, textBytes)}
-		if len(r.Grants) > 0 {
+		switch {
+		case len(r.Grants) > 0:
 			l.choice = clip("recorded for the whole session "+grantsText(r.Grants), textBytes)
+		case len(r.ChildGrants) > 0:
+			l.choice = clip("for this subagent; the child records "+grantsText(r.ChildGrants), textBytes)
 		}
 		m.addLog(l)
 	}
