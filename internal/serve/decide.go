@@ -103,11 +103,11 @@ func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, erro
 	if d.State != "" || !ok {
 		return nil, fmt.Errorf("%w: scope %q is not offered for this ask", ErrInvalidDecision, d.Scope)
 	}
-	// Named on arrival: a policy changed since may have made the grants
-	// reach further (a deny they would pass), which nobody saw named; the
-	// child records a subagent scope's grants as permtui records the whole
-	// session's (decision 0229).
-	if now, ok := OfferedScopes(p.Request, s.cfg.Judge()).Find(d.Scope); !ok || !reflect.DeepEqual(now.Wider, scope.Wider) {
+	// Named when offered (Rev): a policy changed since may have made the
+	// grants reach further (a deny they would pass), which nobody saw
+	// named; the child records a subagent scope's grants as permtui records
+	// the whole session's (decision 0229).
+	if now, ok := OfferedScopes(p.Request, s.cfg.Judge()).Find(d.Scope); d.ScopesRev != p.Scopes.Rev || !ok || !reflect.DeepEqual(now.Wider, scope.Wider) {
 		return nil, fmt.Errorf("%w: the policy changed since this choice was shown, and what its grants reach is no longer what was named; approve once or deny", ErrInvalidDecision)
 	}
 	session := d.Scope == ScopeSession || d.Scope == ScopeSessionBoth

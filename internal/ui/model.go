@@ -469,6 +469,8 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.addHistory(ev.Records)
 	case serve.GrantsChanged:
 		m.grantList.set(ev.Grants)
+	case serve.ScopesChanged:
+		m.rescoped(ev)
 	case serve.DeniesChanged:
 		m.grantList.setDenies(ev.Denies)
 		if d := m.yourDeny; d != nil && !slices.ContainsFunc(ev.Denies[d.session], func(x serve.SessionDeny) bool { return x.Grant == d.g }) {

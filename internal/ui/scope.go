@@ -69,6 +69,29 @@ func (d *scopeDialog) open(e *entry) {
 	d.choose(0)
 }
 
+// rescoped takes the scopes serve judged again after a policy reload: the
+// ask's detail names the current reach, and a dialog open on it starts over
+// on them, so what enter records is judged as shown (decision 0229).
+func (m *Model) rescoped(ev serve.ScopesChanged) {
+	e := m.find(ev.Ask)
+	if e == nil {
+		return
+	}
+	e.ask.Scopes = ev.Scopes
+	e.same = identity(e.ask) // the scopes offered are part of the question
+	if m.mode != modeScope || m.scope.ask != ev.Ask {
+		return
+	}
+	if len(ev.Scopes.Options) == 0 {
+		m.closeOverlay("the policy changed: no session choice is offered for this ask now")
+		return
+	}
+	chosen := m.scope.chosen
+	m.scope.open(e)
+	m.scope.choose(min(chosen, len(ev.Scopes.Options)-1))
+	m.setStatus("the policy changed: the session choices were judged again; read them again before enter")
+}
+
 // choose marks option i, which has not been on screen yet.
 func (d *scopeDialog) choose(i int) {
 	d.chosen, d.edited, d.armed, d.offset, d.seen = i, "", false, 0, map[int]bool{}
@@ -156,7 +179,7 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		return nil, d.input.Focus()
 	case key.Matches(k, d.keys.Confirm):
 		o := d.scopes.Options[d.chosen]
-		dec := serve.Decision{Ask: d.ask, Scope: o.Kind}
+		dec := serve.Decision{Ask: d.ask, Scope: o.Kind, ScopesRev: d.scopes.Rev}
 		what := "approve for " + o.Title
 		switch cov := d.coverage(); {
 		case len(o.Grants) > 0 && !d.seenWhole():

@@ -89,6 +89,21 @@ func titles(opts []serve.Scope) []string {
 	return out
 }
 
+// seeWhole checks that enter (just pressed) recorded nothing while the
+// marked option was not all on screen, then pages through it.
+func seeWhole(h *harness) {
+	h.t.Helper()
+	h.wantDecisions()
+	h.wantStatus("not every line of this choice was on screen")
+	for range 40 {
+		if h.m.scope.seenWhole() {
+			return
+		}
+		h.keys("pgdown")
+	}
+	h.t.Fatal("the marked option was never all on screen")
+}
+
 // chooseScope opens s and marks the scope of that kind.
 func chooseScope(h *harness, kind serve.ScopeKind) {
 	h.t.Helper()
@@ -388,14 +403,7 @@ func TestAWideGrantNeverHidesBehindNarrowOnes(t *testing.T) {
 	h.queue(a)
 	chooseScope(h, serve.ScopeSession)
 	h.keys("enter", "enter")
-	h.wantDecisions()
-	h.wantStatus("not every line of this choice was on screen")
-	for range 40 {
-		if h.m.scope.seenWhole() {
-			break
-		}
-		h.keys("pgdown")
-	}
+	seeWhole(h)
 	h.keys("enter")
 	h.wantDecisions()
 	h.wantStatus("(* *: every surface, not only this ask's bash; every value; would allow what the deny rule bash rm -rf * (global config.json) denies; and 39 more grants that only miss this ask)")
@@ -568,18 +576,47 @@ func TestTheSubagentScopeIsSeenWholeAndConfirmed(t *testing.T) {
 		t.Fatalf("the wide grant fits, the test shows nothing:\n%s", v)
 	}
 	h.keys("enter")
-	h.wantDecisions()
-	h.wantStatus("not every line of this choice was on screen")
-	for range 40 {
-		if h.m.scope.seenWhole() {
-			break
-		}
-		h.keys("pgdown")
-	}
+	seeWhole(h)
 	h.keys("enter")
 	h.wantDecisions()
 	h.wantStatus("for this subagent (bash *: every value; would allow what the deny rule bash rm -rf * (global config.json) denies")
 	h.wantStatus("enter again records them")
 	h.keys("enter")
 	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSubagent})
+}
+
+// s19 F6: a policy reload while the dialog is open sends the scopes judged
+// again; the dialog starts over on them, so the warning for the deny rule
+// added is on screen and takes the second enter, and the choice names the
+// scopes' Rev it was made from (decision 0229).
+func TestAnOpenScopeDialogIsJudgedAgainOnAReload(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := wideSuggestion(t)
+	r := a.Request
+	r.SessionApproval.Grants = []wire.Grant{{Surface: "bash", Pattern: "npm *"}}
+	policy := func(rules string) *resolve.Policy {
+		global := resolve.GlobalConfigPath("/nonexistent/agent")
+		return resolve.Load(resolve.LoadOptions{AgentDir: "/nonexistent/agent", Overlay: map[string][]byte{
+			global: []byte(`{"permission":{"*":"ask","bash":{"*":"ask"` + rules + `}}}`)}})
+	}
+	a.Scopes = serve.OfferedScopes(r, policy(""))
+	h.queue(a)
+	chooseScope(h, serve.ScopeSubagent)
+	if v := ansi.Strip(h.m.View()); strings.Contains(v, "beyond this ask") {
+		t.Fatalf("npm * is called wider before the reload:\n%s", v)
+	}
+	h.keys("j", "k") // the marked option is chosen again: nothing armed
+	now := serve.OfferedScopes(r, policy(`,"npm run deploy*":"deny"`))
+	now.Rev = 1
+	h.events(serve.ScopesChanged{Ask: a.ID, Scopes: now})
+	h.wantStatus("the policy changed")
+	screen := strings.Join(strings.Fields(ansi.Strip(h.m.View())), " ")
+	if !strings.Contains(screen, "bash npm *: would allow what the deny rule bash npm run deploy* (global config.json) denies") {
+		t.Fatalf("the dialog does not name the deny rule added:\n%s", screen)
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSubagent, ScopesRev: 1})
 }
