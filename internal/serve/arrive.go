@@ -6,6 +6,7 @@ package serve
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/judgment"
@@ -212,6 +213,38 @@ func (s *Server) PolicyLoaded(st PolicyStatus) {
 	st.NoAutoAllow = len(st.Problems) > 0
 	s.emit(st)
 	s.rejudge()
+	s.rescope()
+}
+
+// rescope judges again the scopes offered for each ask still waiting for a
+// person, since a reloaded policy may change what their grants reach (a
+// deny rule they would pass): changed ones take the next Rev and are sent
+// to the front ends, and a choice made from the ones before is refused
+// (decision 0229).
+func (s *Server) rescope() {
+	judge := s.cfg.Judge()
+	s.mu.Lock()
+	var waiting []*pending
+	for _, p := range s.asks {
+		if !p.deciding && len(p.Scopes.Options) > 0 {
+			waiting = append(waiting, p)
+		}
+	}
+	s.mu.Unlock()
+	sortByID(waiting)
+	for _, p := range waiting {
+		now := OfferedScopes(p.Request, judge)
+		s.mu.Lock()
+		now.Rev = p.Scopes.Rev
+		if p.deciding || s.asks[p.ID] == nil || s.closing || reflect.DeepEqual(now, p.Scopes) {
+			s.mu.Unlock()
+			continue
+		}
+		now.Rev++
+		p.Scopes = now
+		s.mu.Unlock()
+		s.emit(ScopesChanged{Ask: p.ID, Scopes: now})
+	}
 }
 
 // GrantsUpdated reports whole-session grants changed outside the server

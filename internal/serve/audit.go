@@ -38,6 +38,7 @@ type AuditRecord struct {
 	DecidedBy         *wire.DecisionSource `json:"decidedBy,omitempty"`
 	Reason            string               `json:"reason,omitempty"`
 	Grants            []wire.Grant         `json:"grants,omitempty"`      // whole-session grants recorded by this decision
+	ChildGrants       []wire.Grant         `json:"childGrants,omitempty"` // the suggestion a "this subagent" approval lets the child record (decision 0230)
 	SessionDeny       *SessionDeny         `json:"sessionDeny,omitempty"` // the session deny this decision recorded (decision 0104)
 	SessionGrantWidth string               `json:"sessionGrantWidth,omitempty"`
 	CreatedAt         float64              `json:"createdAt"` // the request's, ms epoch

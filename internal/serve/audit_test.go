@@ -3,6 +3,7 @@ package serve
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,42 @@ func TestADecisionForAnOddRequesterIsFoundAfterARestart(t *testing.T) {
 	got, ok, looked := restarted.recorded(keyOfRequest(rootID, req))
 	if !ok || !looked || got.RequestID != req.ID || got.State != wire.StateDenied {
 		t.Fatalf("after a restart: found %v (looked %v), record %+v", ok, looked, got)
+	}
+}
+
+// s19 F4: a "this subagent" approval records in the audit log what the
+// child records on it (the scope's grants), as a whole-session approval
+// records its grants; a record written before carries none and still
+// reads.
+func TestASubagentApprovalRecordsWhatTheChildRecords(t *testing.T) {
+	h := startServer(t, options{})
+	suggested := []wire.Grant{{Surface: "bash", Pattern: "npm test *"}, {Surface: "bash", Pattern: "*"}}
+	h.send(intent("1791279012345-child-1", "impl", "bash", "npm test", suggested...))
+	ask := h.queued("1791279012345-child-1")
+	offered, _ := ask.Scopes.Find(ScopeSubagent)
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent}); err != nil {
+		t.Fatal(err)
+	}
+	h.await("1791279012345-child-1")
+	recs := h.auditFor("1791279012345-child-1")
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	line, _ := json.Marshal(recs[0])
+	var rec AuditRecord
+	if err := json.Unmarshal(line, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rec.ChildGrants, offered.Grants) || len(offered.Grants) != 2 || rec.Grants != nil {
+		t.Errorf("recorded child grants %v and grants %v, want the offer %v and none", rec.ChildGrants, rec.Grants, offered.Grants)
+	}
+
+	old := `{"askId":7,"requestId":"1791279012345-old-1","servedSession":"` + rootID + `","state":"approved_for_session","approved":true,"createdAt":1791279012345,"decidedAt":1791279012399}` + "\n"
+	var read []AuditRecord
+	if bad, err := ReadAuditHistory(strings.NewReader(old), func(r AuditRecord) { read = append(read, r) }); bad != 0 || err != nil || len(read) != 1 {
+		t.Fatalf("an older record: bad %d, err %v, %d read", bad, err, len(read))
+	}
+	if read[0].ChildGrants != nil || read[0].State != wire.StateApprovedForSession {
+		t.Errorf("an older record reads as %+v", read[0])
 	}
 }

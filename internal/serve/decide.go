@@ -103,14 +103,14 @@ func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, erro
 	if d.State != "" || !ok {
 		return nil, fmt.Errorf("%w: scope %q is not offered for this ask", ErrInvalidDecision, d.Scope)
 	}
-	session := d.Scope == ScopeSession || d.Scope == ScopeSessionBoth
-	if session {
-		// Named on arrival: a policy changed since may have made the grants
-		// reach further (a deny they would pass), which nobody saw named.
-		if now, ok := OfferedScopes(p.Request, s.cfg.Judge()).Find(d.Scope); !ok || !reflect.DeepEqual(now.Wider, scope.Wider) {
-			return nil, fmt.Errorf("%w: the policy changed since this choice was shown, and what its grants reach is no longer what was named; approve once or deny", ErrInvalidDecision)
-		}
+	// Named when offered (Rev): a policy changed since may have made the
+	// grants reach further (a deny they would pass), which nobody saw
+	// named; the child records a subagent scope's grants as permtui records
+	// the whole session's (decision 0229).
+	if now, ok := OfferedScopes(p.Request, s.cfg.Judge()).Find(d.Scope); d.ScopesRev != p.Scopes.Rev || !ok || !reflect.DeepEqual(now.Wider, scope.Wider) {
+		return nil, fmt.Errorf("%w: the policy changed since this choice was shown, and what its grants reach is no longer what was named; approve once or deny", ErrInvalidDecision)
 	}
+	session := d.Scope == ScopeSession || d.Scope == ScopeSessionBoth
 	if d.Grants != nil && !session {
 		return nil, fmt.Errorf("%w: only a whole-session grant can be edited (the child records its own)", ErrInvalidDecision)
 	}
@@ -135,6 +135,9 @@ func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, erro
 		audited, ans.grants = wire.StateApprovedForServingSession, grants
 	}
 	ans.record = s.record(p, audited, ans)
+	if !session {
+		ans.record.ChildGrants = scope.Grants
+	}
 	return ans, nil
 }
 

@@ -60,7 +60,8 @@ func TestEditedSessionGrantMustCoverTheAsk(t *testing.T) {
 // A whole-session choice made after the policy changed is refused when what
 // its grants reach is no longer what the ask's scopes named (a deny rule
 // added since, which the grant would pass unnamed); the ask stays for the
-// person (review finding).
+// person (review finding). The subagent choice is refused the same way
+// (decision 0229).
 func TestAWholeSessionChoiceIsRefusedWhenItsReachChanged(t *testing.T) {
 	agentDir := t.TempDir()
 	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask"}}}`))
@@ -86,7 +87,43 @@ func TestAWholeSessionChoiceIsRefusedWhenItsReachChanged(t *testing.T) {
 	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession}); !errors.Is(err, ErrInvalidDecision) {
 		t.Fatalf("a whole-session choice whose reach changed: err = %v", err)
 	}
-	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent}); err != nil {
+	// "This subagent" records the same grants in the child (s19 F6).
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent}); !errors.Is(err, ErrInvalidDecision) {
+		t.Fatalf("a subagent choice whose reach changed: err = %v", err)
+	}
+	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// s19 F6: a reload that changes what an open ask's scopes reach sends the
+// scopes judged again (ScopesChanged, the next Rev), so a console shows the
+// current warnings; a choice made from the scopes shown before (their Rev)
+// is refused even once serve holds the new ones, and one made from the new
+// ones is recorded (decision 0229).
+func TestAReloadSendsTheScopesJudgedAgain(t *testing.T) {
+	agentDir := t.TempDir()
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask"}}}`))
+	store := resolve.NewStore(resolve.LoadOptions{AgentDir: agentDir})
+	h := startServer(t, options{config: func(c *Config) {
+		c.Judge = func() Judge { return store.Policy() }
+	}})
+	h.ask(context.Background(), h.child(true), pichild.NewestBash(rootID, "impl", "c1", "/w", "npm test --watch"))
+	ask := h.rec.WaitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
+	shown, _ := ask.Scopes.Find(ScopeSubagent)
+
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask","npm test --force*":"deny"}}}`))
+	store.Reload()
+	h.s.PolicyLoaded(PolicyStatus{})
+	changed := h.rec.WaitFor(t, "scopes judged again", func(ev Event) bool { _, ok := ev.(ScopesChanged); return ok }).(ScopesChanged)
+	now, _ := changed.Scopes.Find(ScopeSubagent)
+	if changed.Ask != ask.ID || changed.Scopes.Rev != ask.Scopes.Rev+1 || reflect.DeepEqual(now.Wider, shown.Wider) {
+		t.Fatalf("scopes judged again: %+v, shown %+v", changed, ask.Scopes)
+	}
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent, ScopesRev: ask.Scopes.Rev}); !errors.Is(err, ErrInvalidDecision) {
+		t.Fatalf("a choice from the scopes shown before: err = %v", err)
+	}
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent, ScopesRev: changed.Scopes.Rev}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // refused files) are counted in a Skipped event instead of kept, an ask
 // answered or gone before the consumer was even sent it leaves the buffer
 // with its answer, and only the latest grants, denies and policy state
-// wait, so a stalled front end cannot make the process keep every request
+// wait (and each ask's latest scopes), so a stalled front end cannot make the process keep every request
 // it answers (decision 0118). Everything a front end needs to stay true to
 // what it was sent is kept, in order.
 type EventQueue struct {
@@ -88,6 +88,9 @@ func (q *EventQueue) fold(ev Event) bool {
 		sk.Invalid = 1
 	case GrantsChanged, DeniesChanged, PolicyStatus:
 		q.supersede(ev)
+		return false
+	case ScopesChanged: // only an ask's latest scopes are current
+		q.buf = slices.DeleteFunc(q.buf, func(e Event) bool { c, ok := e.(ScopesChanged); return ok && c.Ask == ev.Ask })
 		return false
 	default:
 		return false

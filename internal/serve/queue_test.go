@@ -174,3 +174,39 @@ func TestFoldedAnswersAreCountedByWhoDecided(t *testing.T) {
 		t.Fatalf("counted %+v, want %+v", total, want)
 	}
 }
+
+// Behind a stalled consumer only the latest scopes of each ask wait: policy
+// reloads cannot pile them up (decision 0229).
+func TestAStalledConsumerGetsOnlyTheLatestScopesOfAnAsk(t *testing.T) {
+	q := NewEventQueue()
+	defer q.Close()
+	for range MaxBufferedEvents + 100 {
+		q.Push(Serving{})
+	}
+	q.mu.Lock()
+	base := len(q.buf)
+	q.mu.Unlock()
+	for i := range 100 {
+		q.Push(ScopesChanged{Ask: 7, Scopes: Scopes{Rev: i + 1}})
+		q.Push(ScopesChanged{Ask: 8, Scopes: Scopes{Rev: i + 1}})
+	}
+	q.mu.Lock()
+	buffered := len(q.buf)
+	q.mu.Unlock()
+	if buffered > base+2 { // the pump may have taken more since base
+		t.Fatalf("%d scope changes buffered for 2 asks", buffered-base)
+	}
+	q.Push(ServedElsewhere{})
+	var got []ScopesChanged
+	for done := false; !done; {
+		switch ev := (<-q.Out()).(type) {
+		case ScopesChanged:
+			got = append(got, ev)
+		case ServedElsewhere:
+			done = true
+		}
+	}
+	if len(got) != 2 || got[0].Scopes.Rev != 100 || got[1].Scopes.Rev != 100 {
+		t.Fatalf("sent %+v, want the latest of each ask", got)
+	}
+}

@@ -88,6 +88,10 @@ func (r Reach) rank() int {
 type Scopes struct {
 	Options []Scope
 	Note    string
+	// Rev counts the times serve judged them again after a policy reload
+	// changed them (ScopesChanged); a choice names the Rev it was made
+	// from (Decision.ScopesRev).
+	Rev int `json:",omitempty"`
 }
 
 // Find returns the offered scope of that kind.

@@ -41,6 +41,9 @@ type Decision struct {
 	// offered. Each edited set must still cover the ask, or the decision is
 	// refused.
 	Grants []wire.Grant
+	// ScopesRev is the Rev of the ask's Scopes the person chose from; a
+	// scope chosen from scopes judged again since is refused.
+	ScopesRev int
 	// DenyFor denies for the whole root session (decision 0104): the ask is
 	// denied with Reason (required), and the surface and pattern are
 	// recorded so later asks of the session they cover are denied with it.
@@ -158,6 +161,13 @@ type History struct{ Records []AuditRecord }
 // GrantsChanged: the whole-session grants now in force, per served session.
 type GrantsChanged struct{ Grants map[string][]wire.Grant }
 
+// ScopesChanged: a policy reload changed the scopes an ask waiting for a
+// person offers (what their grants reach); Scopes are the current ones.
+type ScopesChanged struct {
+	Ask    AskID
+	Scopes Scopes
+}
+
 // SessionDeny is a person's deny for a whole root session (decision 0104).
 type SessionDeny = grants.Deny
 
@@ -193,6 +203,7 @@ func (WriteFailed) event()     {}
 func (GrantsChanged) event()   {}
 func (History) event()         {}
 func (DeniesChanged) event()   {}
+func (ScopesChanged) event()   {}
 
 // Arrived: a request reached the serving loop and was judged; it is followed
 // by Decided (auto), AskQueued (a person decides) or Withdrawn.

@@ -469,6 +469,8 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.addHistory(ev.Records)
 	case serve.GrantsChanged:
 		m.grantList.set(ev.Grants)
+	case serve.ScopesChanged:
+		m.rescoped(ev)
 	case serve.DeniesChanged:
 		m.grantList.setDenies(ev.Denies)
 		if d := m.yourDeny; d != nil && !slices.ContainsFunc(ev.Denies[d.session], func(x serve.SessionDeny) bool { return x.Grant == d.g }) {
@@ -796,8 +798,11 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 		l := logEntry{at: at, label: label,
 			outcome: outcomeOf(wire.Response{Approved: r.Approved, State: state}),
 			by:      decidedBy(r.DecidedBy, r.Auto, r.Approved), reason: clip(r.Reason, textBytes)}
-		if len(r.Grants) > 0 {
+		switch {
+		case len(r.Grants) > 0:
 			l.choice = clip("recorded for the whole session "+grantsText(r.Grants), textBytes)
+		case len(r.ChildGrants) > 0:
+			l.choice = clip("for this subagent; the child records "+grantsText(r.ChildGrants), textBytes)
 		}
 		m.addLog(l)
 	}

@@ -230,11 +230,15 @@ func TestLogShowsHistoryFromTheAuditLog(t *testing.T) {
 			Grants: []wire.Grant{{Surface: "bash", Pattern: "make test *"}}, DecidedAt: testNow.Add(-time.Hour).UnixMilli()},
 		{Agent: "impl\x1b[2J", Surface: "bash", MatchValues: []string{"rm -rf /"}, State: wire.StateDenied, Auto: true,
 			DecidedBy: &wire.DecisionSource{Kind: wire.DecidedByRule, Surface: "bash", Pattern: sp("rm *"), Origin: sp("global")}},
+		// s19 F4: what a "this subagent" approval let the child record.
+		{Agent: "impl", Surface: "bash", MatchValues: []string{"npm test"}, State: wire.StateApprovedForSession, Approved: true,
+			ChildGrants: []wire.Grant{{Surface: "bash", Pattern: "npm test *"}, {Surface: "bash", Pattern: "*"}}},
 	}})
 	h.keys("l")
 	v := h.m.View()
 	for _, want := range []string{"17:00:00 ✓ approved  impl · bash · make test", "recorded for the whole session bash make test *",
-		"✗ denied  impl␛[2J · bash · rm -rf /", "by rule (global) bash: rm *", "↑ 2 entries of earlier runs, from the audit log"} {
+		"✗ denied  impl␛[2J · bash · rm -rf /", "by rule (global) bash: rm *", "for this subagent; the child records bash npm test *, bash *",
+		"↑ 3 entries of earlier runs, from the audit log"} {
 		if !strings.Contains(v, want) {
 			t.Fatalf("log lacks %q:\n%s", want, v)
 		}

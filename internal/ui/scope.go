@@ -40,9 +40,9 @@ type scopeDialog struct {
 	ask    serve.AskID
 	scopes serve.Scopes
 	chosen int
-	// armed: enter was pressed once on a whole-session choice that reaches
-	// beyond the ask (an edit wider than the suggestion, or a suggestion
-	// serve names wider); the next enter records it.
+	// armed: enter was pressed once on a choice that reaches beyond the ask
+	// (an edit wider than the suggestion, or a suggestion serve names
+	// wider); the next enter records it.
 	armed bool
 	// edited is the person's pattern for the chosen whole-session scope's
 	// grant (e), or "" for the suggestion; input edits it.
@@ -54,8 +54,8 @@ type scopeDialog struct {
 	overHub bool
 	// offset scrolls the marked option's lines; seen are those of them
 	// (from its first) that were on screen, span how many it has and page
-	// how many the body shows: a whole-session choice is recorded only once
-	// every line of it was seen (decision 0215).
+	// how many the body shows: a choice with grants is recorded only once
+	// every line of it was seen (decisions 0215, 0229).
 	offset, span, page int
 	seen               map[int]bool
 }
@@ -67,6 +67,29 @@ func newScopeDialog(c *common, overHub bool) scopeDialog {
 func (d *scopeDialog) open(e *entry) {
 	d.ask, d.scopes, d.editing = e.ask.ID, e.ask.Scopes, false
 	d.choose(0)
+}
+
+// rescoped takes the scopes serve judged again after a policy reload: the
+// ask's detail names the current reach, and a dialog open on it starts over
+// on them, so what enter records is judged as shown (decision 0229).
+func (m *Model) rescoped(ev serve.ScopesChanged) {
+	e := m.find(ev.Ask)
+	if e == nil {
+		return
+	}
+	e.ask.Scopes = ev.Scopes
+	e.same = identity(e.ask) // the scopes offered are part of the question
+	if m.mode != modeScope || m.scope.ask != ev.Ask {
+		return
+	}
+	if len(ev.Scopes.Options) == 0 {
+		m.closeOverlay("the policy changed: no session choice is offered for this ask now")
+		return
+	}
+	chosen := m.scope.chosen
+	m.scope.open(e)
+	m.scope.choose(min(chosen, len(ev.Scopes.Options)-1))
+	m.setStatus("the policy changed: the session choices were judged again; read them again before enter")
 }
 
 // choose marks option i, which has not been on screen yet.
@@ -156,10 +179,10 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		return nil, d.input.Focus()
 	case key.Matches(k, d.keys.Confirm):
 		o := d.scopes.Options[d.chosen]
-		dec := serve.Decision{Ask: d.ask, Scope: o.Kind}
+		dec := serve.Decision{Ask: d.ask, Scope: o.Kind, ScopesRev: d.scopes.Rev}
 		what := "approve for " + o.Title
 		switch cov := d.coverage(); {
-		case d.wholeSession() && !d.seenWhole():
+		case len(o.Grants) > 0 && !d.seenWhole():
 			return statusAction{"not every line of this choice was on screen: pgdown shows the rest (recording waits until each line was shown)"}, nil
 		case d.wholeSession() && !cov.ask && d.edited != "":
 			return statusAction{"the edited pattern does not cover this ask; e edits it, esc restores the suggestion"}, nil
@@ -176,9 +199,13 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 				d.armed = true
 				return statusAction{"the edited pattern is wider than the child's suggestion " + Sanitize(d.suggested()) +
 					": enter again records it for the whole session; e edits it, esc restores the suggestion"}, nil
-			case d.wholeSession() && len(wider) > 0:
+			case len(wider) > 0:
+				whom := "for this subagent"
+				if d.wholeSession() {
+					whom = "for every agent of the session"
+				}
 				d.armed = true
-				return statusAction{"the grants reach beyond this ask for every agent of the session (" + reachesText(wider, d.edited != "") +
+				return statusAction{"the grants reach beyond this ask " + whom + " (" + reachesText(wider, d.edited != "") +
 					"): enter again records them; esc cancels"}, nil
 			}
 		}
@@ -281,7 +308,7 @@ func (d *scopeDialog) reachLines() []string {
 	if len(wider) == 0 {
 		return nil
 	}
-	head := "⚠ beyond this ask; the child records them in its own session, where it decides for itself:"
+	head := "⚠ beyond this ask; the child records them in its own session, where it decides for itself (enter twice records them):"
 	if d.wholeSession() {
 		head = "⚠ beyond this ask, for every agent of the session (enter twice records them):"
 	}

@@ -71,6 +71,10 @@ func TestScopeDialogForEveryChildVersion(t *testing.T) {
 					h.keys("j")
 				}
 				h.keys("enter")
+				if len(o.Wider) > 0 { // named beyond the ask: the second enter records (0215, 0229)
+					h.wantDecisions()
+					h.keys("enter")
+				}
 				h.wantDecisions(serve.Decision{Ask: c.ask.ID, Scope: o.Kind})
 			}
 		})
@@ -83,6 +87,21 @@ func titles(opts []serve.Scope) []string {
 		out = append(out, o.Title)
 	}
 	return out
+}
+
+// seeWhole checks that enter (just pressed) recorded nothing while the
+// marked option was not all on screen, then pages through it.
+func seeWhole(h *harness) {
+	h.t.Helper()
+	h.wantDecisions()
+	h.wantStatus("not every line of this choice was on screen")
+	for range 40 {
+		if h.m.scope.seenWhole() {
+			return
+		}
+		h.keys("pgdown")
+	}
+	h.t.Fatal("the marked option was never all on screen")
 }
 
 // chooseScope opens s and marks the scope of that kind.
@@ -211,8 +230,9 @@ func reachPolicy(t *testing.T) *resolve.Policy {
 // F1: a whole-session suggestion that reaches beyond the ask names, grant
 // by grant, what it widens (another surface, every surface, every value,
 // a deny rule it passes, every agent) and takes a second enter that says
-// so; "this subagent only" names the same reach and goes on one enter,
-// since the child records it in its own session.
+// so; "this subagent only" names the same reach and, since the child's
+// grants are authority too, takes the same second enter (decision 0229;
+// it went on one enter before).
 func TestAWiderSuggestionIsNamedAndConfirmed(t *testing.T) {
 	h := newHarness(t)
 	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
@@ -252,6 +272,9 @@ func TestAWiderSuggestionIsNamedAndConfirmed(t *testing.T) {
 		!strings.Contains(screen, "* *: every surface") {
 		t.Errorf("the subagent scope does not name its reach:\n%s", screen)
 	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("reach beyond this ask for this subagent (* *: every surface")
 	h.keys("enter")
 	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSubagent})
 }
@@ -380,14 +403,7 @@ func TestAWideGrantNeverHidesBehindNarrowOnes(t *testing.T) {
 	h.queue(a)
 	chooseScope(h, serve.ScopeSession)
 	h.keys("enter", "enter")
-	h.wantDecisions()
-	h.wantStatus("not every line of this choice was on screen")
-	for range 40 {
-		if h.m.scope.seenWhole() {
-			break
-		}
-		h.keys("pgdown")
-	}
+	seeWhole(h)
 	h.keys("enter")
 	h.wantDecisions()
 	h.wantStatus("(* *: every surface, not only this ask's bash; every value; would allow what the deny rule bash rm -rf * (global config.json) denies; and 39 more grants that only miss this ask)")
@@ -531,4 +547,76 @@ func everyCommandSuggestion(t *testing.T) serve.Ask {
 	a.Request = &r
 	a.Scopes = serve.OfferedScopes(&r, reachPolicy(t))
 	return a
+}
+
+// Adversarial pass s19, F3: "this subagent only" (the default) records
+// what the child suggests, here 30 narrow grants and bash * past the deny
+// rule rm -rf *. At 60×20 neither bash * nor its warning is on screen when
+// the dialog opens, so enter is refused until every line of the option was
+// shown, and a grant that reaches beyond the ask takes a second enter that
+// names it, as for the whole session (decision 0229).
+func TestTheSubagentScopeIsSeenWholeAndConfirmed(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 60, Height: 20})
+	a := wideSuggestion(t)
+	r := a.Request
+	r.Value, r.AccessIntent.MatchValues = sp("npm run test:01 --watch"), []string{"npm run test:01 --watch"}
+	var gs []wire.Grant
+	for i := range 30 {
+		gs = append(gs, wire.Grant{Surface: "bash", Pattern: "npm run test:" + itoa(i) + " *"})
+	}
+	r.SessionApproval.Grants = append(gs, wire.Grant{Surface: "bash", Pattern: "*"})
+	a.Scopes = serve.OfferedScopes(r, reachPolicy(t))
+	h.queue(a)
+	chooseScope(h, serve.ScopeSubagent)
+	if h.m.scope.chosen != 0 {
+		t.Fatalf("this subagent is not the default scope")
+	}
+	if v := ansi.Strip(h.m.View()); strings.Contains(v, "bash *: every value") {
+		t.Fatalf("the wide grant fits, the test shows nothing:\n%s", v)
+	}
+	h.keys("enter")
+	seeWhole(h)
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("for this subagent (bash *: every value; would allow what the deny rule bash rm -rf * (global config.json) denies")
+	h.wantStatus("enter again records them")
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSubagent})
+}
+
+// s19 F6: a policy reload while the dialog is open sends the scopes judged
+// again; the dialog starts over on them, so the warning for the deny rule
+// added is on screen and takes the second enter, and the choice names the
+// scopes' Rev it was made from (decision 0229).
+func TestAnOpenScopeDialogIsJudgedAgainOnAReload(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := wideSuggestion(t)
+	r := a.Request
+	r.SessionApproval.Grants = []wire.Grant{{Surface: "bash", Pattern: "npm *"}}
+	policy := func(rules string) *resolve.Policy {
+		global := resolve.GlobalConfigPath("/nonexistent/agent")
+		return resolve.Load(resolve.LoadOptions{AgentDir: "/nonexistent/agent", Overlay: map[string][]byte{
+			global: []byte(`{"permission":{"*":"ask","bash":{"*":"ask"` + rules + `}}}`)}})
+	}
+	a.Scopes = serve.OfferedScopes(r, policy(""))
+	h.queue(a)
+	chooseScope(h, serve.ScopeSubagent)
+	if v := ansi.Strip(h.m.View()); strings.Contains(v, "beyond this ask") {
+		t.Fatalf("npm * is called wider before the reload:\n%s", v)
+	}
+	h.keys("j", "k") // the marked option is chosen again: nothing armed
+	now := serve.OfferedScopes(r, policy(`,"npm run deploy*":"deny"`))
+	now.Rev = 1
+	h.events(serve.ScopesChanged{Ask: a.ID, Scopes: now})
+	h.wantStatus("the policy changed")
+	screen := strings.Join(strings.Fields(ansi.Strip(h.m.View())), " ")
+	if !strings.Contains(screen, "bash npm *: would allow what the deny rule bash npm run deploy* (global config.json) denies") {
+		t.Fatalf("the dialog does not name the deny rule added:\n%s", screen)
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSubagent, ScopesRev: 1})
 }
