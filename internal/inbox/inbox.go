@@ -230,7 +230,7 @@ func New(cfg Config) (*Inbox, error) {
 	setDefault(&cfg.HeartbeatInterval, DefaultHeartbeatInterval)
 	setDefault(&cfg.ContentionRecheck, DefaultContentionRecheck)
 	setDefault(&cfg.LockRecheck, DefaultLockRecheck)
-	cfg.Budget.setDefaults()
+	cfg.Budget = cfg.Budget.WithDefaults()
 	setDefault(&cfg.MaxListed, maxListed)
 
 	in := &Inbox{
