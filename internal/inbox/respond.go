@@ -30,9 +30,12 @@ func (in *Inbox) Present(id AskID) bool {
 	in.mu.Lock()
 	e := in.byID[id]
 	in.mu.Unlock()
-	if e == nil {
-		return false
-	}
+	return e != nil && in.present(e)
+}
+
+// present reports whether e's file is still in its session's requests/; a
+// requests/ that cannot be opened holds nothing.
+func (in *Inbox) present(e *entry) bool {
 	d, _, err := in.acquireDirs(e.session)
 	if err != nil {
 		return false

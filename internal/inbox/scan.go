@@ -416,15 +416,8 @@ func (in *Inbox) fileGone(id, path string) {
 	delete(in.reported, path)
 	e := in.inflight[path]
 	in.mu.Unlock()
-	if e == nil {
-		return
-	}
-	d, _, err := in.acquireDirs(id)
-	if err == nil {
-		defer in.releaseDirs(d)
-		if e.stillThere(d.reqs) {
-			return // a stale event: the delivered file is still there
-		}
+	if e == nil || in.present(e) {
+		return // none delivered, or a stale event: the file is still there
 	}
 	in.withdrawGone(id, []*entry{e})
 }
