@@ -415,13 +415,15 @@ func (a *Approver) grantsChanged(host, session string, grants []wire.Grant, _ ui
 // and answers; one it refuses denies the ask with the refusal as reason.
 func (a *Approver) Decide(d serve.Decision) error {
 	a.mu.Lock()
-	h, dec := a.byID[d.Ask], a.decisions
+	h, dec, sending := a.byID[d.Ask], a.decisions, a.sending[d.Ask]
 	a.mu.Unlock()
 	switch {
 	case dec == nil:
 		return ErrNotReady
 	case h == nil:
 		return serve.ErrUnknownAsk
+	case sending:
+		return ErrDelivering
 	case d.DenyFor != nil:
 		return fmt.Errorf("%w: %w", serve.ErrInvalidDecision, errDenyAtHub)
 	}
@@ -441,12 +443,6 @@ func (a *Approver) Decide(d serve.Decision) error {
 			serve.ErrInvalidDecision, len(data), hub.MaxDecisionBytes)
 	}
 	key := hub.DecisionKey(h.host, h.key)
-	a.mu.Lock()
-	if a.sending[d.Ask] {
-		a.mu.Unlock()
-		return ErrDelivering
-	}
-	a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
 	defer cancel()
 	err = a.record(ctx, dec, key, data)
