@@ -7,7 +7,6 @@ package inbox
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"sort"
@@ -219,7 +218,7 @@ func New(cfg Config) (*Inbox, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.PID == 0 {
 		cfg.PID = os.Getpid()
