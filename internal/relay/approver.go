@@ -133,15 +133,8 @@ func (a *Approver) Run(ctx context.Context) {
 	defer a.stopReports()
 	defer a.senders.Wait()
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		watchGrants(ctx, a.js, a.log, "", a.grantsChanged)
-	}()
-	go func() {
-		defer wg.Done()
-		a.refill(ctx)
-	}()
+	wg.Go(func() { watchGrants(ctx, a.js, a.log, "", a.grantsChanged) })
+	wg.Go(func() { a.refill(ctx) })
 	defer wg.Wait()
 	for ctx.Err() == nil {
 		cc, err := a.follow(ctx)
@@ -452,8 +445,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 	a.mu.Lock()
 	a.sending[d.Ask] = true
 	a.mu.Unlock()
-	a.senders.Add(1)
-	go a.keepSending(d.Ask, key, data)
+	a.senders.Go(func() { a.keepSending(d.Ask, key, data) })
 	return fmt.Errorf("%w (%v)", ErrDelivering, err)
 }
 
@@ -504,7 +496,6 @@ func (a *Approver) record(ctx context.Context, dec jetstream.KeyValue, key strin
 // keepSending sends an unconfirmed decision again, with backoff, until the
 // hub takes it or refuses it for another's, the ask ends, or Run does.
 func (a *Approver) keepSending(id serve.AskID, key string, data []byte) {
-	defer a.senders.Done()
 	defer func() {
 		a.mu.Lock()
 		delete(a.sending, id)

@@ -136,11 +136,10 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 func (r *Relay) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	hubCtx, stop := context.WithCancel(ctx)
-	wg.Add(4)
-	go func() { defer wg.Done(); r.publish(hubCtx) }()
-	go func() { defer wg.Done(); r.consumeDecisions(hubCtx) }()
-	go func() { defer wg.Done(); r.watchGrants(hubCtx) }()
-	go func() { defer wg.Done(); r.writeGrants(hubCtx) }()
+	wg.Go(func() { r.publish(hubCtx) })
+	wg.Go(func() { r.consumeDecisions(hubCtx) })
+	wg.Go(func() { r.watchGrants(hubCtx) })
+	wg.Go(func() { r.writeGrants(hubCtx) })
 	defer wg.Wait()
 	defer stop()
 	for ev := range r.events {
@@ -531,9 +530,7 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	case oa != nil:
 		// Delivered outside the consumer's callback, so that decisions
 		// arriving together share the audit log's fsync.
-		r.delivering.Add(1)
-		go func() {
-			defer r.delivering.Done()
+		r.delivering.Go(func() {
 			if readErr == nil {
 				switch ok, err := r.marked(ctx, key, msg.Data(), d.Approver); {
 				case err != nil:
@@ -563,7 +560,7 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 				r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
 			}
 			done(msg.Ack)
-		}()
+		})
 	case finished:
 		done(msg.Ack)
 	default:
