@@ -283,12 +283,9 @@ func (in *Inbox) Run(ctx context.Context) error {
 	<-w.Changes() // Lost: the first full look
 	in.scan(w)
 
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		in.heartbeatLoop(ctx)
-	}()
-	defer func() { <-hbDone }()
+	var heartbeats sync.WaitGroup
+	heartbeats.Go(func() { in.heartbeatLoop(ctx) })
+	defer heartbeats.Wait()
 
 	for round := 0; ; {
 		select {
