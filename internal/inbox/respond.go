@@ -125,8 +125,8 @@ func (in *Inbox) respond(e *entry, resp wire.Response) (removed bool, err error)
 	// A cached directory a child's cleanup removed is reopened once.
 	for attempt := 0; ; attempt++ {
 		removed, err = in.respondIn(e, data)
-		var stale *staleDirs
-		if !errors.As(err, &stale) {
+		stale, ok := errors.AsType[*staleDirs](err)
+		if !ok {
 			return removed, err
 		}
 		in.invalidate(e.session, stale.d)
