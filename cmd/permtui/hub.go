@@ -224,7 +224,7 @@ func runRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return relayUntilDone(ctx, f, stdout)
 }
 
-// relayUntilDone serves the local inbox with the relay as its front end,
+// relayUntilDone serves the local inbox with the relay as a subscriber,
 // printing one JSON line per event as serve --headless does.
 func relayUntilDone(ctx context.Context, f relayFlags, stdout io.Writer) error {
 	hc, err := f.hub.connect(hub.RoleRelay, f.stateDir)
@@ -243,6 +243,9 @@ func relayUntilDone(ctx context.Context, f relayFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	go r.Run(ctx)
-	return serveWhile(ctx, cancel, srv.Run, func() error { return headless.Run(ctx, r, stdout, headless.Leave) })
+	relayed := make(chan struct{})
+	go func() { defer close(relayed); r.Run(ctx) }()
+	err = serveWhile(ctx, cancel, srv.Run, func() error { return headless.Run(ctx, srv, stdout, headless.Leave) })
+	<-relayed // its last acks and grants go out before the connection closes
+	return err
 }

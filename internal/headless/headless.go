@@ -115,8 +115,7 @@ func (p *printer) handle(s Server, ev serve.Event, ask string) error {
 	// Expired and stopped asks are reported by their own events, and
 	// so is an ask another approver decided first (over a hub), or
 	// one answered or withdrawn before this decision reached it.
-	if err != nil && !errors.Is(err, serve.ErrExpired) && !errors.Is(err, serve.ErrStopped) &&
-		!errors.Is(err, serve.ErrAlreadyDecided) && !errors.Is(err, serve.ErrUnknownAsk) {
+	if err != nil && !serve.IsExpired(err) && !errors.Is(err, serve.ErrStopped) && !errors.Is(err, serve.ErrAlreadyDecided) {
 		return p.line(map[string]any{"event": "error", "ask": q.Ask.ID, "error": err.Error(), "at": p.at})
 	}
 	return nil

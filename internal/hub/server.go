@@ -292,7 +292,7 @@ func Connect(url string, c Creds, role, name string, extra ...nats.Option) (*nat
 // Credentials edited to another name or role authenticate, since the key
 // is known, but would otherwise serve silently and send nothing.
 func Verify(nc *nats.Conn, role, name string) error {
-	var probes []string
+	var probes, streams []string // and the streams the role reads
 	switch role {
 	case RoleRelay:
 		// The read of one of its host's grants keys: a hub on the
@@ -300,9 +300,12 @@ func Verify(nc *nats.Conn, role, name string) error {
 		probes = []string{"$JS.API.CONSUMER.INFO." + DecisionsStream + "." + RelayConsumer(name),
 			"$JS.API.CONSUMER.INFO." + GrantsStream + "." + GrantsConsumer(name),
 			"$JS.API.DIRECT.GET." + GrantsStream + "." + GrantSubjectPrefix + name + ".probe"}
+		streams = []string{GrantsStream}
 	case RoleApprover:
-		probes = []string{"$JS.API.STREAM.INFO." + AsksStream, "$JS.API.STREAM.INFO." + DecisionsStream,
-			"$JS.API.STREAM.INFO." + GrantsStream}
+		streams = []string{AsksStream, DecisionsStream, GrantsStream}
+		for _, st := range streams {
+			probes = append(probes, "$JS.API.STREAM.INFO."+st)
+		}
 	default:
 		return fmt.Errorf("hub: unknown role %q", role)
 	}
@@ -334,10 +337,6 @@ func Verify(nc *nats.Conn, role, name string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), verifyTimeout)
 	defer cancel()
-	streams := []string{GrantsStream}
-	if role == RoleApprover {
-		streams = []string{AsksStream, DecisionsStream, GrantsStream}
-	}
 	for _, st := range streams {
 		if _, err := js.Stream(ctx, st); err != nil {
 			return fmt.Errorf("hub: stream %s: %w (is JetStream enabled for this account, and the hub set up as docs/hub.md says?)", st, err)

@@ -48,17 +48,13 @@ var DefaultBudget = Budget{
 
 // WithDefaults is b with its zero fields set to DefaultBudget's.
 func (b Budget) WithDefaults() Budget {
-	b.setDefaults()
-	return b
-}
-
-func (b *Budget) setDefaults() {
 	setDefault(&b.ParkedAsks, DefaultBudget.ParkedAsks)
 	setDefault(&b.ParkedBytes, DefaultBudget.ParkedBytes)
 	setDefault(&b.InFlightBytes, DefaultBudget.InFlightBytes)
 	setDefault(&b.SessionInFlightBytes, DefaultBudget.SessionInFlightBytes)
 	setDefault(&b.DeferredAsks, DefaultBudget.DeferredAsks)
 	setDefault(&b.SessionDeferredAsks, DefaultBudget.SessionDeferredAsks)
+	return b
 }
 
 // setDefault sets a bound or a timing that is zero or less to def.

@@ -7,7 +7,6 @@ package inbox
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"sort"
@@ -219,7 +218,7 @@ func New(cfg Config) (*Inbox, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.PID == 0 {
 		cfg.PID = os.Getpid()
@@ -230,7 +229,7 @@ func New(cfg Config) (*Inbox, error) {
 	setDefault(&cfg.HeartbeatInterval, DefaultHeartbeatInterval)
 	setDefault(&cfg.ContentionRecheck, DefaultContentionRecheck)
 	setDefault(&cfg.LockRecheck, DefaultLockRecheck)
-	cfg.Budget.setDefaults()
+	cfg.Budget = cfg.Budget.WithDefaults()
 	setDefault(&cfg.MaxListed, maxListed)
 
 	in := &Inbox{
@@ -284,12 +283,9 @@ func (in *Inbox) Run(ctx context.Context) error {
 	<-w.Changes() // Lost: the first full look
 	in.scan(w)
 
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		in.heartbeatLoop(ctx)
-	}()
-	defer func() { <-hbDone }()
+	var heartbeats sync.WaitGroup
+	heartbeats.Go(func() { in.heartbeatLoop(ctx) })
+	defer heartbeats.Wait()
 
 	for round := 0; ; {
 		select {

@@ -30,9 +30,12 @@ func (in *Inbox) Present(id AskID) bool {
 	in.mu.Lock()
 	e := in.byID[id]
 	in.mu.Unlock()
-	if e == nil {
-		return false
-	}
+	return e != nil && in.present(e)
+}
+
+// present reports whether e's file is still in its session's requests/; a
+// requests/ that cannot be opened holds nothing.
+func (in *Inbox) present(e *entry) bool {
 	d, _, err := in.acquireDirs(e.session)
 	if err != nil {
 		return false
@@ -122,8 +125,8 @@ func (in *Inbox) respond(e *entry, resp wire.Response) (removed bool, err error)
 	// A cached directory a child's cleanup removed is reopened once.
 	for attempt := 0; ; attempt++ {
 		removed, err = in.respondIn(e, data)
-		var stale *staleDirs
-		if !errors.As(err, &stale) {
+		stale, ok := errors.AsType[*staleDirs](err)
+		if !ok {
 			return removed, err
 		}
 		in.invalidate(e.session, stale.d)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"net/url"
 	"path/filepath"
@@ -46,17 +47,13 @@ func (in *Inbox) lookForSessions(w *watcher) {
 // the queued sessions (a slot freed, a claim succeeded).
 func (in *Inbox) scanQueued(w *watcher) {
 	in.mu.Lock()
-	all, ids := in.scanAll, make([]string, 0, len(in.scanQ))
-	for id := range in.scanQ {
-		ids = append(ids, id)
-	}
+	all, ids := in.scanAll, slices.Sorted(maps.Keys(in.scanQ))
 	clear(in.scanQ)
 	in.mu.Unlock()
 	if all {
 		in.scan(w)
 		return
 	}
-	sort.Strings(ids)
 	for _, id := range ids {
 		if in.served(id) && !in.readBacklog(id) {
 			in.scanSession(w, id, false)
@@ -206,7 +203,7 @@ func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
 	in.mu.Lock()
 	var idle string
 	for known, s := range in.sessions {
-		if s.idle && in.sessions[known].flight.Count() == 0 && (idle == "" || known < idle) {
+		if s.idle && s.flight.Count() == 0 && (idle == "" || known < idle) {
 			idle = known
 		}
 	}
@@ -419,15 +416,8 @@ func (in *Inbox) fileGone(id, path string) {
 	delete(in.reported, path)
 	e := in.inflight[path]
 	in.mu.Unlock()
-	if e == nil {
-		return
-	}
-	d, _, err := in.acquireDirs(id)
-	if err == nil {
-		defer in.releaseDirs(d)
-		if e.stillThere(d.reqs) {
-			return // a stale event: the delivered file is still there
-		}
+	if e == nil || in.present(e) {
+		return // none delivered, or a stale event: the file is still there
 	}
 	in.withdrawGone(id, []*entry{e})
 }

@@ -4,6 +4,7 @@
 package pichild
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,11 +91,7 @@ func (c *Child) Ask(ctx context.Context, req *wire.Request) (Result, error) {
 	}
 	r := *req
 	if r.ID == "" {
-		pid := c.PID
-		if pid == 0 {
-			pid = os.Getpid()
-		}
-		r.ID = NewRequestID(c.now(), pid)
+		r.ID = NewRequestID(c.now(), cmp.Or(c.PID, os.Getpid()))
 	}
 	res := Result{RequestID: r.ID}
 	data, err := wire.MarshalRequest(&r)

@@ -133,15 +133,8 @@ func (a *Approver) Run(ctx context.Context) {
 	defer a.stopReports()
 	defer a.senders.Wait()
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		watchGrants(ctx, a.js, a.log, "", a.grantsChanged)
-	}()
-	go func() {
-		defer wg.Done()
-		a.refill(ctx)
-	}()
+	wg.Go(func() { watchGrants(ctx, a.js, a.log, "", a.grantsChanged) })
+	wg.Go(func() { a.refill(ctx) })
 	defer wg.Wait()
 	for ctx.Err() == nil {
 		cc, err := a.follow(ctx)
@@ -415,13 +408,15 @@ func (a *Approver) grantsChanged(host, session string, grants []wire.Grant, _ ui
 // and answers; one it refuses denies the ask with the refusal as reason.
 func (a *Approver) Decide(d serve.Decision) error {
 	a.mu.Lock()
-	h, dec := a.byID[d.Ask], a.decisions
+	h, dec, sending := a.byID[d.Ask], a.decisions, a.sending[d.Ask]
 	a.mu.Unlock()
 	switch {
 	case dec == nil:
 		return ErrNotReady
 	case h == nil:
 		return serve.ErrUnknownAsk
+	case sending:
+		return ErrDelivering
 	case d.DenyFor != nil:
 		return fmt.Errorf("%w: %w", serve.ErrInvalidDecision, errDenyAtHub)
 	}
@@ -441,12 +436,6 @@ func (a *Approver) Decide(d serve.Decision) error {
 			serve.ErrInvalidDecision, len(data), hub.MaxDecisionBytes)
 	}
 	key := hub.DecisionKey(h.host, h.key)
-	a.mu.Lock()
-	if a.sending[d.Ask] {
-		a.mu.Unlock()
-		return ErrDelivering
-	}
-	a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), hubTimeout)
 	defer cancel()
 	err = a.record(ctx, dec, key, data)
@@ -456,8 +445,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 	a.mu.Lock()
 	a.sending[d.Ask] = true
 	a.mu.Unlock()
-	a.senders.Add(1)
-	go a.keepSending(d.Ask, key, data)
+	a.senders.Go(func() { a.keepSending(d.Ask, key, data) })
 	return fmt.Errorf("%w (%v)", ErrDelivering, err)
 }
 
@@ -508,7 +496,6 @@ func (a *Approver) record(ctx context.Context, dec jetstream.KeyValue, key strin
 // keepSending sends an unconfirmed decision again, with backoff, until the
 // hub takes it or refuses it for another's, the ask ends, or Run does.
 func (a *Approver) keepSending(id serve.AskID, key string, data []byte) {
-	defer a.senders.Done()
 	defer func() {
 		a.mu.Lock()
 		delete(a.sending, id)

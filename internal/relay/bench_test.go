@@ -54,7 +54,6 @@ func benchAsk(b *testing.B, overHub bool, inFlight int) {
 			b.Fatal(err)
 		}
 		go r.Run(ctx)
-		events = r.Events()
 
 		anc, err := hub.Connect(th.url(), th.creds(hub.RoleApprover, "ann"), hub.RoleApprover, "ann")
 		if err != nil {

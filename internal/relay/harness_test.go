@@ -108,6 +108,9 @@ type testRelay struct {
 	logs     *testkit.Recorder[string] // the relay's log messages
 	cancel   context.CancelFunc
 	done     chan struct{}
+	// stallFront: the server's front end reads nothing until the relay
+	// stops, as a headless printer whose stdout blocks.
+	stallFront bool
 }
 
 func newRelay(t *testing.T, th hubAt, host string) *testRelay {
@@ -146,13 +149,18 @@ func (tr *testRelay) start(th hubAt) {
 	ctx, cancel := context.WithCancel(context.Background())
 	tr.cancel, tr.done, tr.events = cancel, make(chan struct{}), testkit.NewRecorder[serve.Event]()
 	go func() { _ = srv.Run(ctx) }()
-	go r.Run(ctx)
+	relayed := make(chan struct{})
+	go func() { defer close(relayed); r.Run(ctx) }()
 	go func() {
 		defer close(tr.done)
 		defer nc.Close()
-		for ev := range r.Events() {
+		if tr.stallFront {
+			<-relayed
+		}
+		for ev := range srv.Events() {
 			tr.events.Add(ev)
 		}
+		<-relayed
 	}()
 }
 

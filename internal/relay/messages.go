@@ -1,8 +1,8 @@
-// Package relay carries serving over a hub (docs/hub.md): a Relay is a front
-// end of this host's serve.Server that sends residual asks to the hub and
-// delivers the decisions that come back; an Approver is the hub side that
-// consoles and headless approvers attach to, a serve.Source for the asks of
-// every relay.
+// Package relay carries serving over a hub (docs/hub.md): a Relay is a
+// subscriber of this host's serve.Server that sends residual asks to the
+// hub and delivers the decisions that come back; an Approver is the hub
+// side that consoles and headless approvers attach to, a serve.Source for
+// the asks of every relay.
 package relay
 
 import (

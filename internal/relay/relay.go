@@ -63,11 +63,13 @@ const (
 	decisionAckWait = 10 * time.Second
 )
 
-// Relay is a front end of this host's serve.Server: the server answers what
+// Relay is a subscriber of this host's serve.Server: the server answers what
 // the local policy decides (no network on that path); each ask it leaves to
 // a person goes to the hub, and the decision that comes back is delivered
 // through Server.Decide, so it is audited before the response is written.
-// Create the server with Grants as its GrantStore and LeaveOnExit set.
+// Create the server with Grants as its GrantStore and LeaveOnExit set; its
+// front end (the headless printer) reads the server itself, so a stalled
+// stdout never holds up the asks going to the hub (decision 0220).
 type Relay struct {
 	srv    *serve.Server
 	nc     *nats.Conn
@@ -75,7 +77,7 @@ type Relay struct {
 	host   string
 	grants *Grants
 	log    *slog.Logger
-	events chan serve.Event
+	events <-chan serve.Event // its subscription to srv
 
 	mu       sync.Mutex
 	open     map[string]*openAsk // by hub key: asks waiting at the hub
@@ -103,7 +105,8 @@ type outMsg struct {
 }
 
 // New makes a relay for host over an authenticated connection (hub.Connect
-// with relay credentials).
+// with relay credentials). Call it before the server's Run, so the relay
+// misses none of its events.
 func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slog.Logger) (*Relay, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -114,7 +117,6 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 	}
 	r := &Relay{
 		srv: srv, nc: nc, js: js, host: host, grants: grants, log: log,
-		events:   make(chan serve.Event),
 		open:     map[string]*openAsk{},
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
@@ -122,35 +124,26 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 		wake:     make(chan struct{}, 1),
 		consumer: make(chan struct{}),
 	}
+	r.events, _ = srv.Subscribe() // read to the end by Run
 	// After a reconnect every open ask is sent again: the hub may have lost
 	// it (retention) and deduplicates the ones it has.
 	nc.SetReconnectHandler(func(*nats.Conn) { r.republish() })
 	return r, nil
 }
 
-// Events are the server's events, passed on once the relay has acted on
-// them (for the headless printer). It closes after the server's stream.
-func (r *Relay) Events() <-chan serve.Event { return r.events }
-
-// Decide decides locally, as the server would (a relay has no person).
-func (r *Relay) Decide(d serve.Decision) error { return r.srv.Decide(d) }
-
 // Run relays until the server's event stream ends (after its Run returns);
 // ctx stops the hub side.
 func (r *Relay) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	hubCtx, stop := context.WithCancel(ctx)
-	wg.Add(4)
-	go func() { defer wg.Done(); r.publish(hubCtx) }()
-	go func() { defer wg.Done(); r.consumeDecisions(hubCtx) }()
-	go func() { defer wg.Done(); r.watchGrants(hubCtx) }()
-	go func() { defer wg.Done(); r.writeGrants(hubCtx) }()
-	defer close(r.events)
+	wg.Go(func() { r.publish(hubCtx) })
+	wg.Go(func() { r.consumeDecisions(hubCtx) })
+	wg.Go(func() { r.watchGrants(hubCtx) })
+	wg.Go(func() { r.writeGrants(hubCtx) })
 	defer wg.Wait()
 	defer stop()
-	for ev := range r.srv.Events() {
+	for ev := range r.events {
 		r.handle(ev)
-		r.events <- ev
 	}
 }
 
@@ -537,9 +530,7 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	case oa != nil:
 		// Delivered outside the consumer's callback, so that decisions
 		// arriving together share the audit log's fsync.
-		r.delivering.Add(1)
-		go func() {
-			defer r.delivering.Done()
+		r.delivering.Go(func() {
 			if readErr == nil {
 				switch ok, err := r.marked(ctx, key, msg.Data(), d.Approver); {
 				case err != nil:
@@ -569,7 +560,7 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 				r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
 			}
 			done(msg.Ack)
-		}()
+		})
 	case finished:
 		done(msg.Ack)
 	default:

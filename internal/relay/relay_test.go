@@ -18,6 +18,7 @@ import (
 	"github.com/permtui/permtui/internal/headless"
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
@@ -772,7 +773,14 @@ func TestAPublishBatchNeverWaitsForeverForAcknowledgements(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	r, err := New(nil, nc, "alpha", NewGrants(), nil)
+	agentDir, grants := t.TempDir(), NewGrants()
+	policy := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, Home: agentDir})
+	srv, err := serve.New(serve.Config{Layout: wire.NewLayout(agentDir), StateDir: t.TempDir(),
+		Judge: func() serve.Judge { return policy }, Grants: grants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(srv, nc, "alpha", grants, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -789,6 +797,25 @@ func TestAPublishBatchNeverWaitsForeverForAcknowledgements(t *testing.T) {
 		}
 	case <-time.After(testkit.WaitLimit):
 		t.Fatal("send still waits for acknowledgements that never come")
+	}
+}
+
+// TestAStalledFrontEndDoesNotHoldUpTheRelay: the relay is a subscriber of
+// its server beside the headless printer, so a printer whose stdout blocks
+// does not keep asks from the hub or decisions from the child (decision
+// 0220); the relay passed the server's events on to it, and waited for it.
+func TestAStalledFrontEndDoesNotHoldUpTheRelay(t *testing.T) {
+	th := startHub(t)
+	tr := &testRelay{t: t, host: "alpha", agentDir: t.TempDir(), stateDir: t.TempDir(), stallFront: true}
+	tr.start(th)
+	t.Cleanup(tr.stop)
+	ann := newApprover(t, th, "ann")
+	c := tr.ask(bash("alpha", 0, "npm run build"))
+	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-0").ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); !resp.Approved {
+		t.Fatalf("%+v", resp)
 	}
 }
 

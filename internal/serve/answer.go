@@ -131,10 +131,7 @@ func (s *Server) answerAll(jobs []job) {
 	for _, j := range jobs {
 		p, ans := j.p, j.ans
 		if err := s.attempt(p, ans); err != nil && !errors.Is(err, errGone) && !s.postpone(p, ans) {
-			go func() {
-				defer s.workers.Done()
-				s.retry(p, ans)
-			}()
+			go s.retry(p, ans)
 			continue
 		}
 		s.workers.Done()
@@ -226,8 +223,10 @@ func (s *Server) adoptRecorded(p *pending, ans *answer) {
 }
 
 // retry repeats attempt with backoff until it succeeds, the request goes
-// away, or Run's context ends. A person is never asked again.
+// away, or Run's context ends. A person is never asked again. It ends the
+// answer's count in s.workers.
 func (s *Server) retry(p *pending, ans *answer) {
+	defer s.workers.Done()
 	wait := retryFirst
 	for {
 		select {

@@ -61,17 +61,14 @@ type AuditRecord struct {
 
 // AuditFacts is a request's accessIntent in the audit log.
 type AuditFacts struct {
-	Principal     string      `json:"principal"` // principal.agentName: the agent the policy was scoped to
-	Surface       string      `json:"surface"`
-	MatchValues   []string    `json:"matchValues"`
-	BoundaryValue *string     `json:"boundaryValue"`
-	RequesterCwd  string      `json:"requesterCwd"`
-	Floor         *string     `json:"floor,omitempty"`
-	AskingUnits   []AuditUnit `json:"askingUnits,omitempty"`
+	Principal     string            `json:"principal"` // principal.agentName: the agent the policy was scoped to
+	Surface       string            `json:"surface"`
+	MatchValues   []string          `json:"matchValues"`
+	BoundaryValue *string           `json:"boundaryValue"`
+	RequesterCwd  string            `json:"requesterCwd"`
+	Floor         *string           `json:"floor,omitempty"`
+	AskingUnits   []wire.AskingUnit `json:"askingUnits,omitempty"` // a bash chain's, in their wire shape
 }
-
-// AuditUnit is one asking unit of a bash chain, logged in its wire shape.
-type AuditUnit = wire.AskingUnit
 
 func auditFacts(in *wire.AccessIntent) *AuditFacts {
 	if in == nil {

@@ -51,10 +51,7 @@ func (s *Server) Decide(d Decision) error {
 			return ErrExpired
 		}
 		s.workers.Add(1)
-		go func() {
-			defer s.workers.Done()
-			s.retry(p, ans)
-		}()
+		go s.retry(p, ans)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -173,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, postponed: map[AskID]told{}, answering: answerQueue{ready: make(chan struct{}, 1)}}
 	icfg := cfg.Inbox
@@ -227,15 +226,9 @@ func (s *Server) Run(ctx context.Context) error {
 	// while the heartbeat still says we serve.
 	inCtx, stopInbox := context.WithCancel(context.Background())
 	inDone := make(chan error, 1)
-	consumed, answered := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(consumed)
-		s.consume(s.inbox.Events())
-	}()
-	go func() {
-		defer close(answered)
-		s.answerer()
-	}()
+	var consumed, answered sync.WaitGroup
+	consumed.Go(func() { s.consume(s.inbox.Events()) })
+	answered.Go(s.answerer)
 	go func() { inDone <- s.inbox.Run(inCtx) }()
 
 	var err error
@@ -265,9 +258,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if ierr := <-inDone; err == nil {
 		err = ierr
 	}
-	<-consumed
+	consumed.Wait()
 	s.answering.close()
-	<-answered
+	answered.Wait()
 	s.audit.close()
 	s.mu.Lock()
 	s.running, s.stopped = false, true
