@@ -181,6 +181,7 @@ type sessionState struct {
 	published    bool             // we wrote a heartbeat for it
 	badDir       string           // a refused session root or requests/, reported once
 	idle         bool             // the last scan found no request file on disk
+	vanished     bool             // served, and discovery found its directory gone
 	dirs         *dirs            // open directories while valid
 	beat         *safefs.Swap     // the files behind our heartbeat; hbMu guards
 	flight       budget.Budget    // in-flight entries of the session (not parked or deferred), their file bytes
