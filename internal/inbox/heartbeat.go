@@ -116,7 +116,7 @@ func (in *Inbox) yield(s *sessionState, id string, pid int, permtui bool, next t
 // layout has it); a discovered one that vanished is gone, and is not
 // recreated. A lock file that cannot be opened or locked otherwise (serving/
 // a symlink) is logged and the session served without the lock, as before
-// there was one. hbMu is held.
+// there was one.
 func (in *Inbox) lockSession(id string) (lock *safefs.FileLock, held, gone bool) {
 	var dir *safefs.Dir
 	var err error
@@ -130,9 +130,11 @@ func (in *Inbox) lockSession(id string) (lock *safefs.FileLock, held, gone bool)
 	}
 	if err == nil {
 		dir.Close()
-		var serving *safefs.Dir
-		if serving, err = in.servingDir(); err == nil {
-			lock, err = serving.TryLockFile(wire.EncodeSegment(id) + ".lock")
+		// Opened afresh, not the kept serving/: a lock in a directory moved
+		// away would exclude nobody.
+		if dir, err = safefs.OpenDirPrivate(in.cfg.Layout.Root, "serving"); err == nil {
+			lock, err = dir.TryLockFile(wire.EncodeSegment(id) + ".lock")
+			dir.Close()
 		}
 	}
 	if err != nil {
