@@ -2,6 +2,8 @@ package inbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -141,17 +143,16 @@ func TestAFreeLockWithALiveRecordIsLookedAtAgainSoon(t *testing.T) {
 func TestAStandbyTakesOverAtOnceFromTheHolderItSaw(t *testing.T) {
 	holder := liveProcess(t).Process.Pid // still running: an exit in progress
 	layout := wire.Layout{Root: filepath.Join(t.TempDir(), "sessions", "permission-forwarding")}
-	if err := safefs.MkdirPrivate(layout.SessionDir(servedID)); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := safefs.OpenDir(layout.Root, "sessions", wire.EncodeSegment(servedID))
+	writeHB(t, layout, servedID, holder, time.Now())
+	serving, err := safefs.OpenDir(layout.ServingDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if held, err := lock.TryLock(); !held || err != nil {
-		t.Fatalf("TryLock = %v, %v", held, err)
+	defer serving.Close()
+	lock, err := serving.TryLockFile(wire.EncodeSegment(servedID) + ".lock")
+	if lock == nil || err != nil {
+		t.Fatalf("TryLockFile = %v, %v", lock, err)
 	}
-	writeHB(t, layout, servedID, holder, time.Now())
 	h := start(t, func(c *Config) {
 		c.Layout = layout
 		c.LockRecheck = 10 * time.Millisecond
@@ -161,9 +162,52 @@ func TestAStandbyTakesOverAtOnceFromTheHolderItSaw(t *testing.T) {
 		e, ok := ev.(ServedElsewhere)
 		return ok && e.PID == holder && e.Permtui
 	})
-	lock.Close() // the holder dies; its record stays, fresh, its pid alive
+	lock.Release() // the holder lets go, as in dying; its record stays, fresh, its pid alive
 	h.rec.WaitFor(t, "takeover", func(ev Event) bool { _, ok := ev.(Serving); return ok })
 	if hb := readHB(t, layout.HeartbeatPath(servedID)); hb.PID != os.Getpid() {
 		t.Fatalf("heartbeat after the takeover names %d", hb.PID)
+	}
+}
+
+// F8 of the adversarial pass: a child's cleanup removes the empty session
+// root after reading its answer (spec §2.5), and its next ask creates it
+// again. The live holder keeps the session across any number of those; the
+// standby, looking again while the directory is gone and once it is back,
+// stays standing by, and nobody tells the holder that another node serves.
+func TestAChildsCleanupOfTheSessionRootLeavesTheSessionWithItsHolder(t *testing.T) {
+	pidA, pidB := liveProcess(t).Process.Pid, liveProcess(t).Process.Pid
+	a := start(t, func(c *Config) { c.PID, c.LockRecheck = pidA, 10*time.Millisecond })
+	a.rec.WaitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+	layout := a.layout
+	b := start(t, func(c *Config) { c.Layout, c.PID, c.LockRecheck = layout, pidB, 10*time.Millisecond })
+	b.rec.WaitFor(t, "standing by", func(ev Event) bool {
+		e, ok := ev.(ServedElsewhere)
+		return ok && e.PID == pidA && e.Permtui
+	})
+	for round := range 3 {
+		id := fmt.Sprintf("1791279012345-clean%d-1", round)
+		path := a.send(servedID, id)
+		a.rec.WaitFor(t, "the ask at the holder", arrivedID(id))
+		b.in.recheckLocked()
+		for _, p := range []string{path, layout.RequestsDir(servedID), layout.ResponsesDir(servedID), layout.SessionDir(servedID)} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+		}
+		b.in.recheckLocked()
+		if b.in.served(servedID) {
+			t.Fatalf("round %d: the standby serves the session the live holder serves", round)
+		}
+	}
+	if !a.in.served(servedID) {
+		t.Fatal("the holder no longer serves the session")
+	}
+	for _, ev := range a.rec.Snapshot() {
+		if e, ok := ev.(ServedElsewhere); ok {
+			t.Fatalf("the holder was told another node serves: %+v", e)
+		}
+	}
+	if hb := readHB(t, layout.HeartbeatPath(servedID)); hb.PID != pidA {
+		t.Fatalf("the heartbeat names %d, not the holder %d", hb.PID, pidA)
 	}
 }

@@ -29,11 +29,11 @@ func (in *Inbox) claim(id string) bool {
 }
 
 // claimLocked is claim under hbMu; the event is sent after it is released.
-// Serving needs two things: the exclusive flock on the session's inbox
-// directory, which no other permtui can hold at the same time (a check of
-// the heartbeat alone let two instances started together both serve), and
-// no fresh record of another live node (pi's own serving node takes no
-// lock). Decision 0051.
+// Serving needs two things: the session's exclusive lock (lockSession),
+// which no other permtui can hold at the same time (a check of the
+// heartbeat alone let two instances started together both serve), and no
+// fresh record of another live node (pi's own serving node takes no lock).
+// Decisions 0051, 0232.
 func (in *Inbox) claimLocked(id string) (Event, bool) {
 	in.hbMu.Lock()
 	defer in.hbMu.Unlock()
@@ -108,14 +108,16 @@ func (in *Inbox) yield(s *sessionState, id string, pid int, permtui bool, next t
 	return ServedElsewhere{Session: id, PID: pid, Permtui: permtui}
 }
 
-// lockSession takes the exclusive lock on the session's inbox directory.
-// held is false when another holder has it. An explicit session's directory
-// is created if missing (pi's layout has it, and locking it adds no file); a
-// discovered one that vanished is gone, and is not recreated. A directory
-// that cannot be opened or locked otherwise (a symlinked session root is
-// refused by the scan) is logged and served without the lock, as before
+// lockSession takes the exclusive lock of the session: serving/<enc(id)>.lock,
+// which only permtui touches (pi lists *.json there; decision 0232). Not the
+// session directory: a child's cleanup removes that, and a lock on the removed
+// directory kept nobody out of the new one. held is false when another
+// holder has it. An explicit session's directory is created if missing (pi's
+// layout has it); a discovered one that vanished is gone, and is not
+// recreated. A lock file that cannot be opened or locked otherwise (serving/
+// a symlink) is logged and the session served without the lock, as before
 // there was one.
-func (in *Inbox) lockSession(id string) (lock *safefs.Dir, held, gone bool) {
+func (in *Inbox) lockSession(id string) (lock *safefs.FileLock, held, gone bool) {
 	var dir *safefs.Dir
 	var err error
 	if in.discover {
@@ -126,26 +128,26 @@ func (in *Inbox) lockSession(id string) (lock *safefs.Dir, held, gone bool) {
 	} else if err = safefs.MkdirPrivate(in.cfg.Layout.Root); err == nil {
 		dir, err = safefs.OpenDirPrivate(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id))
 	}
+	if err == nil {
+		dir.Close()
+		// Opened afresh, not the kept serving/: a lock in a directory moved
+		// away would exclude nobody.
+		if dir, err = safefs.OpenDirPrivate(in.cfg.Layout.Root, "serving"); err == nil {
+			lock, err = dir.TryLockFile(wire.EncodeSegment(id) + ".lock")
+			dir.Close()
+		}
+	}
 	if err != nil {
 		in.cfg.Logger.Warn("session lock", "session", id, "err", err)
 		return nil, true, false
 	}
-	held, err = dir.TryLock()
-	if err != nil {
-		in.cfg.Logger.Warn("session lock", "session", id, "err", err)
-		return dir, true, false
-	}
-	if !held {
-		dir.Close()
-		return nil, false, false
-	}
-	return dir, true, false
+	return lock, lock != nil, false
 }
 
 // closeLock releases a session lock (nil when serving without one).
-func closeLock(d *safefs.Dir) {
-	if d != nil {
-		_ = d.Close()
+func closeLock(l *safefs.FileLock) {
+	if l != nil {
+		l.Release()
 	}
 }
 
@@ -343,7 +345,7 @@ func (in *Inbox) releaseLocked(ids []string, forget bool) {
 	defer in.hbMu.Unlock()
 	in.mu.Lock()
 	var published []string
-	var locks []*safefs.Dir
+	var locks []*safefs.FileLock
 	var cached []*dirs
 	for _, id := range ids {
 		s := in.sessions[id]

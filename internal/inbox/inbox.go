@@ -172,22 +172,23 @@ type Inbox struct {
 
 type sessionState struct {
 	serving      bool
-	lock         *safefs.Dir   // the session directory, flocked while we serve it
-	elsewhere    bool          // another node serves it (reported)
-	otherPID     int           // the live pid serving it elsewhere (0: not known yet)
-	otherPermtui bool          // that node is another permtui (it holds the lock)
-	nextClaim    time.Time     // when to look at a foreign heartbeat again
-	published    bool          // we wrote a heartbeat for it
-	badDir       string        // a refused session root or requests/, reported once
-	idle         bool          // the last scan found no request file on disk
-	dirs         *dirs         // open directories while valid
-	beat         *safefs.Swap  // the files behind our heartbeat; hbMu guards
-	flight       budget.Budget // in-flight entries of the session (not parked or deferred), their file bytes
-	deferred     budget.Budget // its deferred entries
-	junkDirs     int           // directories named *.json in requests/ (reported)
-	waiting      bool          // requests wait on disk for a free slot
-	waitingID    bool          // a request waits for its id's earlier request
-	backlog      backlog       // names seen while there was no room (backlog.go)
+	lock         *safefs.FileLock // serving/<enc(id)>.lock, flocked while we serve it
+	elsewhere    bool             // another node serves it (reported)
+	otherPID     int              // the live pid serving it elsewhere (0: not known yet)
+	otherPermtui bool             // that node is another permtui (it holds the lock)
+	nextClaim    time.Time        // when to look at a foreign heartbeat again
+	published    bool             // we wrote a heartbeat for it
+	badDir       string           // a refused session root or requests/, reported once
+	idle         bool             // the last scan found no request file on disk
+	vanished     bool             // served, and discovery found its directory gone
+	dirs         *dirs            // open directories while valid
+	beat         *safefs.Swap     // the files behind our heartbeat; hbMu guards
+	flight       budget.Budget    // in-flight entries of the session (not parked or deferred), their file bytes
+	deferred     budget.Budget    // its deferred entries
+	junkDirs     int              // directories named *.json in requests/ (reported)
+	waiting      bool             // requests wait on disk for a free slot
+	waitingID    bool             // a request waits for its id's earlier request
+	backlog      backlog          // names seen while there was no room (backlog.go)
 }
 
 type entry struct {

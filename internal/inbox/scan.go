@@ -125,7 +125,8 @@ func (in *Inbox) handle(w *watcher, ev fsnotify.Event) {
 
 // discoverSessions registers canonical session directories not yet known
 // and claims them (the lock and heartbeat contention decide whether each is
-// served), and forgets known ones whose directory is gone. At most
+// served), and forgets known ones whose directory is gone (unless we serve
+// them: unlisted). At most
 // MaxDiscovered are known; beyond that a directory with a request waiting
 // takes the place of a known session that is idle, so junk directories
 // cannot keep a real session out (decision 0053).
@@ -155,14 +156,7 @@ func (in *Inbox) discoverSessions() {
 			fresh = append(fresh, id)
 		}
 	}
-	var gone []string
-	if !truncated {
-		for id := range in.sessions {
-			if !listed[id] {
-				gone = append(gone, id)
-			}
-		}
-	}
+	gone := in.unlisted(listed, truncated)
 	in.mu.Unlock()
 	if len(gone) > 0 {
 		sort.Strings(gone)
@@ -183,10 +177,32 @@ func (in *Inbox) discoverSessions() {
 	in.reportSaturation(len(waiting))
 }
 
-// admit registers id if there is room, or if the directory holds a request
-// and a known session can make room for it by being idle: no request in
-// flight and none found on disk by its last scan (one not scanned yet, or
-// served elsewhere, is not idle).
+// unlisted returns the known sessions whose directory the listing lacks,
+// except the ones we serve: a child's cleanup removes the directory after
+// every answer, and letting go handed the next ask to whichever instance
+// looked first (decision 0232). Those are marked vanished instead, and give
+// way first when a slot is needed (admit). in.mu is held.
+func (in *Inbox) unlisted(listed map[string]bool, truncated bool) []string {
+	var gone []string
+	for id, s := range in.sessions {
+		switch {
+		case listed[id]:
+			s.vanished = false
+		case truncated:
+		case s.serving:
+			s.vanished = true
+		default:
+			gone = append(gone, id)
+		}
+	}
+	return gone
+}
+
+// admit registers id if there is room, or if a session we serve whose
+// directory is gone can make room for it, or if the directory holds a
+// request and a known session can make room for it by being idle: no
+// request in flight and none found on disk by its last scan (one not
+// scanned yet, or served elsewhere, is not idle).
 func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
 	in.mu.Lock()
 	room := len(in.sessions) < in.cfg.MaxDiscovered
@@ -197,17 +213,14 @@ func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
 	if room {
 		return true
 	}
-	if !hasRequest(sessions, id) {
-		return false
-	}
 	in.mu.Lock()
-	var idle string
-	for known, s := range in.sessions {
-		if s.idle && s.flight.Count() == 0 && (idle == "" || known < idle) {
-			idle = known
-		}
-	}
+	idle := in.evictable(func(s *sessionState) bool { return s.vanished })
 	in.mu.Unlock()
+	if idle == "" && hasRequest(sessions, id) {
+		in.mu.Lock()
+		idle = in.evictable(func(s *sessionState) bool { return s.idle })
+		in.mu.Unlock()
+	}
 	if idle == "" {
 		return false
 	}
@@ -219,6 +232,18 @@ func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
 	}
 	in.sessions[id] = in.newSession()
 	return true
+}
+
+// evictable is the first known session, by id, that which accepts and
+// that has no request in flight; "" if none. in.mu is held.
+func (in *Inbox) evictable(which func(*sessionState) bool) string {
+	var idle string
+	for known, s := range in.sessions {
+		if which(s) && s.flight.Count() == 0 && (idle == "" || known < idle) {
+			idle = known
+		}
+	}
+	return idle
 }
 
 // hasRequest reports whether the session directory's requests/ holds a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +143,54 @@ func TestChildGetsItsAnswerAfterAResponseWriteIsRepaired(t *testing.T) {
 	}
 	if n := h.rec.Count(func(ev Event) bool { _, ok := ev.(AskQueued); return ok }); n != 1 {
 		t.Fatalf("asked %d times", n)
+	}
+}
+
+// F8 through serve: a console and a standby on one forwarding root, each
+// with its own state directory. Every child removes the session root after
+// its answer; each next ask still goes to the console, answered as its
+// person decides, and the standby never queues one.
+func TestAStandbyLeavesEveryAskToTheConsoleAcrossChildCleanups(t *testing.T) {
+	var pids []int
+	for range 2 {
+		p := exec.Command("sleep", "30")
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Process.Kill(); _ = p.Wait() })
+		pids = append(pids, p.Process.Pid)
+	}
+	console := startServer(t, options{config: func(c *Config) { c.Inbox.PID = pids[0] }})
+	console.rec.WaitFor(t, "serving", func(ev Event) bool { _, ok := ev.(Serving); return ok })
+	standby := startServer(t, options{config: func(c *Config) {
+		c.Layout, c.Inbox.PID, c.Inbox.LockRecheck = console.layout, pids[1], 10*time.Millisecond
+	}})
+	standby.rec.WaitFor(t, "standing by", func(ev Event) bool {
+		e, ok := ev.(ServedElsewhere)
+		return ok && e.PID == pids[0] && e.Permtui
+	})
+	for i, value := range []string{"npm test", "npm run build", "npm run lint"} {
+		child := console.child(true)
+		child.RemoveEmptyDirs = true
+		asking := console.ask(context.Background(), child, pichild.NewestBash(rootID, "builder", "c1", "/w", value))
+		ask := console.rec.WaitFor(t, "queued "+value, func(ev Event) bool {
+			q, ok := ev.(AskQueued)
+			return ok && *q.Ask.Request.Value == value
+		}).(AskQueued).Ask
+		if err := console.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); err != nil {
+			t.Fatal(err)
+		}
+		if resp := answered(t, asking); !resp.Approved {
+			t.Fatalf("ask %d: %+v", i, resp)
+		}
+		if _, err := os.Stat(console.layout.SessionDir(rootID)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("ask %d: the child left the session root (%v): nothing was tested", i, err)
+		}
+	}
+	for _, ev := range standby.rec.Snapshot() {
+		switch ev.(type) {
+		case Serving, AskQueued:
+			t.Fatalf("the standby took part: %+v", ev)
+		}
 	}
 }
