@@ -38,7 +38,8 @@ func start(t *testing.T, policy string) (*harness, *lockedBuffer, <-chan error) 
 	agentDir := filepath.Join(root, "agent")
 	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
 		[]byte(`{"permission":{"*":"ask","bash":{"*":"ask","ls":"allow"}}}`))
-	judge := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, ProjectDir: root, TrustProject: true, Home: root})
+	// No project: the children ask from /w, which has none.
+	judge := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, Home: root})
 	store, err := grants.Open(filepath.Join(root, "state", "grants"))
 	if err != nil {
 		t.Fatal(err)
