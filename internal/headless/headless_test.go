@@ -236,6 +236,26 @@ func TestLinesNeverCarryTheMatchedSpelling(t *testing.T) {
 	}
 }
 
+// An ask judged without the project at its cwd says so on its arrived line,
+// where the verdict alone read "ask" (decision 0234).
+func TestAnArrivedLineNamesTheProjectJudgedWith(t *testing.T) {
+	req := pichild.NewestBash(rootID, "builder", "c1", "/w/b", "git push")
+	for _, c := range []struct {
+		outside string
+		want    bool
+	}{{"/w/a", true}, {"", false}} {
+		ask := serve.Ask{Arrived: inbox.Arrived{ID: 1, Session: rootID, Request: req},
+			Verdict: resolve.Verdict{Action: resolve.Ask, OutsideProject: c.outside}}
+		data, err := json.Marshal(lineOf(serve.Arrived{Ask: ask}, "2026-12-04T00:00:00Z"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(data), `"outsideProject":"/w/a"`); got != c.want || !c.want && strings.Contains(string(data), "outsideProject") {
+			t.Errorf("outside %q: %s", c.outside, data)
+		}
+	}
+}
+
 // Issue 11: every line carries when it was printed, and an ask's line the
 // values judged; the policy line says when no policy file was found.
 func TestLinesCarryTimeAndValues(t *testing.T) {
