@@ -316,3 +316,25 @@ func TestAnAskFromOutsideTheProjectIsNotAutoAllowed(t *testing.T) {
 		t.Errorf("no project: %s (%s)", v.Action, v.Explanation)
 	}
 }
+
+// BenchmarkVerdictOutsideProject is the cost of checking an ask's cwd
+// against a guessed project (decision 0234): an allow from inside it, one
+// held from outside it, and facts that name no cwd.
+func BenchmarkVerdictOutsideProject(b *testing.B) {
+	dir := b.TempDir()
+	opts := resolve.LoadOptions{AgentDir: dir, ProjectDir: filepath.Join(dir, "p"), TrustProject: true}
+	testkit.WriteFile(b, resolve.GlobalConfigPath(dir), []byte(`{"permission":{"bash":{"*":"ask","ls *":"allow"}}}`))
+	p := resolve.Load(opts)
+	for _, c := range []struct{ name, cwd string }{
+		{"inside", filepath.Join(opts.ProjectDir, "src")}, {"outside", filepath.Join(dir, "other")}, {"nocwd", ""},
+	} {
+		req := FactsRequest(resolve.Query{Surface: "bash", Values: []string{"ls -l"}})
+		req.AccessIntent.RequesterCwd = c.cwd
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Verdict(p, req, nil, nil)
+			}
+		})
+	}
+}

@@ -137,7 +137,8 @@ func (p *Policy) OutsideProject(cwd string) string {
 	if filepath.IsAbs(cwd) {
 		cwd = filepath.Clean(cwd)
 		for _, root := range p.projectRoots {
-			if rel, err := filepath.Rel(root, cwd); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			if rest, ok := strings.CutPrefix(cwd, root); ok &&
+				(rest == "" || rest[0] == filepath.Separator || strings.HasSuffix(root, string(filepath.Separator))) {
 				return ""
 			}
 		}
