@@ -62,8 +62,9 @@ func (r *crashRig) start(ask string) *exec.Cmd {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	// The children ask from /w, the session's project (decision 0234).
 	cmd := exec.Command(os.Args[0], "serve", "--headless", "--ask="+ask, "--agent-dir", r.agentDir,
-		"--state-dir", r.state, "--session", crashRoot, "--untrusted-project")
+		"--state-dir", r.state, "--session", crashRoot, "--project", "/w", "--untrusted-project")
 	cmd.Env = append(os.Environ(), "PERMTUI_TEST_MAIN=1")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -26,6 +26,9 @@ type common struct {
 	sessions         listFlag
 	untrustedProject bool
 	trustProject     bool
+	// projectGuessed: --project was not given, so the project is permtui's
+	// own cwd, a guess at the root sessions' (decision 0234).
+	projectGuessed bool
 }
 
 // listFlag is a repeatable string flag.
@@ -140,6 +143,7 @@ func (c *common) resolveDefaults() error {
 		if c.project, err = os.Getwd(); err != nil {
 			return err
 		}
+		c.projectGuessed = true
 	}
 	if c.stateDir == "" {
 		c.stateDir = defaultStateDir(os.Getenv, home)
@@ -165,7 +169,8 @@ func defaultStateDir(getenv func(string) string, home string) string {
 }
 
 // loadOptions: the project's files are read unless --untrusted-project,
-// and their allows held for a person unless --trust-project (decision 0206).
+// and their allows held for a person unless --trust-project (decision 0206);
+// the project is the named sessions' only when both were given (0234).
 func (c *common) loadOptions() resolve.LoadOptions {
 	home, _ := os.UserHomeDir()
 	return resolve.LoadOptions{
@@ -173,6 +178,7 @@ func (c *common) loadOptions() resolve.LoadOptions {
 		ProjectDir:        c.project,
 		TrustProject:      !c.untrustedProject,
 		HoldProjectAllows: !c.trustProject,
+		ProjectNamed:      !c.projectGuessed && len(c.sessions) > 0,
 		Home:              home,
 	}
 }

@@ -524,6 +524,35 @@ func TestAnUntrustedProjectsAllowGoesToAPerson(t *testing.T) {
 	}
 }
 
+// TestAnAskFromOutsideAGuessedProjectGoesToAPerson: the project is the
+// sessions' only when --project and --session both name them; otherwise an
+// ask from a cwd outside it, which the global policy allows, is what serve
+// asks a person about, and resolve's exit status says so (decision 0234).
+func TestAnAskFromOutsideAGuessedProjectGoesToAPerson(t *testing.T) {
+	root := t.TempDir()
+	agentDir, project, other := filepath.Join(root, "agent"), filepath.Join(root, "A"), filepath.Join(root, "B")
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask","git *":"allow"}}}`))
+	data, err := wire.MarshalRequest(pichild.NewestBash(rootID, "builder", "c1", other, "git push --force"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqFile := filepath.Join(root, "req.json")
+	testkit.WriteFile(t, reqFile, data)
+	judge := func(flags ...string) (int, string) {
+		args := []string{"resolve", "--agent-dir", agentDir, "--state-dir", filepath.Join(root, "s"), "--request", reqFile, "--exit-code"}
+		code, _, errOut := runCmd(t, "", append(args, flags...)...)
+		return code, errOut
+	}
+	for _, flags := range [][]string{{"--project", project}, {"--session", rootID}} {
+		if code, errOut := judge(flags...); code != exitAsk || !strings.Contains(errOut, "judged without the project at "+strconv.Quote(other)) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and why", flags, code, errOut, exitAsk)
+		}
+	}
+	if code, errOut := judge("--project", project, "--session", rootID); code != exitAllow {
+		t.Errorf("a named project: exit %d, stderr %q", code, errOut)
+	}
+}
+
 // TestServeAsksAboutAnUntrustedProjectsAllow: the serving binary's own
 // wiring holds the project's allow for a person (headless: denied as no
 // approver is there) and says so on its policy line; with --trust-project

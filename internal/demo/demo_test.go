@@ -23,7 +23,8 @@ func TestScriptMatchesTheSamplePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := resolve.Load(resolve.LoadOptions{AgentDir: env.AgentDir, ProjectDir: env.Project, TrustProject: true, Home: env.Root})
+	// As permtui demo names them: its sessions and their project.
+	policy := resolve.Load(resolve.LoadOptions{AgentDir: env.AgentDir, ProjectDir: env.Project, TrustProject: true, ProjectNamed: true, Home: env.Root})
 	if problems := policy.Problems(); len(problems) > 0 {
 		t.Fatalf("the sample policy has problems: %+v", problems)
 	}

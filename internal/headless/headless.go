@@ -154,6 +154,7 @@ type askLine struct {
 	Values        *[]string            `json:"values,omitempty"` // present, maybe empty, when the ask has facts
 	Host          string               `json:"host,omitempty"`
 	Verdict       resolve.Action       `json:"verdict,omitempty"`
+	Outside       string               `json:"outsideProject,omitempty"` // the project judged with, the ask's cwd outside it (0234)
 	State         wire.State           `json:"state,omitempty"`
 	Approved      *bool                `json:"approved,omitempty"`
 	Reason        string               `json:"reason,omitempty"`
@@ -172,7 +173,7 @@ func lineOf(ev serve.Event, at string) any {
 	switch ev := ev.(type) {
 	case serve.Arrived:
 		l := askFields("arrived", ev.Ask, at)
-		l.Verdict = ev.Ask.Verdict.Action
+		l.Verdict, l.Outside = ev.Ask.Verdict.Action, ev.Ask.Verdict.OutsideProject
 		return l
 	case serve.AskQueued:
 		return askFields("queued", ev.Ask, at)

@@ -38,7 +38,8 @@ func start(t *testing.T, policy string) (*harness, *lockedBuffer, <-chan error) 
 	agentDir := filepath.Join(root, "agent")
 	testkit.WriteFile(t, filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"),
 		[]byte(`{"permission":{"*":"ask","bash":{"*":"ask","ls":"allow"}}}`))
-	judge := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, ProjectDir: root, TrustProject: true, Home: root})
+	// No project: the children ask from /w, which has none.
+	judge := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, Home: root})
 	store, err := grants.Open(filepath.Join(root, "state", "grants"))
 	if err != nil {
 		t.Fatal(err)
@@ -231,6 +232,26 @@ func TestLinesNeverCarryTheMatchedSpelling(t *testing.T) {
 		}
 		if strings.Contains(string(data), "secret-spelling") {
 			t.Errorf("line carries the spelling: %s", data)
+		}
+	}
+}
+
+// An ask judged without the project at its cwd says so on its arrived line,
+// where the verdict alone read "ask" (decision 0234).
+func TestAnArrivedLineNamesTheProjectJudgedWith(t *testing.T) {
+	req := pichild.NewestBash(rootID, "builder", "c1", "/w/b", "git push")
+	for _, c := range []struct {
+		outside string
+		want    bool
+	}{{"/w/a", true}, {"", false}} {
+		ask := serve.Ask{Arrived: inbox.Arrived{ID: 1, Session: rootID, Request: req},
+			Verdict: resolve.Verdict{Action: resolve.Ask, OutsideProject: c.outside}}
+		data, err := json.Marshal(lineOf(serve.Arrived{Ask: ask}, "2026-12-04T00:00:00Z"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(data), `"outsideProject":"/w/a"`); got != c.want || !c.want && strings.Contains(string(data), "outsideProject") {
+			t.Errorf("outside %q: %s", c.outside, data)
 		}
 	}
 }

@@ -24,9 +24,13 @@ type Judge interface {
 // could not use.
 type problemLister interface{ Problems() []resolve.Problem }
 
-// projectHolder is a Judge (*resolve.Policy) that read an untrusted
-// project's files: WithoutProject is the policy without them, or nil.
-type projectHolder interface{ WithoutProject() *resolve.Policy }
+// projectHolder is a Judge (*resolve.Policy) loaded for a project:
+// WithoutProject is the policy without an untrusted project's files, or
+// nil; OutsideProject names the project when a cwd lies outside it.
+type projectHolder interface {
+	WithoutProject() *resolve.Policy
+	OutsideProject(cwd string) string
+}
 
 // Verdict judges req. In order: a session deny that covers the request denies it
 // (decision 0104); else the policy with the session's grants, as Served
@@ -42,8 +46,8 @@ func Verdict(j Judge, req *wire.Request, sessionGrants []wire.Grant, denies []gr
 // name that is a path denies (decision 0147); a policy pi
 // reads but permtui cannot hold denies every ask (decision 0177); a request
 // without facts goes to a person whatever the judge says (ADR 0008 §4); an
-// allow that only an untrusted project's files give goes to a person
-// (decision 0206); an allow is held at ask while a policy file is broken
+// allow that only an untrusted project's files give, or one for an ask from
+// outside the project, goes to a person (decisions 0206, 0234); an allow is held at ask while a policy file is broken
 // (decision 0052). v is the judge's verdict with sessionGrants.
 // 'permtui resolve' prints v, pi's answer, and exits with Served's.
 func Served(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Verdict) resolve.Verdict {
@@ -62,7 +66,7 @@ func Served(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Ve
 	if req.AccessIntent == nil && v.Action != resolve.Ask {
 		v = resolve.Verdict{Action: resolve.Ask, Explanation: "The request carries no accessIntent, so a person decides."}
 	}
-	if v.Action != resolve.Deny && req.AccessIntent != nil {
+	if req.AccessIntent != nil {
 		v = holdProject(j, req, sessionGrants, v)
 	}
 	if v.Action == resolve.Allow {
@@ -71,16 +75,38 @@ func Served(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Ve
 	return v
 }
 
-// holdProject keeps an untrusted project's files from widening anything:
-// pi reads them only for a project it trusts, which permtui cannot see, so
-// unless a person said the project is trusted (decision 0206) an ask the
-// policy without them denies is denied, and an allow it does not give goes
-// to a person. The project's denies and asks stand.
+// holdProject keeps a project's files from deciding where pi might judge
+// otherwise. An untrusted project's (holdUntrusted, decision 0206); and an
+// ask from a cwd outside the project permtui judges with was judged without
+// the project there, whose files pi's root session in it would read, so its
+// allow goes to a person unless the session's own grants give it, which pi
+// ranks after every file (decision 0234).
 func holdProject(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Verdict) resolve.Verdict {
 	ph, ok := j.(projectHolder)
 	if !ok {
 		return v
 	}
+	if v.Action != resolve.Deny {
+		v = holdUntrusted(ph, req, sessionGrants, v)
+	}
+	cwd := req.AccessIntent.RequesterCwd
+	v.OutsideProject = ph.OutsideProject(cwd)
+	if v.OutsideProject != "" && v.Action == resolve.Allow && v.Origin != resolve.OriginSession {
+		v.Action = resolve.Ask
+		v.Explanation += " But a person decides: judged without the project at " + strconv.Quote(cwd) +
+			", where the ask comes from: permtui judges with the project " + strconv.Quote(v.OutsideProject) +
+			", and a root session there would apply that project's files, which permtui did not read " +
+			"(name the session and its project with --session and --project; decision 0234)."
+	}
+	return v
+}
+
+// holdUntrusted: pi reads an untrusted project's files only for a project
+// it trusts, which permtui cannot see, so unless a person said the project
+// is trusted (decision 0206) an ask the policy without them denies is
+// denied, and an allow it does not give goes to a person. The project's
+// denies and asks stand.
+func holdUntrusted(ph projectHolder, req *wire.Request, sessionGrants []wire.Grant, v resolve.Verdict) resolve.Verdict {
 	outside := ph.WithoutProject()
 	if outside == nil {
 		return v

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -240,5 +241,100 @@ func TestAnUntrustedProjectLoosensNoDeny(t *testing.T) {
 		if v := Verdict(resolve.Load(trusted), req, nil, nil); v.Action != c.trusted {
 			t.Errorf("%q trusted: %s (%s)", c.value, v.Action, v.Explanation)
 		}
+	}
+}
+
+// TestAnAskFromOutsideTheProjectIsNotAutoAllowed: an ask whose requester's
+// cwd lies outside the project permtui judges with was judged without the
+// project there, whose denies pi's root session in it would apply, so an
+// allow goes to a person and says why, unless a person named the project
+// as the sessions'; a deny, an ask and an allow by the session's own grants
+// (which pi ranks after every config rule) stand (decision 0234).
+func TestAnAskFromOutsideTheProjectIsNotAutoAllowed(t *testing.T) {
+	dir := t.TempDir()
+	project := filepath.Join(dir, "a")
+	if err := os.MkdirAll(filepath.Join(project, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, resolve.GlobalConfigPath(dir), []byte(`{"permission":{"bash":{"*":"ask","git *":"allow","rm *":"deny"}}}`))
+	opts := resolve.LoadOptions{AgentDir: dir, ProjectDir: project, TrustProject: true, Home: dir}
+	from := func(cwd, value string) *wire.Request {
+		req := FactsRequest(resolve.Query{Agent: "builder", Surface: "bash", Values: []string{value}})
+		req.AccessIntent.RequesterCwd = cwd
+		return req
+	}
+	other := filepath.Join(dir, "b")
+	p := resolve.Load(opts)
+	for _, c := range []struct {
+		cwd, value string
+		want       resolve.Action
+		outside    bool
+	}{
+		{project, "git push", resolve.Allow, false},
+		{filepath.Join(project, "sub"), "git push", resolve.Allow, false},
+		{project + "/sub/../sub/", "git push", resolve.Allow, false},
+		{other, "git push", resolve.Ask, true},
+		{project + "-wt", "git push", resolve.Ask, true},
+		{filepath.Join(project, ".."), "git push", resolve.Ask, true},
+		{"a/sub", "git push", resolve.Ask, true},
+		{other, "rm -rf x", resolve.Deny, true},
+		{other, "ls", resolve.Ask, true},
+		// Facts judged without a request (simulate, a rule's witnesses) name no cwd.
+		{"", "git push", resolve.Allow, false},
+	} {
+		v := Verdict(p, from(c.cwd, c.value), nil, nil)
+		if v.Action != c.want || (v.OutsideProject != "") != c.outside {
+			t.Errorf("%q from %q: %s, outside %q (%s)", c.value, c.cwd, v.Action, v.OutsideProject, v.Explanation)
+		}
+		if c.outside && c.want == resolve.Ask && c.value == "git push" &&
+			!strings.Contains(v.Explanation, "judged without the project at "+strconv.Quote(c.cwd)) {
+			t.Errorf("%q from %q: the why does not say it was judged without that project: %s", c.value, c.cwd, v.Explanation)
+		}
+	}
+	if v := Verdict(p, from(other, "git push"), []wire.Grant{{Surface: "bash", Pattern: "git push"}}, nil); v.Action != resolve.Allow {
+		t.Errorf("a session grant's allow is held: %s (%s)", v.Action, v.Explanation)
+	}
+	// The project named through a link is the same project.
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(project, link); err != nil {
+		t.Fatal(err)
+	}
+	opts.ProjectDir = link
+	if v := Verdict(resolve.Load(opts), from(filepath.Join(project, "sub"), "git push"), nil, nil); v.Action != resolve.Allow {
+		t.Errorf("a cwd inside the project's real path: %s (%s)", v.Action, v.Explanation)
+	}
+	// A project a person named for the sessions served is theirs: a child
+	// in another worktree is judged by it, as pi's root there judges it.
+	opts.ProjectNamed = true
+	if v := Verdict(resolve.Load(opts), from(other, "git push"), nil, nil); v.Action != resolve.Allow || v.OutsideProject != "" {
+		t.Errorf("a named project: %s, outside %q (%s)", v.Action, v.OutsideProject, v.Explanation)
+	}
+	// Without a project (a policy loaded in code), nothing is outside it.
+	opts.ProjectNamed = false
+	opts.ProjectDir = ""
+	if v := Verdict(resolve.Load(opts), from(other, "git push"), nil, nil); v.Action != resolve.Allow {
+		t.Errorf("no project: %s (%s)", v.Action, v.Explanation)
+	}
+}
+
+// BenchmarkVerdictOutsideProject is the cost of checking an ask's cwd
+// against a guessed project (decision 0234): an allow from inside it, one
+// held from outside it, and facts that name no cwd.
+func BenchmarkVerdictOutsideProject(b *testing.B) {
+	dir := b.TempDir()
+	opts := resolve.LoadOptions{AgentDir: dir, ProjectDir: filepath.Join(dir, "p"), TrustProject: true}
+	testkit.WriteFile(b, resolve.GlobalConfigPath(dir), []byte(`{"permission":{"bash":{"*":"ask","ls *":"allow"}}}`))
+	p := resolve.Load(opts)
+	for _, c := range []struct{ name, cwd string }{
+		{"inside", filepath.Join(opts.ProjectDir, "src")}, {"outside", filepath.Join(dir, "other")}, {"nocwd", ""},
+	} {
+		req := FactsRequest(resolve.Query{Surface: "bash", Values: []string{"ls -l"}})
+		req.AccessIntent.RequesterCwd = c.cwd
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Verdict(p, req, nil, nil)
+			}
+		})
 	}
 }

@@ -32,7 +32,12 @@ type LoadOptions struct {
 	// the person has not said the project is trusted, so an allow that
 	// holds only because of them goes to a person (decision 0206).
 	HoldProjectAllows bool
-	Home              string // drives ~, $HOME, ${HOME} expansion in patterns
+	// ProjectNamed: a person named ProjectDir as the cwd of the root
+	// sessions served, so it is theirs, not a guess, and an ask from outside
+	// it (a child in another worktree) is judged by it alone, as pi's root
+	// there judges it; else such an ask's allow goes to a person (decision 0234).
+	ProjectNamed bool
+	Home         string // drives ~, $HOME, ${HOME} expansion in patterns
 	// Overlay holds file contents that stand in for what is on disk, keyed
 	// by path: a candidate edit judged before it is written. nil = the disk.
 	Overlay map[string][]byte
@@ -72,6 +77,9 @@ type Policy struct {
 	watch    []string
 	read     []string // the policy files that were read, in load order
 	project  []string // those of them that are the project's
+	// projectRoots are the project dir as named and with its links
+	// resolved, absolute: a requester's cwd under neither is outside it.
+	projectRoots []string
 	// outside is the policy without the project's files, while their
 	// allows are held (HoldProjectAllows).
 	outside *Policy
@@ -108,6 +116,43 @@ func (p *Policy) ProjectFiles() []string { return slices.Clone(p.project) }
 // an allow of p that this policy does not give holds only because of the
 // project (decision 0206).
 func (p *Policy) WithoutProject() *Policy { return p.outside }
+
+// OutsideProject is the project dir p was loaded for when cwd, a
+// requester's working directory, is neither it nor under it; "" when it is,
+// when p has no project or a named one (LoadOptions.ProjectNamed), or when
+// cwd is "" (facts judged without a request). A relative cwd is outside:
+// pi's children name an absolute one.
+func (p *Policy) OutsideProject(cwd string) string {
+	if len(p.projectRoots) == 0 || p.opts.ProjectNamed || cwd == "" {
+		return ""
+	}
+	if filepath.IsAbs(cwd) {
+		cwd = filepath.Clean(cwd)
+		for _, root := range p.projectRoots {
+			if rest, ok := strings.CutPrefix(cwd, root); ok &&
+				(rest == "" || rest[0] == filepath.Separator || strings.HasSuffix(root, string(filepath.Separator))) {
+				return ""
+			}
+		}
+	}
+	return p.opts.ProjectDir
+}
+
+// projectRoots is dir made absolute, and with its links resolved when that
+// differs; none for no project.
+func projectRoots(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return []string{filepath.Clean(dir)}
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		return []string{abs, real}
+	}
+	return []string{abs}
+}
 
 // WatchPaths lists the files and directories whose change should trigger a
 // reload (they need not exist).
@@ -222,7 +267,7 @@ func watchPaths(opts LoadOptions) []string {
 // becomes a Problem, and an unusable non-global scope sets the fail-closed
 // floor (ruleset-semantics §2.2).
 func Load(opts LoadOptions) *Policy {
-	p := &Policy{opts: opts, agents: map[string]*ruleset{}, watch: watchPaths(opts)}
+	p := &Policy{opts: opts, agents: map[string]*ruleset{}, watch: watchPaths(opts), projectRoots: projectRoots(opts.ProjectDir)}
 	held := opts.HoldProjectAllows && opts.TrustProject
 	if held {
 		p.bytesRead = map[string][]byte{}

@@ -55,6 +55,10 @@ type Verdict struct {
 	// name differs from it only by case or blanks at the ends: rules the
 	// request escapes by its spelling.
 	AgentResembles string
+	// OutsideProject is the project dir the policy was loaded for when the
+	// request's requesterCwd lies outside it: that cwd's own project was
+	// not read (decision 0234).
+	OutsideProject string
 	// Hint, for a request without facts only, is what the policy would say
 	// about its legacy surface and value: unverified text, so it is shown to
 	// the person and never decides (decision 0029).

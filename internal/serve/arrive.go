@@ -97,6 +97,10 @@ func (s *Server) judge(id AskID, session string, req *wire.Request) (v resolve.V
 	}
 	grants := s.cfg.Grants.For(session)
 	v = judgment.Verdict(judge, req, grants, denies)
+	if v.OutsideProject != "" { // one policy for every session served (decision 0234)
+		s.cfg.Logger.Warn("ask from outside the project judged; its allows go to a person", "ask", id, "session", session,
+			"cwd", req.AccessIntent.RequesterCwd, "project", v.OutsideProject)
+	}
 	// A legacy request still goes to a person; the policy's reading of its
 	// unverified text only informs them (decision 0029).
 	if h, ok := judge.(legacyHinter); ok && req.AccessIntent == nil {

@@ -2,13 +2,17 @@ package serve
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/permtui/permtui/internal/grants"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -90,5 +94,48 @@ func TestWithTheRealResolver(t *testing.T) {
 	other := answered(t, h.ask(ctx, h.child(true), pichild.NewestBash(rootID, "reviewer", "c2", "/w", "npm test --watch")))
 	if !other.Approved || other.DecidedBy == nil || other.DecidedBy.Origin == nil || *other.DecidedBy.Origin != "session" {
 		t.Fatalf("%+v", other)
+	}
+}
+
+// TestAnAskFromAnotherProjectGoesToAPerson: permtui judges every session it
+// serves with one project; an ask from a cwd in another project, whose own
+// deny pi's root session there would apply, is not allowed by the global
+// policy alone: it goes to a person, says why, and the log warns. Denies
+// still deny, and an ask from the project judged is allowed (adversarial
+// finding F1, decision 0234).
+func TestAnAskFromAnotherProjectGoesToAPerson(t *testing.T) {
+	dir := t.TempDir()
+	agentDir, a, b := filepath.Join(dir, "agent"), filepath.Join(dir, "A"), filepath.Join(dir, "B")
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"*":"ask","bash":{"*":"ask","git *":"allow","rm *":"deny"}}}`))
+	testkit.WriteFile(t, resolve.ProjectConfigPaths(b)[0], []byte(`{"permission":{"bash":{"git push *":"deny"}}}`))
+	policy := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, ProjectDir: a, TrustProject: true, HoldProjectAllows: true, Home: dir})
+	var logged testkit.SyncBuffer
+	h := startServer(t, options{config: func(c *Config) {
+		c.Judge = func() Judge { return policy }
+		c.Logger = slog.New(slog.NewJSONHandler(&logged, nil))
+	}})
+	from := func(cwd, id, value string) string {
+		req := intent(id, "builder", "bash", value)
+		req.AccessIntent.RequesterCwd = cwd
+		return h.send(req)
+	}
+
+	from(b, "1791279012345-fp-1", "git push --force origin main")
+	ask := h.queued("1791279012345-fp-1")
+	if v := ask.Verdict; v.Action != resolve.Ask || v.OutsideProject != a ||
+		!strings.Contains(v.Explanation, "judged without the project at "+strconv.Quote(b)) {
+		t.Fatalf("verdict %s, outside %q: %s", v.Action, v.OutsideProject, v.Explanation)
+	}
+	if want := `"msg":"ask from outside the project judged; its allows go to a person"`; !strings.Contains(logged.String(), want) ||
+		!strings.Contains(logged.String(), `"cwd":`+strconv.Quote(b)) {
+		t.Errorf("log lacks %s from %s:\n%s", want, b, logged.String())
+	}
+	from(b, "1791279012345-fp-2", "rm -rf /")
+	if r := h.await("1791279012345-fp-2"); r.Approved {
+		t.Fatalf("a global deny from another project: %+v", r)
+	}
+	from(filepath.Join(a, "sub"), "1791279012345-fp-3", "git status")
+	if r := h.await("1791279012345-fp-3"); !r.Approved {
+		t.Fatalf("an allow from inside the project: %+v", r)
 	}
 }

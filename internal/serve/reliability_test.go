@@ -87,12 +87,14 @@ func TestABrokenPolicyFileAllowsNothingAutomatically(t *testing.T) {
 		t.Fatalf("policy status %+v does not say allows are held", st)
 	}
 
-	h.send(intent("1791279012345-bp-1", "impl", "bash", "rm -rf /"))
+	// Asked from the project judged, which alone may allow (decision 0234).
+	inProject := func(req *wire.Request) *wire.Request { req.AccessIntent.RequesterCwd = project; return req }
+	h.send(inProject(intent("1791279012345-bp-1", "impl", "bash", "rm -rf /")))
 	ask := h.queued("1791279012345-bp-1")
 	if !strings.Contains(ask.Verdict.Explanation, "auto-allows nothing") {
 		t.Errorf("explanation %q", ask.Verdict.Explanation)
 	}
-	h.send(intent("1791279012345-bp-2", "impl", "bash", "sudo ls"))
+	h.send(inProject(intent("1791279012345-bp-2", "impl", "bash", "sudo ls")))
 	if r := h.await("1791279012345-bp-2"); r.Approved || r.DenialReason != "no sudo" {
 		t.Fatalf("readable deny: %+v", r)
 	}
@@ -103,7 +105,7 @@ func TestABrokenPolicyFileAllowsNothingAutomatically(t *testing.T) {
 	// Fixed: the project allow applies again (the global deny is back too).
 	write(global, `{"permission":{"bash":{"rm *":"deny"}}}`)
 	store.Reload()
-	h.send(intent("1791279012345-bp-3", "impl", "bash", "ls"))
+	h.send(inProject(intent("1791279012345-bp-3", "impl", "bash", "ls")))
 	if r := h.await("1791279012345-bp-3"); !r.Approved {
 		t.Fatalf("after the fix: %+v", r)
 	}

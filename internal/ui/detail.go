@@ -217,7 +217,11 @@ func intentFields(a serve.Ask) []field {
 		}
 		add("unit "+itoa(i+1), text, kindPlain)
 	}
-	add("cwd", Sanitize(ai.RequesterCwd), kindPlain)
+	cwd, kind := Sanitize(ai.RequesterCwd), kindPlain
+	if p := a.Verdict.OutsideProject; p != "" { // decision 0234
+		cwd, kind = cwd+"  ⚠ judged without the project at this cwd: permtui judges with the project "+Sanitize(p), kindWarning
+	}
+	add("cwd", cwd, kind)
 	return f
 }
 

@@ -706,6 +706,9 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	if floored(r.AccessIntent) {
 		mark = "⚠ " // the child's parser forced this ask
 	}
+	if e.ask.Verdict.OutsideProject != "" {
+		mark += "∉ " // judged without the project at its cwd (decision 0234)
+	}
 	if _, label := judgedValue(e.ask); label != "" {
 		mark += "≠ " // the child's display value is not what was judged
 	}

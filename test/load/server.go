@@ -51,7 +51,7 @@ func startServer(name string, argv []string, pipeStderr bool) (*server, error) {
 }
 
 func permtuiArgs(bin string, w *world, sessions []string) []string {
-	argv := []string{bin, "serve", "--headless", "--agent-dir", w.agentDir, "--state-dir", w.stateDir, "--project", w.project}
+	argv := []string{bin, "serve", "--headless", "--agent-dir", w.agentDir, "--state-dir", w.stateDir, "--project", childCwd}
 	for _, id := range sessions {
 		argv = append(argv, "--session", id)
 	}

@@ -20,7 +20,6 @@ type world struct {
 	base     string
 	agentDir string
 	stateDir string
-	project  string
 	layout   wire.Layout
 	sessions []string
 }
@@ -34,11 +33,10 @@ func newWorld(parent string, n int) (*world, error) {
 		base:     base,
 		agentDir: filepath.Join(base, "agent"),
 		stateDir: filepath.Join(base, "state"),
-		project:  filepath.Join(base, "project"),
 	}
 	w.layout = wire.NewLayout(w.agentDir)
 	cfg := w.configFile()
-	for _, d := range []string{filepath.Dir(cfg), w.stateDir, w.project} {
+	for _, d := range []string{filepath.Dir(cfg), w.stateDir} {
 		if err := safefs.MkdirPrivate(d); err != nil {
 			return nil, err
 		}
@@ -65,6 +63,10 @@ func (w *world) configFile() string {
 	return filepath.Join(w.agentDir, "extensions", "pi-permission-system", "config.json")
 }
 
+// childCwd is where the simulated children ask from, the root sessions'
+// project: an ask from outside the project is held (decision 0234).
+const childCwd = "/w"
+
 // idMark stands for the request id in a request template.
 const idMark = "IDMARK"
 
@@ -82,7 +84,7 @@ func bashTemplate(session, command string) ([]byte, error) {
 		TargetSessionID: session, RequesterAgentName: "worker", Message: new(""), Source: wire.SourceToolCall,
 		Surface: new("bash"), Value: new(command),
 		AccessIntent: &wire.AccessIntent{
-			Surface: "bash", MatchValues: []string{command}, RequesterCwd: "/w",
+			Surface: "bash", MatchValues: []string{command}, RequesterCwd: childCwd,
 			Principal: wire.Principal{SessionID: "child-session", AgentName: "worker"},
 		},
 	})
