@@ -98,6 +98,9 @@ type Withdrawn struct {
 	ID      AskID
 	Session string
 	Path    string
+	// Replaced: another file took its name (the child wrote its request
+	// again); that file is read as a new ask.
+	Replaced bool
 }
 
 // Invalid: a request file was refused (and removed where the spec says so).
