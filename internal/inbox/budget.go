@@ -386,7 +386,7 @@ func (in *Inbox) deliverAgain(e *entry) {
 		in.emit(Withdrawn{ID: e.ask, Session: e.session, Path: e.path, Replaced: err == nil})
 		return
 	}
-	in.emit(Arrived{ID: e.ask, Session: e.session, Path: e.path, Request: req, At: in.cfg.Now(), Size: e.size})
+	in.emit(Arrived{ID: e.ask, Session: e.session, Path: e.path, Request: req, At: in.cfg.Now(), Size: e.size, File: file})
 }
 
 // deferringReportEvery spaces reports of a changing number of deferred

@@ -91,6 +91,9 @@ type Arrived struct {
 	Request *wire.Request
 	At      time.Time
 	Size    int64 // bytes of the request file
+	// File is the identity of the file read: another file under Path is
+	// another delivery (decision 0111).
+	File safefs.FileID
 }
 
 // Withdrawn: a delivered request's file vanished before it was answered.

@@ -528,7 +528,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 	in.inflight[path], in.byID[d.ask], in.byReq[reqKey{session, req.ID}] = d, d, d
 	in.holdInFlight(d, s)
 	in.mu.Unlock()
-	in.emit(Arrived{ID: d.ask, Session: session, Path: path, Request: req, At: in.cfg.Now(), Size: d.size})
+	in.emit(Arrived{ID: d.ask, Session: session, Path: path, Request: req, At: in.cfg.Now(), Size: d.size, File: file})
 }
 
 // reqKey names a request by session and id; its strings are the entry's
