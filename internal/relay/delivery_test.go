@@ -56,9 +56,9 @@ func TestAReplacedRequestFileIsAskedAgainAtTheHub(t *testing.T) {
 	c := alpha.ask(bash("alpha", 1, "make release"))
 	first := ann.queued(t, "alpha-1")
 	replaceFile(t, first.Path, "", "")
-	ann.events.WaitFor(t, "first withdrawn", func(ev serve.Event) bool {
+	ann.events.WaitFor(t, "first withdrawn as replaced", func(ev serve.Event) bool {
 		w, ok := ev.(serve.Withdrawn)
-		return ok && w.ID == first.ID
+		return ok && w.ID == first.ID && w.Replaced
 	})
 	second := ann.askedAgain(t, first)
 	if err := ann.decide(t, serve.Decision{Ask: second.ID, State: wire.StateApproved}); err != nil {

@@ -163,7 +163,7 @@ func (r *Relay) handle(ev serve.Event) {
 	case serve.Decided:
 		r.gone(ev.Ask.ID, goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver})
 	case serve.Withdrawn:
-		r.gone(ev.ID, goneMsg{})
+		r.gone(ev.ID, goneMsg{Replaced: ev.Replaced})
 	case serve.Degraded:
 		if ev.Area == serve.AreaMemory {
 			r.mu.Lock()
