@@ -68,6 +68,11 @@ func (f *awayFlags) check(fs flagSet) error {
 		fmt.Fprintln(fs.Output(), err)
 		return errUsage
 	}
+	if f.web.addr != "" && f.ntfy == "" && f.notifyCmd == "" {
+		// Nothing else shows a person the page's links (decision 0239).
+		fmt.Fprintln(fs.Output(), "--web needs --ntfy or --notify-cmd: they carry each ask's single-use link to the page, and nothing else shows it")
+		return errUsage
+	}
 	return nil
 }
 
