@@ -58,7 +58,12 @@ func (f *awayFlags) register(fs flagSet) {
 
 func (f *awayFlags) check() error {
 	_, detailErr := status.ParseDetail(f.detail)
-	return errors.Join(detailErr, notify.Check(notify.Options{Ntfy: f.ntfy}), f.web.check())
+	var webErr error
+	if f.web.addr != "" && f.ntfy == "" && f.notifyCmd == "" {
+		// Nothing else shows a person the page's links (decision 0239).
+		webErr = errors.New("--web needs --ntfy or --notify-cmd: they carry each ask's single-use link to the page, and nothing else shows it")
+	}
+	return errors.Join(detailErr, notify.Check(notify.Options{Ntfy: f.ntfy}), f.web.check(), webErr)
 }
 
 // check refuses a page anyone on the network could reach in clear text,

@@ -343,3 +343,15 @@ func TestEventsFileRefusesALinkOrAFileOthersRead(t *testing.T) {
 		}
 	}
 }
+
+// --web alone is a usage mistake: the page's single-use links reach a person
+// only through --ntfy or --notify-cmd, so without one it listened with no
+// way to reach an ask on it (adversarial pass, decision 0239).
+func TestWebWithoutANotifierIsAUsageMistake(t *testing.T) {
+	root := t.TempDir()
+	args := []string{"serve", "--headless", "--agent-dir", root, "--state-dir", filepath.Join(root, "s"), "--web", "127.0.0.1:0"}
+	code, out, errOut := runCmd(t, "", args...)
+	if code != 2 || !strings.Contains(errOut, "--web needs --ntfy or --notify-cmd") || out != "" {
+		t.Fatalf("exit %d, stderr %q, stdout %q; want 2 and the reason", code, errOut, out)
+	}
+}

@@ -38,7 +38,7 @@ func BenchmarkResolveBatch(b *testing.B) {
 	b.SetBytes(int64(in.Len()))
 	b.ResetTimer()
 	for b.Loop() {
-		if _, _, err := resolveBatch(policy, nil, bytes.NewReader(in.Bytes()), io.Discard); err != nil {
+		if _, _, err := resolveBatch(policy, sessionRules{}, bytes.NewReader(in.Bytes()), io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -148,9 +148,11 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	var sessionGrants []wire.Grant
+	var session sessionRules
 	if len(f.sessions) > 0 {
-		sessionGrants = store.For(f.sessions[0])
+		if session, err = readSession(store, f.sessions[0]); err != nil {
+			return err
+		}
 	}
 
 	// v is pi's verdict, printed (a batch prints its own); served is what
@@ -167,22 +169,22 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.request, err)
 		}
-		if len(f.sessions) == 0 {
-			if id, ok := wire.NormalizeSessionID(req.TargetSessionID); ok {
-				sessionGrants = store.For(id)
+		if id, ok := wire.NormalizeSessionID(req.TargetSessionID); ok && len(f.sessions) == 0 {
+			if session, err = readSession(store, id); err != nil {
+				return err
 			}
 		}
-		v = policy.Resolve(req, sessionGrants)
-		served = judgment.Served(policy, req, sessionGrants, v)
+		v = policy.Resolve(req, session.grants)
+		served = judgment.Verdict(policy, req, session.grants, session.denies)
 	case f.batch:
 		var err error
-		if served, differs, err = resolveBatch(policy, sessionGrants, stdin, stdout); err != nil {
+		if served, differs, err = resolveBatch(policy, session, stdin, stdout); err != nil {
 			return err
 		}
 	default:
 		warnUnknownSurface(stderr, policy, f.surface)
 		q := resolve.Query{Agent: f.agent, Surface: f.surface, Values: f.values}
-		v, served = judgeFacts(policy, q, sessionGrants)
+		v, served = judgeFacts(policy, q, session)
 	}
 	if !f.batch {
 		differs = served.Action != v.Action
@@ -256,7 +258,7 @@ var errBatchLines = errors.New("some --batch lines were not valid JSON facts")
 // resolveBatch prints pi's verdict for each line and returns the strictest
 // of what serve would do, and whether serve would differ from a printed line
 // (then served is the first such line's, when it is the strictest).
-func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, stdout io.Writer) (served resolve.Verdict, differs bool, err error) {
+func resolveBatch(policy *resolve.Policy, session sessionRules, stdin io.Reader, stdout io.Writer) (served resolve.Verdict, differs bool, err error) {
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 64*1024), wire.MaxFileSize)
 	out := bufio.NewWriterSize(stdout, 64*1024)
@@ -272,7 +274,7 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 			continue
 		}
 		q := resolve.Query{Agent: line.Agent, Surface: line.Surface, Values: line.Values, Floor: line.Floor, AskingUnits: line.AskingUnits}
-		v, s := judgeFacts(policy, q, grants)
+		v, s := judgeFacts(policy, q, session)
 		lineDiffers := s.Action != v.Action
 		if resolve.Restrictiveness(s.Action) > resolve.Restrictiveness(served.Action) || (lineDiffers && !differs && s.Action == served.Action) {
 			served = s
@@ -296,9 +298,26 @@ func resolveBatch(policy *resolve.Policy, grants []wire.Grant, stdin io.Reader, 
 
 // judgeFacts is pi's verdict on facts, to print, and what serve would do
 // with it, for the exit status.
-func judgeFacts(policy *resolve.Policy, q resolve.Query, grants []wire.Grant) (v, served resolve.Verdict) {
-	v = policy.Evaluate(q, grants)
-	return v, judgment.Served(policy, judgment.FactsRequest(q), grants, v)
+func judgeFacts(policy *resolve.Policy, q resolve.Query, session sessionRules) (v, served resolve.Verdict) {
+	return policy.Evaluate(q, session.grants), judgment.Verdict(policy, judgment.FactsRequest(q), session.grants, session.denies)
+}
+
+// sessionRules are what a person recorded for the whole session: serve
+// judges with both, its denies first (decision 0104).
+type sessionRules struct {
+	grants []wire.Grant
+	denies []grants.Deny
+}
+
+// readSession reads a session's grants and denies. Denies that cannot be
+// read are an error: serve asks a person then, and resolve must not judge
+// without them (fail closed).
+func readSession(store *grants.Store, session string) (sessionRules, error) {
+	denies, err := store.Denies(session)
+	if err != nil {
+		return sessionRules{}, fmt.Errorf("the session denies of %s cannot be read, so serve would ask a person: %w", session, err)
+	}
+	return sessionRules{grants: store.For(session), denies: denies}, nil
 }
 
 // parseBatchLine reads one line of facts strictly (an unknown field such as

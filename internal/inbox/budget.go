@@ -361,7 +361,7 @@ func (in *Inbox) Postpone(id AskID) bool {
 func (in *Inbox) deliverAgain(e *entry) {
 	d, _, err := in.acquireDirs(e.session)
 	if err != nil {
-		in.withdrawGone(e.session, []*entry{e})
+		in.withdrawGone(e.session, nil, []*entry{e})
 		return
 	}
 	defer in.releaseDirs(d)
@@ -378,10 +378,11 @@ func (in *Inbox) deliverAgain(e *entry) {
 		in.drop(e)
 		in.scanQ[e.session] = true
 		in.mu.Unlock()
-		in.emit(Withdrawn{ID: e.ask, Session: e.session, Path: e.path})
+		// Read without error, it is another file (or request) under the name.
+		in.emit(Withdrawn{ID: e.ask, Session: e.session, Path: e.path, Replaced: err == nil})
 		return
 	}
-	in.emit(Arrived{ID: e.ask, Session: e.session, Path: e.path, Request: req, At: in.cfg.Now(), Size: e.size})
+	in.emit(Arrived{ID: e.ask, Session: e.session, Path: e.path, Request: req, At: in.cfg.Now(), Size: e.size, File: file})
 }
 
 // deferringReportEvery spaces reports of a changing number of deferred

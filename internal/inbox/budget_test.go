@@ -92,7 +92,10 @@ func TestADeferredAskReplacedOnDiskIsANewAsk(t *testing.T) {
 	if err := h.in.Respond(asks[0].ID, approve()); err != nil {
 		t.Fatal(err)
 	}
-	h.rec.WaitFor(t, "the deferred one withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.ID == asks[1].ID })
+	h.rec.WaitFor(t, "the deferred one withdrawn as replaced", func(ev Event) bool {
+		w, ok := ev.(Withdrawn)
+		return ok && w.ID == asks[1].ID && w.Replaced
+	})
 	fresh := h.rec.WaitFor(t, "the replacement", arrivedID("1791279012345-rp2-1")).(Arrived)
 	if fresh.ID == asks[1].ID {
 		t.Fatal("the replacement took the deferred ask's identity")

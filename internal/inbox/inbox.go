@@ -90,6 +90,9 @@ type Arrived struct {
 	Request *wire.Request
 	At      time.Time
 	Size    int64 // bytes of the request file
+	// File is the identity of the file read: another file under Path is
+	// another delivery (decision 0111).
+	File safefs.FileID
 }
 
 // Withdrawn: a delivered request's file vanished before it was answered.
@@ -97,6 +100,9 @@ type Withdrawn struct {
 	ID      AskID
 	Session string
 	Path    string
+	// Replaced: another file took its name (the child wrote its request
+	// again); that file is read as a new ask.
+	Replaced bool
 }
 
 // Invalid: a request file was refused (and removed where the spec says so).

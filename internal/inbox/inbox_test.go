@@ -196,10 +196,13 @@ func TestWithdrawalIsReported(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	h.rec.WaitFor(t, "withdrawn", func(ev Event) bool {
+	w := h.rec.WaitFor(t, "withdrawn", func(ev Event) bool {
 		w, ok := ev.(Withdrawn)
 		return ok && w.ID == id && w.Path == path && w.Session == servedID
-	})
+	}).(Withdrawn)
+	if w.Replaced {
+		t.Fatal("a removed request is reported as replaced")
+	}
 	if err := h.in.Respond(id, approve()); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("Respond after withdrawal = %v", err)
 	}
@@ -747,14 +750,15 @@ func TestRespondToAReplacedRequestWritesNothing(t *testing.T) {
 	}
 }
 
-// The inbox notices a replaced request file: the old delivery is withdrawn
-// and the new content arrives as a new ask.
+// The inbox notices a replaced request file: the old delivery is withdrawn,
+// saying its file was replaced (the child did not stop waiting), and the
+// new content arrives as a new ask.
 func TestAReplacedRequestIsWithdrawnAndDeliveredAnew(t *testing.T) {
 	h := start(t, nil)
 	path := h.send(servedID, "1791279012345-re-2")
 	first := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-re-2")).(Arrived).ID
 	h.replace(path, "1791279012345-re-2", "rm -rf /")
-	h.rec.WaitFor(t, "withdrawn", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.ID == first })
+	h.rec.WaitFor(t, "withdrawn as replaced", func(ev Event) bool { w, ok := ev.(Withdrawn); return ok && w.ID == first && w.Replaced })
 	second := h.rec.WaitFor(t, "second delivery", func(ev Event) bool {
 		a, ok := ev.(Arrived)
 		return ok && a.ID != first && a.Request.Value != nil && *a.Request.Value == "rm -rf /"

@@ -441,10 +441,18 @@ func (in *Inbox) fileGone(id, path string) {
 	delete(in.reported, path)
 	e := in.inflight[path]
 	in.mu.Unlock()
-	if e == nil || in.present(e) {
-		return // none delivered, or a stale event: the file is still there
+	if e == nil {
+		return
 	}
-	in.withdrawGone(id, []*entry{e})
+	var dir *safefs.Dir
+	if d, _, err := in.acquireDirs(id); err == nil {
+		defer in.releaseDirs(d)
+		if e.stillThere(d.reqs) {
+			return // a stale event: the delivered file is still there
+		}
+		dir = d.reqs
+	}
+	in.withdrawGone(id, dir, []*entry{e})
 }
 
 // openFailed reports a session root or requests/ that could not be opened.
@@ -480,7 +488,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 		}
 		// Another file took the delivered one's name (a retry renamed over
 		// it): that delivery is withdrawn and this file is a new ask.
-		in.withdrawGone(session, []*entry{e})
+		in.withdrawGone(session, dir, []*entry{e})
 		in.mu.Lock()
 	}
 	_, busy := in.inflight[path]
@@ -542,7 +550,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 	in.inflight[path], in.byID[d.ask], in.byReq[reqKey{session, req.ID}] = d, d, d
 	in.holdInFlight(d, s)
 	in.mu.Unlock()
-	in.emit(Arrived{ID: d.ask, Session: session, Path: path, Request: req, At: in.cfg.Now(), Size: d.size})
+	in.emit(Arrived{ID: d.ask, Session: session, Path: path, Request: req, At: in.cfg.Now(), Size: d.size, File: file})
 }
 
 // reqKey names a request by session and id; its strings are the entry's
@@ -620,7 +628,7 @@ func (in *Inbox) forgetVanished(session string, reqDir *safefs.Dir, listed map[s
 			vanished = append(vanished, e)
 		}
 	}
-	in.withdrawGone(session, vanished)
+	in.withdrawGone(session, reqDir, vanished)
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -634,19 +642,24 @@ func (in *Inbox) forgetVanished(session string, reqDir *safefs.Dir, listed map[s
 	}
 }
 
-// withdrawGone forgets entries whose files are gone and reports the
-// unanswered ones as withdrawn.
-func (in *Inbox) withdrawGone(session string, vanished []*entry) {
+// withdrawGone forgets entries whose files are gone from dir (nil: the
+// session has none) and reports the unanswered ones as withdrawn, saying
+// which another file replaced.
+func (in *Inbox) withdrawGone(session string, dir *safefs.Dir, vanished []*entry) {
+	replaced := make([]bool, len(vanished))
+	for i, e := range vanished {
+		replaced[i] = e.replacedIn(dir)
+	}
 	var withdrawn []Withdrawn
 	in.mu.Lock()
-	for _, e := range vanished {
+	for i, e := range vanished {
 		// A Respond that began meanwhile closes the entry itself.
 		if in.byID[e.ask] != e || e.answering {
 			continue
 		}
 		in.drop(e)
 		if !e.answered {
-			withdrawn = append(withdrawn, Withdrawn{ID: e.ask, Session: session, Path: e.path})
+			withdrawn = append(withdrawn, Withdrawn{ID: e.ask, Session: session, Path: e.path, Replaced: replaced[i]})
 		}
 	}
 	in.mu.Unlock()
@@ -662,4 +675,14 @@ func (in *Inbox) withdrawGone(session string, vanished []*entry) {
 func (e *entry) stillThere(dir *safefs.Dir) bool {
 	id, err := dir.FileID(e.name)
 	return err == nil && id == e.file
+}
+
+// replacedIn reports whether another regular file has e's name in dir (nil:
+// none): the child wrote its request again.
+func (e *entry) replacedIn(dir *safefs.Dir) bool {
+	if dir == nil {
+		return false
+	}
+	id, err := dir.FileID(e.name)
+	return err == nil && id != e.file
 }

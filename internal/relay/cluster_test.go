@@ -17,6 +17,7 @@ import (
 
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/pichild"
+	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -212,12 +213,19 @@ func (c *testCluster) leader(js jetstream.JetStream, stream string) int {
 	return at
 }
 
-// explain says where an unanswered ask is at the hub.
-func (c *testCluster) explain(js jetstream.JetStream, req *wire.Request) string {
+// explain says where an unanswered ask of tr is at the hub.
+func (c *testCluster) explain(js jetstream.JetStream, tr *testRelay, req *wire.Request) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	host := strings.SplitN(req.ID, "-", 2)[0]
-	key := wire.KeyOf(rootID, req).String()
+	host := tr.host
+	queued := tr.events.Filter(func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == req.ID
+	})
+	if len(queued) == 0 {
+		return "not queued by its relay"
+	}
+	key := askKey(queued[0].(serve.AskQueued).Ask)
 	var out []string
 	if st, err := js.Stream(ctx, hub.AsksStream); err == nil {
 		_, err := st.GetLastMsgForSubject(ctx, hub.AskSubject(host, key))
@@ -323,7 +331,7 @@ func TestClusterRecipe(t *testing.T) {
 					t.Fatalf("%s: %+v", phase, res)
 				}
 			case <-time.After(testkit.WaitLimit):
-				t.Fatalf("%s: ask %d of the phase unanswered (node %d stopped): %s", phase, i, victim+1, c.explain(js, reqs[i]))
+				t.Fatalf("%s: ask %d of the phase unanswered (node %d stopped): %s", phase, i, victim+1, c.explain(js, trs[i%len(trs)], reqs[i]))
 			}
 		}
 		c.start(victim)

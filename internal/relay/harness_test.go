@@ -190,6 +190,16 @@ func (tr *testRelay) ask(req *wire.Request) <-chan pichild.Result {
 	return out
 }
 
+// key waits until the relay queues the ask of a request id and returns its
+// name on the hub.
+func (tr *testRelay) key(t *testing.T, requestID string) string {
+	t.Helper()
+	return askKey(tr.events.WaitFor(t, "relay queued "+requestID, func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == requestID
+	}).(serve.AskQueued).Ask)
+}
+
 // audit reads the relay's decision records (delivery lines are not
 // decisions).
 func (tr *testRelay) audit() []serve.AuditRecord {

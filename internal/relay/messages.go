@@ -33,11 +33,14 @@ type askMsg struct {
 
 // goneMsg on permtui.gone.<host>.<key>: the ask is no longer open. With a
 // response it was answered (by the hub's decision, or locally: a grant, the
-// policy); without one the child withdrew it.
+// policy); without one the child withdrew it, or wrote it again (Replaced).
 type goneMsg struct {
 	Response *wire.Response `json:"response,omitempty"`
 	Auto     bool           `json:"auto,omitempty"`
 	Approver string         `json:"approver,omitempty"`
+	// Replaced: withdrawn because another file took its request's name;
+	// that file is another ask (decision 0237).
+	Replaced bool `json:"replaced,omitempty"`
 	// Ask is the ask of one never sent (too large for the hub), with its
 	// request cut, so that consoles can show its denial.
 	Ask *askMsg `json:"ask,omitempty"`

@@ -2,6 +2,8 @@ package relay
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -154,7 +156,7 @@ func (r *Relay) handle(ev serve.Event) {
 	case serve.Decided:
 		r.gone(ev.Ask.ID, goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver})
 	case serve.Withdrawn:
-		r.gone(ev.ID, goneMsg{})
+		r.gone(ev.ID, goneMsg{Replaced: ev.Replaced})
 	case serve.Degraded:
 		if ev.Area == serve.AreaMemory {
 			r.mu.Lock()
@@ -164,9 +166,20 @@ func (r *Relay) handle(ev serve.Event) {
 	}
 }
 
+// askKey names a delivery of an ask on the hub (subjects, message ids, its
+// place in the decisions bucket): the request's wire.RequestKey, its one
+// name (decision 0186), then a digest of the file delivered. The same file
+// is the same ask after a relay restart; a file replaced under its name is
+// another ask, even with the same request, with its own decision: one made
+// for the first never answers it (decision 0237).
+func askKey(a serve.Ask) string {
+	sum := sha256.Sum256([]byte(a.File.String()))
+	return wire.KeyOf(a.Session, a.Request).String() + "-" + hex.EncodeToString(sum[:8])
+}
+
 func (r *Relay) queued(a serve.Ask) {
 	req := a.Request
-	key := wire.KeyOf(a.Session, req).String()
+	key := askKey(a)
 	m := askMsg{Host: r.host, Session: a.Session, Path: a.Path, At: a.At.UnixMilli(), Verdict: shownVerdict(a.Verdict)}
 	raw, err := wire.MarshalRequest(req)
 	var data []byte

@@ -491,8 +491,9 @@ func byRelay(t *testing.T, where string, by *wire.DecisionSource, approver, pref
 
 // The hub and the replay index of the audit log name an ask alike
 // (decision 0186): the decision a person made over the hub sits at the
-// key that the relay's audit record of it gives, so a restarted relay's
-// server replays the decision the hub holds for the same ask.
+// key that the relay's audit record of it gives, qualified by the file
+// delivered (decision 0237), so a restarted relay's server replays the
+// decision the hub holds for the same ask.
 func TestTheHubAndTheReplayIndexNameAnAskAlike(t *testing.T) {
 	th := startHub(t)
 	alpha := newRelay(t, th, "alpha")
@@ -514,14 +515,18 @@ func TestTheHubAndTheReplayIndexNameAnAskAlike(t *testing.T) {
 	if rec.RequesterSession == "" {
 		t.Fatal("the ask names no requester: the test would not tell the requester is part of the key")
 	}
-	key := wire.RequestKey{Session: rec.ServedSession, ID: rec.RequestID, Requester: rec.RequesterSession, CreatedAt: rec.CreatedAt}
+	key := alpha.key(t, req.ID)
+	recKey := wire.RequestKey{Session: rec.ServedSession, ID: rec.RequestID, Requester: rec.RequesterSession, CreatedAt: rec.CreatedAt}
+	if !strings.HasPrefix(key, recKey.String()+"-") {
+		t.Fatalf("the ask's hub key %s does not begin with the audit record's key %s", key, recKey)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
 	defer cancel()
 	kv, err := th.admin(t).KeyValue(ctx, hub.DecisionsBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Get(ctx, hub.DecisionKey("alpha", key.String())); err != nil {
+	if _, err := kv.Get(ctx, hub.DecisionKey("alpha", key)); err != nil {
 		t.Fatalf("no decision at the audit record's key: %v", err)
 	}
 }
@@ -560,7 +565,7 @@ func TestAnUnreadableDecisionDeniesTheAsk(t *testing.T) {
 		req := bash("alpha", i, "npm publish")
 		c := alpha.ask(req)
 		a := ann.queued(t, req.ID)
-		if err := spoil(hub.DecisionKey("alpha", wire.KeyOf(rootID, req).String())); err != nil {
+		if err := spoil(hub.DecisionKey("alpha", alpha.key(t, req.ID))); err != nil {
 			t.Fatal(err)
 		}
 		resp := answered(t, c)

@@ -238,7 +238,7 @@ func (p *Policy) Evaluate(q Query, grants []wire.Grant) Verdict {
 }
 
 // Resolve judges a request exactly as sent. A request without a usable
-// accessIntent always goes to a person (ADR 0008 §4).
+// accessIntent always goes to a person (pi-permission-system's ADR 0008 §4).
 func (p *Policy) Resolve(req *wire.Request, grants []wire.Grant) Verdict {
 	if req == nil || req.AccessIntent == nil {
 		missing := "no accessIntent"
@@ -250,7 +250,7 @@ func (p *Policy) Resolve(req *wire.Request, grants []wire.Grant) Verdict {
 			}
 		}
 		return Verdict{Action: Ask, Explanation: "Ask. A person decides: the request carries no facts (" + missing +
-			"), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."}
+			"), and recorded policy never auto-answers a request without facts (pi-permission-system's ADR 0008 §4)."}
 	}
 	ai := req.AccessIntent
 	return p.Evaluate(Query{

@@ -36,7 +36,7 @@ func TestLegacyHint(t *testing.T) {
 // printable.
 func TestResolveWithoutFactsSaysWhy(t *testing.T) {
 	p := Load(newFixture(t).opts)
-	const tail = "), and recorded policy never auto-answers a request without facts (ADR 0008 §4)."
+	const tail = "), and recorded policy never auto-answers a request without facts (pi-permission-system's ADR 0008 §4)."
 	for _, c := range []struct {
 		req  *wire.Request
 		want string

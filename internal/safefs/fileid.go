@@ -32,6 +32,12 @@ func (d *Dir) FileID(name string) (FileID, error) {
 	return fileIDOf(&st), nil
 }
 
+// String is the identity as text, the same for as long as the file stays
+// as it is (a relay names a delivery on the hub by it).
+func (id FileID) String() string {
+	return fmt.Sprintf("%d:%d:%d:%d:%d", id.dev, id.ino, id.size, id.mtime, id.ctime)
+}
+
 func fileIDOf(st *unix.Stat_t) FileID {
 	return FileID{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }

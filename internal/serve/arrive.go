@@ -130,7 +130,7 @@ func (s *Server) withdrawn(w inbox.Withdrawn) {
 	}
 	if p != nil {
 		if !p.deciding {
-			s.recordExpiry(p)
+			s.recordExpiry(p, w.Replaced)
 		}
 		s.emit(Withdrawn{Withdrawn: w, Pending: !p.deciding})
 	}
@@ -139,9 +139,12 @@ func (s *Server) withdrawn(w inbox.Withdrawn) {
 // recordExpiry notes in the audit log that an ask expired waiting for a
 // person. It decides nothing and is not waited for: a line lost in a crash
 // only leaves the expiry out of the history.
-func (s *Server) recordExpiry(p *pending) {
+func (s *Server) recordExpiry(p *pending, replaced bool) {
 	rec := s.record(p, "", &answer{})
 	rec.Kind = AuditExpired
+	if replaced {
+		rec.Reason = ReplacedReason
+	}
 	s.audit.appendLazy(rec)
 }
 

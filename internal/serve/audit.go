@@ -135,6 +135,10 @@ const maxAuditLine = 4 << 20
 // person, so the log after a restart shows it too.
 const AuditExpired = "expired"
 
+// ReplacedReason is the reason of an expiry whose request file another file
+// replaced: the child wrote its request again, and did not stop waiting.
+const ReplacedReason = "the request file was replaced; a new ask follows"
+
 // AuditRevoked marks the audit line of a revoked whole-session grant
 // (Grants) or session deny (SessionDeny), so the log after a restart shows
 // it too.

@@ -105,7 +105,7 @@ func TestExpiryIsInTheHistoryAndIsNoDecision(t *testing.T) {
 			expiries = append(expiries, r)
 		}
 	}
-	if len(expiries) != 1 || expiries[0]["requestId"] != id || expiries[0]["agent"] != "impl" {
+	if len(expiries) != 1 || expiries[0]["requestId"] != id || expiries[0]["agent"] != "impl" || expiries[0]["reason"] != nil {
 		t.Fatalf("expiry lines %+v", expiries)
 	}
 	if recs := first.auditFor(id); len(recs) != 0 {
@@ -121,6 +121,31 @@ func TestExpiryIsInTheHistoryAndIsNoDecision(t *testing.T) {
 	second.send(intent(id, "impl", "bash", "make"))
 	if resp := second.await(id); !resp.Approved {
 		t.Fatalf("a request under an expired id was not judged: %+v", resp)
+	}
+}
+
+// An ask whose request file another took the name of (the child wrote its
+// request again) is withdrawn saying so, and its expiry line in the audit
+// log gives ReplacedReason, so no front end says the child stopped waiting.
+func TestAReplacedAsksExpirySaysItsFileWasReplaced(t *testing.T) {
+	h := startServer(t, options{})
+	const id = "1791279012345-exp-2"
+	h.send(intent(id, "impl", "bash", "make"))
+	first := h.queued(id)
+	h.send(intent(id, "impl", "bash", "make"))
+	h.rec.WaitFor(t, "withdrawn as replaced", func(ev Event) bool {
+		w, ok := ev.(Withdrawn)
+		return ok && w.ID == first.ID && w.Pending && w.Replaced
+	})
+	h.shutdown()
+	var reasons []any
+	for _, r := range h.auditLines() {
+		if r["kind"] == AuditExpired {
+			reasons = append(reasons, r["reason"])
+		}
+	}
+	if len(reasons) != 1 || reasons[0] != ReplacedReason {
+		t.Fatalf("expiry reasons %v, want [%q]", reasons, ReplacedReason)
 	}
 }
 

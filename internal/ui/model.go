@@ -115,7 +115,7 @@ type askState int
 const (
 	statePending askState = iota
 	stateSending          // a decision is on its way to the Backend
-	stateExpired          // the child stopped waiting; it can no longer be answered
+	stateExpired          // withdrawn (expiredWhy); it can no longer be answered
 )
 
 type entry struct {
@@ -141,6 +141,8 @@ type entry struct {
 	// (decisions 0154, 0159). Reset when a diff arrives.
 	seen    []bool
 	seenAll bool
+	// replaced: expired because another file took its request's name.
+	replaced bool
 }
 
 type mode int
@@ -420,9 +422,10 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.Withdrawn:
 		// An ask whose answer is being written is closed by Decide's result.
 		if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
+			e.replaced = ev.Replaced
 			m.expire(e)
-			m.setStatus("expired: " + label(e) + " (the child stopped waiting)")
-			m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (the child stopped waiting)"})
+			m.setStatus("expired: " + label(e) + " (" + expiredWhy(e.replaced) + ")")
+			m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (" + expiredWhy(e.replaced) + ")"})
 		}
 	case serve.Invalid:
 		m.invalid++
@@ -593,6 +596,16 @@ func revokedNote(session string, g wire.Grant, deny bool) string {
 		kind = "session deny "
 	}
 	return "revoked " + kind + grantText(g) + " of " + Sanitize(session)
+}
+
+// expiredWhy says why an ask can no longer be answered: its request file
+// was replaced (the child wrote it again; the new file is a new ask), or
+// the child stopped waiting.
+func expiredWhy(replaced bool) string {
+	if replaced {
+		return serve.ReplacedReason
+	}
+	return "the child stopped waiting"
 }
 
 // maxExpiredKept bounds the expired asks the queue keeps: serve has let
@@ -788,7 +801,7 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 			continue
 		}
 		if r.Kind == serve.AuditExpired {
-			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (the child stopped waiting)"})
+			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (" + expiredWhy(r.Reason == serve.ReplacedReason) + ")"})
 			continue
 		}
 		state := r.State

@@ -1,0 +1,43 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/permtui/permtui/internal/serve"
+)
+
+// An ask withdrawn because another file took its request's name (the child
+// wrote its request again) says so in the status line, the detail, the log
+// and, after a restart, the log rebuilt from its expiry line: not that the
+// child stopped waiting, which it did not (adversarial pass, F5's label).
+func TestAReplacedAskSaysItsFileWasReplaced(t *testing.T) {
+	h := newHarness(t)
+	h.events(serve.History{Records: []serve.AuditRecord{
+		{Kind: serve.AuditExpired, Agent: "impl", Surface: "bash", MatchValues: []string{"make lint"}, Reason: serve.ReplacedReason,
+			DecidedAt: testNow.Add(-time.Hour).UnixMilli()},
+	}})
+	a := legacyBash()
+	h.queue(a)
+	w := withdrawn(a.ID, true)
+	w.Replaced = true
+	h.events(w)
+	h.wantStatus("(" + serve.ReplacedReason + ")")
+	if v := h.m.View(); !strings.Contains(v, "⌛ expired: "+serve.ReplacedReason) || strings.Contains(v, "stopped waiting") {
+		t.Fatalf("detail:\n%s", v)
+	}
+	h.keys("y")
+	h.wantStatus("(" + serve.ReplacedReason + "); nothing was sent")
+	h.keys("l")
+	v := strings.Join(strings.Fields(h.m.View()), " ") // the log wraps its lines
+	for _, want := range []string{"17:00:00 ⌛ expired  impl · bash · make lint (" + serve.ReplacedReason + ")",
+		"⌛ expired  " + askLabel(a) + " (" + serve.ReplacedReason + ")"} {
+		if want = strings.Join(strings.Fields(want), " "); !strings.Contains(v, want) {
+			t.Fatalf("log lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "stopped waiting") {
+		t.Fatalf("the log says the child stopped waiting:\n%s", v)
+	}
+}
