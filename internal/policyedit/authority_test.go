@@ -218,3 +218,24 @@ func TestAHeldProjectsAllowIsALoosening(t *testing.T) {
 		t.Fatalf("Loosens = %v", g)
 	}
 }
+
+// DescribeVerdict names yoloMode where it, not the rule's action, decided:
+// an ask rule it turned allow, an allow it kept past the child's floor.
+func TestDescribeVerdictNamesYoloMode(t *testing.T) {
+	e := newEnv(t, map[string]string{"global": `{"yoloMode":true,"permission":{"bash":{"*":"ask","ls *":"allow"}}}`})
+	p := resolve.Load(e.opts)
+	yolo := "yoloMode true in " + e.path("global")
+	floor := "<indirection-bash-wrapper>"
+	for _, c := range []struct {
+		q    resolve.Query
+		want string
+	}{
+		{resolve.Query{Surface: "bash", Values: []string{"npm test"}}, `"bash" "*" → ask (global ` + e.path("global") + `), turned allow by ` + yolo},
+		{resolve.Query{Surface: "bash", Values: []string{"ls x"}, Floor: &floor}, `"bash" "ls *" → allow (global ` + e.path("global") + `), kept allow past the floor "<indirection-bash-wrapper>" by ` + yolo},
+		{resolve.Query{Surface: "bash", Values: []string{"ls x"}}, `"bash" "ls *" → allow (global ` + e.path("global") + `)`},
+	} {
+		if got := DescribeVerdict(p.Evaluate(c.q, nil)); got != c.want {
+			t.Errorf("%v:\n got %s\nwant %s", c.q.Values, got, c.want)
+		}
+	}
+}

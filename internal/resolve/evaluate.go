@@ -323,6 +323,9 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 	if j.floorHow != "" && j.floorHow != "grant" {
 		v.Floor = j.floor
 	}
+	if j.yolo || j.floorHow == "yolo" {
+		v.Yolo = p.yoloFrom
+	}
 	var b strings.Builder
 	b.Grow(512)
 	b.WriteString(actionWords[j.action])
