@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -153,7 +154,12 @@ func candidate(opts resolve.LoadOptions, rules []policyedit.Rule, scopeFlag, age
 	if err != nil {
 		return base, cand, "", err
 	}
-	target, err := policyedit.Locate(opts, scope, agent)
+	// The file rule add would write: an allow among the edits decides it.
+	action := resolve.Deny
+	if slices.ContainsFunc(rules, func(r policyedit.Rule) bool { return r.Action == resolve.Allow }) {
+		action = resolve.Allow
+	}
+	target, err := policyedit.Locate(opts, scope, agent, action)
 	if err != nil {
 		return base, cand, "", err
 	}

@@ -64,7 +64,7 @@ func BenchmarkAuthorityDiff(b *testing.B) {
 		files[fmt.Sprintf("agents/a%d.md", i)] = "---\nname: a\npermission:\n  bash:\n    \"cmd1 *\": deny\n---\n"
 	}
 	e := newEnv(b, files)
-	target, err := Locate(e.opts, ScopeGlobal, "")
+	target, err := Locate(e.opts, ScopeGlobal, "", resolve.Allow)
 	if err != nil {
 		b.Fatal(err)
 	}
