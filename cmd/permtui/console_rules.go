@@ -44,7 +44,7 @@ func (c consoleRules) WriteRule(d ui.RuleDraft, confirm int, digest string) (str
 	if err != nil {
 		return "", err
 	}
-	unlock, err := c.svc.lock(scope, d.Agent)
+	unlock, err := c.svc.lock(scope, d.Agent, d.Action)
 	if err != nil {
 		return "", err
 	}

@@ -239,9 +239,10 @@ func realPath(path string) string {
 }
 
 // noPolicyNotice says, when no policy file was found, that pi's built-in
-// default applies and where permtui looked; "" when some file was read.
+// default applies and where permtui looked; "" when some file was read, or
+// one was there but could not be used: its problem says what applies.
 func noPolicyNotice(p *resolve.Policy) string {
-	if len(p.Files()) > 0 {
+	if len(p.Files()) > 0 || len(p.Problems()) > 0 {
 		return ""
 	}
 	quoted := make([]string, 0, len(p.WatchPaths()))

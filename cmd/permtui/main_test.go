@@ -232,6 +232,25 @@ func TestResolveSaysWhenNoPolicyFileWasFound(t *testing.T) {
 	}
 }
 
+// TestAnUnreadablePolicyFileIsNotCalledMissing: a global config that is
+// there but cannot be read (a FIFO, a directory) is named as such, and the
+// notice that no policy file was found, which would contradict it, is not
+// printed (s19: both were).
+func TestAnUnreadablePolicyFileIsNotCalledMissing(t *testing.T) {
+	root := t.TempDir()
+	agentDir := filepath.Join(root, "agent")
+	if err := os.MkdirAll(filepath.Join(agentDir, "extensions", "pi-permission-system", "config.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "", "resolve", "--agent-dir", agentDir, "--project", root, "--state-dir", filepath.Join(root, "s"), "--surface", "bash", "--value", "ls")
+	if code != 0 || !strings.Contains(out, `"state":"ask"`) {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+	if !strings.Contains(errOut, "cannot be read") || strings.Contains(errOut, "no policy file found") {
+		t.Fatalf("stderr %q: want the file named unreadable, not missing", errOut)
+	}
+}
+
 // TestHeadlessServeAnswersA2073Child runs 'permtui serve --headless' and a
 // pi child that checks the heartbeat: the 20.7.3 request (no facts) is
 // denied with the no-approver reason, and the heartbeat goes on exit.

@@ -98,7 +98,7 @@ func runRule(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	svc := ruleService{opts: f.loadOptions(), stateDir: f.stateDir}
 	if !f.dryRun {
 		// Held from the read to the audit record: a second writer waits.
-		unlock, err := svc.lock(scope, f.agent)
+		unlock, err := svc.lock(scope, f.agent, r.Action)
 		if err != nil {
 			return err
 		}
@@ -167,8 +167,8 @@ type ruleService struct {
 }
 
 // lock takes the write lock of the file a rule at scope goes to.
-func (s ruleService) lock(scope policyedit.Scope, agent string) (func(), error) {
-	target, err := policyedit.Locate(s.opts, scope, agent)
+func (s ruleService) lock(scope policyedit.Scope, agent string, action resolve.Action) (func(), error) {
+	target, err := policyedit.Locate(s.opts, scope, agent, action)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ type rulePlan struct {
 // not let the rule decide), and replays the audit log and the waiting asks
 // against the edited policy.
 func (s ruleService) plan(scope policyedit.Scope, agent string, r policyedit.Rule, facts resolve.Query, waiting []resolve.Query) (rulePlan, error) {
-	target, err := policyedit.Locate(s.opts, scope, agent)
+	target, err := policyedit.Locate(s.opts, scope, agent, r.Action)
 	if err != nil {
 		return rulePlan{}, err
 	}
@@ -212,12 +212,13 @@ func (s ruleService) plan(scope policyedit.Scope, agent string, r policyedit.Rul
 }
 
 // coverage says what the rule decides of what was asked before and, for an
-// allow written to the project's files while serve holds their allows for
-// a person (decision 0206), that serve still asks until it trusts them.
+// allow written to the project's config while serve holds their allows for
+// a person (decision 0206), that serve still asks until it trusts them. An
+// agent's allow is not written to the project's then (decision 0240).
 func (p rulePlan) coverage() string {
 	sum := p.cov.Summary()
 	t, opts := p.ch.Target, p.ch.Current.Options()
-	if p.ch.Rule.Action == resolve.Allow && opts.HoldProjectAllows && (t.Origin == resolve.OriginProject || t.Origin == resolve.OriginProjectAgent) {
+	if p.ch.Rule.Action == resolve.Allow && opts.HoldProjectAllows && t.Origin == resolve.OriginProject {
 		sum += "; serve holds what the project's files allow for a person until it runs with --trust-project"
 	}
 	return sum

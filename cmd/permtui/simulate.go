@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -153,7 +154,12 @@ func candidate(opts resolve.LoadOptions, rules []policyedit.Rule, scopeFlag, age
 	if err != nil {
 		return base, cand, "", err
 	}
-	target, err := policyedit.Locate(opts, scope, agent)
+	// The file rule add would write: an allow among the edits decides it.
+	action := resolve.Deny
+	if slices.ContainsFunc(rules, func(r policyedit.Rule) bool { return r.Action == resolve.Allow }) {
+		action = resolve.Allow
+	}
+	target, err := policyedit.Locate(opts, scope, agent, action)
 	if err != nil {
 		return base, cand, "", err
 	}
@@ -204,7 +210,7 @@ func printReport(w io.Writer, rep simulate.Report, loosened []policyedit.Looseni
 			if p := personAnswer(o); p != "" {
 				note = "  (a person " + p + " it)"
 			}
-			fmt.Fprintf(w, "    %s → %s  %s %q%s\n      by %s\n", o.Before.Action, o.After.Action, strconv.Quote(f.Surface), f.MatchValues, note, policyedit.DescribeRule(o.After.Rule))
+			fmt.Fprintf(w, "    %s → %s  %s %q%s\n      by %s\n", o.Before.Action, o.After.Action, strconv.Quote(f.Surface), f.MatchValues, note, policyedit.DescribeVerdict(o.After))
 		}
 	}
 	if denied := rep.DeniedNowAllowed(); len(denied) > 0 {
@@ -299,13 +305,16 @@ type ruleJSON struct {
 	Action  resolve.Action `json:"action"`
 	Origin  string         `json:"origin"`
 	File    string         `json:"file,omitempty"`
+	Yolo    string         `json:"yolo,omitempty"` // yoloMode made the verdict allow past this rule: what set it
 }
 
-func toRuleJSON(r *resolve.RuleRef) *ruleJSON {
+// toRuleJSON is the rule that decided v, as written; nil for no rule.
+func toRuleJSON(v resolve.Verdict) *ruleJSON {
+	r := v.Rule
 	if r == nil {
 		return nil
 	}
-	return &ruleJSON{Surface: r.Surface, Pattern: r.Pattern, Action: r.Action, Origin: r.Origin, File: r.File}
+	return &ruleJSON{Surface: r.Surface, Pattern: r.Pattern, Action: r.Action, Origin: r.Origin, File: r.File, Yolo: v.Yolo}
 }
 
 func printReportJSON(w io.Writer, rep simulate.Report, loosened []policyedit.LooseningGroup) error {
@@ -314,13 +323,13 @@ func printReportJSON(w io.Writer, rep simulate.Report, loosened []policyedit.Loo
 	for _, g := range loosened {
 		l := g.First
 		out.Loosened = append(out.Loosened, loosenedJSON{Agents: g.Views, Surface: l.Surface, Value: l.Value,
-			Before: l.Before.Action, After: l.After.Action, Was: toRuleJSON(l.Before.Rule), Now: toRuleJSON(l.After.Rule), Witnesses: g.Count})
+			Before: l.Before.Action, After: l.After.Action, Was: toRuleJSON(l.Before), Now: toRuleJSON(l.After), Witnesses: g.Count})
 	}
 	for _, g := range byAgent(rep.Changed()) {
 		for _, o := range g.asks {
 			f := o.Record.Facts
 			out.Changed = append(out.Changed, changedAskJSON{RequestID: o.Record.RequestID, Agent: f.Principal, Surface: f.Surface,
-				Values: f.MatchValues, Before: o.Before.Action, After: o.After.Action, Person: personAnswer(o), Rule: toRuleJSON(o.After.Rule)})
+				Values: f.MatchValues, Before: o.Before.Action, After: o.After.Action, Person: personAnswer(o), Rule: toRuleJSON(o.After)})
 		}
 	}
 	data, err := json.MarshalIndent(out, "", "  ")

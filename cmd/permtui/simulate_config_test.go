@@ -38,3 +38,34 @@ func TestSimulateRefusesACandidatePiRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateNamesYoloModeWhereItDecides: a candidate that only turns
+// yoloMode on changes every ask into allow; each change and each loosened
+// verdict names yoloMode and its file as what decides, where it named the
+// ask rule yoloMode overrode ("by "bash" "*" → ask"), an allow by an ask rule
+// (s19).
+func TestSimulateNamesYoloModeWhereItDecides(t *testing.T) {
+	e := newRuleEnv(t, `{"permission":{"*":"ask","bash":{"*":"ask","rm *":"deny"}}}`)
+	e.record(t, asked("builder", "npm test", false, wire.UserDecision()))
+	cfg := filepath.Join(t.TempDir(), "cand.json")
+	testkit.WriteFile(t, cfg, []byte(`{"permission":{"*":"ask","bash":{"*":"ask","rm *":"deny"}},"yoloMode":true}`))
+	code, out, errOut := runCmd(t, "", e.args("simulate", "--config", cfg)...)
+	if code != 1 {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	// The candidate stands in for the global config, where its rules are named.
+	yolo := "yoloMode true in " + e.global()
+	by := strings.SplitN(out, "      by ", 2)
+	if len(by) != 2 || !strings.HasPrefix(by[1], `"bash" "*" → ask (global `) || !strings.Contains(strings.SplitN(by[1], "\n", 2)[0], "turned allow by "+yolo) {
+		t.Errorf("the change does not name yoloMode as what decides:\n%s", out)
+	}
+	now := strings.SplitN(out, "; now ", 2)
+	if len(now) != 2 || !strings.Contains(strings.SplitN(now[1], "\n", 2)[0], "turned allow by "+yolo) {
+		t.Errorf("the loosened verdict does not name yoloMode:\n%s", out)
+	}
+	_, out, _ = runCmd(t, "", e.args("simulate", "--config", cfg, "--json")...)
+	var rep reportJSON
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Changed) != 1 || rep.Changed[0].Rule == nil || rep.Changed[0].Rule.Yolo != yolo {
+		t.Errorf("--json does not name yoloMode: %v %s", err, out)
+	}
+}

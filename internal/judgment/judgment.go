@@ -131,7 +131,8 @@ func holdUntrusted(ph projectHolder, req *wire.Request, sessionGrants []wire.Gra
 }
 
 // unheldFile names a policy file pi reads for req that permtui could not
-// hold: a shared one, or the requesting agent's.
+// hold: a shared one, or the requesting agent's, whose name a case-folding
+// file system finds in any case (decision 0241).
 func unheldFile(j Judge, req *wire.Request) (string, bool) {
 	pl, ok := j.(problemLister)
 	if !ok {
@@ -139,7 +140,7 @@ func unheldFile(j Judge, req *wire.Request) (string, bool) {
 	}
 	agent := agentOf(req)
 	for _, pr := range pl.Problems() {
-		if pr.Unheld && (pr.Agent == "" || pr.Agent == agent) {
+		if pr.Unheld && (pr.Agent == "" || strings.EqualFold(pr.Agent, agent)) {
 			return pr.File, true
 		}
 	}

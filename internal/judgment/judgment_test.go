@@ -75,7 +75,8 @@ func TestAPolicyPermtuiCannotHoldDeniesEveryAsk(t *testing.T) {
 }
 
 // TestAnAgentFilePermtuiCannotHoldDeniesThatAgentsAsks: an oversized agent
-// file is that agent's policy only.
+// file is that agent's policy only, and that of a name differing only by
+// case, which pi reads it for on a case-folding file system (decision 0241).
 func TestAnAgentFilePermtuiCannotHoldDeniesThatAgentsAsks(t *testing.T) {
 	dir := t.TempDir()
 	opts := resolve.LoadOptions{AgentDir: dir, ProjectDir: filepath.Join(dir, "p"), TrustProject: true}
@@ -86,7 +87,7 @@ func TestAnAgentFilePermtuiCannotHoldDeniesThatAgentsAsks(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := resolve.Load(opts)
-	for agent, want := range map[string]resolve.Action{"big": resolve.Deny, "other": resolve.Allow, "": resolve.Allow} {
+	for agent, want := range map[string]resolve.Action{"big": resolve.Deny, "BIG": resolve.Deny, "other": resolve.Allow, "": resolve.Allow} {
 		req := FactsRequest(resolve.Query{Agent: agent, Surface: "bash", Values: []string{"ls"}})
 		// Allows are held while a file is a problem, so "allow" reads ask here.
 		got := Verdict(p, req, nil, nil).Action

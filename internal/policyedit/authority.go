@@ -477,12 +477,25 @@ func (g LooseningGroup) String() string {
 		}
 	}
 	s := fmt.Sprintf("%s %q: %s → %s for %s (was %s; now %s)", strconv.Quote(l.Surface), l.Value,
-		l.Before.Action, l.After.Action, strings.Join(views, ", "), DescribeRule(l.Before.Rule), DescribeRule(l.After.Rule))
+		l.Before.Action, l.After.Action, strings.Join(views, ", "), DescribeVerdict(l.Before), DescribeVerdict(l.After))
 	if l.Trusted {
 		s += ", once the project is trusted"
 	}
 	if g.Count > 1 {
 		s += fmt.Sprintf("; %d witness values in all", g.Count)
+	}
+	return s
+}
+
+// DescribeVerdict names the rule that decided v and where it is written,
+// and yoloMode when it, not the rule's action, made v allow.
+func DescribeVerdict(v resolve.Verdict) string {
+	s := DescribeRule(v.Rule)
+	switch {
+	case v.Yolo != "" && v.Floor != "":
+		s += fmt.Sprintf(", kept allow past the floor %q by %s", v.Floor, v.Yolo)
+	case v.Yolo != "":
+		s += ", turned allow by " + v.Yolo
 	}
 	return s
 }

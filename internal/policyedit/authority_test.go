@@ -64,7 +64,7 @@ func BenchmarkAuthorityDiff(b *testing.B) {
 		files[fmt.Sprintf("agents/a%d.md", i)] = "---\nname: a\npermission:\n  bash:\n    \"cmd1 *\": deny\n---\n"
 	}
 	e := newEnv(b, files)
-	target, err := Locate(e.opts, ScopeGlobal, "")
+	target, err := Locate(e.opts, ScopeGlobal, "", resolve.Allow)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -216,5 +216,26 @@ func TestAHeldProjectsAllowIsALoosening(t *testing.T) {
 	g := Group(l)
 	if len(g) != 1 || g[0].First.Surface != "bash" || g[0].First.After.Action != resolve.Allow || !g[0].First.Trusted {
 		t.Fatalf("Loosens = %v", g)
+	}
+}
+
+// DescribeVerdict names yoloMode where it, not the rule's action, decided:
+// an ask rule it turned allow, an allow it kept past the child's floor.
+func TestDescribeVerdictNamesYoloMode(t *testing.T) {
+	e := newEnv(t, map[string]string{"global": `{"yoloMode":true,"permission":{"bash":{"*":"ask","ls *":"allow"}}}`})
+	p := resolve.Load(e.opts)
+	yolo := "yoloMode true in " + e.path("global")
+	floor := "<indirection-bash-wrapper>"
+	for _, c := range []struct {
+		q    resolve.Query
+		want string
+	}{
+		{resolve.Query{Surface: "bash", Values: []string{"npm test"}}, `"bash" "*" → ask (global ` + e.path("global") + `), turned allow by ` + yolo},
+		{resolve.Query{Surface: "bash", Values: []string{"ls x"}, Floor: &floor}, `"bash" "ls *" → allow (global ` + e.path("global") + `), kept allow past the floor "<indirection-bash-wrapper>" by ` + yolo},
+		{resolve.Query{Surface: "bash", Values: []string{"ls x"}}, `"bash" "ls *" → allow (global ` + e.path("global") + `)`},
+	} {
+		if got := DescribeVerdict(p.Evaluate(c.q, nil)); got != c.want {
+			t.Errorf("%v:\n got %s\nwant %s", c.q.Values, got, c.want)
+		}
 	}
 }

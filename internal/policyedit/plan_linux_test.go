@@ -21,7 +21,7 @@ func TestAPlanLoadsThePolicyOnce(t *testing.T) {
 	for _, trusted := range []bool{true, false} {
 		e := newEnv(t, files)
 		e.opts.TrustProject = trusted
-		target, err := Locate(e.opts, ScopeGlobal, "")
+		target, err := Locate(e.opts, ScopeGlobal, "", resolve.Allow)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,7 +54,7 @@ func (e env) path(name string) string {
 
 func (e env) plan(t *testing.T, scope Scope, agent string, r Rule, values ...string) (*Change, error) {
 	t.Helper()
-	target, err := Locate(e.opts, scope, agent)
+	target, err := Locate(e.opts, scope, agent, r.Action)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,21 +120,21 @@ func TestPlacementUnderPiOrdering(t *testing.T) {
 
 func TestLocate(t *testing.T) {
 	e := newEnv(t, map[string]string{"agents/a.md": "---\n---\n"})
-	if _, err := Locate(e.opts, ScopeAgent, "nobody"); err == nil || !strings.Contains(err.Error(), "does not create agents") {
+	if _, err := Locate(e.opts, ScopeAgent, "nobody", resolve.Deny); err == nil || !strings.Contains(err.Error(), "does not create agents") {
 		t.Errorf("missing agent: %v", err)
 	}
 	for _, bad := range []string{"", "..", "a/b", "x\x1b"} {
-		if _, err := Locate(e.opts, ScopeAgent, bad); err == nil {
+		if _, err := Locate(e.opts, ScopeAgent, bad, resolve.Deny); err == nil {
 			t.Errorf("agent %q located", bad)
 		}
 	}
-	tg, err := Locate(e.opts, ScopeAgent, "a")
+	tg, err := Locate(e.opts, ScopeAgent, "a", resolve.Allow)
 	if err != nil || tg.Origin != resolve.OriginAgent || tg.File != e.path("agents/a.md") {
 		t.Errorf("agent a: %+v %v", tg, err)
 	}
 	untrusted := e.opts
 	untrusted.TrustProject = false
-	if _, err := Locate(untrusted, ScopeProject, ""); err == nil {
+	if _, err := Locate(untrusted, ScopeProject, "", resolve.Deny); err == nil {
 		t.Error("project scope located for an untrusted project")
 	}
 }
@@ -316,7 +316,7 @@ func TestApplyRestoresWhenTheRuleDoesNotDecide(t *testing.T) {
 // at ask, so a rule written for those facts would not answer them.
 func TestFlooredFactsCannotBeDecidedByAnAllow(t *testing.T) {
 	e := newEnv(t, nil)
-	target, err := Locate(e.opts, ScopeGlobal, "")
+	target, err := Locate(e.opts, ScopeGlobal, "", resolve.Allow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestDanglingLinkIsNotReplaced(t *testing.T) {
 // waits for the first, then refuses naming it; none is left once released.
 func TestLockRefusesNamingTheHolder(t *testing.T) {
 	e := newEnv(t, map[string]string{"global": `{}`})
-	target, err := Locate(e.opts, ScopeGlobal, "")
+	target, err := Locate(e.opts, ScopeGlobal, "", resolve.Deny)
 	if err != nil {
 		t.Fatal(err)
 	}

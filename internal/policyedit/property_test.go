@@ -168,11 +168,11 @@ func TestAuthorityDiffNamesEveryLoosening(t *testing.T) {
 		if scope == ScopeAgent {
 			agent = pick(r, []string{"a1", "a2", "a3"})
 		}
-		target, err := Locate(e.opts, scope, agent)
+		rule := Rule{Surface: pick(r, propSurfaces), Pattern: propPattern(r), Action: pick(r, propActions)}
+		target, err := Locate(e.opts, scope, agent, rule.Action)
 		if err != nil {
 			continue // no such agent file
 		}
-		rule := Rule{Surface: pick(r, propSurfaces), Pattern: propPattern(r), Action: pick(r, propActions)}
 		compiled := resolve.CompilePattern(rule.Pattern, e.opts.Home)
 		facts := resolve.Query{Agent: agent, Surface: rule.Surface, Values: []string{fill(compiled.Expanded(), "a")}}
 		ch, err := Plan(e.opts, target, rule, facts)

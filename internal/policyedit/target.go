@@ -24,9 +24,11 @@ func (t Target) Frontmatter() bool { return t.Scope == ScopeAgent }
 
 // Locate finds the file pi reads for scope. An agent rule goes to the file pi
 // reads last for that agent: the project's agent file when it exists (and the
-// project is trusted), else the global one. permtui never creates an agent
-// file: an agent is defined by a person, not by a rule (decision 0071).
-func Locate(opts resolve.LoadOptions, scope Scope, agent string) (Target, error) {
+// project is trusted), else the global one; but an allow while the project's
+// allows are held goes to the global one, as the project's would decide
+// nothing in serve (decision 0240). permtui never creates an agent file: an
+// agent is defined by a person, not by a rule (decision 0071).
+func Locate(opts resolve.LoadOptions, scope Scope, agent string, action resolve.Action) (Target, error) {
 	switch scope {
 	case ScopeGlobal:
 		if opts.AgentDir == "" {
@@ -39,30 +41,44 @@ func Locate(opts resolve.LoadOptions, scope Scope, agent string) (Target, error)
 		}
 		return Target{Scope: scope, File: resolve.ProjectConfigPaths(opts.ProjectDir)[0], Origin: resolve.OriginProject}, nil
 	case ScopeAgent:
-		if err := validAgentName(agent); err != nil {
-			return Target{}, err
-		}
-		files := resolve.AgentFiles(opts, agent)
-		for i := len(files) - 1; i >= 0; i-- {
-			fi, err := os.Stat(files[i][0])
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return Target{}, fmt.Errorf("agent file: %w", err)
-			}
-			if !fi.Mode().IsRegular() {
-				return Target{}, fmt.Errorf("%s is not a regular file", files[i][0])
-			}
-			return Target{Scope: scope, Agent: agent, File: files[i][0], Origin: files[i][1]}, nil
-		}
-		var where []string
-		for _, f := range files {
-			where = append(where, f[0])
-		}
-		return Target{}, fmt.Errorf("agent %q has no file (looked for %s); permtui adds rules to an agent's file but does not create agents", agent, strings.Join(where, ", "))
+		return locateAgent(opts, agent, action == resolve.Allow && opts.HoldProjectAllows)
 	}
 	return Target{}, fmt.Errorf("unknown scope %q", scope)
+}
+
+// locateAgent finds agent's file, the project's left out for a held allow.
+func locateAgent(opts resolve.LoadOptions, agent string, heldAllow bool) (Target, error) {
+	if err := validAgentName(agent); err != nil {
+		return Target{}, err
+	}
+	files := resolve.AgentFiles(opts, agent)
+	held := ""
+	for i := len(files) - 1; i >= 0; i-- {
+		fi, err := os.Stat(files[i][0])
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return Target{}, fmt.Errorf("agent file: %w", err)
+		}
+		if heldAllow && files[i][1] == resolve.OriginProjectAgent {
+			held = files[i][0]
+			continue
+		}
+		if !fi.Mode().IsRegular() {
+			return Target{}, fmt.Errorf("%s is not a regular file", files[i][0])
+		}
+		return Target{Scope: ScopeAgent, Agent: agent, File: files[i][0], Origin: files[i][1]}, nil
+	}
+	if held != "" {
+		return Target{}, fmt.Errorf("agent %q has a file only in the project (%s), whose allows serve holds for a person while the project is not trusted, so an allow there would decide nothing; pass --trust-project to write it there, or give the agent a file of your own (%s)",
+			agent, held, files[0][0])
+	}
+	var where []string
+	for _, f := range files {
+		where = append(where, f[0])
+	}
+	return Target{}, fmt.Errorf("agent %q has no file (looked for %s); permtui adds rules to an agent's file but does not create agents", agent, strings.Join(where, ", "))
 }
 
 // validAgentName refuses names that are not one file name in agents/.

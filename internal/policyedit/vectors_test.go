@@ -80,7 +80,7 @@ func TestRuleAddVectors(t *testing.T) {
 			}
 			neighbour := resolve.Query{Agent: v.Neighbour.Agent, Surface: v.Neighbour.Surface, Values: v.Neighbour.Values}
 			before := resolve.Load(e.opts).Evaluate(neighbour, nil)
-			target, err := Locate(e.opts, v.Add.Scope, v.Add.Agent)
+			target, err := Locate(e.opts, v.Add.Scope, v.Add.Agent, r.Action)
 			if err != nil {
 				t.Fatal(err)
 			}

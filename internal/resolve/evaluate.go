@@ -305,6 +305,22 @@ func (p *Policy) resembledAgent(agent string) string {
 	return best
 }
 
+// foldedAgent is the agent whose file pi opens for agent, a name without a
+// file of its own, on a case-folding file system: the least name differing
+// only by case; "" for none, or where the file system tells case apart.
+func (p *Policy) foldedAgent(agent string) string {
+	if !p.foldsCase || agent == "" {
+		return ""
+	}
+	if _, own := p.agents[agent]; own {
+		return ""
+	}
+	if name := p.resembledAgent(agent); strings.EqualFold(name, agent) {
+		return name
+	}
+	return ""
+}
+
 // verdict turns a judged surface into a Verdict with its explanation.
 func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict {
 	v := Verdict{
@@ -322,6 +338,9 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 	}
 	if j.floorHow != "" && j.floorHow != "grant" {
 		v.Floor = j.floor
+	}
+	if j.yolo || j.floorHow == "yolo" {
+		v.Yolo = p.yoloFrom
 	}
 	var b strings.Builder
 	b.Grow(512)
@@ -372,6 +391,10 @@ func (p *Policy) verdict(q Query, rs *ruleset, j judged, prefix string) Verdict 
 		writeAll(&b, " The child marked this ask with the floor ", printable(j.floor), "; under yoloMode (", p.yoloFrom, ") the allow stands.")
 	case "grant":
 		writeAll(&b, " The child's floor ", printable(j.floor), " does not hold back a session grant.")
+	}
+	if name := p.foldedAgent(q.Agent); name != "" && rs == p.agents[name] {
+		writeAll(&b, " Agent ", strconv.Quote(printable(q.Agent)), " has no file by that name; this file system finds agent ",
+			strconv.Quote(printable(name)), "'s file for it, as pi opens it, so that file's rules judged it.")
 	}
 	v.Explanation = b.String()
 	return v

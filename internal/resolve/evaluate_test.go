@@ -388,6 +388,30 @@ func TestAskingUnitsWithGrantsYoloAndFloors(t *testing.T) {
 	}
 }
 
+// A verdict yoloMode decides names it (Yolo), for explanations that name
+// the deciding rule: an ask rule turned allow, an allow kept past a floor.
+// A verdict yoloMode did not decide has none.
+func TestAVerdictNamesTheYoloModeThatDecided(t *testing.T) {
+	f := newFixture(t)
+	file := f.global(`{"yoloMode":true,"permission":{"bash":{"*":"ask","ls *":"allow","rm *":"deny"}}}`)
+	p := Load(f.opts)
+	want := "yoloMode true in " + file
+	floor := "<indirection-bash-wrapper>"
+	for _, c := range []struct {
+		q    Query
+		yolo string
+	}{
+		{Query{Surface: "bash", Values: []string{"npm test"}}, want},
+		{Query{Surface: "bash", Values: []string{"ls x"}, Floor: &floor}, want},
+		{Query{Surface: "bash", Values: []string{"ls x"}}, ""},
+		{Query{Surface: "bash", Values: []string{"rm x"}}, ""},
+	} {
+		if v := p.Evaluate(c.q, nil); v.Yolo != c.yolo {
+			t.Errorf("%v: Yolo %q (%s/%s), want %q", c.q.Values, v.Yolo, v.Action, v.Origin, c.yolo)
+		}
+	}
+}
+
 // pi trims the name of a surface it judges as a tool (not a path surface or
 // mcp), so " bash " is bash; a padded family name is not folded. The input
 // is built from the surface as sent (decision 0173), so a padded bash has

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/permtui/permtui/internal/safefs"
 )
@@ -74,9 +75,13 @@ type Policy struct {
 	unlisted *ruleset
 	yolo     bool
 	yoloFrom string
-	watch    []string
-	read     []string // the policy files that were read, in load order
-	project  []string // those of them that are the project's
+	// foldsCase: an agents directory is on a file system that finds a name
+	// in any case (macOS's default), so pi, which opens agents/<name>.md by
+	// path, reads an agent's file for a name differing only by case.
+	foldsCase bool
+	watch     []string
+	read      []string // the policy files that were read, in load order
+	project   []string // those of them that are the project's
 	// projectRoots are the project dir as named and with its links
 	// resolved, absolute: a requester's cwd under neither is outside it.
 	projectRoots []string
@@ -179,6 +184,9 @@ func (p *Policy) rulesetFor(agent string) *ruleset {
 	}
 	if rs, ok := p.agents[agent]; ok {
 		return rs
+	}
+	if name := p.foldedAgent(agent); name != "" {
+		return p.agents[name]
 	}
 	if p.unlisted != nil {
 		return p.unlisted
@@ -346,13 +354,62 @@ func (p *Policy) loadAgents() agentScopes {
 			a.listFloor = append(a.listFloor, pr)
 			continue
 		}
+		folds := foldsCase(dir, entries)
+		p.foldsCase = p.foldsCase || folds
 		for _, e := range entries {
-			if name, isAgent := strings.CutSuffix(e.Name(), ".md"); isAgent && name != "" {
+			if name, isAgent := agentFileName(e.Name(), folds); isAgent {
 				p.loadAgent(&a, filepath.Join(dir, e.Name()), name, origin)
 			}
 		}
 	}
 	return a
+}
+
+// agentLstat is how foldsCase looks a name up; a test stands in a
+// case-folding file system for it.
+var agentLstat = os.Lstat
+
+// foldsCase reports whether dir's file system finds an entry under its name
+// in another case (decision 0241). One listing holding two names that
+// differ only by case proves it does not.
+func foldsCase(dir string, entries []os.DirEntry) bool {
+	probe, seen := "", make(map[string]bool, len(entries))
+	for _, e := range entries {
+		folded := strings.ToLower(e.Name())
+		if seen[folded] {
+			return false
+		}
+		seen[folded] = true
+		if probe == "" && strings.Map(swapCase, e.Name()) != e.Name() {
+			probe = e.Name()
+		}
+	}
+	if probe == "" {
+		return false
+	}
+	a, err := agentLstat(filepath.Join(dir, probe))
+	if err != nil {
+		return false
+	}
+	b, err := agentLstat(filepath.Join(dir, strings.Map(swapCase, probe)))
+	return err == nil && os.SameFile(a, b)
+}
+
+func swapCase(r rune) rune {
+	if unicode.IsUpper(r) {
+		return unicode.ToLower(r)
+	}
+	return unicode.ToUpper(r)
+}
+
+// agentFileName is the agent an entry of an agents directory defines: pi
+// opens <name>.md, which a case-folding file system also finds as <name>.MD.
+func agentFileName(file string, folds bool) (string, bool) {
+	n := len(file) - len(".md")
+	if n <= 0 || file[n:] != ".md" && !(folds && strings.EqualFold(file[n:], ".md")) {
+		return "", false
+	}
+	return file[:n], true
 }
 
 // loadAgent reads one agent file into a.

@@ -40,6 +40,9 @@ type Verdict struct {
 	// Floor is the request's floor sentinel when it touched an allow: it
 	// forced an ask, or (under yoloMode, Action allow) became the pattern.
 	Floor string
+	// Yolo names what set yoloMode ("yoloMode true in FILE") when it
+	// decided: it turned Rule's ask into allow, or kept an allow past Floor.
+	Yolo string
 	// Unit is the asking unit that decided, for bash chains.
 	Unit string
 	// Member is the directional member whose result a bare-family query

@@ -26,7 +26,7 @@ func TestAWrittenRuleAnswersTheWaitingAsk(t *testing.T) {
 	waiting := h.ask(ctx, h.child(true), pichild.NewestBash(rootID, "builder", "c1", "/w", "npm install left-pad"))
 	ask := h.rec.WaitFor(t, "npm queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
 
-	target, err := policyedit.Locate(opts, policyedit.ScopeGlobal, "")
+	target, err := policyedit.Locate(opts, policyedit.ScopeGlobal, "", resolve.Allow)
 	if err != nil {
 		t.Fatal(err)
 	}
