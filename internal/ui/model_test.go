@@ -814,3 +814,26 @@ func TestSkippedAnswersAreCountedAndExplained(t *testing.T) {
 		t.Fatalf("log note %q", l)
 	}
 }
+
+// A console that discovers sessions keeps each one it served while it runs
+// (decision 0232), so past maxListedSessions the full header counts them
+// rather than naming every id.
+func TestHeaderCountsServedSessionsPastAFew(t *testing.T) {
+	h := newHarness(t)
+	h.send(sizeMsg(100, 40))
+	ids := []string{"root-a", "root-b", "root-c"}
+	for _, id := range ids {
+		h.events(serve.Serving{Serving: inbox.Serving{Session: id}})
+	}
+	v := h.m.View()
+	for _, id := range ids {
+		if !strings.Contains(v, "serving ♥ "+id) {
+			t.Fatalf("header lacks %s:\n%s", id, v)
+		}
+	}
+	h.events(serve.Serving{Serving: inbox.Serving{Session: "root-d"}})
+	v = h.m.View()
+	if !strings.Contains(v, "serving ♥ 4 sessions") || strings.Contains(v, "serving ♥ root-a") {
+		t.Fatalf("header names more than %d sessions:\n%s", maxListedSessions, v)
+	}
+}

@@ -141,6 +141,11 @@ func (m *Model) countLines(short bool) []string {
 	return lines
 }
 
+// maxListedSessions is how many served sessions the full header names; more
+// are counted. A discovering console keeps every session it served while
+// it runs, its directory gone or not (decision 0232), so the list only grows.
+const maxListedSessions = 3
+
 // sessionLines name the sessions served, those another node serves, and
 // what is degraded; short, one summary line with the counts.
 func (m *Model) sessionLines(short bool) []string {
@@ -153,13 +158,16 @@ func (m *Model) sessionLines(short bool) []string {
 	case len(serving) == 0:
 		parts = append(parts, s.Warning.Render("serving: none yet"))
 	}
-	if short {
+	if short || len(serving) > maxListedSessions {
 		switch {
 		case len(serving) == 1:
 			parts = append(parts, "serving ♥ "+Sanitize(serving[0]))
 		case len(serving) > 1:
 			parts = append(parts, "serving ♥ "+itoa(len(serving))+" sessions")
 		}
+		serving = nil
+	}
+	if short {
 		if len(elsewhere) > 0 {
 			parts = append(parts, s.Warning.Render("⚠ standing by for "+plural(len(elsewhere), "session")))
 		}
