@@ -255,7 +255,10 @@ type Model struct {
 	statusHolds func() bool
 	// sent remembers each decision on its way, so the log can say which
 	// scope the person chose (the response alone cannot).
-	sent   map[serve.AskID]serve.Decision
+	sent map[serve.AskID]serve.Decision
+	// held keeps the log line of an ask answered while the person's own
+	// decision was on its way, until Decide says whether theirs was it.
+	held   map[serve.AskID]logEntry
 	streak autoStreak
 	// yourDeny is the session deny the person made last here (N), so the
 	// waiting asks it denies at once are said to be theirs.
@@ -296,6 +299,7 @@ func New(opts Options) *Model {
 		help:        hm,
 		sessions:    map[string]sessionState{},
 		sent:        map[serve.AskID]serve.Decision{},
+		held:        map[serve.AskID]logEntry{},
 		autoByAgent: map[string]*autoCount{},
 		grantList:   grantList{common: c, revoked: map[rowKey]bool{}},
 		degraded:    map[string]string{},
@@ -526,11 +530,17 @@ func (m *Model) applyResponse(ev serve.Decided) {
 		last.at = m.opts.Now()
 		m.lastAuto = &last
 	}
-	if d, ok := m.sent[ev.Ask.ID]; ok && !ev.Auto {
+	d, sent := m.sent[ev.Ask.ID]
+	if sent && !ev.Auto {
 		l.choice = clip(choiceWords(d, ev.Ask), textBytes)
 	}
 	delete(m.sent, ev.Ask.ID)
-	m.addLog(l)
+	if sent && wasQueued && !ev.Auto {
+		// Decide has not returned: at a hub another approver may have won.
+		m.held[ev.Ask.ID] = l
+	} else {
+		m.addLog(l)
+	}
 	if ev.Auto && wasQueued {
 		if m.byYourDeny(ev) {
 			m.streak.byDeny++
@@ -553,8 +563,9 @@ func (m *Model) byYourDeny(ev serve.Decided) bool {
 
 func (m *Model) applyDecided(msg decidedMsg) {
 	e := m.find(msg.Decision.Ask)
-	if e == nil {
-		return // already answered and removed by its Decided event
+	if e == nil { // already answered and removed by its Decided event
+		m.settleHeld(msg)
+		return
 	}
 	if msg.Err != nil {
 		delete(m.sent, e.ask.ID)
@@ -576,6 +587,24 @@ func (m *Model) applyDecided(msg decidedMsg) {
 		}
 		m.warn("could not answer " + label(e) + ": " + Sanitize(msg.Err.Error()))
 	}
+}
+
+// settleHeld logs the answer held for Decide's result; when the person's
+// decision was refused, the answer was someone else's, and the status says
+// so (adversarial pass adv2, finding F6).
+func (m *Model) settleHeld(msg decidedMsg) {
+	l, ok := m.held[msg.Decision.Ask]
+	if !ok {
+		return
+	}
+	delete(m.held, msg.Decision.Ask)
+	if msg.Err == nil {
+		m.addLog(l)
+		return
+	}
+	l.choice = "" // not the person's choice
+	m.addLog(l)
+	m.warn("could not answer " + l.label + ": " + Sanitize(msg.Err.Error()) + "; it was " + outcomeWords(l.outcome) + " by " + l.by)
 }
 
 func (m *Model) applyRevoked(msg revokedMsg) {
