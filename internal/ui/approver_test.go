@@ -61,3 +61,35 @@ func TestALostRaceIsSaidInEitherOrder(t *testing.T) {
 		})
 	}
 }
+
+// A decision the hub has not confirmed lives only in this console's
+// approver, which keeps sending it: quitting drops it. The quit prompt
+// names it and says it is lost, and the key that quits says so too
+// (adversarial pass adv2, finding F7: the prompt was "L quit • esc stay"
+// and the person left believing the ask approved).
+func TestQuittingNamesTheDecisionsNotYetSent(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.OverHub = true })
+	h.backend.decideErr = fmt.Errorf("%w (nats: timeout)", serve.ErrDelivering)
+	r := &wire.Request{ID: "1796233170000-down-48311", RequesterAgentName: "builder", Surface: sp("bash"), Value: sp("npm run hubdown"), CreatedAt: ms(testNow)}
+	other := &wire.Request{ID: "1796233170000-calm-48311", RequesterAgentName: "scout", Surface: sp("bash"), Value: sp("ls"), CreatedAt: ms(testNow)}
+	h.queue(ask(r.ID+".json", r, askVerdict("x")), ask(other.ID+".json", other, askVerdict("x")))
+	h.keys("y", "y") // the second, on the same ask, is not what is being sent
+	h.keys("q")
+	v := h.m.View()
+	for _, want := range []string{"1 decision is not confirmed by the hub", "approve once: builder · bash · npm run hubdown", "quitting now loses it and the", "L quit and lose it"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("the quit prompt does not say %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "scout · bash · ls") {
+		t.Fatalf("an ask without a decision is named as unsent:\n%s", v)
+	}
+	h.keys("esc")
+	// Once the ask ends (here the relay's answer arrives), nothing is unsent.
+	h.events(serve.Decided{Ask: h.m.queue[0].ask, Queued: true, Approver: "ann",
+		Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: wire.UserDecision()}})
+	h.keys("q")
+	if v := h.m.View(); strings.Contains(v, "not confirmed by the hub") || !strings.Contains(v, "L quit •") {
+		t.Fatalf("a delivered decision is still named as unsent:\n%s", v)
+	}
+}

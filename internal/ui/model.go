@@ -7,6 +7,7 @@
 package ui
 
 import (
+	"errors"
 	"io"
 	"os"
 	"slices"
@@ -143,6 +144,9 @@ type entry struct {
 	seenAll bool
 	// replaced: expired because another file took its request's name.
 	replaced bool
+	// unsent names the person's decision the hub has not confirmed, which
+	// the approver keeps sending in memory only: quitting loses it.
+	unsent string
 }
 
 type mode int
@@ -585,6 +589,9 @@ func (m *Model) applyDecided(msg decidedMsg) {
 		if e.state == stateSending {
 			e.state = statePending
 		}
+		if errors.Is(msg.Err, serve.ErrDelivering) && e.unsent == "" { // a later one is refused while it is sent
+			e.unsent = decisionWords(msg.Decision, e.ask) + ": " + label(e)
+		}
 		m.warn("could not answer " + label(e) + ": " + Sanitize(msg.Err.Error()))
 	}
 }
@@ -741,6 +748,17 @@ func (m *Model) pending() []*entry {
 	for _, e := range m.queue {
 		if e.state == statePending {
 			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// unsent names the decisions the hub has not confirmed, of asks still open.
+func (m *Model) unsent() []string {
+	var out []string
+	for _, e := range m.queue {
+		if e.state != stateExpired && e.unsent != "" {
+			out = append(out, e.unsent)
 		}
 	}
 	return out
