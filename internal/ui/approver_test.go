@@ -93,3 +93,21 @@ func TestQuittingNamesTheDecisionsNotYetSent(t *testing.T) {
 		t.Fatalf("a delivered decision is still named as unsent:\n%s", v)
 	}
 }
+
+// Two asks whose values differ only in a lone surrogate read differently
+// in the queue and the detail: what a person sees is what they approve
+// (adversarial pass adv2, suspicion S5).
+func TestLoneSurrogatesAreToldApart(t *testing.T) {
+	h := newHarness(t)
+	for i, v := range []string{"echo \xed\xa0\x80", "echo \xed\xbf\xbf"} {
+		r := &wire.Request{ID: fmt.Sprintf("1796233170000-surr-%d", i), RequesterAgentName: "builder", Surface: sp("bash"), Value: sp(v), CreatedAt: ms(testNow)}
+		h.queue(ask(r.ID+".json", r, askVerdict("x")))
+	}
+	if v := h.m.View(); !strings.Contains(v, "echo ⟨U+D800⟩") || !strings.Contains(v, "echo ⟨U+DFFF⟩") || strings.Contains(v, "���") {
+		t.Fatalf("the queue does not tell the two values apart:\n%s", v)
+	}
+	h.keys("enter") // the detail of the first
+	if v := h.m.View(); !strings.Contains(v, "value     echo ⟨U+D800⟩") {
+		t.Fatalf("the detail does not spell the surrogate:\n%s", v)
+	}
+}
