@@ -51,7 +51,7 @@ func TestALostRaceIsSaidInEitherOrder(t *testing.T) {
 				h.run(cmd)
 				h.events(bob)
 			}
-			if s := h.m.status; !strings.Contains(s, "npm run race") || !strings.Contains(s, `already decided by "bob"`) {
+			if s := h.m.status; !strings.Contains(s, "npm run race") || !strings.Contains(s, `already decided by "bob"; it was ✗ denied by a person · bob`) {
 				t.Fatalf("the status does not say ann's choice lost to bob: %q", s)
 			}
 			h.keys("l")

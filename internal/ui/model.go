@@ -147,6 +147,9 @@ type entry struct {
 	// unsent names the person's decision the hub has not confirmed, which
 	// the approver keeps sending in memory only: quitting loses it.
 	unsent string
+	// lost is the refusal of the person's decision when another approver
+	// decided first; the answer that arrives then says whose it was.
+	lost string
 }
 
 type mode int
@@ -521,11 +524,15 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 // there), is counted and logged. Automatic answers to queued asks happen when
 // a new whole-session grant covers them; the status line says so.
 func (m *Model) applyResponse(ev serve.Decided) {
-	wasQueued := m.find(ev.Ask.ID) != nil
+	e := m.find(ev.Ask.ID)
+	wasQueued := e != nil
 	if wasQueued {
 		m.remove(ev.Ask.ID, !ev.Auto)
 	}
 	l, last := decidedEntry(ev)
+	if wasQueued && e.lost != "" && !ev.Auto {
+		defer m.setStatus(lostNote(l, e.lost))
+	}
 	if ev.Auto {
 		m.auto.add(ev.Response.Approved)
 		if ev.Ask.Request != nil {
@@ -592,6 +599,9 @@ func (m *Model) applyDecided(msg decidedMsg) {
 		if errors.Is(msg.Err, serve.ErrDelivering) && e.unsent == "" { // a later one is refused while it is sent
 			e.unsent = decisionWords(msg.Decision, e.ask) + ": " + label(e)
 		}
+		if errors.Is(msg.Err, serve.ErrAlreadyDecided) {
+			e.lost = Sanitize(msg.Err.Error())
+		}
 		m.warn("could not answer " + label(e) + ": " + Sanitize(msg.Err.Error()))
 	}
 }
@@ -611,7 +621,13 @@ func (m *Model) settleHeld(msg decidedMsg) {
 	}
 	l.choice = "" // not the person's choice
 	m.addLog(l)
-	m.warn("could not answer " + l.label + ": " + Sanitize(msg.Err.Error()) + "; it was " + outcomeWords(l.outcome) + " by " + l.by)
+	m.warn(lostNote(l, Sanitize(msg.Err.Error())))
+}
+
+// lostNote says that the person's decision was refused, and the answer
+// the ask got instead: what, and by whom.
+func lostNote(l logEntry, refusal string) string {
+	return "could not answer " + l.label + ": " + refusal + "; it was " + outcomeWords(l.outcome) + " by " + l.by
 }
 
 func (m *Model) applyRevoked(msg revokedMsg) {
