@@ -68,7 +68,7 @@ func (d *quitDialog) view(int) []string {
 	lines := []string{d.rule("quit?"), ""}
 	lines = append(lines, hanging("  ", plural(n, "ask is", "asks are")+" still waiting for a person.", d.width)...)
 	if u := d.q.unsent(); len(u) > 0 { // kept in memory only (decision 0249)
-		lines = append(append(lines, ""), hanging("  ⚠ ", plural(len(u), "decision is", "decisions are")+
+		lines = append(append(lines, ""), hanging("  ", "⚠ "+plural(len(u), "decision is", "decisions are")+
 			" not confirmed by the hub yet; quitting now loses "+itOrThem(len(u))+" and the ask stays undecided:", d.width)...)
 		for _, w := range u {
 			lines = append(lines, hanging("    ", w, d.width)...)
