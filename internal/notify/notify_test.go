@@ -361,8 +361,32 @@ func TestNtfyTitleIsSanitizedAndClipped(t *testing.T) {
 		t.Fatalf("%d messages", len(msgs))
 	}
 	title := msgs[0].Title
-	if strings.ContainsAny(title, "\x1b\a\n\u202e") || len(title) > 200 || !strings.HasPrefix(title, "permtui: ␛]0;pwned␇␊") {
+	if strings.ContainsAny(title, "\x1b\a\n\u202e") || len(title) > 200 || !strings.HasPrefix(title, "permtui: ⚠␛]0;pwned␇␊") {
 		t.Fatalf("title of %d bytes: %.120q", len(title), title)
+	}
+}
+
+// A lookalike agent name is marked in the push as the console marks it
+// (decision 0205): "іmplementer" with a Cyrillic і must not read as the
+// real implementer on a lock screen (adversarial pass adv2, finding F9).
+func TestNtfyMarksALookalikeAgentName(t *testing.T) {
+	srv := newNtfyServer(t)
+	events, stop := start(t, Options{Ntfy: srv.URL + "/t"})
+	events <- queued(1, "\u0456mplementer")
+	events <- queued(2, "builder ")
+	events <- queued(3, "implementer")
+	stop()
+	msgs, _ := srv.messages()
+	if len(msgs) != 3 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	for i, want := range []string{"permtui: ⚠\u0456mplementer is waiting", "permtui: ⚠builder␠ is waiting", "permtui: implementer is waiting"} {
+		if msgs[i].Title != want {
+			t.Errorf("title %q, want %q", msgs[i].Title, want)
+		}
+	}
+	if !strings.Contains(msgs[0].Message, "⟨U+0456⟩mplementer") || strings.Contains(msgs[2].Message, "ASCII") {
+		t.Errorf("the body does not spell only the lookalike name: %q / %q", msgs[0].Message, msgs[2].Message)
 	}
 }
 

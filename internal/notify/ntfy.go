@@ -114,6 +114,9 @@ func (n *ntfy) message(l status.Line) ntfyMessage {
 		return m
 	}
 	agent := cmp.Or(l.Agent, "an agent")
+	if termsafe.Lookalike(l.Agent) { // marked as the console marks it (decision 0205)
+		agent = "⚠" + termsafe.Blanks(l.Agent)
+	}
 	m.Title = fmt.Sprintf("permtui: %s is waiting", agent)
 	if l.Event == status.Expiring {
 		m.Title = fmt.Sprintf("permtui: %s's ask expires soon", agent)
@@ -125,6 +128,9 @@ func (n *ntfy) message(l status.Line) ntfyMessage {
 		fmt.Fprintf(&b, " on %s", l.Host)
 	}
 	fmt.Fprintf(&b, " · %d waiting", l.Waiting)
+	if termsafe.NonASCII(l.Agent) {
+		fmt.Fprintf(&b, "\n⚠ agent name not plain ASCII: %s", termsafe.CodePoints(l.Agent))
+	}
 	if l.Value != nil {
 		fmt.Fprintf(&b, "\n%s", termsafe.Clip(*l.Value, 300))
 	}

@@ -417,7 +417,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 	case h == nil:
 		return serve.ErrUnknownAsk
 	case sending:
-		return ErrDelivering
+		return serve.ErrDelivering
 	case d.DenyFor != nil:
 		return fmt.Errorf("%w: %w", serve.ErrInvalidDecision, errDenyAtHub)
 	}
@@ -447,12 +447,8 @@ func (a *Approver) Decide(d serve.Decision) error {
 	a.sending[d.Ask] = true
 	a.mu.Unlock()
 	a.senders.Go(func() { a.keepSending(d.Ask, key, data) })
-	return fmt.Errorf("%w (%v)", ErrDelivering, err)
+	return fmt.Errorf("%w (%v)", serve.ErrDelivering, err)
 }
-
-// ErrDelivering: the hub has not confirmed a decision (it is away, or its
-// stream is electing a leader); the approver keeps sending it.
-var ErrDelivering = errors.New("the hub has not confirmed the decision yet; permtui keeps sending it until it does or the ask ends")
 
 // errUnconfirmed: the hub did not answer a decision's create, so it may or
 // may not have taken it.

@@ -751,10 +751,10 @@ func TestADecisionIsDeliveredThroughAHubOutage(t *testing.T) {
 	a := ann.queued(t, "alpha-1")
 	th.stop()
 	err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: "after the freeze"})
-	if !errors.Is(err, ErrDelivering) {
+	if !errors.Is(err, serve.ErrDelivering) {
 		t.Fatalf("decision while the hub is down: %v", err)
 	}
-	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); !errors.Is(err, ErrDelivering) {
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); !errors.Is(err, serve.ErrDelivering) {
 		t.Fatalf("a second decision while the first is sent: %v", err)
 	}
 	th.start()

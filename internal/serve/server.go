@@ -77,6 +77,10 @@ var (
 	ErrAlreadyDecided  = errors.New("the ask is already decided")
 	ErrInvalidDecision = errors.New("invalid decision")
 	ErrStopped         = errors.New("the server is not serving")
+	// ErrDelivering: a hub approver's Decide that the hub has not
+	// confirmed (it is away, or its stream is electing a leader); the
+	// approver keeps sending it, in memory only.
+	ErrDelivering = errors.New("the hub has not confirmed the decision yet; permtui keeps sending it until it does or the ask ends")
 )
 
 // IsExpired reports a Decide error meaning the ask can no longer be

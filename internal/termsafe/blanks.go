@@ -68,6 +68,11 @@ func codePoint(r rune) string { return fmt.Sprintf("⟨%U⟩", r) }
 // can look like another name ("build\u0435r" like "builder").
 func NonASCII(s string) bool { return strings.ContainsFunc(s, beyondASCII) }
 
+// Lookalike reports a name that can read as another, which every place
+// naming an agent marks ⚠ (decision 0205): a character beyond printable
+// ASCII, or a blank Blanks shows ("builder ").
+func Lookalike(name string) bool { return NonASCII(name) || Blanks(name) != name }
+
 func beyondASCII(r rune) bool { return r >= utf8.RuneSelf || r < 0x20 || r == 0x7f }
 
 // CodePoints spells every character of untrusted text beyond printable

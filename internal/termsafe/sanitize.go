@@ -31,11 +31,27 @@ func Sanitize(s string) string {
 // shownRune is what Sanitize shows for the first rune of s, and that rune's
 // size in s.
 func shownRune(s string) (string, int) {
+	if u, ok := surrogateAt(s); ok {
+		// By code point, not as three invalid bytes: "\ud800" and
+		// "\udfff" must not both read "���" (decision 0250).
+		return codePoint(rune(u)), 3
+	}
 	r, size := utf8.DecodeRuneInString(s)
 	if r == utf8.RuneError && size <= 1 {
 		return string(unsafeMark), size // invalid UTF-8, including raw 8-bit C1 bytes
 	}
 	return standIn(r), size
+}
+
+// surrogateAt decodes the WTF-8 form of a lone surrogate (ED A0..BF 80..BF)
+// that starts s, which is how a request keeps one (decision 0175). It is
+// wire.SurrogateAt, which this leaf may not import (decision 0002);
+// TestSurrogateAtIsWires holds the two equal.
+func surrogateAt(s string) (uint16, bool) {
+	if len(s) < 3 || s[0] != 0xED || s[1] < 0xA0 || s[1] > 0xBF || s[2] < 0x80 || s[2] > 0xBF {
+		return 0, false
+	}
+	return 0xD000 | uint16(s[1]&0x3F)<<6 | uint16(s[2]&0x3F), true
 }
 
 // clipNote is about the length of Clip's note of what it left out.
@@ -46,7 +62,7 @@ const clipNote = 32
 // bytes left out between them. The result is always a fresh string, so
 // keeping it never keeps the request alive (a substring would).
 func Clip(s string, limit int) string {
-	if len(s) <= limit/3 { // even all stand-ins (3 bytes each) fit
+	if len(s) <= limit/4 { // even all stand-ins fit (at most 4 bytes a byte: a surrogate's 3 show as 12)
 		return strings.Clone(Sanitize(s))
 	}
 	// head ends at byte i of s, tail starts at byte j; each shows in half.
@@ -61,6 +77,9 @@ func Clip(s string, limit int) string {
 	j := len(s)
 	for j > i {
 		_, size := utf8.DecodeLastRuneInString(s[:j])
+		if _, ok := surrogateAt(s[max(j-3, 0):j]); ok {
+			size = 3 // a surrogate's WTF-8 bytes are not cut apart
+		}
 		r, _ := shownRune(s[j-size:])
 		if shown+len(r) > limit {
 			break

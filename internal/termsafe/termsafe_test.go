@@ -2,7 +2,10 @@ package termsafe
 
 import (
 	json "github.com/goccy/go-json"
+	"strings"
 	"testing"
+
+	"github.com/permtui/permtui/internal/wire"
 )
 
 func TestHidden(t *testing.T) {
@@ -82,6 +85,35 @@ func TestCodePoints(t *testing.T) {
 	} {
 		if got := CodePoints(in); got != want || NonASCII(in) != (in != "builder") {
 			t.Errorf("CodePoints(%q) = %q, want %q (NonASCII %v)", in, got, want, NonASCII(in))
+		}
+	}
+}
+
+// The leaf's decoder of a lone surrogate's WTF-8 form is wire's, on every
+// three bytes that start with the lead a surrogate has, and cut short.
+func TestSurrogateAtIsWires(t *testing.T) {
+	for b1 := range 256 {
+		for b2 := range 256 {
+			s := string([]byte{0xED, byte(b1), byte(b2)})
+			for _, in := range []string{s, s[:2]} {
+				u, ok := surrogateAt(in)
+				wu, wok := wire.SurrogateAt(in)
+				if u != wu || ok != wok {
+					t.Fatalf("%q: termsafe %x %v, wire %x %v", in, u, ok, wu, wok)
+				}
+			}
+		}
+	}
+}
+
+// Clip never cuts a surrogate's bytes apart, at its head or its tail, and
+// keeps to its limit when every byte shows wider.
+func TestClipKeepsSurrogatesWhole(t *testing.T) {
+	for _, n := range []int{5, 9, 200} {
+		s := "a" + strings.Repeat("\xed\xa0\x80", n)
+		got := Clip(s, 100)
+		if strings.Contains(got, "\uFFFD") || len(got) > 100+clipNote+12 {
+			t.Errorf("Clip of %d surrogates (%d bytes): %q", n, len(got), got)
 		}
 	}
 }

@@ -429,15 +429,11 @@ func rowAgent(a serve.Ask) string {
 func agentName(r *wire.Request) string {
 	name := agentOf(r)
 	shown := termsafe.Blanks(clip(name, nameBytes))
-	if termsafe.NonASCII(name) || blankedName(name) {
+	if termsafe.Lookalike(name) {
 		return "⚠" + shown
 	}
 	return shown
 }
-
-// blankedName: a plain ASCII name with a blank Blanks shows ("builder "),
-// which reads as the name without it.
-func blankedName(name string) bool { return termsafe.Blanks(name) != name }
 
 // agentField is the detail's agent line: the name, spelled by code point
 // when it is not plain ASCII, and whether an agent file has that name (an
@@ -449,7 +445,7 @@ func agentField(a serve.Ask) field {
 	switch {
 	case termsafe.NonASCII(name):
 		notes = append(notes, "⚠ not plain ASCII: "+termsafe.CodePoints(name))
-	case blankedName(name):
+	case termsafe.Lookalike(name): // plain ASCII with a blank: "builder " reads as builder
 		notes = append(notes, "⚠ blanks in the name (shown as ␠)")
 	}
 	if a.Verdict.AgentWithoutFile {

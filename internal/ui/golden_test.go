@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"testing"
@@ -186,6 +187,20 @@ func TestGoldenHubRows(t *testing.T) {
 		}}})
 		queued(tm, hubAsks()...)
 	}, func(o *Options) { o.OverHub = true })
+}
+
+// Quitting a hub console while the hub has not confirmed a decision: the
+// prompt names it and the key says it is lost (decision 0249).
+func TestGoldenHubQuitWithAnUnsentDecision(t *testing.T) {
+	screen(t, 80, 24, "quit and lose it", func(tm *teatest.TestModel) {
+		queued(tm, hubAsks()...)
+		press(tm, "y")
+		shows(t, tm, "keeps sending")
+		press(tm, "q")
+	}, func(o *Options) {
+		o.OverHub = true
+		o.Backend = &fakeBackend{decideErr: fmt.Errorf("%w (nats: timeout)", serve.ErrDelivering)}
+	})
 }
 
 func TestGoldenHostileStrings(t *testing.T) {

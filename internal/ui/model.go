@@ -7,6 +7,7 @@
 package ui
 
 import (
+	"errors"
 	"io"
 	"os"
 	"slices"
@@ -143,6 +144,12 @@ type entry struct {
 	seenAll bool
 	// replaced: expired because another file took its request's name.
 	replaced bool
+	// unsent names the person's decision the hub has not confirmed, which
+	// the approver keeps sending in memory only: quitting loses it.
+	unsent string
+	// lost is the refusal of the person's decision when another approver
+	// decided first; the answer that arrives then says whose it was.
+	lost string
 }
 
 type mode int
@@ -255,7 +262,10 @@ type Model struct {
 	statusHolds func() bool
 	// sent remembers each decision on its way, so the log can say which
 	// scope the person chose (the response alone cannot).
-	sent   map[serve.AskID]serve.Decision
+	sent map[serve.AskID]serve.Decision
+	// held keeps the log line of an ask answered while the person's own
+	// decision was on its way, until Decide says whether theirs was it.
+	held   map[serve.AskID]logEntry
 	streak autoStreak
 	// yourDeny is the session deny the person made last here (N), so the
 	// waiting asks it denies at once are said to be theirs.
@@ -296,6 +306,7 @@ func New(opts Options) *Model {
 		help:        hm,
 		sessions:    map[string]sessionState{},
 		sent:        map[serve.AskID]serve.Decision{},
+		held:        map[serve.AskID]logEntry{},
 		autoByAgent: map[string]*autoCount{},
 		grantList:   grantList{common: c, revoked: map[rowKey]bool{}},
 		degraded:    map[string]string{},
@@ -513,11 +524,15 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 // there), is counted and logged. Automatic answers to queued asks happen when
 // a new whole-session grant covers them; the status line says so.
 func (m *Model) applyResponse(ev serve.Decided) {
-	wasQueued := m.find(ev.Ask.ID) != nil
+	e := m.find(ev.Ask.ID)
+	wasQueued := e != nil
 	if wasQueued {
 		m.remove(ev.Ask.ID, !ev.Auto)
 	}
 	l, last := decidedEntry(ev)
+	if wasQueued && e.lost != "" && !ev.Auto {
+		defer m.setStatus(lostNote(l, e.lost))
+	}
 	if ev.Auto {
 		m.auto.add(ev.Response.Approved)
 		if ev.Ask.Request != nil {
@@ -526,11 +541,17 @@ func (m *Model) applyResponse(ev serve.Decided) {
 		last.at = m.opts.Now()
 		m.lastAuto = &last
 	}
-	if d, ok := m.sent[ev.Ask.ID]; ok && !ev.Auto {
+	d, sent := m.sent[ev.Ask.ID]
+	if sent && !ev.Auto {
 		l.choice = clip(choiceWords(d, ev.Ask), textBytes)
 	}
 	delete(m.sent, ev.Ask.ID)
-	m.addLog(l)
+	if sent && wasQueued && !ev.Auto {
+		// Decide has not returned: at a hub another approver may have won.
+		m.held[ev.Ask.ID] = l
+	} else {
+		m.addLog(l)
+	}
 	if ev.Auto && wasQueued {
 		if m.byYourDeny(ev) {
 			m.streak.byDeny++
@@ -553,8 +574,9 @@ func (m *Model) byYourDeny(ev serve.Decided) bool {
 
 func (m *Model) applyDecided(msg decidedMsg) {
 	e := m.find(msg.Decision.Ask)
-	if e == nil {
-		return // already answered and removed by its Decided event
+	if e == nil { // already answered and removed by its Decided event
+		m.settleHeld(msg)
+		return
 	}
 	if msg.Err != nil {
 		delete(m.sent, e.ask.ID)
@@ -574,8 +596,38 @@ func (m *Model) applyDecided(msg decidedMsg) {
 		if e.state == stateSending {
 			e.state = statePending
 		}
+		if errors.Is(msg.Err, serve.ErrDelivering) && e.unsent == "" { // a later one is refused while it is sent
+			e.unsent = decisionWords(msg.Decision, e.ask) + ": " + label(e)
+		}
+		if errors.Is(msg.Err, serve.ErrAlreadyDecided) {
+			e.lost = Sanitize(msg.Err.Error())
+		}
 		m.warn("could not answer " + label(e) + ": " + Sanitize(msg.Err.Error()))
 	}
+}
+
+// settleHeld logs the answer held for Decide's result; when the person's
+// decision was refused, the answer was someone else's, and the status says
+// so (adversarial pass adv2, finding F6).
+func (m *Model) settleHeld(msg decidedMsg) {
+	l, ok := m.held[msg.Decision.Ask]
+	if !ok {
+		return
+	}
+	delete(m.held, msg.Decision.Ask)
+	if msg.Err == nil {
+		m.addLog(l)
+		return
+	}
+	l.choice = "" // not the person's choice
+	m.addLog(l)
+	m.warn(lostNote(l, Sanitize(msg.Err.Error())))
+}
+
+// lostNote says that the person's decision was refused, and the answer
+// the ask got instead: what, and by whom.
+func lostNote(l logEntry, refusal string) string {
+	return "could not answer " + l.label + ": " + refusal + "; it was " + outcomeWords(l.outcome) + " by " + l.by
 }
 
 func (m *Model) applyRevoked(msg revokedMsg) {
@@ -712,6 +764,17 @@ func (m *Model) pending() []*entry {
 	for _, e := range m.queue {
 		if e.state == statePending {
 			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// unsent names the decisions the hub has not confirmed, of asks still open.
+func (m *Model) unsent() []string {
+	var out []string
+	for _, e := range m.queue {
+		if e.state != stateExpired && e.unsent != "" {
+			out = append(out, e.unsent)
 		}
 	}
 	return out

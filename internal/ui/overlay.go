@@ -31,6 +31,7 @@ type asks interface {
 	find(serve.AskID) *entry
 	pendingCount() int
 	pending() []*entry
+	unsent() []string
 	hidden(*entry) bool // the filter hides it
 }
 

@@ -52,6 +52,8 @@ func (d *quitDialog) gone() string { return "" }
 func (d *quitDialog) help() help.KeyMap {
 	stay := relabel(d.keys.Close, "stay")
 	switch {
+	case d.overHub && len(d.q.unsent()) > 0:
+		return helpKeys{short: []key.Binding{relabel(d.keys.Leave, "quit and lose "+itOrThem(len(d.q.unsent()))), stay}}
 	case d.overHub:
 		return helpKeys{short: []key.Binding{relabel(d.keys.Leave, "quit"), stay}}
 	case d.canLeave:
@@ -62,9 +64,16 @@ func (d *quitDialog) help() help.KeyMap {
 
 func (d *quitDialog) view(int) []string {
 	n := d.q.pendingCount()
-	them := map[bool]string{true: "it", false: "them"}[n == 1]
+	them := itOrThem(n)
 	lines := []string{d.rule("quit?"), ""}
 	lines = append(lines, hanging("  ", plural(n, "ask is", "asks are")+" still waiting for a person.", d.width)...)
+	if u := d.q.unsent(); len(u) > 0 { // kept in memory only (decision 0249)
+		lines = append(append(lines, ""), hanging("  ", "⚠ "+plural(len(u), "decision is", "decisions are")+
+			" not confirmed by the hub yet; quitting now loses "+itOrThem(len(u))+" and the ask stays undecided:", d.width)...)
+		for _, w := range u {
+			lines = append(lines, hanging("    ", w, d.width)...)
+		}
+	}
 	if d.overHub {
 		lines = append(lines, hanging("  ", "L quits; the hub keeps "+them+" for another console.", d.width)...)
 	} else {
@@ -75,4 +84,11 @@ func (d *quitDialog) view(int) []string {
 		}
 	}
 	return append(lines, "", d.styles.Muted.Render("  esc, q, n or enter stays (the default)"))
+}
+
+func itOrThem(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }

@@ -29,6 +29,13 @@ func TestSanitize(t *testing.T) {
 		{"zero\u200bwidth\ufeff", "zero�width�"},
 		{"tag\U000E0041", "tag�"},
 		{"line\u2028sep", "line�sep"},
+		// A lone surrogate (kept as WTF-8, decision 0175) by its code
+		// point: two different ones never look alike, nor like U+FFFD
+		// (adv2 suspicion S5: "\ud800" and "\udfff" both showed "���").
+		{"echo \xed\xa0\x80", "echo ⟨U+D800⟩"},
+		{"echo \xed\xbf\xbf", "echo ⟨U+DFFF⟩"},
+		{"echo \ufffd\ufffd\ufffd", "echo \ufffd\ufffd\ufffd"},
+		{"\xed\xa0", "��"}, // cut short: two invalid bytes
 	}
 	for _, c := range cases {
 		if got := Sanitize(c.in); got != c.want {

@@ -3,6 +3,7 @@ package ui
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -31,6 +32,21 @@ func choiceWords(d serve.Decision, a serve.Ask) string {
 		o.Grants = d.Grants
 	}
 	return "for " + o.Title + "; " + scopeEffect(o)
+}
+
+// decisionWords names what a person chose, for a line that lists it.
+func decisionWords(d serve.Decision, a serve.Ask) string {
+	switch {
+	case d.DenyFor != nil:
+		return choiceWords(d, a)
+	case d.Scope != "":
+		return "approve " + choiceWords(d, a)
+	case d.State == wire.StateApproved:
+		return "approve once"
+	case d.State == wire.StateDeniedWithReason:
+		return "deny with the reason " + strconv.Quote(clip(d.Reason, nameBytes))
+	}
+	return "deny"
 }
 
 // scopeDialog is "approve for session": the scopes serve offers for one

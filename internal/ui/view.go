@@ -831,13 +831,20 @@ func (m *Model) logLines() []string {
 
 // stateWords says the outcome in words and a glyph, never by colour alone.
 func (m *Model) stateWords(o outcome) string {
-	if o.forSession {
-		return m.styles.Approved.Render("✓ approved for session")
-	}
 	if o.approved {
-		return m.styles.Approved.Render("✓ approved")
+		return m.styles.Approved.Render(outcomeWords(o))
 	}
-	return m.styles.Denied.Render("✗ denied")
+	return m.styles.Denied.Render(outcomeWords(o))
+}
+
+func outcomeWords(o outcome) string {
+	switch {
+	case o.forSession:
+		return "✓ approved for session"
+	case o.approved:
+		return "✓ approved"
+	}
+	return "✗ denied"
 }
 
 // decidedBy names the rule or person behind a response, clipped.
