@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/permtui/permtui/internal/serve"
@@ -96,5 +97,40 @@ func TestADecisionForOneDeliveryNeverAnswersItsReplacement(t *testing.T) {
 	}
 	if resp := answered(t, c); resp.Approved || resp.DenialReason != "not that" {
 		t.Fatalf("%+v", resp)
+	}
+}
+
+// A hub decision the relay could not record (its audit log unwritable) is
+// not acked: the relay stopped before the log could be written, and the
+// next one delivers the person's decision from the hub (finding F5: it was
+// acked once handed to the server, so the restarted relay asked again and
+// nobody could decide; the child waited for its timeout).
+func TestAHubDecisionIsAckedOnlyOnceRecorded(t *testing.T) {
+	th := startHub(t)
+	alpha := &testRelay{t: t, host: "alpha", agentDir: t.TempDir(), stateDir: t.TempDir()}
+	// A directory where the log file belongs: every append fails.
+	log := filepath.Join(alpha.stateDir, "audit.jsonl")
+	if err := os.Mkdir(log, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	alpha.start(th)
+	t.Cleanup(alpha.stop)
+	ann := newApprover(t, th, "ann")
+	c := alpha.ask(bash("alpha", 1, "npm run lost-decision"))
+	a1 := ann.queued(t, "alpha-1")
+	if err := ann.decide(t, serve.Decision{Ask: a1.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	alpha.events.WaitFor(t, "the answer waits for the log", func(ev serve.Event) bool { _, ok := ev.(serve.WriteFailed); return ok })
+	alpha.stop()
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	alpha.start(th)
+	if resp := answered(t, c); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].Approver != "ann" || recs[0].RequestID != "alpha-1" {
+		t.Fatalf("audit %+v", recs)
 	}
 }

@@ -98,6 +98,11 @@ type Relay struct {
 type openAsk struct {
 	id  serve.AskID
 	msg outMsg // sent again after a reconnect
+	// held: its hub decision, handed to the server and acked only once
+	// the server answered (recorded) or let go of the ask: one stopped
+	// before is handed back, for the next relay (finding F5). By stream
+	// sequence: the hub offers it again after the ack wait.
+	held map[uint64]jetstream.Msg
 }
 
 type outMsg struct {
@@ -235,7 +240,11 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 	}
 	delete(r.tooLarge, id)
 	key, ok := r.keys[id]
+	var held map[uint64]jetstream.Msg
 	if ok {
+		if oa := r.open[key]; oa != nil {
+			held = oa.held
+		}
 		delete(r.keys, id)
 		delete(r.open, key)
 		if len(r.finished) >= 1<<16 {
@@ -244,6 +253,9 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 		r.finished[key] = true
 	}
 	r.mu.Unlock()
+	for seq, msg := range held {
+		r.finishDecision(seq, msg.Ack)
+	}
 	if !ok {
 		return
 	}
@@ -511,22 +523,51 @@ func (r *Relay) stopDecisions(cc jetstream.ConsumeContext) {
 		return
 	}
 	r.delivering.Wait()
+	r.mu.Lock()
+	for _, oa := range r.open {
+		for seq, msg := range oa.held {
+			delete(oa.held, seq)
+			_ = msg.Nak() // not recorded here: the next relay delivers it
+		}
+	}
+	r.mu.Unlock()
 	_ = r.nc.FlushTimeout(publishTimeout) // the acks, before the caller closes the connection
+}
+
+// hold keeps a decision handed to the server for the ask at key until the
+// ask is answered or let go of; it reports false if that happened already.
+func (r *Relay) hold(key string, seq uint64, msg jetstream.Msg) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	oa := r.open[key]
+	if oa == nil {
+		return false
+	}
+	if oa.held == nil {
+		oa.held = map[uint64]jetstream.Msg{}
+	}
+	oa.held[seq] = msg
+	return true
+}
+
+// finishDecision acks or terminates the decision at stream sequence seq
+// (0: unknown), which is then never offered again.
+func (r *Relay) finishDecision(seq uint64, finish func() error) {
+	_ = finish()
+	if seq != 0 {
+		r.floor.finished(seq)
+	}
 }
 
 func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	key := strings.TrimPrefix(msg.Subject(), hub.DecisionSubjectPrefix+r.host+".")
 	meta, merr := msg.Metadata()
+	var seq uint64
 	if merr == nil {
-		r.floor.received(meta.Sequence.Stream)
+		seq = meta.Sequence.Stream
+		r.floor.received(seq)
 	}
-	// done finishes the decision: acked or terminated, never offered again.
-	done := func(finish func() error) {
-		_ = finish()
-		if merr == nil {
-			r.floor.finished(meta.Sequence.Stream)
-		}
-	}
+	done := func(finish func() error) { r.finishDecision(seq, finish) }
 	if strings.Contains(key, ".") {
 		done(msg.Ack) // an approver's mark, looked up with its decision
 		return
@@ -568,6 +609,9 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 			if errors.Is(err, serve.ErrStopped) {
 				_ = msg.Nak() // the next relay delivers it
 				return
+			}
+			if (err == nil || errors.Is(err, serve.ErrAlreadyDecided)) && r.hold(key, seq, msg) {
+				return // acked once answered: an answer waiting for the audit log may never be
 			}
 			if err != nil && !errors.Is(err, serve.ErrAlreadyDecided) && !serve.IsExpired(err) {
 				r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
