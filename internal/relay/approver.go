@@ -84,6 +84,7 @@ type hubAsk struct {
 	size      int64         // bytes of its message
 	elem      *list.Element // in memoryState.waiting
 	ask       *serve.Ask    // once shown
+	asked     string        // requestDigest of the request shown
 }
 
 // NewApprover makes an approver named name (its credentials' name, which
@@ -338,6 +339,7 @@ func decodeHostAsk(host string, data []byte) (askMsg, *wire.Request, error) {
 func (a *Approver) show(h *hubAsk, m askMsg, req *wire.Request, size int64) {
 	a.memory.held.Add(0, size-h.size) // the message read again may differ
 	h.size = size
+	h.asked = requestDigest(m.Request)
 	h.ask = &serve.Ask{
 		Arrived: inbox.Arrived{ID: h.id, Session: m.Session, Path: m.Path, Request: req, At: time.UnixMilli(m.At)},
 		Verdict: m.Verdict,
@@ -422,7 +424,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 		return fmt.Errorf("%w: %w", serve.ErrInvalidDecision, errDenyAtHub)
 	}
 	m := decisionMsg{State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
-		Unattended: d.Unattended, Approver: a.name, Via: d.Approver, DecidedAt: a.now().UnixMilli()}
+		Unattended: d.Unattended, Approver: a.name, Via: d.Approver, DecidedAt: a.now().UnixMilli(), Asked: h.asked}
 	// The relay refuses what check refuses, after the ask's one decision is
 	// taken: refuse it here, while the ask can still be decided.
 	if err := m.check(); err != nil {

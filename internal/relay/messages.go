@@ -6,6 +6,8 @@
 package relay
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -62,6 +64,15 @@ type decisionMsg struct {
 	// an approve page link, "web:<12 hex>" (decision 0183).
 	Via       string `json:"via,omitempty"`
 	DecidedAt int64  `json:"decidedAt"`
+	// Asked is the digest of the request its approver was shown
+	// (requestDigest): the relay applies the decision only to that request.
+	Asked string `json:"asked"`
+}
+
+// requestDigest names the request bytes of an ask message: SHA-256, hex.
+func requestDigest(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }
 
 // viaRE is what a decision's Via may say (decisionMsg.Via).

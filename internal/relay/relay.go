@@ -96,8 +96,9 @@ type Relay struct {
 }
 
 type openAsk struct {
-	id  serve.AskID
-	msg outMsg // sent again after a reconnect
+	id    serve.AskID
+	msg   outMsg // sent again after a reconnect
+	asked string // requestDigest of the request sent
 	// held: its hub decision, handed to the server and acked only once
 	// the server answered (recorded) or let go of the ask: one stopped
 	// before is handed back, for the next relay (finding F5). By stream
@@ -201,7 +202,7 @@ func (r *Relay) queued(a serve.Ask) {
 	}
 	r.mu.Lock()
 	out := outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true}
-	r.open[key] = &openAsk{id: a.ID, msg: out}
+	r.open[key] = &openAsk{id: a.ID, msg: out, asked: requestDigest(raw)}
 	r.keys[a.ID] = key
 	r.queue = append(r.queue, out)
 	r.mu.Unlock()
@@ -594,6 +595,11 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 				case !ok:
 					r.log.Error("decision without its approver's mark; the ask is denied", "key", key, "approver", d.Approver)
 					d = unreadable(fmt.Errorf("approver %s did not mark it as theirs", wire.QuoteShort(d.Approver)))
+				case d.Asked != oa.asked:
+					// The key's one decision is taken: nobody can decide
+					// the ask under it now (fail closed).
+					r.log.Error("decision made for another request than the ask under its key; the ask is denied", "key", key, "approver", d.Approver)
+					d = unreadable(errors.New("it was made for another request than the one now under its name"))
 				}
 			}
 			err := r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
