@@ -46,6 +46,9 @@ type goneMsg struct {
 	// Ask is the ask of one never sent (too large for the hub), with its
 	// request cut, so that consoles can show its denial.
 	Ask *askMsg `json:"ask,omitempty"`
+	// movedTo: the approver let go of the copy because its relay now
+	// publishes it under this host; never sent.
+	movedTo string
 }
 
 // decisionMsg is the value of <host>.<key> in the decisions bucket: created

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -77,6 +78,7 @@ type Relay struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	host   string
+	run    string // this process's part of its message ids (hub.MsgID)
 	grants *Grants
 	log    *slog.Logger
 	events <-chan serve.Event // its subscription to srv
@@ -124,7 +126,7 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Relay{
-		srv: srv, nc: nc, js: js, host: host, grants: grants, log: log,
+		srv: srv, nc: nc, js: js, host: host, run: rand.Text(), grants: grants, log: log,
 		open:     map[string]*openAsk{},
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
@@ -201,7 +203,7 @@ func (r *Relay) queued(a serve.Ask) {
 		return
 	}
 	r.mu.Lock()
-	out := outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true}
+	out := outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key, r.run), key: key, data: data, ask: true}
 	r.open[key] = &openAsk{id: a.ID, msg: out, asked: requestDigest(raw)}
 	r.keys[a.ID] = key
 	r.queue = append(r.queue, out)
@@ -266,7 +268,7 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 		return
 	}
 	r.mu.Lock()
-	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key), key: key, data: data})
+	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key, r.run), key: key, data: data})
 	r.mu.Unlock()
 	notify(r.wake)
 }

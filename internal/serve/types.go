@@ -111,6 +111,9 @@ func (Skipped) event() {}
 type Withdrawn struct {
 	inbox.Withdrawn
 	Pending bool // it was waiting for a person
+	// MovedTo: at a hub, its relay now serves it under this host, where
+	// it is shown again.
+	MovedTo string
 }
 
 // Invalid: a request file was rejected (and deleted, as the spec says).

@@ -141,8 +141,10 @@ type entry struct {
 	// (decisions 0154, 0159). Reset when a diff arrives.
 	seen    []bool
 	seenAll bool
-	// replaced: expired because another file took its request's name.
+	// replaced: expired because another file took its request's name;
+	// movedTo: because its relay now serves it under that hub host.
 	replaced bool
+	movedTo  string
 }
 
 type mode int
@@ -422,10 +424,10 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.Withdrawn:
 		// An ask whose answer is being written is closed by Decide's result.
 		if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
-			e.replaced = ev.Replaced
+			e.replaced, e.movedTo = ev.Replaced, ev.MovedTo
 			m.expire(e)
-			m.setStatus("expired: " + label(e) + " (" + expiredWhy(e.replaced) + ")")
-			m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (" + expiredWhy(e.replaced) + ")"})
+			m.setStatus("expired: " + label(e) + " (" + expiredWhy(e.replaced, e.movedTo) + ")")
+			m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (" + expiredWhy(e.replaced, e.movedTo) + ")"})
 		}
 	case serve.Invalid:
 		m.invalid++
@@ -599,11 +601,15 @@ func revokedNote(session string, g wire.Grant, deny bool) string {
 }
 
 // expiredWhy says why an ask can no longer be answered: its request file
-// was replaced (the child wrote it again; the new file is a new ask), or
-// the child stopped waiting.
-func expiredWhy(replaced bool) string {
-	if replaced {
+// was replaced (the child wrote it again; the new file is a new ask), its
+// relay moved to another hub host (where it is shown again), or the child
+// stopped waiting.
+func expiredWhy(replaced bool, movedTo string) string {
+	switch {
+	case replaced:
 		return serve.ReplacedReason
+	case movedTo != "":
+		return "moved to " + Sanitize(movedTo) + ", where it is asked again"
 	}
 	return "the child stopped waiting"
 }
@@ -801,7 +807,7 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 			continue
 		}
 		if r.Kind == serve.AuditExpired {
-			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (" + expiredWhy(r.Reason == serve.ReplacedReason) + ")"})
+			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (" + expiredWhy(r.Reason == serve.ReplacedReason, "") + ")"})
 			continue
 		}
 		state := r.State

@@ -41,3 +41,25 @@ func TestAReplacedAskSaysItsFileWasReplaced(t *testing.T) {
 		t.Fatalf("the log says the child stopped waiting:\n%s", v)
 	}
 }
+
+// A hub ask whose relay now serves it under another host says it moved
+// there, where it is asked again, in the status line, the detail and the
+// log: not that the child stopped waiting (adversarial pass, F8's label).
+func TestAMovedHubAskSaysWhereItMoved(t *testing.T) {
+	h := newHarness(t)
+	a := legacyBash()
+	h.queue(a)
+	w := withdrawn(a.ID, true)
+	w.MovedTo = "beta"
+	h.events(w)
+	const why = "moved to beta, where it is asked again"
+	h.wantStatus("(" + why + ")")
+	if v := h.m.View(); !strings.Contains(v, "⌛ expired: "+why) || strings.Contains(v, "stopped waiting") {
+		t.Fatalf("detail:\n%s", v)
+	}
+	h.keys("l")
+	v := strings.Join(strings.Fields(h.m.View()), " ")
+	if want := strings.Join(strings.Fields("⌛ expired  "+askLabel(a)+" ("+why+")"), " "); !strings.Contains(v, want) || strings.Contains(v, "stopped waiting") {
+		t.Fatalf("log lacks %q:\n%s", want, v)
+	}
+}
