@@ -300,7 +300,7 @@ func (a *Approver) letGo(host, key string, g goneMsg, seq uint64) {
 	delete(a.byID, h.id)
 	if g.Response == nil {
 		a.events.Publish(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.id, Session: h.ask.Session, Path: h.ask.Path, Replaced: g.Replaced},
-			Pending: true, MovedTo: g.movedTo})
+			Pending: true, Why: g.why()})
 		return
 	}
 	a.events.Publish(serve.Decided{Ask: *h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,

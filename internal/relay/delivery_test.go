@@ -2,10 +2,12 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
@@ -198,6 +200,45 @@ func TestADecisionForAnotherRequestUnderTheKeyIsRefused(t *testing.T) {
 		t.Fatalf("%+v", resp)
 	}
 	if recs := alpha.audit(); len(recs) != 1 || recs[0].Approver != "" || recs[0].State != wire.StateDeniedWithReason {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// A request withdrawn while its relay was down (its child gave up) is
+// still shown at the hub; a decision made for it finds no ask at the
+// restarted relay, which, when it gives the decision up, lets go of the
+// ask at every console, saying why (finding F11: it stayed due until the
+// retention, and a decision vanished with nothing said).
+func TestADecisionForARequestGoneWhileTheRelayWasDownEndsTheAsk(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	ctx, cancel := context.WithCancel(context.Background())
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		_, _ = alpha.child().Ask(ctx, bash("alpha", 1, "npm run phantom"))
+	}()
+	a := ann.queued(t, "alpha-1")
+	alpha.stop()
+	cancel() // the child gives up and deletes its request
+	<-asked
+	alpha.start(th)
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	// The relay offers the decision again for about maxUnknownDeliveries
+	// seconds before it gives it up.
+	let := func(ev serve.Event) bool { w, ok := ev.(serve.Withdrawn); return ok && w.ID == a.ID }
+	for deadline := time.Now().Add(2 * maxUnknownDeliveries * unknownDelay); ann.events.Count(let) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the ask was never let go of")
+		}
+	}
+	if w := ann.events.Filter(let)[0].(serve.Withdrawn); !strings.Contains(w.Why, "no longer has the request") {
+		t.Fatalf("let go of as %+v", w)
+	}
+	if recs := alpha.audit(); len(recs) != 0 {
 		t.Fatalf("audit %+v", recs)
 	}
 }

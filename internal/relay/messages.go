@@ -46,9 +46,24 @@ type goneMsg struct {
 	// Ask is the ask of one never sent (too large for the hub), with its
 	// request cut, so that consoles can show its denial.
 	Ask *askMsg `json:"ask,omitempty"`
+	// Unknown: a decision came for it, and the relay no longer had its
+	// request (withdrawn while the relay was away).
+	Unknown bool `json:"unknown,omitempty"`
 	// movedTo: the approver let go of the copy because its relay now
 	// publishes it under this host; never sent.
 	movedTo string
+}
+
+// why says why an approver lets go of an ask its relay did not withdraw
+// or answer (serve.Withdrawn.Why).
+func (g goneMsg) why() string {
+	switch {
+	case g.movedTo != "":
+		return "moved to " + g.movedTo + ", where it is asked again"
+	case g.Unknown:
+		return "its relay no longer has the request, so a decision for it reached no one"
+	}
+	return ""
 }
 
 // decisionMsg is the value of <host>.<key> in the decisions bucket: created

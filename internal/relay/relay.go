@@ -250,24 +250,28 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 		}
 		delete(r.keys, id)
 		delete(r.open, key)
-		if len(r.finished) >= 1<<16 {
-			clear(r.finished) // a decision for a key forgotten here is acked after its retries
-		}
-		r.finished[key] = true
 	}
 	r.mu.Unlock()
 	for seq, msg := range held {
 		r.finishDecision(seq, msg.Ack)
 	}
-	if !ok {
-		return
+	if ok {
+		r.sendGone(key, m)
 	}
+}
+
+// sendGone marks key finished and queues its gone message.
+func (r *Relay) sendGone(key string, m goneMsg) {
 	data, err := json.Marshal(m)
 	if err != nil {
-		r.log.Error("gone message", "ask", id, "err", err)
+		r.log.Error("gone message", "key", key, "err", err)
 		return
 	}
 	r.mu.Lock()
+	if len(r.finished) >= 1<<16 {
+		clear(r.finished) // a decision for a key forgotten here is acked after its retries
+	}
+	r.finished[key] = true
 	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key, r.run), key: key, data: data})
 	r.mu.Unlock()
 	notify(r.wake)
@@ -633,12 +637,22 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 		if merr == nil {
 			offered = meta.NumDelivered
 		}
-		if giveUp, delay := unknownDecision(offered, onDisk); !giveUp {
-			_ = msg.NakWithDelay(delay)
-			return
-		}
-		done(msg.Term)
+		r.unknownAsk(key, msg, offered, onDisk, done)
 	}
+}
+
+// unknownAsk offers a decision for an ask this relay does not know again,
+// or gives it up (unknownDecision): its request went while this relay was
+// away, and consoles still show it, so it is let go of there, saying so
+// (finding F11).
+func (r *Relay) unknownAsk(key string, msg jetstream.Msg, offered uint64, onDisk bool, done func(func() error)) {
+	if giveUp, delay := unknownDecision(offered, onDisk); !giveUp {
+		_ = msg.NakWithDelay(delay)
+		return
+	}
+	r.log.Warn("decision for an ask no longer here given up", "key", key)
+	r.sendGone(key, goneMsg{Unknown: true})
+	done(msg.Term)
 }
 
 // unknownDecision says what becomes of a decision for an ask this relay

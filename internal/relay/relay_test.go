@@ -697,7 +697,7 @@ func TestAnAskMovedBackToItsFirstHostIsShownAgain(t *testing.T) {
 		w, ok := ev.(serve.Withdrawn)
 		return ok && w.ID == moved.ID
 	}).(serve.Withdrawn)
-	if w.MovedTo != "alpha" {
+	if w.Why != "moved to alpha, where it is asked again" {
 		t.Fatalf("the beta copy let go of as %+v", w)
 	}
 	if err := ann.decide(t, serve.Decision{Ask: moved.ID, State: wire.StateApproved}); !errors.Is(err, serve.ErrUnknownAsk) {

@@ -142,9 +142,9 @@ type entry struct {
 	seen    []bool
 	seenAll bool
 	// replaced: expired because another file took its request's name;
-	// movedTo: because its relay now serves it under that hub host.
+	// why: the hub approver's reason (serve.Withdrawn.Why).
 	replaced bool
-	movedTo  string
+	why      string
 }
 
 type mode int
@@ -256,8 +256,9 @@ type Model struct {
 	// joined it.
 	statusHolds func() bool
 	// sent remembers each decision on its way, so the log can say which
-	// scope the person chose (the response alone cannot).
-	sent   map[serve.AskID]serve.Decision
+	// scope the person chose (the response alone cannot), and which ask a
+	// decision was for when the ask ends with no answer.
+	sent   map[serve.AskID]sentDecision
 	streak autoStreak
 	// yourDeny is the session deny the person made last here (N), so the
 	// waiting asks it denies at once are said to be theirs.
@@ -297,7 +298,7 @@ func New(opts Options) *Model {
 		opts:        opts,
 		help:        hm,
 		sessions:    map[string]sessionState{},
-		sent:        map[serve.AskID]serve.Decision{},
+		sent:        map[serve.AskID]sentDecision{},
 		autoByAgent: map[string]*autoCount{},
 		grantList:   grantList{common: c, revoked: map[rowKey]bool{}},
 		degraded:    map[string]string{},
@@ -422,13 +423,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.Decided:
 		m.applyResponse(ev)
 	case serve.Withdrawn:
-		// An ask whose answer is being written is closed by Decide's result.
-		if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
-			e.replaced, e.movedTo = ev.Replaced, ev.MovedTo
-			m.expire(e)
-			m.setStatus("expired: " + label(e) + " (" + expiredWhy(e.replaced, e.movedTo) + ")")
-			m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (" + expiredWhy(e.replaced, e.movedTo) + ")"})
-		}
+		m.applyWithdrawn(ev)
 	case serve.Invalid:
 		m.invalid++
 		m.warn("rejected request " + Sanitize(ev.Path) + ": " + Sanitize(ev.Reason))
@@ -511,6 +506,30 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 	return tea.Batch(m.attentionCmd(m.pendingCount()), m.wantDiff(m.queue[len(m.queue)-1]))
 }
 
+// applyWithdrawn folds an ask's withdrawal into the state.
+func (m *Model) applyWithdrawn(ev serve.Withdrawn) {
+	// An ask whose answer is being written is closed by Decide's result.
+	if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
+		e.replaced, e.why = ev.Replaced, ev.Why
+		m.expire(e)
+		m.setStatus("expired: " + label(e) + " (" + expiredWhy(e.replaced, e.why) + ")")
+		m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (" + expiredWhy(e.replaced, e.why) + ")"})
+	} else if s, ok := m.sent[ev.ID]; ok && e == nil {
+		// Sent and taken, then let go of with no answer (a hub ask its
+		// relay no longer had): the person's decision answered nothing.
+		delete(m.sent, ev.ID)
+		if s.ask.Request != nil {
+			m.warn("your decision on " + askLabel(s.ask) + " answered nothing: " + expiredWhy(ev.Replaced, ev.Why))
+		}
+	}
+}
+
+// sentDecision is a decision on its way and the ask it is for.
+type sentDecision struct {
+	d   serve.Decision
+	ask serve.Ask
+}
+
 // applyResponse handles a written response: it leaves the queue (if it was
 // there), is counted and logged. Automatic answers to queued asks happen when
 // a new whole-session grant covers them; the status line says so.
@@ -528,8 +547,8 @@ func (m *Model) applyResponse(ev serve.Decided) {
 		last.at = m.opts.Now()
 		m.lastAuto = &last
 	}
-	if d, ok := m.sent[ev.Ask.ID]; ok && !ev.Auto {
-		l.choice = clip(choiceWords(d, ev.Ask), textBytes)
+	if s, ok := m.sent[ev.Ask.ID]; ok && !ev.Auto {
+		l.choice = clip(choiceWords(s.d, ev.Ask), textBytes)
 	}
 	delete(m.sent, ev.Ask.ID)
 	m.addLog(l)
@@ -601,15 +620,15 @@ func revokedNote(session string, g wire.Grant, deny bool) string {
 }
 
 // expiredWhy says why an ask can no longer be answered: its request file
-// was replaced (the child wrote it again; the new file is a new ask), its
-// relay moved to another hub host (where it is shown again), or the child
+// was replaced (the child wrote it again; the new file is a new ask), the
+// hub approver's reason (its relay moved to another host), or the child
 // stopped waiting.
-func expiredWhy(replaced bool, movedTo string) string {
+func expiredWhy(replaced bool, why string) string {
 	switch {
 	case replaced:
 		return serve.ReplacedReason
-	case movedTo != "":
-		return "moved to " + Sanitize(movedTo) + ", where it is asked again"
+	case why != "":
+		return Sanitize(why)
 	}
 	return "the child stopped waiting"
 }
