@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -530,14 +531,16 @@ func (r *Relay) stopDecisions(cc jetstream.ConsumeContext) {
 		return
 	}
 	r.delivering.Wait()
+	var held []jetstream.Msg
 	r.mu.Lock()
 	for _, oa := range r.open {
-		for seq, msg := range oa.held {
-			delete(oa.held, seq)
-			_ = msg.Nak() // not recorded here: the next relay delivers it
-		}
+		held = slices.AppendSeq(held, maps.Values(oa.held))
+		oa.held = nil
 	}
 	r.mu.Unlock()
+	for _, msg := range held {
+		_ = msg.Nak() // not recorded here: the next relay delivers it
+	}
 	_ = r.nc.FlushTimeout(publishTimeout) // the acks, before the caller closes the connection
 }
 
