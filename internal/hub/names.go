@@ -68,7 +68,10 @@ func AskSubject(host, key string) string  { return "permtui.ask." + host + "." +
 func GoneSubject(host, key string) string { return "permtui.gone." + host + "." + key }
 func DecisionKey(host, key string) string { return host + "." + key }
 func RelayConsumer(host string) string    { return "relay_" + host }
-func MsgID(kind, host, key string) string { return kind + "." + host + "." + key }
+
+// MsgID is a message's deduplication id: one per relay process (run), so
+// that a restarted relay's ask is stored and shown again (decision 0245).
+func MsgID(kind, host, key, run string) string { return kind + "." + host + "." + key + "." + run }
 
 // GrantsConsumer is host's relay's one consumer of the grants, which it
 // makes anew each time it starts to follow them.

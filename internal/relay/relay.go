@@ -2,11 +2,13 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -77,6 +79,7 @@ type Relay struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	host   string
+	run    string // this process's part of its message ids (hub.MsgID)
 	grants *Grants
 	log    *slog.Logger
 	events <-chan serve.Event // its subscription to srv
@@ -96,8 +99,14 @@ type Relay struct {
 }
 
 type openAsk struct {
-	id  serve.AskID
-	msg outMsg // sent again after a reconnect
+	id    serve.AskID
+	msg   outMsg // sent again after a reconnect
+	asked string // requestDigest of the request sent
+	// held: its hub decision, handed to the server and acked only once
+	// the server answered (recorded) or let go of the ask: one stopped
+	// before is handed back, for the next relay (finding F5). By stream
+	// sequence: the hub offers it again after the ack wait.
+	held map[uint64]jetstream.Msg
 }
 
 type outMsg struct {
@@ -118,7 +127,7 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Relay{
-		srv: srv, nc: nc, js: js, host: host, grants: grants, log: log,
+		srv: srv, nc: nc, js: js, host: host, run: rand.Text(), grants: grants, log: log,
 		open:     map[string]*openAsk{},
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
@@ -195,8 +204,8 @@ func (r *Relay) queued(a serve.Ask) {
 		return
 	}
 	r.mu.Lock()
-	out := outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key), key: key, data: data, ask: true}
-	r.open[key] = &openAsk{id: a.ID, msg: out}
+	out := outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key, r.run), key: key, data: data, ask: true}
+	r.open[key] = &openAsk{id: a.ID, msg: out, asked: requestDigest(raw)}
 	r.keys[a.ID] = key
 	r.queue = append(r.queue, out)
 	r.mu.Unlock()
@@ -235,25 +244,36 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 	}
 	delete(r.tooLarge, id)
 	key, ok := r.keys[id]
+	var held map[uint64]jetstream.Msg
 	if ok {
+		if oa := r.open[key]; oa != nil {
+			held = oa.held
+		}
 		delete(r.keys, id)
 		delete(r.open, key)
-		if len(r.finished) >= 1<<16 {
-			clear(r.finished) // a decision for a key forgotten here is acked after its retries
-		}
-		r.finished[key] = true
 	}
 	r.mu.Unlock()
-	if !ok {
-		return
+	for seq, msg := range held {
+		r.finishDecision(seq, msg.Ack)
 	}
+	if ok {
+		r.sendGone(key, m)
+	}
+}
+
+// sendGone marks key finished and queues its gone message.
+func (r *Relay) sendGone(key string, m goneMsg) {
 	data, err := json.Marshal(m)
 	if err != nil {
-		r.log.Error("gone message", "ask", id, "err", err)
+		r.log.Error("gone message", "key", key, "err", err)
 		return
 	}
 	r.mu.Lock()
-	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key), key: key, data: data})
+	if len(r.finished) >= 1<<16 {
+		clear(r.finished) // a decision for a key forgotten here is acked after its retries
+	}
+	r.finished[key] = true
+	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key, r.run), key: key, data: data})
 	r.mu.Unlock()
 	notify(r.wake)
 }
@@ -511,22 +531,53 @@ func (r *Relay) stopDecisions(cc jetstream.ConsumeContext) {
 		return
 	}
 	r.delivering.Wait()
+	var held []jetstream.Msg
+	r.mu.Lock()
+	for _, oa := range r.open {
+		held = slices.AppendSeq(held, maps.Values(oa.held))
+		oa.held = nil
+	}
+	r.mu.Unlock()
+	for _, msg := range held {
+		_ = msg.Nak() // not recorded here: the next relay delivers it
+	}
 	_ = r.nc.FlushTimeout(publishTimeout) // the acks, before the caller closes the connection
+}
+
+// hold keeps a decision handed to the server for the ask at key until the
+// ask is answered or let go of; it reports false if that happened already.
+func (r *Relay) hold(key string, seq uint64, msg jetstream.Msg) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	oa := r.open[key]
+	if oa == nil {
+		return false
+	}
+	if oa.held == nil {
+		oa.held = map[uint64]jetstream.Msg{}
+	}
+	oa.held[seq] = msg
+	return true
+}
+
+// finishDecision acks or terminates the decision at stream sequence seq
+// (0: unknown), which is then never offered again.
+func (r *Relay) finishDecision(seq uint64, finish func() error) {
+	_ = finish()
+	if seq != 0 {
+		r.floor.finished(seq)
+	}
 }
 
 func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	key := strings.TrimPrefix(msg.Subject(), hub.DecisionSubjectPrefix+r.host+".")
 	meta, merr := msg.Metadata()
+	var seq uint64
 	if merr == nil {
-		r.floor.received(meta.Sequence.Stream)
+		seq = meta.Sequence.Stream
+		r.floor.received(seq)
 	}
-	// done finishes the decision: acked or terminated, never offered again.
-	done := func(finish func() error) {
-		_ = finish()
-		if merr == nil {
-			r.floor.finished(meta.Sequence.Stream)
-		}
-	}
+	done := func(finish func() error) { r.finishDecision(seq, finish) }
 	if strings.Contains(key, ".") {
 		done(msg.Ack) // an approver's mark, looked up with its decision
 		return
@@ -553,6 +604,11 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 				case !ok:
 					r.log.Error("decision without its approver's mark; the ask is denied", "key", key, "approver", d.Approver)
 					d = unreadable(fmt.Errorf("approver %s did not mark it as theirs", wire.QuoteShort(d.Approver)))
+				case d.Asked != oa.asked:
+					// The key's one decision is taken: nobody can decide
+					// the ask under it now (fail closed).
+					r.log.Error("decision made for another request than the ask under its key; the ask is denied", "key", key, "approver", d.Approver)
+					d = unreadable(errors.New("it was made for another request than the one now under its name"))
 				}
 			}
 			err := r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
@@ -569,6 +625,9 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 				_ = msg.Nak() // the next relay delivers it
 				return
 			}
+			if (err == nil || errors.Is(err, serve.ErrAlreadyDecided)) && r.hold(key, seq, msg) {
+				return // acked once answered: an answer waiting for the audit log may never be
+			}
 			if err != nil && !errors.Is(err, serve.ErrAlreadyDecided) && !serve.IsExpired(err) {
 				r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
 			}
@@ -581,12 +640,22 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 		if merr == nil {
 			offered = meta.NumDelivered
 		}
-		if giveUp, delay := unknownDecision(offered, onDisk); !giveUp {
-			_ = msg.NakWithDelay(delay)
-			return
-		}
-		done(msg.Term)
+		r.unknownAsk(key, msg, offered, onDisk, done)
 	}
+}
+
+// unknownAsk offers a decision for an ask this relay does not know again,
+// or gives it up (unknownDecision): its request went while this relay was
+// away, and consoles still show it, so it is let go of there, saying so
+// (finding F11).
+func (r *Relay) unknownAsk(key string, msg jetstream.Msg, offered uint64, onDisk bool, done func(func() error)) {
+	if giveUp, delay := unknownDecision(offered, onDisk); !giveUp {
+		_ = msg.NakWithDelay(delay)
+		return
+	}
+	r.log.Warn("decision for an ask no longer here given up", "key", key)
+	r.sendGone(key, goneMsg{Unknown: true})
+	done(msg.Term)
 }
 
 // unknownDecision says what becomes of a decision for an ask this relay

@@ -668,6 +668,49 @@ func TestReHostedRelaysAsksMoveToTheNewHost(t *testing.T) {
 	}
 }
 
+// A relay moved alpha → beta → alpha: the ask is shown again under alpha,
+// where it is open, and the beta copy is let go of, saying where it moved
+// (finding F8: the approver ignored alpha's subject for its lifetime, the
+// hub dropped the re-sent ask as a duplicate, and only the dead beta copy
+// was shown, labelled as a child that stopped waiting).
+func TestAnAskMovedBackToItsFirstHostIsShownAgain(t *testing.T) {
+	th := startHub(t)
+	tr := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	c := tr.ask(bash("alpha", 1, "npm run rehost"))
+	first := ann.queued(t, "alpha-1")
+	shownUnder := func(host string) serve.Ask {
+		return ann.events.WaitFor(t, "shown under "+host, func(ev serve.Event) bool {
+			q, ok := ev.(serve.AskQueued)
+			return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.Host == host && q.Ask.ID != first.ID
+		}).(serve.AskQueued).Ask
+	}
+	rehost := func(host string) serve.Ask {
+		tr.stop()
+		tr.host = host
+		tr.start(th)
+		return shownUnder(host)
+	}
+	moved := rehost("beta")
+	back := rehost("alpha")
+	w := ann.events.WaitFor(t, "beta copy let go of", func(ev serve.Event) bool {
+		w, ok := ev.(serve.Withdrawn)
+		return ok && w.ID == moved.ID
+	}).(serve.Withdrawn)
+	if w.Why != "moved to alpha, where it is asked again" {
+		t.Fatalf("the beta copy let go of as %+v", w)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: moved.ID, State: wire.StateApproved}); !errors.Is(err, serve.ErrUnknownAsk) {
+		t.Fatalf("the beta copy was decided: %v", err)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: back.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+}
+
 // bigBash is a bash request whose file is just under n bytes.
 func bigBash(t *testing.T, host string, i, n int) *wire.Request {
 	t.Helper()

@@ -111,6 +111,9 @@ func (Skipped) event() {}
 type Withdrawn struct {
 	inbox.Withdrawn
 	Pending bool // it was waiting for a person
+	// Why: at a hub, why the approver let go of it when its relay did not
+	// withdraw it (it moved to another host; its relay no longer has it).
+	Why string
 }
 
 // Invalid: a request file was rejected (and deleted, as the spec says).

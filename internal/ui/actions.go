@@ -301,7 +301,7 @@ func (m *Model) answerable() *entry {
 		m.setStatus("nothing to answer")
 		return nil
 	case e.state == stateExpired:
-		m.setStatus("this ask expired (" + expiredWhy(e.replaced) + "); nothing was sent")
+		m.setStatus("this ask expired (" + expiredWhy(e.replaced, e.why) + "); nothing was sent")
 	case e.state == stateSending:
 		m.setStatus("this ask is already being answered")
 	default:
@@ -407,14 +407,16 @@ func (m *Model) confirmed(pressed string, targets []serve.AskID, twice bool) boo
 
 // send marks the ask as in flight and returns the Cmd that calls the Backend.
 func (m *Model) send(d serve.Decision) tea.Cmd {
+	s := sentDecision{d: d}
 	if e := m.find(d.Ask); e != nil {
+		s.ask = e.ask
 		e.state = stateSending
 		e.selected = false
 		if d.DenyFor != nil { // kept before the answer: serve denies the asks it covers meanwhile
 			m.yourDeny = &sessionRule{e.ask.Session, *d.DenyFor}
 		}
 	}
-	m.sent[d.Ask] = d
+	m.sent[d.Ask] = s
 	b := m.opts.Backend
 	return func() tea.Msg { return decidedMsg{Decision: d, Err: b.Decide(d)} }
 }

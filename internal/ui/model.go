@@ -142,8 +142,10 @@ type entry struct {
 	// (decisions 0154, 0159). Reset when a diff arrives.
 	seen    []bool
 	seenAll bool
-	// replaced: expired because another file took its request's name.
+	// replaced: expired because another file took its request's name;
+	// why: the hub approver's reason (serve.Withdrawn.Why).
 	replaced bool
+	why      string
 	// unsent names the person's decision the hub has not confirmed, which
 	// the approver keeps sending in memory only: quitting loses it.
 	unsent string
@@ -261,8 +263,9 @@ type Model struct {
 	// joined it.
 	statusHolds func() bool
 	// sent remembers each decision on its way, so the log can say which
-	// scope the person chose (the response alone cannot).
-	sent map[serve.AskID]serve.Decision
+	// scope the person chose (the response alone cannot), and which ask a
+	// decision was for when the ask ends with no answer.
+	sent map[serve.AskID]sentDecision
 	// held keeps the log line of an ask answered while the person's own
 	// decision was on its way, until Decide says whether theirs was it.
 	held   map[serve.AskID]logEntry
@@ -305,7 +308,7 @@ func New(opts Options) *Model {
 		opts:        opts,
 		help:        hm,
 		sessions:    map[string]sessionState{},
-		sent:        map[serve.AskID]serve.Decision{},
+		sent:        map[serve.AskID]sentDecision{},
 		held:        map[serve.AskID]logEntry{},
 		autoByAgent: map[string]*autoCount{},
 		grantList:   grantList{common: c, revoked: map[rowKey]bool{}},
@@ -431,13 +434,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.Decided:
 		m.applyResponse(ev)
 	case serve.Withdrawn:
-		// An ask whose answer is being written is closed by Decide's result.
-		if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
-			e.replaced = ev.Replaced
-			m.expire(e)
-			m.setStatus("expired: " + label(e) + " (" + expiredWhy(e.replaced) + ")")
-			m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (" + expiredWhy(e.replaced) + ")"})
-		}
+		m.applyWithdrawn(ev)
 	case serve.Invalid:
 		m.invalid++
 		m.warn("rejected request " + Sanitize(ev.Path) + ": " + Sanitize(ev.Reason))
@@ -520,6 +517,30 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 	return tea.Batch(m.attentionCmd(m.pendingCount()), m.wantDiff(m.queue[len(m.queue)-1]))
 }
 
+// applyWithdrawn folds an ask's withdrawal into the state.
+func (m *Model) applyWithdrawn(ev serve.Withdrawn) {
+	// An ask whose answer is being written is closed by Decide's result.
+	if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
+		e.replaced, e.why = ev.Replaced, ev.Why
+		m.expire(e)
+		m.setStatus("expired: " + label(e) + " (" + expiredWhy(e.replaced, e.why) + ")")
+		m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (" + expiredWhy(e.replaced, e.why) + ")"})
+	} else if s, ok := m.sent[ev.ID]; ok && e == nil {
+		// Sent and taken, then let go of with no answer (a hub ask its
+		// relay no longer had): the person's decision answered nothing.
+		delete(m.sent, ev.ID)
+		if s.ask.Request != nil {
+			m.warn("your decision on " + askLabel(s.ask) + " answered nothing: " + expiredWhy(ev.Replaced, ev.Why))
+		}
+	}
+}
+
+// sentDecision is a decision on its way and the ask it is for.
+type sentDecision struct {
+	d   serve.Decision
+	ask serve.Ask
+}
+
 // applyResponse handles a written response: it leaves the queue (if it was
 // there), is counted and logged. Automatic answers to queued asks happen when
 // a new whole-session grant covers them; the status line says so.
@@ -541,9 +562,9 @@ func (m *Model) applyResponse(ev serve.Decided) {
 		last.at = m.opts.Now()
 		m.lastAuto = &last
 	}
-	d, sent := m.sent[ev.Ask.ID]
+	s, sent := m.sent[ev.Ask.ID]
 	if sent && !ev.Auto {
-		l.choice = clip(choiceWords(d, ev.Ask), textBytes)
+		l.choice = clip(choiceWords(s.d, ev.Ask), textBytes)
 	}
 	delete(m.sent, ev.Ask.ID)
 	if sent && wasQueued && !ev.Auto {
@@ -651,11 +672,15 @@ func revokedNote(session string, g wire.Grant, deny bool) string {
 }
 
 // expiredWhy says why an ask can no longer be answered: its request file
-// was replaced (the child wrote it again; the new file is a new ask), or
-// the child stopped waiting.
-func expiredWhy(replaced bool) string {
-	if replaced {
+// was replaced (the child wrote it again; the new file is a new ask), the
+// hub approver's reason (its relay moved to another host), or the child
+// stopped waiting.
+func expiredWhy(replaced bool, why string) string {
+	switch {
+	case replaced:
 		return serve.ReplacedReason
+	case why != "":
+		return Sanitize(why)
 	}
 	return "the child stopped waiting"
 }
@@ -864,7 +889,7 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 			continue
 		}
 		if r.Kind == serve.AuditExpired {
-			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (" + expiredWhy(r.Reason == serve.ReplacedReason) + ")"})
+			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (" + expiredWhy(r.Reason == serve.ReplacedReason, "") + ")"})
 			continue
 		}
 		state := r.State
