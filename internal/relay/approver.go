@@ -338,10 +338,16 @@ func decodeHostAsk(host string, data []byte) (askMsg, *wire.Request, error) {
 func (a *Approver) show(h *hubAsk, m askMsg, req *wire.Request, size int64) {
 	a.memory.held.Add(0, size-h.size) // the message read again may differ
 	h.size = size
+	// The relay's scopes name the deny rules its grants pass; an older
+	// relay's ask comes without them, judged here without a policy.
+	scopes := serve.OfferedScopes(req, nil)
+	if m.Scopes != nil {
+		scopes = *m.Scopes
+	}
 	h.ask = &serve.Ask{
 		Arrived: inbox.Arrived{ID: h.id, Session: m.Session, Path: m.Path, Request: req, At: time.UnixMilli(m.At)},
 		Verdict: m.Verdict,
-		Scopes:  serve.OfferedScopes(req, nil),
+		Scopes:  scopes,
 		Host:    h.host,
 	}
 	if a.replayTo != 0 {

@@ -29,6 +29,10 @@ type askMsg struct {
 	At      int64           `json:"at"` // arrival at the relay, ms epoch
 	Request json.RawMessage `json:"request"`
 	Verdict resolve.Verdict `json:"verdict"`
+	// Scopes are the relay's, judged with its policy: what each grant
+	// reaches, the deny rules it passes named (decision 0246). Absent from
+	// an older relay's ask.
+	Scopes *serve.Scopes `json:"scopes,omitempty"`
 }
 
 // goneMsg on permtui.gone.<host>.<key>: the ask is no longer open. With a

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -436,6 +437,11 @@ func label(e *entry) string { return endLabel(e, 60) }
 
 func (m *Model) openScope() {
 	if e := m.answerable(); e != nil {
+		if len(e.ask.Scopes.Options) == 0 {
+			// A relay may send none (too large with them, decision 0246).
+			m.setStatus(cmp.Or(Sanitize(e.ask.Scopes.Note), "no approval for longer than once is offered for this ask"))
+			return
+		}
 		m.scope.open(e)
 		m.mode = modeScope
 	}
