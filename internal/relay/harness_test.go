@@ -126,6 +126,9 @@ func (tr *testRelay) start(th hubAt) {
 	t.Helper()
 	policy := resolve.Load(resolve.LoadOptions{AgentDir: tr.agentDir, Home: tr.agentDir})
 	grants := NewGrants()
+	if err := grants.ReadRecorded(tr.stateDir); err != nil {
+		t.Fatal(err)
+	}
 	srv, err := serve.New(serve.Config{
 		Layout:      wire.NewLayout(tr.agentDir),
 		Sessions:    []string{rootID},

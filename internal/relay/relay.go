@@ -724,10 +724,24 @@ func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 // server, which judges later asks with it and re-judges pending ones.
 func (r *Relay) watchGrants(ctx context.Context) {
 	watchGrants(ctx, r.js, r.log, r.host, func(_, session string, grants []wire.Grant, rev uint64) {
-		if r.grants.set(session, grants, rev) {
-			r.srv.GrantsUpdated()
+		changed, ignored, revoked := r.grants.set(session, grants, rev)
+		if len(ignored) > 0 {
+			r.log.Warn("grants in the hub's bucket that this relay never recorded are not applied (decision 0247)",
+				"session", session, "grants", ignored)
 		}
+		r.grantsChanged(session, changed, revoked)
 	})
+}
+
+// grantsChanged tells the server of a change to its grants from the hub,
+// recording the revocations in its audit log as its own are (decision 0247).
+func (r *Relay) grantsChanged(session string, changed bool, revoked []wire.Grant) {
+	if len(revoked) > 0 {
+		r.srv.GrantsRevoked(session, revoked)
+	}
+	if changed {
+		r.srv.GrantsUpdated()
+	}
 }
 
 // writeGrants writes the grants this relay's server recorded to the grants
@@ -777,9 +791,8 @@ func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 			ok = false
 			continue
 		}
-		if r.grants.written(session, grants, rev) {
-			r.srv.GrantsUpdated()
-		}
+		changed, revoked := r.grants.written(session, grants, rev)
+		r.grantsChanged(session, changed, revoked)
 	}
 	if !ok {
 		r.log.Warn("grants not written to the hub yet; retrying", "err", err)
