@@ -294,7 +294,7 @@ func (a *Approver) letGo(host, key string, g goneMsg) {
 	delete(a.byID, h.id)
 	if g.Response == nil {
 		a.events.Publish(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.id, Session: h.ask.Session, Path: h.ask.Path, Replaced: g.Replaced},
-			Pending: true})
+			Pending: true, Rejudged: g.Rejudged})
 		return
 	}
 	a.events.Publish(serve.Decided{Ask: *h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,

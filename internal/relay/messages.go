@@ -45,6 +45,9 @@ type goneMsg struct {
 	// Replaced: withdrawn because another file took its request's name;
 	// that file is another ask (decision 0237).
 	Replaced bool `json:"replaced,omitempty"`
+	// Rejudged: withdrawn because a policy reload changed what its grants
+	// reach; the ask follows under another name (decision 0246).
+	Rejudged bool `json:"rejudged,omitempty"`
 	// Ask is the ask of one never sent (too large for the hub), with its
 	// request cut, so that consoles can show its denial.
 	Ask *askMsg `json:"ask,omitempty"`

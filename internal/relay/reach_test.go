@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,14 @@ func (tr *testRelay) withPolicy(th hubAt, policy string) {
 	tr.stop()
 	testkit.WriteFile(tr.t, resolve.GlobalConfigPath(tr.agentDir), []byte(policy))
 	tr.start(th)
+}
+
+// reload makes policy tr's global config while it runs, as a watched
+// file's change does.
+func (tr *testRelay) reload(policy string) {
+	testkit.WriteFile(tr.t, resolve.GlobalConfigPath(tr.agentDir), []byte(policy))
+	tr.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: tr.agentDir, Home: tr.agentDir}))
+	tr.srv.PolicyLoaded(serve.PolicyStatus{})
 }
 
 // gitFetch asks git fetch origin with the suggestion bash git *.
@@ -117,5 +126,41 @@ func TestAnAskTooLargeWithItsScopesOffersNone(t *testing.T) {
 	}
 	if resp := answered(t, c); resp.Approved || !strings.Contains(resp.DenialReason, "was not offered at the hub") {
 		t.Fatalf("%+v", resp)
+	}
+}
+
+// A reload while the ask waits at the hub that changes what its grants
+// reach: the hub's copy is withdrawn and the ask shown again naming the
+// new reach; the copy shown before can no longer be decided, and a choice
+// made from the new one is recorded (decision 0246).
+func TestAReloadThatChangesAnAsksReachShowsItAgain(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	old := ann.queued(t, "alpha-1")
+	alpha.reload(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`)
+	again := ann.events.WaitFor(t, "alpha-1 shown again", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.ID != old.ID
+	}).(serve.AskQueued).Ask
+	if !passes(again, serve.ScopeSession, "npm publish *") {
+		t.Fatalf("the ask shown again does not name the deny: %+v", again.Scopes)
+	}
+	if ann.events.Count(func(ev serve.Event) bool { w, ok := ev.(serve.Withdrawn); return ok && w.ID == old.ID && w.Rejudged }) != 1 {
+		t.Error("the copy shown before was not withdrawn as judged again")
+	}
+	if err := ann.decide(t, serve.Decision{Ask: old.ID, Scope: serve.ScopeSession}); !errors.Is(err, serve.ErrUnknownAsk) {
+		t.Fatalf("the copy shown before: %v", err)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: again.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
 	}
 }

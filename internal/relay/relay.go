@@ -300,7 +300,7 @@ func (r *Relay) rescoped(ev serve.ScopesChanged) {
 	}
 	a := oa.ask
 	a.Scopes = ev.Scopes
-	r.gone(ev.Ask, goneMsg{})
+	r.gone(ev.Ask, goneMsg{Rejudged: true})
 	r.queued(a)
 }
 

@@ -111,6 +111,9 @@ func (Skipped) event() {}
 type Withdrawn struct {
 	inbox.Withdrawn
 	Pending bool // it was waiting for a person
+	// Rejudged: over a hub, its relay judged again what its grants reach
+	// (a policy reload) and sends it as a new ask (decision 0246).
+	Rejudged bool
 }
 
 // Invalid: a request file was rejected (and deleted, as the spec says).

@@ -302,7 +302,7 @@ func (m *Model) answerable() *entry {
 		m.setStatus("nothing to answer")
 		return nil
 	case e.state == stateExpired:
-		m.setStatus("this ask expired (" + expiredWhy(e.replaced) + "); nothing was sent")
+		m.setStatus("this ask expired (" + expiredWhy(e) + "); nothing was sent")
 	case e.state == stateSending:
 		m.setStatus("this ask is already being answered")
 	default:

@@ -7,6 +7,7 @@
 package ui
 
 import (
+	"cmp"
 	"io"
 	"os"
 	"slices"
@@ -141,8 +142,8 @@ type entry struct {
 	// (decisions 0154, 0159). Reset when a diff arrives.
 	seen    []bool
 	seenAll bool
-	// replaced: expired because another file took its request's name.
-	replaced bool
+	// why it expired, when not because the child stopped waiting.
+	why string
 }
 
 type mode int
@@ -422,10 +423,10 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 	case serve.Withdrawn:
 		// An ask whose answer is being written is closed by Decide's result.
 		if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
-			e.replaced = ev.Replaced
+			e.why = withdrawnWhy(ev)
 			m.expire(e)
-			m.setStatus("expired: " + label(e) + " (" + expiredWhy(e.replaced) + ")")
-			m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (" + expiredWhy(e.replaced) + ")"})
+			m.setStatus("expired: " + label(e) + " (" + expiredWhy(e) + ")")
+			m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (" + expiredWhy(e) + ")"})
 		}
 	case serve.Invalid:
 		m.invalid++
@@ -598,14 +599,27 @@ func revokedNote(session string, g wire.Grant, deny bool) string {
 	return "revoked " + kind + grantText(g) + " of " + Sanitize(session)
 }
 
-// expiredWhy says why an ask can no longer be answered: its request file
-// was replaced (the child wrote it again; the new file is a new ask), or
-// the child stopped waiting.
-func expiredWhy(replaced bool) string {
-	if replaced {
+// expiredWhy says why an ask can no longer be answered: withdrawnWhy's
+// reason, else the child stopped waiting.
+func expiredWhy(e *entry) string { return cmp.Or(e.why, stoppedWaiting) }
+
+const stoppedWaiting = "the child stopped waiting"
+
+// rejudgedReason: over a hub, the relay sends the ask again naming what
+// its grants now reach (decision 0246).
+const rejudgedReason = "the policy changed what its grants reach; the ask follows again with the new reach"
+
+// withdrawnWhy is why a withdrawn ask expired, if not that the child
+// stopped waiting: its request file was replaced (the new file is a new
+// ask), or its relay judged it again.
+func withdrawnWhy(ev serve.Withdrawn) string {
+	switch {
+	case ev.Replaced:
 		return serve.ReplacedReason
+	case ev.Rejudged:
+		return rejudgedReason
 	}
-	return "the child stopped waiting"
+	return ""
 }
 
 // maxExpiredKept bounds the expired asks the queue keeps: serve has let
@@ -801,7 +815,11 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 			continue
 		}
 		if r.Kind == serve.AuditExpired {
-			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (" + expiredWhy(r.Reason == serve.ReplacedReason) + ")"})
+			why := stoppedWaiting
+			if r.Reason == serve.ReplacedReason {
+				why = r.Reason
+			}
+			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (" + why + ")"})
 			continue
 		}
 		state := r.State

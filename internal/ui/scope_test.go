@@ -7,6 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
@@ -366,6 +367,16 @@ func TestAHubConsoleGatesTheDeniesTheRelayNamed(t *testing.T) {
 	h.wantDecisions()
 	h.keys("enter")
 	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession})
+}
+
+// Over a hub, an ask its relay judged again after a policy reload is
+// withdrawn saying so, not that the child stopped waiting (decision 0246).
+func TestAnAskJudgedAgainAtItsRelaySaysSo(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.OverHub = true })
+	a := bashAsk(1, "builder", "/w/p", "npm ci")
+	h.queue(a)
+	h.events(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: a.ID, Session: a.Session, Path: a.Path}, Pending: true, Rejudged: true})
+	h.wantStatus("the policy changed what its grants reach; the ask follows again")
 }
 
 // An ask a relay sent without scopes (too large with them) offers none:
