@@ -233,6 +233,9 @@ func relayUntilDone(ctx context.Context, f relayFlags, stdout io.Writer) error {
 	}
 	defer hc.close()
 	grants := relay.NewGrants()
+	if err := grants.ReadRecorded(f.stateDir); err != nil {
+		return fmt.Errorf("relay: the audit log, for the grants this relay recorded: %w", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv, err := startLocal(ctx, f.common, f.poll, hc.logger, grants, nil, true)

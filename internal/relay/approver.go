@@ -300,7 +300,7 @@ func (a *Approver) letGo(host, key string, g goneMsg, seq uint64) {
 	delete(a.byID, h.id)
 	if g.Response == nil {
 		a.events.Publish(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: h.id, Session: h.ask.Session, Path: h.ask.Path, Replaced: g.Replaced},
-			Pending: true, Why: g.why()})
+			Pending: true, Why: g.why(), Rejudged: g.Rejudged})
 		return
 	}
 	a.events.Publish(serve.Decided{Ask: *h.ask, Response: *g.Response, Auto: g.Auto, Approver: g.Approver, Queued: true,
@@ -345,10 +345,16 @@ func (a *Approver) show(h *hubAsk, m askMsg, req *wire.Request, size int64) {
 	a.memory.held.Add(0, size-h.size) // the message read again may differ
 	h.size = size
 	h.asked = requestDigest(m.Request)
+	// The relay's scopes name the deny rules its grants pass; an older
+	// relay's ask comes without them, judged here without a policy.
+	scopes := serve.OfferedScopes(req, nil)
+	if m.Scopes != nil {
+		scopes = *m.Scopes
+	}
 	h.ask = &serve.Ask{
 		Arrived: inbox.Arrived{ID: h.id, Session: m.Session, Path: m.Path, Request: req, At: time.UnixMilli(m.At)},
 		Verdict: m.Verdict,
-		Scopes:  serve.OfferedScopes(req, nil),
+		Scopes:  scopes,
 		Host:    h.host,
 	}
 	if a.replayTo != 0 {

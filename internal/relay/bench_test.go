@@ -2,9 +2,13 @@ package relay
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/inbox"
@@ -128,4 +132,36 @@ func benchAsk(b *testing.B, overHub bool, inFlight int) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "asks/s")
+}
+
+// BenchmarkReadRecorded times a relay's start reading the grants its audit
+// log records (decision 0247): 10,000 decisions, each a whole-session
+// grant, as one long-serving relay might keep.
+func BenchmarkReadRecorded(b *testing.B) {
+	dir := b.TempDir()
+	f, err := os.OpenFile(filepath.Join(dir, "audit.jsonl"), os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 10_000 {
+		line, err := json.Marshal(serve.AuditRecord{AskID: serve.AskID(i), RequestID: "r" + strconv.Itoa(i), ServedSession: rootID,
+			Agent: "builder", Surface: "bash", MatchValues: []string{"npm test " + strconv.Itoa(i)}, State: wire.StateApprovedForServingSession,
+			Approved: true, Grants: []wire.Grant{{Surface: "bash", Pattern: "npm test " + strconv.Itoa(i%100) + " *"}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.Write(append(line, '\n')); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		g := NewGrants()
+		if err := g.ReadRecorded(dir); err != nil || len(g.own[rootID]) != 100 {
+			b.Fatal(err, len(g.own[rootID]))
+		}
+	}
 }

@@ -3,7 +3,10 @@ package relay
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/permtui/permtui/internal/hub"
+	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -25,6 +29,8 @@ var errRevokeAtConsole = errors.New("relay: whole-session grants are revoked at 
 // they apply here at once and the relay writes them to the bucket
 // (decision 0160); a list from the bucket that does not have them yet
 // does not take them away, a later one without them does (decision 0194).
+// The bucket only narrows: a grant in it that this relay never recorded
+// (approver credentials may write there) is not applied (decision 0247).
 type Grants struct {
 	mu      sync.Mutex
 	by      map[string][]wire.Grant // as applied: the bucket's, then the pending
@@ -32,6 +38,10 @@ type Grants struct {
 	pending map[string][]pendingGrant
 	unsent  map[string][]wire.Grant // added here, not yet written
 	added   chan struct{}           // wakes the relay's writer
+	// own are the grants this relay's server recorded, in this process or
+	// (its audit log) before, and not revoked since: all the bucket may
+	// apply here.
+	own map[string][]wire.Grant
 }
 
 // bucketList is a session's grants as the bucket last showed them, at its
@@ -51,7 +61,32 @@ type pendingGrant struct {
 
 func NewGrants() *Grants {
 	return &Grants{by: map[string][]wire.Grant{}, bucket: map[string]bucketList{}, pending: map[string][]pendingGrant{},
-		unsent: map[string][]wire.Grant{}, added: make(chan struct{}, 1)}
+		unsent: map[string][]wire.Grant{}, added: make(chan struct{}, 1), own: map[string][]wire.Grant{}}
+}
+
+// ReadRecorded takes as this relay's own the whole-session grants its
+// audit log in stateDir records and does not record revoked since, so
+// that after a restart the bucket's copy of them applies again.
+func (g *Grants) ReadRecorded(stateDir string) error {
+	f, err := os.Open(filepath.Join(stateDir, "audit.jsonl"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, err = serve.ReadAuditHistory(f, func(rec serve.AuditRecord) {
+		switch {
+		case rec.Kind == serve.AuditRevoked:
+			g.own[rec.ServedSession] = slices.DeleteFunc(g.own[rec.ServedSession], func(x wire.Grant) bool { return slices.Contains(rec.Grants, x) })
+		case rec.Kind == "" && rec.State == wire.StateApprovedForServingSession:
+			g.own[rec.ServedSession] = merge(g.own[rec.ServedSession], rec.Grants)
+		}
+	})
+	return err
 }
 
 func (g *Grants) For(session string) []wire.Grant {
@@ -69,6 +104,7 @@ func (g *Grants) Add(session string, grants []wire.Grant) error {
 		}
 	}
 	g.unsent[session] = merge(g.unsent[session], grants)
+	g.own[session] = merge(g.own[session], grants)
 	g.apply(session)
 	notify(g.added)
 	return nil
@@ -102,21 +138,31 @@ func (g *Grants) All() map[string][]wire.Grant {
 	return out
 }
 
-// set takes the bucket's list of a session's grants at revision rev; it
-// reports a change.
-func (g *Grants) set(session string, grants []wire.Grant, rev uint64) bool {
+// set takes the bucket's list of a session's grants at revision rev: the
+// grants it lists that this relay never recorded are ignored, not applied.
+// It reports a change and the grants the list revoked here.
+func (g *Grants) set(session string, grants []wire.Grant, rev uint64) (changed bool, ignored, revoked []wire.Grant) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if rev < g.bucket[session].rev {
-		return false // older than a list already applied
+		return false, nil, nil // older than a list already applied
 	}
-	g.bucket[session] = bucketList{grants: slices.Clone(grants), rev: rev}
-	return g.apply(session)
+	mine := slices.DeleteFunc(slices.Clone(grants), func(x wire.Grant) bool {
+		if slices.Contains(g.own[session], x) {
+			return false
+		}
+		ignored = append(ignored, x)
+		return true
+	})
+	g.bucket[session] = bucketList{grants: mine, rev: rev}
+	changed, revoked = g.apply(session)
+	return changed, ignored, revoked
 }
 
 // written notes that the bucket took grants at revision rev; it reports a
-// change (a list already seen from then on did not have them: revoked).
-func (g *Grants) written(session string, grants []wire.Grant, rev uint64) bool {
+// change (a list already seen from then on did not have them: revoked)
+// and the grants so revoked.
+func (g *Grants) written(session string, grants []wire.Grant, rev uint64) (bool, []wire.Grant) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i, p := range g.pending[session] {
@@ -130,8 +176,9 @@ func (g *Grants) written(session string, grants []wire.Grant, rev uint64) bool {
 // apply makes a session's grants the bucket's list and the pending grants
 // it has not shown: a pending grant it shows, or that a write before the
 // list put there, is the bucket's from now on, so a list without it is
-// its revocation. It reports a change. g.mu is held.
-func (g *Grants) apply(session string) bool {
+// its revocation, and it is no longer this relay's own. It reports a
+// change and the grants revoked. g.mu is held.
+func (g *Grants) apply(session string) (bool, []wire.Grant) {
 	b := g.bucket[session]
 	pending := slices.DeleteFunc(g.pending[session], func(p pendingGrant) bool {
 		return slices.Contains(b.grants, p.grant) || (p.written != 0 && p.written <= b.rev)
@@ -146,15 +193,19 @@ func (g *Grants) apply(session string) bool {
 		// list (a stopped consumer's last callback) from undoing a revocation.
 		delete(g.pending, session)
 	}
+	if b.rev != 0 {
+		g.own[session] = slices.DeleteFunc(g.own[session], func(x wire.Grant) bool { return !slices.Contains(by, x) })
+	}
+	revoked := slices.DeleteFunc(slices.Clone(g.by[session]), func(x wire.Grant) bool { return slices.Contains(by, x) })
 	if slices.Equal(g.by[session], by) {
-		return false
+		return false, nil
 	}
 	if len(by) == 0 {
 		delete(g.by, session)
 	} else {
 		g.by[session] = by
 	}
-	return true
+	return true, revoked
 }
 
 // merge appends the grants not already in list.

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -15,6 +16,7 @@ import (
 func TestAGrantNotYetInTheBucketIsKept(t *testing.T) {
 	a, b, c := wire.Grant{Surface: "bash", Pattern: "npm test *"}, wire.Grant{Surface: "bash", Pattern: "make *"}, wire.Grant{Surface: "read", Pattern: "*"}
 	g := NewGrants()
+	recordedBefore(g, b, c) // by this relay, before a restart
 	want := func(step string, grants ...wire.Grant) {
 		t.Helper()
 		if got := g.For(rootID); !sameGrants(got, grants) {
@@ -24,8 +26,8 @@ func TestAGrantNotYetInTheBucketIsKept(t *testing.T) {
 	if err := g.Add(rootID, []wire.Grant{a}); err != nil {
 		t.Fatal(err)
 	}
-	g.set(rootID, []wire.Grant{b}, 3) // another relay's write, before this one was sent
-	want("queued", a, b)
+	g.set(rootID, []wire.Grant{b, c}, 3) // written before this one was sent
+	want("queued", a, b, c)
 	unsent := g.takeUnsent()
 	g.set(rootID, []wire.Grant{b, c}, 4) // while it is being written
 	want("being written", a, b, c)
@@ -33,7 +35,7 @@ func TestAGrantNotYetInTheBucketIsKept(t *testing.T) {
 	g.set(rootID, []wire.Grant{b}, 5) // c revoked at a console
 	want("put back; c revoked", a, b)
 	g.takeUnsent()
-	if g.written(rootID, []wire.Grant{a}, 7) {
+	if changed, _ := g.written(rootID, []wire.Grant{a}, 7); changed {
 		t.Fatal("a write the bucket has not shown yet changed the grants")
 	}
 	g.set(rootID, []wire.Grant{b}, 6) // a change older than the write
@@ -47,6 +49,7 @@ func TestAGrantNotYetInTheBucketIsKept(t *testing.T) {
 func TestARevocationSeenBeforeTheWriteIsConfirmedWins(t *testing.T) {
 	a, b := wire.Grant{Surface: "bash", Pattern: "npm test *"}, wire.Grant{Surface: "bash", Pattern: "make *"}
 	g := NewGrants()
+	recordedBefore(g, b)
 	if err := g.Add(rootID, []wire.Grant{a}); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +58,7 @@ func TestARevocationSeenBeforeTheWriteIsConfirmedWins(t *testing.T) {
 	if got := g.For(rootID); !sameGrants(got, []wire.Grant{a, b}) {
 		t.Fatalf("before the write is confirmed: %v", got)
 	}
-	if !g.written(rootID, []wire.Grant{a}, 10) {
+	if changed, revoked := g.written(rootID, []wire.Grant{a}, 10); !changed || !slices.Equal(revoked, []wire.Grant{a}) {
 		t.Fatal("the revocation's removal was not reported as a change")
 	}
 	if got := g.For(rootID); !sameGrants(got, []wire.Grant{b}) {
@@ -75,6 +78,14 @@ func TestARevocationSeenBeforeTheWriteIsConfirmedWins(t *testing.T) {
 	}
 }
 
+// recordedBefore makes grants of rootID g's own, as ReadRecorded does
+// with those of an audit log.
+func recordedBefore(g *Grants, grants ...wire.Grant) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.own[rootID] = merge(g.own[rootID], grants)
+}
+
 func sameGrants(got, want []wire.Grant) bool {
 	return len(got) == len(want) && !slices.ContainsFunc(want, func(g wire.Grant) bool { return !slices.Contains(got, g) })
 }
@@ -85,10 +96,39 @@ func sameGrants(got, want []wire.Grant) bool {
 func TestAnOlderListDoesNotUndoARevocationToNothing(t *testing.T) {
 	a := wire.Grant{Surface: "bash", Pattern: "npm test *"}
 	g := NewGrants()
+	recordedBefore(g, a)
 	g.set(rootID, []wire.Grant{a}, 5)
 	g.set(rootID, nil, 7)
 	g.set(rootID, []wire.Grant{a}, 5)
 	if got := g.For(rootID); len(got) != 0 {
 		t.Fatalf("the revoked grant came back: %v", got)
+	}
+}
+
+// Adversarial pass adv2, F2: a grant in the bucket that this relay never
+// recorded (approver credentials may write there) is not applied; one it
+// recorded, or read from its audit log after a restart, is, until the
+// bucket revokes it, and then not again (decision 0247).
+func TestTheBucketOnlyNarrowsARelaysGrants(t *testing.T) {
+	everything, npm, make := wire.Grant{Surface: "*", Pattern: "*"}, wire.Grant{Surface: "bash", Pattern: "npm *"}, wire.Grant{Surface: "bash", Pattern: "make *"}
+	dir := t.TempDir()
+	if err := serve.AppendRuleRecord(dir, serve.RuleRecord{}); err != nil { // a log with other lines
+		t.Fatal(err)
+	}
+	g := NewGrants()
+	if err := g.ReadRecorded(dir); err != nil {
+		t.Fatal(err)
+	}
+	recordedBefore(g, npm, make)
+	changed, ignored, _ := g.set(rootID, []wire.Grant{everything, npm}, 3)
+	if !changed || !slices.Equal(ignored, []wire.Grant{everything}) || !sameGrants(g.For(rootID), []wire.Grant{npm}) {
+		t.Fatalf("applied %v, ignored %v", g.For(rootID), ignored)
+	}
+	_, _, revoked := g.set(rootID, nil, 4)
+	if !slices.Equal(revoked, []wire.Grant{npm}) || len(g.For(rootID)) != 0 {
+		t.Fatalf("revoked %v, applied %v", revoked, g.For(rootID))
+	}
+	if _, ignored, _ := g.set(rootID, []wire.Grant{npm, make}, 5); len(g.For(rootID)) != 0 || len(ignored) != 2 {
+		t.Fatalf("written back after their revocation: applied %v", g.For(rootID))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,6 +107,8 @@ type testRelay struct {
 	stateDir string
 	events   *testkit.Recorder[serve.Event]
 	logs     *testkit.Recorder[string] // the relay's log messages
+	srv      *serve.Server
+	policy   atomic.Pointer[resolve.Policy]
 	cancel   context.CancelFunc
 	done     chan struct{}
 	// stallFront: the server's front end reads nothing until the relay
@@ -124,13 +127,16 @@ func newRelay(t *testing.T, th hubAt, host string) *testRelay {
 func (tr *testRelay) start(th hubAt) {
 	t := tr.t
 	t.Helper()
-	policy := resolve.Load(resolve.LoadOptions{AgentDir: tr.agentDir, Home: tr.agentDir})
+	tr.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: tr.agentDir, Home: tr.agentDir}))
 	grants := NewGrants()
+	if err := grants.ReadRecorded(tr.stateDir); err != nil {
+		t.Fatal(err)
+	}
 	srv, err := serve.New(serve.Config{
 		Layout:      wire.NewLayout(tr.agentDir),
 		Sessions:    []string{rootID},
 		StateDir:    tr.stateDir,
-		Judge:       func() serve.Judge { return policy },
+		Judge:       func() serve.Judge { return tr.policy.Load() },
 		Grants:      grants,
 		LeaveOnExit: true,
 	})
@@ -147,7 +153,7 @@ func (tr *testRelay) start(th hubAt) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	tr.cancel, tr.done, tr.events = cancel, make(chan struct{}), testkit.NewRecorder[serve.Event]()
+	tr.srv, tr.cancel, tr.done, tr.events = srv, cancel, make(chan struct{}), testkit.NewRecorder[serve.Event]()
 	go func() { _ = srv.Run(ctx) }()
 	relayed := make(chan struct{})
 	go func() { defer close(relayed); r.Run(ctx) }()

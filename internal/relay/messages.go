@@ -31,6 +31,10 @@ type askMsg struct {
 	At      int64           `json:"at"` // arrival at the relay, ms epoch
 	Request json.RawMessage `json:"request"`
 	Verdict resolve.Verdict `json:"verdict"`
+	// Scopes are the relay's, judged with its policy: what each grant
+	// reaches, the deny rules it passes named (decision 0246). Absent from
+	// an older relay's ask.
+	Scopes *serve.Scopes `json:"scopes,omitempty"`
 }
 
 // goneMsg on permtui.gone.<host>.<key>: the ask is no longer open. With a
@@ -43,6 +47,9 @@ type goneMsg struct {
 	// Replaced: withdrawn because another file took its request's name;
 	// that file is another ask (decision 0237).
 	Replaced bool `json:"replaced,omitempty"`
+	// Rejudged: withdrawn because a policy reload changed what its grants
+	// reach; the ask follows under another name (decision 0246).
+	Rejudged bool `json:"rejudged,omitempty"`
 	// Ask is the ask of one never sent (too large for the hub), with its
 	// request cut, so that consoles can show its denial.
 	Ask *askMsg `json:"ask,omitempty"`

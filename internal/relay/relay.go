@@ -99,9 +99,13 @@ type Relay struct {
 }
 
 type openAsk struct {
-	id    serve.AskID
-	msg   outMsg // sent again after a reconnect
-	asked string // requestDigest of the request sent
+	id  serve.AskID
+	msg outMsg // sent again after a reconnect
+	ask serve.Ask
+	// offered: the scopes the hub was sent; a decision for one it did not
+	// offer is refused.
+	offered serve.Scopes
+	asked   string // requestDigest of the request sent
 	// held: its hub decision, handed to the server and acked only once
 	// the server answered (recorded) or let go of the ask: one stopped
 	// before is handed back, for the next relay (finding F5). By stream
@@ -166,6 +170,8 @@ func (r *Relay) handle(ev serve.Event) {
 		r.gone(ev.Ask.ID, goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver})
 	case serve.Withdrawn:
 		r.gone(ev.ID, goneMsg{Replaced: ev.Replaced})
+	case serve.ScopesChanged:
+		r.rescoped(ev)
 	case serve.Degraded:
 		if ev.Area == serve.AreaMemory {
 			r.mu.Lock()
@@ -177,24 +183,47 @@ func (r *Relay) handle(ev serve.Event) {
 
 // askKey names a delivery of an ask on the hub (subjects, message ids, its
 // place in the decisions bucket): the request's wire.RequestKey, its one
-// name (decision 0186), then a digest of the file delivered. The same file
-// is the same ask after a relay restart; a file replaced under its name is
-// another ask, even with the same request, with its own decision: one made
-// for the first never answers it (decision 0237).
+// name (decision 0186), then a digest of the file delivered and of the
+// reach its scopes name. The same file is the same ask after a relay
+// restart; a file replaced under its name is another ask, even with the
+// same request, with its own decision: one made for the first never
+// answers it (decision 0237). So is an ask whose scopes a policy change
+// made reach elsewhere: a decision made on the reach named before never
+// answers it (decision 0246).
 func askKey(a serve.Ask) string {
-	sum := sha256.Sum256([]byte(a.File.String()))
-	return wire.KeyOf(a.Session, a.Request).String() + "-" + hex.EncodeToString(sum[:8])
+	h := sha256.New()
+	h.Write([]byte(a.File.String()))
+	reach := a.Scopes
+	reach.Rev = 0
+	named, _ := json.Marshal(reach) // plain data: it always encodes
+	h.Write(named)
+	return wire.KeyOf(a.Session, a.Request).String() + "-" + hex.EncodeToString(h.Sum(nil)[:8])
 }
+
+// noScopesSent is the note of an ask sent without its scopes, too large
+// with them: the hub can approve it once or deny it.
+const noScopesSent = "no approval for longer than once is offered: the ask with what its grants reach is larger than the hub carries"
 
 func (r *Relay) queued(a serve.Ask) {
 	req := a.Request
 	key := askKey(a)
-	m := askMsg{Host: r.host, Session: a.Session, Path: a.Path, At: a.At.UnixMilli(), Verdict: shownVerdict(a.Verdict)}
+	offered := a.Scopes
+	m := askMsg{Host: r.host, Session: a.Session, Path: a.Path, At: a.At.UnixMilli(), Verdict: shownVerdict(a.Verdict), Scopes: &offered}
 	raw, err := wire.MarshalRequest(req)
 	var data []byte
 	if err == nil {
 		m.Request = raw
 		data, err = json.Marshal(m)
+		limit := hub.MaxAskBytes
+		if mp := int(r.nc.MaxPayload()) - payloadHeadroom; mp > 0 {
+			limit = min(limit, mp)
+		}
+		if err == nil && len(data) > limit {
+			// Each scope repeats the suggestion: sent offering none, the
+			// ask is still decided once by a person, and nothing wider.
+			offered = serve.Scopes{Note: noScopesSent}
+			data, err = json.Marshal(m)
+		}
 	}
 	if err != nil || len(data) > hub.MaxAskBytes {
 		r.mu.Lock()
@@ -205,7 +234,7 @@ func (r *Relay) queued(a serve.Ask) {
 	}
 	r.mu.Lock()
 	out := outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key, r.run), key: key, data: data, ask: true}
-	r.open[key] = &openAsk{id: a.ID, msg: out, asked: requestDigest(raw)}
+	r.open[key] = &openAsk{id: a.ID, msg: out, ask: a, offered: offered, asked: requestDigest(raw)}
 	r.keys[a.ID] = key
 	r.queue = append(r.queue, out)
 	r.mu.Unlock()
@@ -276,6 +305,23 @@ func (r *Relay) sendGone(key string, m goneMsg) {
 	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key, r.run), key: key, data: data})
 	r.mu.Unlock()
 	notify(r.wake)
+}
+
+// rescoped sends again, as another ask, one whose scopes a policy reload
+// changed: the hub's copy named a reach that is no longer the one the
+// relay's server would record, so it is withdrawn and a decision made on
+// it is never delivered; consoles are shown the new reach (decision 0246).
+func (r *Relay) rescoped(ev serve.ScopesChanged) {
+	r.mu.Lock()
+	oa := r.open[r.keys[ev.Ask]]
+	r.mu.Unlock()
+	if oa == nil {
+		return
+	}
+	a := oa.ask
+	a.Scopes = ev.Scopes
+	r.gone(ev.Ask, goneMsg{Rejudged: true})
+	r.queued(a)
 }
 
 func (r *Relay) republish() {
@@ -611,8 +657,7 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 					d = unreadable(errors.New("it was made for another request than the one now under its name"))
 				}
 			}
-			err := r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
-				Unattended: d.Unattended, Approver: d.approverOf()})
+			err := r.deliver(oa, d)
 			if errors.Is(err, serve.ErrInvalidDecision) {
 				// The ask's one decision is taken: nobody can decide it
 				// again, so the refusal is its answer (fail closed), the
@@ -656,6 +701,16 @@ func (r *Relay) unknownAsk(key string, msg jetstream.Msg, offered uint64, onDisk
 	r.log.Warn("decision for an ask no longer here given up", "key", key)
 	r.sendGone(key, goneMsg{Unknown: true})
 	done(msg.Term)
+}
+
+// deliver hands a hub decision to the server, as made from the scopes the
+// hub was sent: the server refuses it when they are no longer its own.
+func (r *Relay) deliver(oa *openAsk, d decisionMsg) error {
+	if _, ok := oa.offered.Find(d.Scope); d.Scope != "" && !ok {
+		return fmt.Errorf("%w: scope %q was not offered at the hub", serve.ErrInvalidDecision, d.Scope)
+	}
+	return r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
+		Unattended: d.Unattended, Approver: d.approverOf(), ScopesRev: oa.ask.Scopes.Rev})
 }
 
 // unknownDecision says what becomes of a decision for an ask this relay
@@ -738,10 +793,24 @@ func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 // server, which judges later asks with it and re-judges pending ones.
 func (r *Relay) watchGrants(ctx context.Context) {
 	watchGrants(ctx, r.js, r.log, r.host, func(_, session string, grants []wire.Grant, rev uint64) {
-		if r.grants.set(session, grants, rev) {
-			r.srv.GrantsUpdated()
+		changed, ignored, revoked := r.grants.set(session, grants, rev)
+		if len(ignored) > 0 {
+			r.log.Warn("grants in the hub's bucket that this relay never recorded are not applied (decision 0247)",
+				"session", session, "grants", ignored)
 		}
+		r.grantsChanged(session, changed, revoked)
 	})
+}
+
+// grantsChanged tells the server of a change to its grants from the hub,
+// recording the revocations in its audit log as its own are (decision 0247).
+func (r *Relay) grantsChanged(session string, changed bool, revoked []wire.Grant) {
+	if len(revoked) > 0 {
+		r.srv.GrantsRevoked(session, revoked)
+	}
+	if changed {
+		r.srv.GrantsUpdated()
+	}
 }
 
 // writeGrants writes the grants this relay's server recorded to the grants
@@ -791,9 +860,8 @@ func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 			ok = false
 			continue
 		}
-		if r.grants.written(session, grants, rev) {
-			r.srv.GrantsUpdated()
-		}
+		changed, revoked := r.grants.written(session, grants, rev)
+		r.grantsChanged(session, changed, revoked)
 	}
 	if !ok {
 		r.log.Warn("grants not written to the hub yet; retrying", "err", err)

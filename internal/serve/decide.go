@@ -204,6 +204,19 @@ func (s *Server) RevokeGrant(session string, g wire.Grant) error {
 	return nil
 }
 
+// HubRevocation is the reason of a revocation the server learned of from
+// a hub's grants bucket.
+const HubRevocation = "revoked at a console attached to the hub"
+
+// GrantsRevoked records whole-session grants revoked outside the server
+// (at a hub console, in the hub's grants bucket), as RevokeGrant records
+// its own; the store already holds them revoked.
+func (s *Server) GrantsRevoked(session string, gs []wire.Grant) {
+	for _, g := range gs {
+		s.recordRevocation(AuditRecord{ServedSession: session, Surface: g.Surface, Grants: []wire.Grant{g}, Reason: HubRevocation})
+	}
+}
+
 // recordRevocation notes a revocation in the audit log for the console's
 // log after a restart. Like an expiry it decides nothing and is not waited
 // for; before Run there is no log to note it in.

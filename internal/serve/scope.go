@@ -92,6 +92,10 @@ type Scopes struct {
 	// changed them (ScopesChanged); a choice names the Rev it was made
 	// from (Decision.ScopesRev).
 	Rev int `json:",omitempty"`
+	// NoPolicy: judged without the asking host's policy (a hub approver
+	// for a relay that sent none), so the deny rules a grant would pass
+	// are not named.
+	NoPolicy bool `json:",omitempty"`
 }
 
 // Find returns the offered scope of that kind.
@@ -121,7 +125,7 @@ func (s Scopes) Find(kind ScopeKind) (Scope, bool) {
 //   - each grant beyond the ask is named, with the deny rules of judge's
 //     policy it would pass (judge may be nil where no policy is held).
 func OfferedScopes(req *wire.Request, judge Judge) Scopes {
-	var out Scopes
+	out := Scopes{NoPolicy: judge == nil}
 	if req.SessionApproval == nil {
 		effect := "the child records its own grant (no suggestion sent)"
 		if predatesSessionState(req) {

@@ -114,6 +114,9 @@ type Withdrawn struct {
 	// Why: at a hub, why the approver let go of it when its relay did not
 	// withdraw it (it moved to another host; its relay no longer has it).
 	Why string
+	// Rejudged: over a hub, its relay judged again what its grants reach
+	// (a policy reload) and sends it as a new ask (decision 0246).
+	Rejudged bool
 }
 
 // Invalid: a request file was rejected (and deleted, as the spec says).

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -301,7 +302,7 @@ func (m *Model) answerable() *entry {
 		m.setStatus("nothing to answer")
 		return nil
 	case e.state == stateExpired:
-		m.setStatus("this ask expired (" + expiredWhy(e.replaced, e.why) + "); nothing was sent")
+		m.setStatus("this ask expired (" + expiredWhy(e) + "); nothing was sent")
 	case e.state == stateSending:
 		m.setStatus("this ask is already being answered")
 	default:
@@ -438,6 +439,11 @@ func label(e *entry) string { return endLabel(e, 60) }
 
 func (m *Model) openScope() {
 	if e := m.answerable(); e != nil {
+		if len(e.ask.Scopes.Options) == 0 {
+			// A relay may send none (too large with them, decision 0246).
+			m.setStatus(cmp.Or(Sanitize(e.ask.Scopes.Note), "no approval for longer than once is offered for this ask"))
+			return
+		}
 		m.scope.open(e)
 		m.mode = modeScope
 	}

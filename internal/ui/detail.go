@@ -81,7 +81,7 @@ func detailFields(e *entry) []field {
 	add := func(label, text string, kind fieldKind) { f = append(f, field{label: label, text: text, kind: kind}) }
 
 	if e.state == stateExpired {
-		add("status", "⌛ expired: "+expiredWhy(e.replaced, e.why)+"; this ask can no longer be answered", kindWarning)
+		add("status", "⌛ expired: "+expiredWhy(e)+"; this ask can no longer be answered", kindWarning)
 	}
 	f = append(f, agentField(a))
 	if ai != nil && (ai.Principal.SessionID != r.RequesterSessionID || ai.Principal.AgentName != r.RequesterAgentName) {

@@ -7,6 +7,7 @@
 package ui
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"os"
@@ -142,10 +143,8 @@ type entry struct {
 	// (decisions 0154, 0159). Reset when a diff arrives.
 	seen    []bool
 	seenAll bool
-	// replaced: expired because another file took its request's name;
-	// why: the hub approver's reason (serve.Withdrawn.Why).
-	replaced bool
-	why      string
+	// why it expired, when not because the child stopped waiting.
+	why string
 	// unsent names the person's decision the hub has not confirmed, which
 	// the approver keeps sending in memory only: quitting loses it.
 	unsent string
@@ -521,16 +520,16 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 func (m *Model) applyWithdrawn(ev serve.Withdrawn) {
 	// An ask whose answer is being written is closed by Decide's result.
 	if e := m.find(ev.ID); e != nil && e.state != stateExpired && (ev.Pending || e.state != stateSending) {
-		e.replaced, e.why = ev.Replaced, ev.Why
+		e.why = withdrawnWhy(ev)
 		m.expire(e)
-		m.setStatus("expired: " + label(e) + " (" + expiredWhy(e.replaced, e.why) + ")")
-		m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (" + expiredWhy(e.replaced, e.why) + ")"})
+		m.setStatus("expired: " + label(e) + " (" + expiredWhy(e) + ")")
+		m.addLog(logEntry{note: "⌛ expired  " + askLabel(e.ask) + " (" + expiredWhy(e) + ")"})
 	} else if s, ok := m.sent[ev.ID]; ok && e == nil {
 		// Sent and taken, then let go of with no answer (a hub ask its
 		// relay no longer had): the person's decision answered nothing.
 		delete(m.sent, ev.ID)
 		if s.ask.Request != nil {
-			m.warn("your decision on " + askLabel(s.ask) + " answered nothing: " + expiredWhy(ev.Replaced, ev.Why))
+			m.warn("your decision on " + askLabel(s.ask) + " answered nothing: " + cmp.Or(withdrawnWhy(ev), stoppedWaiting))
 		}
 	}
 }
@@ -671,18 +670,30 @@ func revokedNote(session string, g wire.Grant, deny bool) string {
 	return "revoked " + kind + grantText(g) + " of " + Sanitize(session)
 }
 
-// expiredWhy says why an ask can no longer be answered: its request file
-// was replaced (the child wrote it again; the new file is a new ask), the
-// hub approver's reason (its relay moved to another host), or the child
-// stopped waiting.
-func expiredWhy(replaced bool, why string) string {
+// expiredWhy says why an ask can no longer be answered: withdrawnWhy's
+// reason, else the child stopped waiting.
+func expiredWhy(e *entry) string { return cmp.Or(e.why, stoppedWaiting) }
+
+const stoppedWaiting = "the child stopped waiting"
+
+// rejudgedReason: over a hub, the relay sends the ask again naming what
+// its grants now reach (decision 0246).
+const rejudgedReason = "the policy changed what its grants reach; the ask follows again with the new reach"
+
+// withdrawnWhy is why a withdrawn ask expired, if not that the child
+// stopped waiting: its request file was replaced (the new file is a new
+// ask), its relay judged it again, or the hub approver's reason (its relay
+// moved to another host; its relay no longer has it).
+func withdrawnWhy(ev serve.Withdrawn) string {
 	switch {
-	case replaced:
+	case ev.Replaced:
 		return serve.ReplacedReason
-	case why != "":
-		return Sanitize(why)
+	case ev.Rejudged:
+		return rejudgedReason
+	case ev.Why != "":
+		return Sanitize(ev.Why)
 	}
-	return "the child stopped waiting"
+	return ""
 }
 
 // maxExpiredKept bounds the expired asks the queue keeps: serve has let
@@ -889,7 +900,11 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 			continue
 		}
 		if r.Kind == serve.AuditExpired {
-			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (" + expiredWhy(r.Reason == serve.ReplacedReason, "") + ")"})
+			why := stoppedWaiting
+			if r.Reason == serve.ReplacedReason {
+				why = r.Reason
+			}
+			m.addLog(logEntry{at: at, note: "⌛ expired  " + label + " (" + why + ")"})
 			continue
 		}
 		state := r.State

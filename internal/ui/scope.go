@@ -65,8 +65,9 @@ type scopeDialog struct {
 	edited  string
 	editing bool
 	input   textinput.Model
-	// overHub: the policy is on the relay's host, so serve here could not
-	// name the deny rules a grant passes (decision 0189).
+	// overHub: the policy is on the relay's host; scopes a relay sent
+	// without its reach (NoPolicy) do not name the deny rules a grant
+	// passes (decisions 0189, 0246).
 	overHub bool
 	// offset scrolls the marked option's lines; seen are those of them
 	// (from its first) that were on screen, span how many it has and page
@@ -621,7 +622,7 @@ func (d *scopeDialog) coverageLines() []string {
 		text += " · e narrows the pattern"
 	}
 	lines = append(lines, d.wrapped(style, text, 8)...)
-	if d.overHub {
+	if d.overHub && d.scopes.NoPolicy {
 		lines = append(lines, d.wrapped(s.Muted, "the policy is on the asking host: the deny rules it would pass are not named here", 8)...)
 	}
 	if sure := len(cov.others) - len(cov.partial); len(cov.others) > 0 {

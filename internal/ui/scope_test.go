@@ -7,6 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
@@ -343,6 +344,55 @@ func TestAHubConsoleSaysItCannotNameTheDenies(t *testing.T) {
 			t.Errorf("over a hub %v: says it %v:\n%s", hub, got, oneLine(h.m.View()))
 		}
 	}
+}
+
+// Adversarial pass adv2, F4: over a hub, scopes the relay judged with its
+// policy name the deny rules a grant passes; the hub console shows and
+// gates them as a local one does (seen whole, a second enter), without the
+// line that says it cannot (decision 0246).
+func TestAHubConsoleGatesTheDeniesTheRelayNamed(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.OverHub = true })
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := bashAsk(1, "builder", "/w/p", "rm -i notes.txt")
+	a.Request.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: "rm *"}}}
+	a.Scopes = serve.OfferedScopes(a.Request, reachPolicy(t)) // as the relay sends them
+	a.Host = "alpha"
+	h.queue(a)
+	chooseScope(h, serve.ScopeSession)
+	screen := oneLine(h.m.View())
+	if !strings.Contains(screen, "rm -rf *") || strings.Contains(screen, "not named here") {
+		t.Errorf("the dialog does not name the deny rule the relay named:\n%s", screen)
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession})
+}
+
+// Over a hub, an ask its relay judged again after a policy reload is
+// withdrawn saying so, not that the child stopped waiting (decision 0246).
+func TestAnAskJudgedAgainAtItsRelaySaysSo(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.OverHub = true })
+	a := bashAsk(1, "builder", "/w/p", "npm ci")
+	h.queue(a)
+	h.events(serve.Withdrawn{Withdrawn: inbox.Withdrawn{ID: a.ID, Session: a.Session, Path: a.Path}, Pending: true, Rejudged: true})
+	h.wantStatus("the policy changed what its grants reach; the ask follows again")
+}
+
+// An ask a relay sent without scopes (too large with them) offers none:
+// s says why and opens no dialog.
+func TestAnAskWithoutScopesOpensNoDialog(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.OverHub = true })
+	a := bashAsk(1, "builder", "/w/p", "npm ci")
+	a.Scopes = serve.Scopes{Note: "no approval for longer than once is offered: too large"}
+	h.queue(a)
+	h.keys("s")
+	if h.m.mode == modeScope {
+		t.Fatal("a dialog with nothing to choose opened")
+	}
+	h.wantStatus("no approval for longer than once is offered: too large")
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 }
 
 // A whole-session grant is judged by serve's matcher in the dialog too: a

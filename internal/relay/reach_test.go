@@ -1,0 +1,166 @@
+package relay
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/testkit"
+	"github.com/permtui/permtui/internal/wire"
+)
+
+// withPolicy restarts tr judging with policy as its global config.
+func (tr *testRelay) withPolicy(th hubAt, policy string) {
+	tr.t.Helper()
+	tr.stop()
+	testkit.WriteFile(tr.t, resolve.GlobalConfigPath(tr.agentDir), []byte(policy))
+	tr.start(th)
+}
+
+// reload makes policy tr's global config while it runs, as a watched
+// file's change does.
+func (tr *testRelay) reload(policy string) {
+	testkit.WriteFile(tr.t, resolve.GlobalConfigPath(tr.agentDir), []byte(policy))
+	tr.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: tr.agentDir, Home: tr.agentDir}))
+	tr.srv.PolicyLoaded(serve.PolicyStatus{})
+}
+
+// gitFetch asks git fetch origin with the suggestion bash git *.
+func gitFetch(host string, i int, command, pattern string) *wire.Request {
+	r := bash(host, i, command)
+	r.SessionApproval.Grants = []wire.Grant{{Surface: "bash", Pattern: pattern}}
+	return r
+}
+
+// passes reports whether a scope of kind names a grant passing the deny
+// rule pattern.
+func passes(a serve.Ask, kind serve.ScopeKind, pattern string) bool {
+	o, _ := a.Scopes.Find(kind)
+	return slices.ContainsFunc(o.Wider, func(r serve.Reach) bool {
+		return r.Severe() && slices.ContainsFunc(r.Denies, func(d resolve.PassedDeny) bool { return d.Rule.Pattern == pattern })
+	})
+}
+
+// Adversarial pass adv2, F4: a hub console was offered the whole session
+// for bash git * with no word of the deny rule git push * it passes on
+// the asking host. The relay judged that reach; its ask now carries it, so
+// the console names it as a local one does (decision 0246).
+func TestAHubAskNamesTheDenyRulesItsGrantsPass(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	alpha.withPolicy(th, `{"permission":{"bash":{"*":"ask","git push *":"deny"}}}`)
+	ann := newApprover(t, th, "ann")
+
+	alpha.ask(gitFetch("alpha", 1, "git fetch origin", "git *"))
+	a := ann.queued(t, "alpha-1")
+	for _, kind := range []serve.ScopeKind{serve.ScopeSubagent, serve.ScopeSession} {
+		if !passes(a, kind, "git push *") {
+			t.Errorf("%s does not name the deny rule git push *: %+v", kind, a.Scopes)
+		}
+	}
+	if a.Scopes.NoPolicy {
+		t.Error("the relay's scopes are taken as judged without a policy")
+	}
+}
+
+// F4's variant: ann chose the whole session for npm * while the relay was
+// down; meanwhile the policy denied npm publish *. The relay back judges
+// the ask anew, its grant now passing that deny nobody saw named: ann's
+// decision must not answer it, and the ask is shown again with the deny
+// named (decision 0246).
+func TestAHubChoiceMadeOnAnOlderReachIsNotRecorded(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	old := ann.queued(t, "alpha-1")
+	if passes(old, serve.ScopeSession, "npm publish *") {
+		t.Fatal("a deny is named before the policy has it")
+	}
+	alpha.stop()
+	if err := ann.decide(t, serve.Decision{Ask: old.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	alpha.withPolicy(th, `{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`)
+
+	again := ann.events.WaitFor(t, "alpha-1 shown again", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.ID != old.ID
+	}).(serve.AskQueued).Ask
+	if !passes(again, serve.ScopeSession, "npm publish *") {
+		t.Fatalf("the ask shown again does not name the deny: %+v", again.Scopes)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: again.ID, State: wire.StateDenied}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); resp.Approved {
+		t.Fatalf("approved on the reach named before: %+v", resp)
+	}
+	for _, rec := range alpha.audit() {
+		if len(rec.Grants) > 0 || rec.State != wire.StateDenied {
+			t.Errorf("audit %+v", rec)
+		}
+	}
+}
+
+// Each scope repeats the suggestion, so an ask the hub carries may be too
+// large with its scopes: it is sent offering none, and a scope chosen for
+// it anyway (no console offers one) is refused, the ask denied.
+func TestAnAskTooLargeWithItsScopesOffersNone(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	req := bigBash(t, "alpha", 1, 760<<10) // with its suggestion, just under a file's limit
+	req.SessionApproval.Grants = []wire.Grant{{Surface: "bash", Pattern: *req.Value}}
+	c := alpha.ask(req)
+	a := ann.queued(t, "alpha-1")
+	if len(a.Scopes.Options) != 0 || a.Scopes.Note != noScopesSent {
+		t.Fatalf("%d scopes offered, note %q", len(a.Scopes.Options), a.Scopes.Note)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); resp.Approved || !strings.Contains(resp.DenialReason, "was not offered at the hub") {
+		t.Fatalf("%+v", resp)
+	}
+}
+
+// A reload while the ask waits at the hub that changes what its grants
+// reach: the hub's copy is withdrawn and the ask shown again naming the
+// new reach; the copy shown before can no longer be decided, and a choice
+// made from the new one is recorded (decision 0246).
+func TestAReloadThatChangesAnAsksReachShowsItAgain(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	old := ann.queued(t, "alpha-1")
+	alpha.reload(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`)
+	again := ann.events.WaitFor(t, "alpha-1 shown again", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.ID != old.ID
+	}).(serve.AskQueued).Ask
+	if !passes(again, serve.ScopeSession, "npm publish *") {
+		t.Fatalf("the ask shown again does not name the deny: %+v", again.Scopes)
+	}
+	if ann.events.Count(func(ev serve.Event) bool { w, ok := ev.(serve.Withdrawn); return ok && w.ID == old.ID && w.Rejudged }) != 1 {
+		t.Error("the copy shown before was not withdrawn as judged again")
+	}
+	if err := ann.decide(t, serve.Decision{Ask: old.ID, Scope: serve.ScopeSession}); !errors.Is(err, serve.ErrUnknownAsk) {
+		t.Fatalf("the copy shown before: %v", err)
+	}
+	if err := ann.decide(t, serve.Decision{Ask: again.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
+	}
+}
