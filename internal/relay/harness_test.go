@@ -130,7 +130,7 @@ func (tr *testRelay) start(th hubAt) {
 	tr.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: tr.agentDir, Home: tr.agentDir}))
 	grants := NewGrants()
 	if err := grants.ReadRecorded(tr.stateDir); err != nil {
-		t.Fatal(err)
+		t.Log(err) // as permtui relay does: the bucket adds none
 	}
 	srv, err := serve.New(serve.Config{
 		Layout:      wire.NewLayout(tr.agentDir),
