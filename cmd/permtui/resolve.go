@@ -241,9 +241,11 @@ func toVerdictJSON(v resolve.Verdict) verdictJSON {
 }
 
 // writeJSONLine prints v as one JSON line that cannot drive the terminal:
-// the values may come from a hostile request file (termsafe).
+// the values may come from a hostile request file (termsafe). Marshal, not
+// MarshalNoEscape: v left on the caller's stack stays referenced from
+// go-json's pooled map iterator, which crashes the collector (decision 0251).
 func writeJSONLine(w io.Writer, v any) error {
-	data, err := json.MarshalNoEscape(v)
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
