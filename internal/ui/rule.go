@@ -12,6 +12,7 @@ import (
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -252,8 +253,8 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	before := d.pattern.Value()
 	var cmd tea.Cmd
 	d.pattern, cmd = d.pattern.Update(msg)
-	if v := d.pattern.Value(); Sanitize(v) != v {
-		d.pattern.SetValue(Sanitize(v)) // a pasted bidi override is shown, not obeyed
+	if v := d.pattern.Value(); termsafe.Neutralize(v) != v {
+		d.pattern.SetValue(termsafe.Neutralize(v)) // a pasted bidi override is shown, not obeyed; what is shown stays
 	}
 	if d.pattern.Value() != before {
 		return d.refresh(), cmd
