@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -254,7 +255,12 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	var cmd tea.Cmd
 	d.pattern, cmd = d.pattern.Update(msg)
 	if v := d.pattern.Value(); termsafe.Neutralize(v) != v {
-		d.pattern.SetValue(termsafe.Neutralize(v)) // a pasted bidi override is shown, not obeyed; what is shown stays
+		// A pasted bidi override is shown, not obeyed. Neutralize, not
+		// Sanitize: what is shown stays as the person types on, and the
+		// cursor stays after what it was after (a stand-in is longer).
+		head := termsafe.Neutralize(string([]rune(v)[:d.pattern.Position()]))
+		d.pattern.SetValue(termsafe.Neutralize(v))
+		d.pattern.SetCursor(utf8.RuneCountInString(head))
 	}
 	if d.pattern.Value() != before {
 		return d.refresh(), cmd
