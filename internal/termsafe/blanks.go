@@ -1,7 +1,6 @@
 package termsafe
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -62,7 +61,7 @@ func Blanks(s string) string {
 func oddSpace(r rune) bool { return r != ' ' && r > 0x7f && unicode.IsSpace(r) }
 
 // codePoint spells a rune that reads as another: ⟨U+0435⟩.
-func codePoint(r rune) string { return fmt.Sprintf("⟨%U⟩", r) }
+func codePoint(r rune) string { return string(appendCodePoint(nil, r)) }
 
 // NonASCII reports a name with a character beyond printable ASCII, which
 // can look like another name ("build\u0435r" like "builder").
@@ -77,15 +76,22 @@ func beyondASCII(r rune) bool { return r >= utf8.RuneSelf || r < 0x20 || r == 0x
 
 // CodePoints spells every character of untrusted text beyond printable
 // ASCII by its code point, so a name that looks like another reads as what
-// it is ("build⟨U+0435⟩r"); nothing else is left to drive a terminal.
+// it is ("build⟨U+0435⟩r"); an invalid byte shows as Sanitize shows it
+// (⟨0xFF⟩), so no two names read alike; nothing else is left to drive a
+// terminal.
 func CodePoints(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if beyondASCII(r) {
-			b.WriteString(codePoint(r))
-		} else {
-			b.WriteRune(r)
+	var b []byte
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1: // an invalid byte or a lone surrogate
+			b, size = appendShown(b, s[i:], true)
+		case beyondASCII(r):
+			b = appendCodePoint(b, r)
+		default:
+			b = append(b, s[i])
 		}
+		i += size
 	}
-	return b.String()
+	return string(b)
 }

@@ -75,13 +75,17 @@ func TestBlanks(t *testing.T) {
 	}
 }
 
-// A lookalike name is spelled by code point, controls included (F4).
+// A lookalike name is spelled by code point, controls included (F4); an
+// invalid byte and a lone surrogate as Sanitize shows them, so neither reads
+// as a real U+FFFD (decision 0253).
 func TestCodePoints(t *testing.T) {
 	for in, want := range map[string]string{
-		"builder":      "builder",
-		"build\u0435r": "build⟨U+0435⟩r",
-		"a\x1b[31mb":   "a⟨U+001B⟩[31mb",
-		"x\xffy":       "x⟨U+FFFD⟩y",
+		"builder":       "builder",
+		"build\u0435r":  "build⟨U+0435⟩r",
+		"a\x1b[31mb":    "a⟨U+001B⟩[31mb",
+		"x\xffy":        "x⟨0xFF⟩y",
+		"x\ufffdy":      "x⟨U+FFFD⟩y",
+		"x\xed\xa0\x80": "x⟨U+D800⟩",
 	} {
 		if got := CodePoints(in); got != want || NonASCII(in) != (in != "builder") {
 			t.Errorf("CodePoints(%q) = %q, want %q (NonASCII %v)", in, got, want, NonASCII(in))

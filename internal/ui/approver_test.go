@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -109,5 +110,37 @@ func TestLoneSurrogatesAreToldApart(t *testing.T) {
 	h.keys("enter") // the detail of the first
 	if v := h.m.View(); !strings.Contains(v, "value     echo ⟨U+D800⟩") {
 		t.Fatalf("the detail does not spell the surrogate:\n%s", v)
+	}
+}
+
+// Values that differ only in a zero-width character read differently in
+// the queue, the detail and, once decided, the log and the status line,
+// spelled once: text the console composed of shown values is not spelled
+// again (decision 0253).
+func TestFormatCharactersAreToldApartAndSpelledOnce(t *testing.T) {
+	h := newHarness(t)
+	for i, v := range []string{"rm x\u200b", "rm x\u200c"} {
+		r := &wire.Request{ID: fmt.Sprintf("1796233170000-zw-%d", i), RequesterAgentName: "builder", Surface: sp("bash"), Value: sp(v), CreatedAt: ms(testNow)}
+		h.queue(ask(r.ID+".json", r, askVerdict("x")))
+	}
+	if v := h.m.View(); !strings.Contains(v, "rm x⟨U+200B⟩") || !strings.Contains(v, "rm x⟨U+200C⟩") {
+		t.Fatalf("the queue does not tell the two values apart:\n%s", v)
+	}
+	h.keys("enter")
+	if v := h.m.View(); !strings.Contains(v, "value     rm x⟨U+200B⟩") {
+		t.Fatalf("the detail does not spell the zero-width space:\n%s", v)
+	}
+	h.keys("esc")
+	h.events(serve.Decided{Ask: h.m.queue[0].ask, Approver: "ann\u200b",
+		Response: wire.Response{Approved: true, State: wire.StateApproved, DecidedBy: wire.UserDecision()}})
+	h.events(serve.Invalid{Invalid: inbox.Invalid{Path: "x\u200b.json", Reason: "bad"}})
+	if v := h.m.View(); !strings.Contains(v, "rejected request x⟨U+200B⟩.json") || strings.Contains(v, "⟨U+27E8⟩") {
+		t.Fatalf("the status line does not spell the file name once:\n%s", v)
+	}
+	h.keys("l")
+	v := h.m.View()
+	if !strings.Contains(v, "rm x⟨U+200B⟩") || !strings.Contains(v, "ann⟨U+200B⟩") || !strings.Contains(v, "x⟨U+200B⟩.json") ||
+		strings.Contains(v, "⟨U+27E8⟩") {
+		t.Fatalf("the decided ask is not spelled once:\n%s", v)
 	}
 }

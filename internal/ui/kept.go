@@ -98,7 +98,7 @@ func decidedEntry(ev serve.Decided) (logEntry, autoAnswer) {
 			// Another approver at the hub may have answered: the name says who, not "you".
 			l.by = "a person"
 		}
-		l.by += " · " + clip(Sanitize(ev.Approver), nameBytes)
+		l.by += " · " + clip(ev.Approver, nameBytes)
 	}
 	return l, autoAnswer{outcome: l.outcome, agent: agent, by: l.by, surface: surface, value: value}
 }

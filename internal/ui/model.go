@@ -563,7 +563,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 	}
 	s, sent := m.sent[ev.Ask.ID]
 	if sent && !ev.Auto {
-		l.choice = clip(choiceWords(s.d, ev.Ask), textBytes)
+		l.choice = clipComposed(choiceWords(s.d, ev.Ask), textBytes)
 	}
 	delete(m.sent, ev.Ask.ID)
 	if sent && wasQueued && !ev.Auto {
@@ -579,7 +579,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 		} else {
 			m.streak.add(ev.Response.Approved)
 		}
-		m.status, m.statusAt = clip(m.streak.String(), textBytes), m.opts.Now()
+		m.status, m.statusAt = clipComposed(m.streak.String(), textBytes), m.opts.Now()
 	}
 }
 
@@ -828,7 +828,7 @@ func (m *Model) pendingCount() int {
 
 // setStatus replaces the status line and ends any run of automatic answers.
 func (m *Model) setStatus(s string) {
-	m.status, m.statusAt, m.statusSettle, m.statusHolds = clip(s, textBytes), m.opts.Now(), false, nil
+	m.status, m.statusAt, m.statusSettle, m.statusHolds = clipComposed(s, textBytes), m.opts.Now(), false, nil
 	m.streak = autoStreak{}
 }
 
@@ -843,7 +843,7 @@ func (m *Model) warn(note string) {
 const statusTTL = 10 * time.Second
 
 func (m *Model) addLog(l logEntry) {
-	l.note = clip(l.note, textBytes)
+	l.note = clipComposed(l.note, textBytes)
 	if l.at.IsZero() {
 		l.at = m.opts.Now()
 	}
@@ -895,8 +895,7 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 			case len(r.Grants) > 0:
 				g = r.Grants[0]
 			}
-			m.addLog(logEntry{at: at, note: revokedNote(clip(r.ServedSession, nameBytes),
-				wire.Grant{Surface: clip(g.Surface, nameBytes), Pattern: clip(g.Pattern, textBytes)}, deny)})
+			m.addLog(logEntry{at: at, note: revokedNote(r.ServedSession, g, deny)}) // addLog caps it
 			continue
 		}
 		if r.Kind == serve.AuditExpired {
@@ -916,9 +915,9 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 			by:      decidedBy(r.DecidedBy, r.Auto, r.Approved), reason: clip(r.Reason, textBytes)}
 		switch {
 		case len(r.Grants) > 0:
-			l.choice = clip("recorded for the whole session "+grantsText(r.Grants), textBytes)
+			l.choice = clipComposed("recorded for the whole session "+grantsText(r.Grants), textBytes)
 		case len(r.ChildGrants) > 0:
-			l.choice = clip("for this subagent; the child records "+grantsText(r.ChildGrants), textBytes)
+			l.choice = clipComposed("for this subagent; the child records "+grantsText(r.ChildGrants), textBytes)
 		}
 		m.addLog(l)
 	}

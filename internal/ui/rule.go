@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -252,8 +254,13 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	before := d.pattern.Value()
 	var cmd tea.Cmd
 	d.pattern, cmd = d.pattern.Update(msg)
-	if v := d.pattern.Value(); Sanitize(v) != v {
-		d.pattern.SetValue(Sanitize(v)) // a pasted bidi override is shown, not obeyed
+	if v := d.pattern.Value(); termsafe.Neutralize(v) != v {
+		// A pasted bidi override is shown, not obeyed. Neutralize, not
+		// Sanitize: what is shown stays as the person types on, and the
+		// cursor stays after what it was after (a stand-in is longer).
+		head := termsafe.Neutralize(string([]rune(v)[:d.pattern.Position()]))
+		d.pattern.SetValue(termsafe.Neutralize(v))
+		d.pattern.SetCursor(utf8.RuneCountInString(head))
 	}
 	if d.pattern.Value() != before {
 		return d.refresh(), cmd

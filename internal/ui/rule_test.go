@@ -197,7 +197,7 @@ func TestRuleKeyNeedsFactsAndABackend(t *testing.T) {
 // child's suggestion, which may hold bidi overrides or zero-width runes that
 // make a terminal show another pattern than the one written. The dialog
 // falls back to the exact value, shows no such rune, and one pasted in is
-// shown as a stand-in.
+// shown as a stand-in, spelled once.
 func TestRuleDialogShowsNoHiddenRunes(t *testing.T) {
 	rules := &fakeRules{}
 	h := newHarness(t, withRules(rules))
@@ -215,6 +215,12 @@ func TestRuleDialogShowsNoHiddenRunes(t *testing.T) {
 	}
 	if got := rules.last().Pattern; strings.ContainsFunc(got, termsafe.Hidden) {
 		t.Errorf("draft pattern %q holds a hidden rune", got)
+	}
+	// What the field shows stays as it is while the person types on
+	// (decision 0253: the stand-in is not spelled again).
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("x")})
+	if got := rules.last().Pattern; got != "/w/p/src/app.ts⟨U+202E⟩*x" {
+		t.Errorf("draft pattern %q, want the override spelled once", got)
 	}
 }
 
