@@ -42,7 +42,7 @@ func TestNamesSeenWhileFullAreReadFromTheBacklogInOrder(t *testing.T) {
 		}
 		answered++
 	}
-	if n := h.rec.Count(func(ev Event) bool { _, ok := ev.(Arrived); return ok }); n != len(ids) {
+	if n := h.rec.Count(isArrived); n != len(ids) {
 		t.Fatalf("%d arrivals for %d requests", n, len(ids))
 	}
 	h.eventually("the backlog empty and uncounted", func() bool {
@@ -106,9 +106,9 @@ func TestBacklogOverflowFallsBackToListing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		h.rec.WaitForN(t, "more arrivals", func(ev Event) bool { _, ok := ev.(Arrived); return ok }, min(len(seen)+1, n))
+		h.rec.WaitForN(t, "more arrivals", isArrived, min(len(seen)+1, n))
 	}
-	if c := h.rec.Count(func(ev Event) bool { _, ok := ev.(Arrived); return ok }); c != n {
+	if c := h.rec.Count(isArrived); c != n {
 		t.Fatalf("%d arrivals for %d requests", c, n)
 	}
 }
@@ -139,14 +139,18 @@ func (h *harness) fillSlots(prefix string, extra []int) (slots []string) {
 		s := h.in.sessions[servedID]
 		return s.flight.Count() == maxInFlight && len(s.backlog.names) == len(extra)
 	})
+	// The recorder has every arrival so far: the warm-up and the slots.
+	h.rec.WaitForN(h.t, "the slots' arrivals", isArrived, 1+maxInFlight)
 	return slots
 }
+
+func isArrived(ev Event) bool { _, ok := ev.(Arrived); return ok }
 
 // arrivalsAfter lists the request ids delivered after the first n
 // arrivals, in delivery order.
 func (h *harness) arrivalsAfter(n int) []string {
 	var ids []string
-	for _, ev := range h.rec.Filter(func(ev Event) bool { _, ok := ev.(Arrived); return ok })[n:] {
+	for _, ev := range h.rec.Filter(isArrived)[n:] {
 		ids = append(ids, ev.(Arrived).Request.ID)
 	}
 	return ids
@@ -159,7 +163,7 @@ func (h *harness) arrivalsAfter(n int) []string {
 func TestANameSeenWhileOlderOnesWaitForRoomQueuesBehindThem(t *testing.T) {
 	h := start(t, nil)
 	slots := h.fillSlots("q", []int{100, 101, 102})
-	arrived := h.rec.Count(func(ev Event) bool { _, ok := ev.(Arrived); return ok })
+	arrived := 1 + maxInFlight
 	for _, id := range slots[:3] {
 		if err := h.in.Respond(h.rec.WaitFor(t, "arrived "+id, arrivedID(id)).(Arrived).ID, approve()); err != nil {
 			t.Fatal(err)
@@ -197,7 +201,7 @@ func TestAListingReadsTheBacklogInArrivalOrder(t *testing.T) {
 	h.eventually("the kept names in arrival order", func() bool {
 		return h.in.sessions[servedID].backlog.names[0] == "1791279012345-l0072-1.json"
 	})
-	arrived := h.rec.Count(func(ev Event) bool { _, ok := ev.(Arrived); return ok })
+	arrived := 1 + maxInFlight
 	if err := h.in.Respond(h.rec.WaitFor(t, "arrived "+slots[0], arrivedID(slots[0])).(Arrived).ID, approve()); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +210,7 @@ func TestAListingReadsTheBacklogInArrivalOrder(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(h.layout.SessionDir(servedID), "poke"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	h.rec.WaitForN(t, "one arrival in the freed slot", func(ev Event) bool { _, ok := ev.(Arrived); return ok }, arrived+1)
+	h.rec.WaitForN(t, "one arrival in the freed slot", isArrived, arrived+1)
 	if got := h.arrivalsAfter(arrived); !slices.Equal(got, []string{"1791279012345-l0072-1"}) {
 		t.Fatalf("arrivals %v, want the oldest kept name", got)
 	}
