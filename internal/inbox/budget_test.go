@@ -122,7 +122,7 @@ func TestTheInFlightBytesAreBoundedOverAllSessions(t *testing.T) {
 			early.writeRequest(session, ids[i]+".json", bigRequest(ids[i], session, size))
 		}
 	})
-	arrived := func(ev Event) bool { _, ok := ev.(Arrived); return ok }
+	arrived := isArrived
 	held := h.rec.WaitForN(t, "two read", arrived, 2)
 	// A third never fits while two are held: 1.4 MiB + 1 MiB > 2 MiB.
 	h.eventually("reads held back by the global bound", func() bool { return h.in.waitingRoom })

@@ -227,7 +227,7 @@ func TestInvalidMisroutedAndUnsafeFilesAreDeletedAndReported(t *testing.T) {
 		}
 		gone(t, path)
 	}
-	if n := h.rec.Count(func(ev Event) bool { _, ok := ev.(Arrived); return ok }); n != 0 {
+	if n := h.rec.Count(isArrived); n != 0 {
 		t.Fatalf("%d invalid requests were delivered", n)
 	}
 }

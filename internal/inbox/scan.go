@@ -384,8 +384,10 @@ func (in *Inbox) scanSession(w *watcher, id string, fresh bool) {
 	listed := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		listed[e.Name()] = true
-		in.consider(id, d.reqs, e.Name(), e.Type())
+		in.consider(id, d.reqs, e.Name(), e.Type(), false)
 	}
+	// Kept names come first, in arrival order; those listed joined them.
+	in.readKept(id, d)
 	if truncated {
 		listed = nil // unknown: keep what was reported
 		in.backlogIncomplete(id)
@@ -431,7 +433,7 @@ func (in *Inbox) scanFile(id, name string) {
 		return // gone again: its removal event follows
 	}
 	in.setIdle(id, false)
-	in.consider(id, d.reqs, name, typ)
+	in.consider(id, d.reqs, name, typ, false)
 }
 
 // fileGone closes a delivered request whose file an event says was
@@ -478,7 +480,9 @@ func (in *Inbox) openFailed(id, path string, err error) {
 }
 
 // consider reads one candidate file and delivers, refuses or skips it.
-func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.FileMode) {
+// kept: the name comes off the session's backlog; any other name waits
+// behind the names kept for room.
+func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.FileMode, kept bool) {
 	path := dir.Join(name)
 	in.mu.Lock()
 	if e := in.inflight[path]; e != nil {
@@ -494,9 +498,9 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 	_, busy := in.inflight[path]
 	_, refused := in.reported[path]
 	s := in.sessions[session]
-	full := !busy && !refused && !in.roomToRead(s)
+	full := !busy && !refused && (!kept && in.queuesBehind(s) || !in.roomToRead(s))
 	if full {
-		in.deferName(s, name)
+		in.deferName(s, name, true)
 	}
 	in.mu.Unlock()
 	if busy || refused || full {
@@ -540,7 +544,7 @@ func (in *Inbox) consider(session string, dir *safefs.Dir, name string, typ fs.F
 		// Both would be answered through the same response file; the
 		// second waits until the first is done.
 		s.waitingID = true
-		in.deferName(s, name)
+		in.deferName(s, name, false)
 		in.mu.Unlock()
 		return
 	}
