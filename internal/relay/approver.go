@@ -435,7 +435,7 @@ func (a *Approver) Decide(d serve.Decision) error {
 	case d.DenyFor != nil:
 		return fmt.Errorf("%w: %w", serve.ErrInvalidDecision, errDenyAtHub)
 	}
-	m := decisionMsg{State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
+	m := decisionMsg{State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants, EditDenies: d.EditDenies,
 		Unattended: d.Unattended, Approver: a.name, Via: d.Approver, DecidedAt: a.now().UnixMilli(), Asked: h.asked}
 	// The relay refuses what check refuses, after the ask's one decision is
 	// taken: refuse it here, while the ask can still be decided.

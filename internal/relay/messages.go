@@ -79,12 +79,15 @@ func (g goneMsg) why() string {
 // scope's grants, nil as offered); the relay's server judges it, records it
 // and answers (decision 0160).
 type decisionMsg struct {
-	State      wire.State      `json:"state"`
-	Reason     string          `json:"reason,omitempty"`
-	Scope      serve.ScopeKind `json:"scope,omitempty"`
-	Grants     []wire.Grant    `json:"grants,omitempty"`
-	Unattended bool            `json:"unattended,omitempty"`
-	Approver   string          `json:"approver"`
+	State  wire.State      `json:"state"`
+	Reason string          `json:"reason,omitempty"`
+	Scope  serve.ScopeKind `json:"scope,omitempty"`
+	Grants []wire.Grant    `json:"grants,omitempty"`
+	// EditDenies: the deny rules the hub console named for the edited
+	// Grants; the relay's serve refuses an edit past others (decision 0259).
+	EditDenies []wire.Grant `json:"editDenies,omitempty"`
+	Unattended bool         `json:"unattended,omitempty"`
+	Approver   string       `json:"approver"`
 	// Via is where the approver's person decided when not at its console:
 	// an approve page link, "web:<12 hex>" (decision 0183).
 	Via       string `json:"via,omitempty"`

@@ -709,7 +709,7 @@ func (r *Relay) deliver(oa *openAsk, d decisionMsg) error {
 	if _, ok := oa.offered.Find(d.Scope); d.Scope != "" && !ok {
 		return fmt.Errorf("%w: scope %q was not offered at the hub", serve.ErrInvalidDecision, d.Scope)
 	}
-	return r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants,
+	return r.srv.Decide(serve.Decision{Ask: oa.id, State: d.State, Reason: d.Reason, Scope: d.Scope, Grants: d.Grants, EditDenies: d.EditDenies,
 		Unattended: d.Unattended, Approver: d.approverOf(), ScopesRev: oa.ask.Scopes.Rev})
 }
 

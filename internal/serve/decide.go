@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/permtui/permtui/internal/resolve"
@@ -113,7 +114,7 @@ func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, erro
 	}
 	grants := scope.Grants
 	if d.Grants != nil {
-		if err := s.checkEdited(p, scope.Grants, d.Grants); err != nil {
+		if err := s.checkEdited(p, d, scope.Grants); err != nil {
 			return nil, err
 		}
 		grants = d.Grants
@@ -164,10 +165,12 @@ func (s *Server) sessionDenyAnswer(p *pending, d Decision, ans *answer) (*answer
 }
 
 // checkEdited accepts a person's edit of a scope's grants only when it keeps
-// their surfaces and the policy, judging the ask with exactly those grants,
-// allows it: an edited pattern that no longer covers the ask would record a
-// grant nobody looked at working.
-func (s *Server) checkEdited(p *pending, offered, edited []wire.Grant) error {
+// their surfaces, the policy, judging the ask with exactly those grants,
+// allows it (an edited pattern that no longer covers the ask would record a
+// grant nobody looked at working), and every deny rule the edit passes,
+// judged as an offered scope's reach is, was shown (decision 0259).
+func (s *Server) checkEdited(p *pending, d Decision, offered []wire.Grant) error {
+	edited := d.Grants
 	if len(edited) != len(offered) {
 		return fmt.Errorf("%w: %d edited grants for %d offered", ErrInvalidDecision, len(edited), len(offered))
 	}
@@ -176,10 +179,44 @@ func (s *Server) checkEdited(p *pending, offered, edited []wire.Grant) error {
 			return fmt.Errorf("%w: an edited grant must keep its surface %q and have a pattern", ErrInvalidDecision, offered[i].Surface)
 		}
 	}
-	if v := s.cfg.Judge().Resolve(p.Request, edited); v.Action != resolve.Allow {
+	judge := s.cfg.Judge()
+	if v := judge.Resolve(p.Request, edited); v.Action != resolve.Allow {
 		return fmt.Errorf("%w: the edited pattern does not cover this ask (the policy says %s with it)", ErrInvalidDecision, v.Action)
 	}
+	for _, dn := range ShownDenies(reaches(p.Request, edited, judge, d.Scope == ScopeSessionBoth)) {
+		if !slices.Contains(d.EditDenies, dn) {
+			return fmt.Errorf("%w: the edited pattern passes the deny rule %s %s, which was not named when it was chosen; narrow it or approve once",
+				ErrInvalidDecision, dn.Surface, dn.Pattern)
+		}
+	}
 	return nil
+}
+
+// EditReach is how a person's edit of an open ask's whole-session grants
+// reaches beyond it under the policy in force, judged as the offered
+// scopes' reach is; false when the ask is not open here.
+func (s *Server) EditReach(id AskID, kind ScopeKind, edited []wire.Grant) ([]Reach, bool) {
+	s.mu.Lock()
+	p := s.asks[id]
+	s.mu.Unlock()
+	if p == nil {
+		return nil, false
+	}
+	return reaches(p.Request, edited, s.cfg.Judge(), kind == ScopeSessionBoth), true
+}
+
+// ShownDenies are the deny rules, by surface and pattern, that reach names
+// the grants pass: what a decision says was shown (Decision.EditDenies).
+func ShownDenies(reach []Reach) []wire.Grant {
+	var out []wire.Grant
+	for _, r := range reach {
+		for _, dn := range r.Denies {
+			if g := (wire.Grant{Surface: dn.Rule.Surface, Pattern: dn.Rule.Pattern}); !slices.Contains(out, g) {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
 }
 
 // exitAnswer denies an ask still open when permtui stops.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -125,5 +126,52 @@ func TestAReloadSendsTheScopesJudgedAgain(t *testing.T) {
 	}
 	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent, ScopesRev: changed.Scopes.Rev}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// s19 V2: an edited whole-session grant that passes a deny rule is
+// recorded only when the decision says the person was shown that rule
+// (EditDenies, decision 0259): a crafted decision or a console that named
+// nothing is refused and the ask stays for the person.
+func TestAnEditedGrantPastADenyNeedsTheDenyShown(t *testing.T) {
+	agentDir := t.TempDir()
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask","rm *":"deny"}}}`))
+	policy := resolve.Load(resolve.LoadOptions{AgentDir: agentDir})
+	store, err := grants.Open(filepath.Join(t.TempDir(), "grants"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startServer(t, options{config: func(c *Config) {
+		c.Judge = func() Judge { return policy }
+		c.Grants = store
+	}})
+	child := h.ask(context.Background(), h.child(true), pichild.NewestBash(rootID, "impl", "c1", "/w", "ls -la"))
+	ask := h.rec.WaitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
+	if _, ok := ask.Scopes.Find(ScopeSession); !ok {
+		t.Fatal("the whole session is not offered")
+	}
+	edit := []wire.Grant{{Surface: "bash", Pattern: "*"}}
+	reach, ok := h.s.EditReach(ask.ID, ScopeSession, edit)
+	if !ok || len(reach) != 1 || len(reach[0].Denies) != 1 || reach[0].Denies[0].Rule.Pattern != "rm *" {
+		t.Fatalf("the edit's reach: %+v, %v", reach, ok)
+	}
+	for _, shown := range [][]wire.Grant{nil, {{Surface: "bash", Pattern: "git push *"}}} {
+		err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession, Grants: edit, EditDenies: shown})
+		if !errors.Is(err, ErrInvalidDecision) || !strings.Contains(err.Error(), "bash rm *") {
+			t.Fatalf("shown %v: err = %v", shown, err)
+		}
+	}
+	if got := store.For(rootID); len(got) != 0 {
+		t.Fatalf("recorded %v for a refused edit", got)
+	}
+	err = h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession, Grants: edit, EditDenies: ShownDenies(reach)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := answered(t, child); !r.Approved {
+		t.Fatalf("%+v", r)
+	}
+	if got := store.For(rootID); !reflect.DeepEqual(got, edit) {
+		t.Fatalf("recorded %v, want the edit %v", got, edit)
 	}
 }

@@ -41,6 +41,10 @@ type Decision struct {
 	// offered. Each edited set must still cover the ask, or the decision is
 	// refused.
 	Grants []wire.Grant
+	// EditDenies are the deny rules (surface and pattern) the person was
+	// shown the edited Grants pass (ShownDenies of EditReach); an edit that
+	// passes one not among them is refused (decision 0259).
+	EditDenies []wire.Grant
 	// ScopesRev is the Rev of the ask's Scopes the person chose from; a
 	// scope chosen from scopes judged again since is refused.
 	ScopesRev int
