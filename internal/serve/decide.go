@@ -183,7 +183,7 @@ func (s *Server) checkEdited(p *pending, d Decision, offered []wire.Grant) error
 	if v := judge.Resolve(p.Request, edited); v.Action != resolve.Allow {
 		return fmt.Errorf("%w: the edited pattern does not cover this ask (the policy says %s with it)", ErrInvalidDecision, v.Action)
 	}
-	for _, dn := range ShownDenies(reaches(p.Request, edited, judge, d.Scope == ScopeSessionBoth)) {
+	for _, dn := range ShownDenies(EditedReach(p.Request, d.Scope, edited, judge)) {
 		if !slices.Contains(d.EditDenies, dn) {
 			return fmt.Errorf("%w: the edited pattern passes the deny rule %s %s, which was not named when it was chosen; narrow it or approve once",
 				ErrInvalidDecision, dn.Surface, dn.Pattern)
@@ -202,7 +202,14 @@ func (s *Server) EditReach(id AskID, kind ScopeKind, edited []wire.Grant) ([]Rea
 	if p == nil {
 		return nil, false
 	}
-	return reaches(p.Request, edited, s.cfg.Judge(), kind == ScopeSessionBoth), true
+	return EditedReach(p.Request, kind, edited, s.cfg.Judge()), true
+}
+
+// EditedReach is how edited, a person's edit of the grants of the scope
+// kind, reaches beyond req under judge: the one judgment of an edit, for
+// the console that shows it and the server that records it.
+func EditedReach(req *wire.Request, kind ScopeKind, edited []wire.Grant, judge Judge) []Reach {
+	return reaches(req, edited, judge, kind == ScopeSessionBoth)
 }
 
 // ShownDenies are the deny rules, by surface and pattern, that reach names

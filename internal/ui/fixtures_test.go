@@ -224,6 +224,7 @@ type fakeBackend struct {
 	// revokedDenies are the session denies revoked (surface and pattern).
 	revokedDenies []revocation
 	decideErr     error
+	reach         func(serve.AskID, serve.ScopeKind, []wire.Grant) ([]serve.Reach, bool)
 }
 
 type revocation struct {
@@ -256,3 +257,12 @@ var errExpired = fmt.Errorf("request withdrawn: %w", serve.ErrExpired)
 
 // noFiles stands in for the disk in previews: every file is new.
 func noFiles(string) ([]byte, error) { return nil, fs.ErrNotExist }
+
+// EditReach judges an edit as serve does when reach is set (a console
+// with the policy); otherwise the ask is not open here (a hub console).
+func (b *fakeBackend) EditReach(id serve.AskID, kind serve.ScopeKind, gs []wire.Grant) ([]serve.Reach, bool) {
+	if b.reach == nil {
+		return nil, false
+	}
+	return b.reach(id, kind, gs)
+}

@@ -319,7 +319,7 @@ func New(opts Options) *Model {
 	m.filterInput = newInput("/", 200)
 	m.filterInput.Placeholder = "text of the row, agent: cwd: surface: session:, ~fuzzy; enter keeps"
 	c.q = m
-	m.scope = newScopeDialog(c, opts.OverHub)
+	m.scope = newScopeDialog(c, opts.OverHub, opts.Backend)
 	m.reason = newReasonDialog(c)
 	m.denyDialog = newDenyDialog(c)
 	m.pager = pager{common: c, vp: viewport.New(80, 10)}

@@ -69,6 +69,9 @@ type scopeDialog struct {
 	// without its reach (NoPolicy) do not name the deny rules a grant
 	// passes (decisions 0189, 0246).
 	overHub bool
+	// editReach judges an edit as serve will (decision 0259); nil where
+	// the policy is not held here (a hub console).
+	editReach editReacher
 	// offset scrolls the marked option's lines; seen are those of them
 	// (from its first) that were on screen, span how many it has and page
 	// how many the body shows: a choice with grants is recorded only once
@@ -77,8 +80,15 @@ type scopeDialog struct {
 	seen               map[int]bool
 }
 
-func newScopeDialog(c *common, overHub bool) scopeDialog {
-	return scopeDialog{common: c, overHub: overHub, input: newInput("pattern: ", 1000)}
+// editReacher is a Backend (*serve.Server) that holds the policy and so
+// judges a person's edit of a whole-session grant (serve.EditedReach).
+type editReacher interface {
+	EditReach(serve.AskID, serve.ScopeKind, []wire.Grant) ([]serve.Reach, bool)
+}
+
+func newScopeDialog(c *common, overHub bool, b Backend) scopeDialog {
+	er, _ := b.(editReacher)
+	return scopeDialog{common: c, overHub: overHub, editReach: er, input: newInput("pattern: ", 1000)}
 }
 
 func (d *scopeDialog) open(e *entry) {
@@ -206,24 +216,30 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		case d.wholeSession() && !cov.ask:
 			return statusAction{"the marked choice does not cover this ask: enter is refused"}, nil
 		}
+		wider, approx := d.reach()
 		if d.edited != "" {
-			dec.Grants = d.grants()
+			dec.Grants, dec.EditDenies = d.grants(), serve.ShownDenies(wider)
 			what += " with " + Sanitize(d.edited)
 		}
 		if !d.armed {
-			switch wider := d.wider(); {
-			case d.widens():
-				d.armed = true
-				return statusAction{"the edited pattern is wider than the child's suggestion " + Sanitize(d.suggested()) +
-					": enter again records it for the whole session; e edits it, esc restores the suggestion"}, nil
-			case len(wider) > 0:
+			var named []string
+			if d.widens() {
+				named = append(named, "the edited pattern is wider than the child's suggestion "+Sanitize(d.suggested()))
+			}
+			if len(wider) > 0 {
 				whom := "for this subagent"
 				if d.wholeSession() {
 					whom = "for every agent of the session"
 				}
+				named = append(named, "the grants reach beyond this ask "+whom+" ("+reachesText(wider, approx)+")")
+			}
+			switch {
+			case d.widens():
 				d.armed = true
-				return statusAction{"the grants reach beyond this ask " + whom + " (" + reachesText(wider, d.edited != "") +
-					"): enter again records them; esc cancels"}, nil
+				return statusAction{strings.Join(named, "; ") + ": enter again records it for the whole session; e edits it, esc restores the suggestion"}, nil
+			case len(named) > 0:
+				d.armed = true
+				return statusAction{named[0] + ": enter again records them; esc cancels"}, nil
 			}
 		}
 		act := decideAction{pressed: k.String(), what: what, targets: []serve.AskID{d.ask},
@@ -253,15 +269,23 @@ func (d *scopeDialog) widens() bool {
 	return !pat.Match(p)
 }
 
-// wider is what serve found the chosen scope's grants reach beyond the
-// ask. An edit keeps the surface, so that reach stays; its pattern the
-// dialog judges itself (coverage, widens), and it may pass those of the
+// reach is what serve found the chosen scope's grants reach beyond the
+// ask. An edit serve judges too where it holds the policy (editReach);
+// elsewhere the edit keeps the surface, so that reach stays, its pattern
+// the dialog judges itself (coverage, widens), and it may pass those of the
 // suggestion's denies it still shares a value with (one written from home
-// is kept: the console does not expand it).
-func (d *scopeDialog) wider() []serve.Reach {
+// is kept: the console does not expand it). Any other deny the edit passes
+// the asking host's serve refuses (decision 0259). approximate: the reach
+// is that guess, so a deny it names is one the edit may pass.
+func (d *scopeDialog) reach() (reach []serve.Reach, approximate bool) {
 	o := d.scopes.Options[d.chosen]
 	if d.pattern() == "" || !d.editable() {
-		return o.Wider
+		return o.Wider, false
+	}
+	if d.editReach != nil {
+		if reach, ok := d.editReach.EditReach(d.ask, o.Kind, d.grants()); ok {
+			return reach, false
+		}
 	}
 	edit := resolve.CompilePattern(d.pattern(), "")
 	var out []serve.Reach
@@ -276,17 +300,18 @@ func (d *scopeDialog) wider() []serve.Reach {
 			out = append(out, r)
 		}
 	}
-	return out
+	return out, true
 }
 
 // reachText names one grant and how it reaches beyond the ask: "path_write
 // *: another surface than this ask's bash; every value; would allow what
-// the deny rule … denies". An edit may pass its suggestion's denies.
-func reachText(r serve.Reach, edited bool) string {
+// the deny rule … denies". An edit judged without the policy may pass its
+// suggestion's denies.
+func reachText(r serve.Reach, approx bool) string {
 	parts := widthWords(r.Surface, r.Value)
 	for _, dn := range r.Denies {
 		verb := "would"
-		if !dn.Sure || edited {
+		if !dn.Sure || approx {
 			verb = "may"
 		}
 		from := dn.Rule.Origin
@@ -301,13 +326,13 @@ func reachText(r serve.Reach, edited bool) string {
 // reachesText names every grant that reaches beyond the ask more than by
 // missing it (serve puts them first) and counts the rest, naming the first
 // when none is severe: a "* *" never hides behind "N more grants".
-func reachesText(wider []serve.Reach, edited bool) string {
+func reachesText(wider []serve.Reach, approx bool) string {
 	var parts []string
 	misses := 0
 	for _, r := range wider {
 		switch {
 		case r.Severe() || len(parts) == 0:
-			parts = append(parts, reachText(r, edited))
+			parts = append(parts, reachText(r, approx))
 		default:
 			misses++
 		}
@@ -321,7 +346,7 @@ func reachesText(wider []serve.Reach, edited bool) string {
 // reachLines name, under the chosen option's grants, each grant that
 // reaches beyond the ask and who would hold it.
 func (d *scopeDialog) reachLines() []string {
-	wider := d.wider()
+	wider, approx := d.reach()
 	if len(wider) == 0 {
 		return nil
 	}
@@ -331,7 +356,7 @@ func (d *scopeDialog) reachLines() []string {
 	}
 	lines := d.wrapped(d.styles.Warning, head, 8)
 	for _, r := range wider {
-		lines = append(lines, d.wrapped(d.styles.Warning, "· "+reachText(r, d.pattern() != ""), 10)...)
+		lines = append(lines, d.wrapped(d.styles.Warning, "· "+reachText(r, approx), 10)...)
 	}
 	return lines
 }
@@ -615,7 +640,7 @@ func (d *scopeDialog) coverageLines() []string {
 	switch {
 	case !d.editable():
 	case cov.ask && d.widens():
-		text, style = "⚠ wider than the child's suggestion "+blanked(d.suggested())+": it approves for the whole session asks that pattern would not, before the policy's denies (enter twice records it; e then esc restores the suggestion)", s.Warning
+		text, style = "⚠ wider than the child's suggestion "+blanked(d.suggested())+": it approves for the whole session asks that pattern would not, and a session grant is judged before the policy's rules, so a deny rule it shares a value with no longer denies (enter twice records it; e then esc restores the suggestion)", s.Warning
 	case d.edited != "":
 		text += " (edited; e then esc restores the suggestion)"
 	case !d.editing:

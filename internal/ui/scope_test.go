@@ -328,6 +328,7 @@ func TestANarrowedWideSuggestionIsJudgedAgain(t *testing.T) {
 		h.keys("enter")
 		h.wantDecisions()
 		h.keys("enter")
+		want[0].EditDenies = []wire.Grant{{Surface: "bash", Pattern: "rm -rf *"}} // named, so sent as shown
 		h.wantDecisions(want...)
 	}
 }
@@ -669,4 +670,46 @@ func TestAnOpenScopeDialogIsJudgedAgainOnAReload(t *testing.T) {
 	h.wantDecisions()
 	h.keys("enter")
 	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSubagent, ScopesRev: 1})
+}
+
+// s19 V2: an edit wider than the suggestion that passes a deny rule names
+// that rule, as serve judges the edit under the policy, and the wording no
+// longer says the policy's denies still hold; it takes a second enter, and
+// the decision says which deny rules were shown (decision 0259).
+func TestAWiderEditNamesTheDenyItPasses(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := bashChain()
+	r := *a.Request
+	ai := *r.AccessIntent
+	ai.MatchValues, ai.AskingUnits, ai.Floor = []string{"ls -la"}, nil, nil
+	r.AccessIntent, r.Value, r.Payload = &ai, sp("ls -la"), nil
+	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: "ls *"}}}
+	a.Request = &r
+	policy := reachPolicy(t)
+	a.Scopes = serve.OfferedScopes(&r, policy)
+	h.backend.reach = func(id serve.AskID, kind serve.ScopeKind, gs []wire.Grant) ([]serve.Reach, bool) {
+		return serve.EditedReach(&r, kind, gs, policy), id == a.ID
+	}
+	h.queue(a)
+	chooseScope(h, serve.ScopeSession)
+	h.keys("e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("*")})
+	h.keys("enter")
+	screen := strings.Join(strings.Fields(ansi.Strip(h.m.View())), " ")
+	for _, want := range []string{"⚠ wider than the child's suggestion ls *", "would allow what the deny rule bash rm -rf * (global config.json) denies"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the dialog lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.Contains(screen, "before the policy's denies") {
+		t.Errorf("the dialog says the denies still hold:\n%s", screen)
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("deny rule bash rm -rf *")
+	h.keys("enter")
+	edit := []wire.Grant{{Surface: "bash", Pattern: "*"}}
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: edit,
+		EditDenies: []wire.Grant{{Surface: "bash", Pattern: "rm -rf *"}}})
 }
