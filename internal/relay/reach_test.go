@@ -164,3 +164,38 @@ func TestAReloadThatChangesAnAsksReachShowsItAgain(t *testing.T) {
 		t.Fatalf("audit %+v", recs)
 	}
 }
+
+// s19 V2: a hub console, holding no policy, edits git fetch * to git *,
+// which passes the relay's deny rule git push * nobody named. The relay's
+// server refuses the edit (decision 0259); the ask's one decision is taken,
+// so the child is denied with the refusal naming the rule, and nothing is
+// recorded. Naming the rule as shown records the edit.
+func TestAHubEditPastAnUnnamedDenyIsRefused(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	alpha.withPolicy(th, `{"permission":{"bash":{"*":"ask","git push *":"deny"}}}`)
+	ann := newApprover(t, th, "ann")
+	edit := []wire.Grant{{Surface: "bash", Pattern: "git *"}}
+
+	child := alpha.ask(gitFetch("alpha", 1, "git fetch origin", "git fetch *"))
+	a := ann.queued(t, "alpha-1")
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: edit}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); resp.Approved || !strings.Contains(resp.DenialReason, "passes the deny rule bash git push *") {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || len(recs[0].Grants) != 0 {
+		t.Fatalf("audit %+v", recs)
+	}
+
+	child = alpha.ask(gitFetch("alpha", 2, "git fetch origin", "git fetch *"))
+	a = ann.queued(t, "alpha-2")
+	shown := []wire.Grant{{Surface: "bash", Pattern: "git push *"}}
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: edit, EditDenies: shown}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+}
