@@ -647,6 +647,9 @@ func (d *scopeDialog) coverageLines() []string {
 		text += " · e narrows the pattern"
 	}
 	lines = append(lines, d.wrapped(style, text, 8)...)
+	if _, approx := d.reach(); approx && cov.ask && d.widens() {
+		lines = append(lines, d.wrapped(s.Warning, "this pattern is not judged here against the asking host's policy: if it passes a deny rule not named here, that host refuses it and the ask is denied", 8)...)
+	}
 	if d.overHub && d.scopes.NoPolicy {
 		lines = append(lines, d.wrapped(s.Muted, "the policy is on the asking host: the deny rules it would pass are not named here", 8)...)
 	}

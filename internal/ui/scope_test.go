@@ -713,3 +713,21 @@ func TestAWiderEditNamesTheDenyItPasses(t *testing.T) {
 	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: edit,
 		EditDenies: []wire.Grant{{Surface: "bash", Pattern: "rm -rf *"}}})
 }
+
+// Where the console does not hold the policy (a hub console), an edit wider
+// than the suggestion may pass deny rules nobody here can name: the dialog
+// says the asking host refuses it then, and sends only the rules it named
+// (decision 0259).
+func TestAWiderEditWithoutThePolicySaysTheHostMayRefuseIt(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	h.queue(pathWrite())
+	chooseScope(h, serve.ScopeSession)
+	h.keys("e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("*")})
+	h.keys("enter")
+	screen := strings.Join(strings.Fields(ansi.Strip(h.m.View())), " ")
+	if !strings.Contains(screen, "not judged here against the asking host's policy: if it passes a deny rule not named here, that host refuses it and the ask is denied") {
+		t.Fatalf("the dialog does not say the host may refuse the edit:\n%s", screen)
+	}
+}
