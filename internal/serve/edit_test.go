@@ -16,18 +16,24 @@ import (
 	"github.com/permtui/permtui/internal/wire"
 )
 
-// A person's edit of a whole-session grant is recorded only when the real
-// resolver, judging the ask with the edited grant, allows it.
-func TestEditedSessionGrantMustCoverTheAsk(t *testing.T) {
-	policy := resolve.Load(resolve.LoadOptions{AgentDir: t.TempDir()})
+// startWithGrants serves judging with policy, recording whole-session
+// grants in a store of its own.
+func startWithGrants(t *testing.T, policy Judge) (*harness, *grants.Store) {
+	t.Helper()
 	store, err := grants.Open(filepath.Join(t.TempDir(), "grants"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := startServer(t, options{config: func(c *Config) {
+	return startServer(t, options{config: func(c *Config) {
 		c.Judge = func() Judge { return policy }
 		c.Grants = store
-	}})
+	}}), store
+}
+
+// A person's edit of a whole-session grant is recorded only when the real
+// resolver, judging the ask with the edited grant, allows it.
+func TestEditedSessionGrantMustCoverTheAsk(t *testing.T) {
+	h, store := startWithGrants(t, resolve.Load(resolve.LoadOptions{AgentDir: t.TempDir()}))
 	child := h.ask(context.Background(), h.child(true), pichild.NewestBash(rootID, "impl", "c1", "/w", "npm test --watch"))
 	ask := h.rec.WaitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
 	offered, _ := ask.Scopes.Find(ScopeSession)
@@ -136,15 +142,7 @@ func TestAReloadSendsTheScopesJudgedAgain(t *testing.T) {
 func TestAnEditedGrantPastADenyNeedsTheDenyShown(t *testing.T) {
 	agentDir := t.TempDir()
 	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask","rm *":"deny"}}}`))
-	policy := resolve.Load(resolve.LoadOptions{AgentDir: agentDir})
-	store, err := grants.Open(filepath.Join(t.TempDir(), "grants"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := startServer(t, options{config: func(c *Config) {
-		c.Judge = func() Judge { return policy }
-		c.Grants = store
-	}})
+	h, store := startWithGrants(t, resolve.Load(resolve.LoadOptions{AgentDir: agentDir}))
 	child := h.ask(context.Background(), h.child(true), pichild.NewestBash(rootID, "impl", "c1", "/w", "ls -la"))
 	ask := h.rec.WaitFor(t, "queued", func(ev Event) bool { _, ok := ev.(AskQueued); return ok }).(AskQueued).Ask
 	if _, ok := ask.Scopes.Find(ScopeSession); !ok {
@@ -164,8 +162,7 @@ func TestAnEditedGrantPastADenyNeedsTheDenyShown(t *testing.T) {
 	if got := store.For(rootID); len(got) != 0 {
 		t.Fatalf("recorded %v for a refused edit", got)
 	}
-	err = h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession, Grants: edit, EditDenies: ShownDenies(reach)})
-	if err != nil {
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession, Grants: edit, EditDenies: ShownDenies(reach)}); err != nil {
 		t.Fatal(err)
 	}
 	if r := answered(t, child); !r.Approved {

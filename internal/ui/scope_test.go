@@ -203,15 +203,21 @@ func TestScopeEditCoverageFollowsWhatIsTyped(t *testing.T) {
 // against a policy that denies rm -rf *.
 func wideSuggestion(t *testing.T) serve.Ask {
 	t.Helper()
+	return suggesting("npm test", []wire.Grant{
+		{Surface: "bash", Pattern: "npm test"}, {Surface: "path_write", Pattern: "*"}, {Surface: "*", Pattern: "*"}}, reachPolicy(t))
+}
+
+// suggesting is a one-command bash ask suggesting gs, its scopes judged
+// under policy.
+func suggesting(command string, gs []wire.Grant, policy *resolve.Policy) serve.Ask {
 	a := bashChain()
 	r := *a.Request
 	ai := *r.AccessIntent
-	ai.MatchValues, ai.AskingUnits, ai.Floor = []string{"npm test"}, nil, nil
-	r.AccessIntent, r.Value, r.Payload = &ai, sp("npm test"), nil
-	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{
-		{Surface: "bash", Pattern: "npm test"}, {Surface: "path_write", Pattern: "*"}, {Surface: "*", Pattern: "*"}}}
+	ai.MatchValues, ai.AskingUnits, ai.Floor = []string{command}, nil, nil
+	r.AccessIntent, r.Value, r.Payload = &ai, sp(command), nil
+	r.SessionApproval = &wire.SessionApproval{Grants: gs}
 	a.Request = &r
-	a.Scopes = serve.OfferedScopes(&r, reachPolicy(t))
+	a.Scopes = serve.OfferedScopes(&r, policy)
 	return a
 }
 
@@ -679,17 +685,10 @@ func TestAnOpenScopeDialogIsJudgedAgainOnAReload(t *testing.T) {
 func TestAWiderEditNamesTheDenyItPasses(t *testing.T) {
 	h := newHarness(t)
 	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
-	a := bashChain()
-	r := *a.Request
-	ai := *r.AccessIntent
-	ai.MatchValues, ai.AskingUnits, ai.Floor = []string{"ls -la"}, nil, nil
-	r.AccessIntent, r.Value, r.Payload = &ai, sp("ls -la"), nil
-	r.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "bash", Pattern: "ls *"}}}
-	a.Request = &r
 	policy := reachPolicy(t)
-	a.Scopes = serve.OfferedScopes(&r, policy)
+	a := suggesting("ls -la", []wire.Grant{{Surface: "bash", Pattern: "ls *"}}, policy)
 	h.backend.reach = func(id serve.AskID, kind serve.ScopeKind, gs []wire.Grant) ([]serve.Reach, bool) {
-		return serve.EditedReach(&r, kind, gs, policy), id == a.ID
+		return serve.EditedReach(a.Request, kind, gs, policy), id == a.ID
 	}
 	h.queue(a)
 	chooseScope(h, serve.ScopeSession)
