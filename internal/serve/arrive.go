@@ -50,10 +50,13 @@ func (s *Server) arrive(ev inbox.Arrived) {
 	if p.deciding {
 		s.workers.Add(1)
 	}
+	// Read under the lock: once the ask is in s.asks, Run's exit may mark
+	// it deciding.
+	queued := p.queued
 	s.mu.Unlock()
 
 	s.emit(Arrived{Ask: a})
-	if !p.deciding {
+	if queued {
 		// Parked: waiting for a person does not hold up automatic answers.
 		s.emit(AskQueued{Ask: a})
 		return
