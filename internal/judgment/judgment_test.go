@@ -335,6 +335,7 @@ func TestAnAskFromAProjectBelowTheGuessedOneGoesToAPerson(t *testing.T) {
 	}
 	testkit.WriteFile(t, filepath.Join(project, "B", ".pi", "extensions", "pi-permission-system", "config.json"),
 		[]byte(`{"permission":{"bash":{"git push *":"deny"}}}`))
+	testkit.WriteFile(t, filepath.Join(project, "E", ".pi"), nil) // a .pi that is a file counts too
 	if err := os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(project, "plain", "out")); err != nil {
 		t.Fatal(err)
 	}
@@ -360,6 +361,7 @@ func TestAnAskFromAProjectBelowTheGuessedOneGoesToAPerson(t *testing.T) {
 		{filepath.Join(project, "B", "deep"), filepath.Join(project, "B"), resolve.Ask},
 		{filepath.Join(project, "C"), filepath.Join(project, "C"), resolve.Ask},
 		{filepath.Join(project, "D", ".pi", "deep"), filepath.Join(project, "D"), resolve.Ask},
+		{filepath.Join(project, "E"), filepath.Join(project, "E"), resolve.Ask},
 		// A link out of the project is outside it; one back into a plain dir is not.
 		{filepath.Join(project, "plain", "out"), "", resolve.Ask},
 		{filepath.Join(project, "B", "back"), "", resolve.Allow},
