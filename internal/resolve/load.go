@@ -198,11 +198,14 @@ func (p *Policy) Locate(cwd string) {
 	if slices.Contains(p.projectRoots, cwd) || p.rootOf(cwd) == "" {
 		return
 	}
-	if p.nLocated.Add(1) > maxLocated {
+	found := nestedProject(cwd, p.projectRoots[len(p.projectRoots)-1])
+	// Cleared only by many distinct cwds; an ask whose entry a clear took
+	// between here and its verdict is held, never allowed.
+	if _, had := p.located.Load(cwd); !had && p.nLocated.Add(1) > maxLocated {
 		p.located.Clear()
 		p.nLocated.Store(1)
 	}
-	p.located.Store(cwd, nestedProject(cwd, p.projectRoots[len(p.projectRoots)-1]))
+	p.located.Store(cwd, found)
 }
 
 // nestedProject is the dir nearest cwd, below the real project root, that
