@@ -149,7 +149,7 @@ func (p *Policy) OutsideProject(cwd string) (project, own string) {
 	if slices.Contains(p.projectRoots, cwd) {
 		return "", ""
 	}
-	if p.rootOf(cwd) == "" {
+	if !p.underProject(cwd) {
 		return p.opts.ProjectDir, ""
 	}
 	found, ok := p.located.Load(cwd)
@@ -162,15 +162,15 @@ func (p *Policy) OutsideProject(cwd string) (project, own string) {
 	return "", ""
 }
 
-// rootOf is the project root that path (absolute, clean) is at or under.
-func (p *Policy) rootOf(path string) string {
-	for _, root := range p.projectRoots {
-		if rest, ok := strings.CutPrefix(path, root); ok &&
-			(rest == "" || rest[0] == filepath.Separator || strings.HasSuffix(root, string(filepath.Separator))) {
-			return root
-		}
-	}
-	return ""
+// underProject: path (absolute, clean) is a project root or under one.
+func (p *Policy) underProject(path string) bool {
+	return slices.ContainsFunc(p.projectRoots, func(root string) bool { return within(path, root) })
+}
+
+// within: path is root or under it, both absolute and clean.
+func within(path, root string) bool {
+	rest, ok := strings.CutPrefix(path, root)
+	return ok && (rest == "" || rest[0] == filepath.Separator || strings.HasSuffix(root, string(filepath.Separator)))
 }
 
 // outsideReal marks a located cwd whose real path leaves the project, or
@@ -195,7 +195,7 @@ func (p *Policy) Locate(cwd string) {
 		return
 	}
 	cwd = filepath.Clean(cwd)
-	if slices.Contains(p.projectRoots, cwd) || p.rootOf(cwd) == "" {
+	if slices.Contains(p.projectRoots, cwd) || !p.underProject(cwd) {
 		return
 	}
 	found := nestedProject(cwd, p.projectRoots[len(p.projectRoots)-1])
@@ -217,11 +217,10 @@ func nestedProject(cwd, realRoot string) string {
 		return outsideReal
 	}
 	for range maxLocateDepth {
-		rest, ok := strings.CutPrefix(real, realRoot)
-		if !ok || rest == "" || (rest[0] != filepath.Separator && !strings.HasSuffix(realRoot, string(filepath.Separator))) {
-			if real == realRoot {
-				return ""
-			}
+		switch {
+		case real == realRoot:
+			return ""
+		case !within(real, realRoot):
 			return outsideReal
 		}
 		if _, err := os.Lstat(filepath.Join(real, ".pi")); !errors.Is(err, fs.ErrNotExist) {
