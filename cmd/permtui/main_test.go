@@ -572,6 +572,41 @@ func TestAnAskFromOutsideAGuessedProjectGoesToAPerson(t *testing.T) {
 	}
 }
 
+// TestResolveHoldsAnAskFromAProjectBelowTheGuessedOne: resolve judges as
+// serve does: with u2 guessed, a request from u2/B, which has its own .pi,
+// is held and says so, one from a plain subdirectory is allowed, and with
+// the project named it is judged by it (decision 0257).
+func TestResolveHoldsAnAskFromAProjectBelowTheGuessedOne(t *testing.T) {
+	root := t.TempDir()
+	agentDir, u2 := filepath.Join(root, "agent"), filepath.Join(root, "u2")
+	b, plain := filepath.Join(u2, "B"), filepath.Join(u2, "src")
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"bash":{"*":"ask","git *":"allow"}}}`))
+	testkit.WriteFile(t, resolve.ProjectConfigPaths(b)[0], []byte(`{"permission":{"bash":{"git push *":"deny"}}}`))
+	if err := os.MkdirAll(plain, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	judge := func(cwd string, flags ...string) (int, string) {
+		data, err := wire.MarshalRequest(pichild.NewestBash(rootID, "builder", "c1", cwd, "git push --force"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqFile := filepath.Join(root, "req.json")
+		testkit.WriteFile(t, reqFile, data)
+		args := []string{"resolve", "--agent-dir", agentDir, "--state-dir", filepath.Join(root, "s"), "--request", reqFile, "--exit-code", "--project", u2}
+		code, _, errOut := runCmd(t, "", append(args, flags...)...)
+		return code, errOut
+	}
+	if code, errOut := judge(b); code != exitAsk || !strings.Contains(errOut, "has its own project ("+strconv.Quote(filepath.Join(b, ".pi"))+")") {
+		t.Errorf("from B: exit %d, stderr %q; want %d and why", code, errOut, exitAsk)
+	}
+	if code, errOut := judge(plain); code != exitAllow {
+		t.Errorf("from a plain subdirectory: exit %d, stderr %q", code, errOut)
+	}
+	if code, errOut := judge(b, "--session", rootID); code != exitAllow {
+		t.Errorf("a named project: exit %d, stderr %q", code, errOut)
+	}
+}
+
 // TestServeAsksAboutAnUntrustedProjectsAllow: the serving binary's own
 // wiring holds the project's allow for a person (headless: denied as no
 // approver is there) and says so on its policy line; with --trust-project

@@ -175,6 +175,9 @@ func runResolve(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 			}
 		}
 		v = policy.Resolve(req, session.grants)
+		if req.AccessIntent != nil { // where its cwd lies, as serve finds it (decision 0257)
+			policy.Locate(req.AccessIntent.RequesterCwd)
+		}
 		served = judgment.Verdict(policy, req, session.grants, session.denies)
 	case f.batch:
 		var err error

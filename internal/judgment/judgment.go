@@ -4,6 +4,7 @@
 package judgment
 
 import (
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -26,10 +27,11 @@ type problemLister interface{ Problems() []resolve.Problem }
 
 // projectHolder is a Judge (*resolve.Policy) loaded for a project:
 // WithoutProject is the policy without an untrusted project's files, or
-// nil; OutsideProject names the project when a cwd lies outside it.
+// nil; OutsideProject names the project when a cwd may have a root
+// session of another project, and that project's dir when it knows it.
 type projectHolder interface {
 	WithoutProject() *resolve.Policy
-	OutsideProject(cwd string) string
+	OutsideProject(cwd string) (project, own string)
 }
 
 // Verdict judges req. In order: a session deny that covers the request denies it
@@ -90,14 +92,22 @@ func holdProject(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resol
 		v = holdUntrusted(ph, req, sessionGrants, v)
 	}
 	cwd := req.AccessIntent.RequesterCwd
-	v.OutsideProject = ph.OutsideProject(cwd)
-	if v.OutsideProject != "" && v.Action == resolve.Allow && v.Origin != resolve.OriginSession {
-		v.Action = resolve.Ask
-		v.Explanation += " But a person decides: judged without the project at " + strconv.Quote(cwd) +
-			", where the ask comes from: permtui judges with the project " + strconv.Quote(v.OutsideProject) +
-			", and a root session there would apply that project's files, which permtui did not read " +
-			"(name the session and its project with --session and --project; decision 0234)."
+	v.OutsideProject, v.OwnProject = ph.OutsideProject(cwd)
+	if v.OutsideProject == "" || v.Action != resolve.Allow || v.Origin == resolve.OriginSession {
+		return v
 	}
+	v.Action = resolve.Ask
+	if v.OwnProject != "" { // a project below the guessed one (decision 0257)
+		v.Explanation += " But a person decides: the cwd " + strconv.Quote(cwd) + " has its own project (" +
+			strconv.Quote(filepath.Join(v.OwnProject, ".pi")) + ") that permtui does not judge with: it judges with the project " +
+			strconv.Quote(v.OutsideProject) + ", and a root session there would apply that project's files " +
+			"(name the session and its project with --session and --project; decision 0257)."
+		return v
+	}
+	v.Explanation += " But a person decides: judged without the project at " + strconv.Quote(cwd) +
+		", where the ask comes from: permtui judges with the project " + strconv.Quote(v.OutsideProject) +
+		", and a root session there would apply that project's files, which permtui did not read " +
+		"(name the session and its project with --session and --project; decisions 0234, 0257)."
 	return v
 }
 

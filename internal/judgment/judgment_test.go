@@ -283,6 +283,7 @@ func TestAnAskFromOutsideTheProjectIsNotAutoAllowed(t *testing.T) {
 		// Facts judged without a request (simulate, a rule's witnesses) name no cwd.
 		{"", "git push", resolve.Allow, false},
 	} {
+		p.Locate(c.cwd)
 		v := Verdict(p, from(c.cwd, c.value), nil, nil)
 		if v.Action != c.want || (v.OutsideProject != "") != c.outside {
 			t.Errorf("%q from %q: %s, outside %q (%s)", c.value, c.cwd, v.Action, v.OutsideProject, v.Explanation)
@@ -301,7 +302,9 @@ func TestAnAskFromOutsideTheProjectIsNotAutoAllowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.ProjectDir = link
-	if v := Verdict(resolve.Load(opts), from(filepath.Join(project, "sub"), "git push"), nil, nil); v.Action != resolve.Allow {
+	linked := resolve.Load(opts)
+	linked.Locate(filepath.Join(project, "sub"))
+	if v := Verdict(linked, from(filepath.Join(project, "sub"), "git push"), nil, nil); v.Action != resolve.Allow {
 		t.Errorf("a cwd inside the project's real path: %s (%s)", v.Action, v.Explanation)
 	}
 	// A project a person named for the sessions served is theirs: a child
@@ -318,9 +321,72 @@ func TestAnAskFromOutsideTheProjectIsNotAutoAllowed(t *testing.T) {
 	}
 }
 
+// TestAnAskFromAProjectBelowTheGuessedOneGoesToAPerson: a cwd under the
+// guessed project whose nearest .pi is its own, or whose real path leaves
+// the project, may have a root session judging by other files, so its allow
+// goes to a person (decision 0257); a plain subdirectory is the project.
+func TestAnAskFromAProjectBelowTheGuessedOneGoesToAPerson(t *testing.T) {
+	dir := t.TempDir()
+	project := filepath.Join(dir, "u2")
+	for _, d := range []string{"plain/sub", "B/deep", "C/.pi", "D/.pi/deep"} {
+		if err := os.MkdirAll(filepath.Join(project, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WriteFile(t, filepath.Join(project, "B", ".pi", "extensions", "pi-permission-system", "config.json"),
+		[]byte(`{"permission":{"bash":{"git push *":"deny"}}}`))
+	testkit.WriteFile(t, filepath.Join(project, "E", ".pi"), nil) // a .pi that is a file counts too
+	if err := os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(project, "plain", "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "elsewhere"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(project, "plain"), filepath.Join(project, "B", "back")); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, resolve.GlobalConfigPath(dir), []byte(`{"permission":{"bash":{"*":"ask","git *":"allow"}}}`))
+	p := resolve.Load(resolve.LoadOptions{AgentDir: dir, ProjectDir: project, TrustProject: true, Home: dir})
+	from := func(cwd string) *wire.Request {
+		req := FactsRequest(resolve.Query{Agent: "builder", Surface: "bash", Values: []string{"git push --force origin main"}})
+		req.AccessIntent.RequesterCwd = cwd
+		return req
+	}
+	for _, c := range []struct {
+		cwd, own string
+		want     resolve.Action
+	}{
+		{filepath.Join(project, "plain", "sub"), "", resolve.Allow},
+		{filepath.Join(project, "B"), filepath.Join(project, "B"), resolve.Ask},
+		{filepath.Join(project, "B", "deep"), filepath.Join(project, "B"), resolve.Ask},
+		{filepath.Join(project, "C"), filepath.Join(project, "C"), resolve.Ask},
+		{filepath.Join(project, "D", ".pi", "deep"), filepath.Join(project, "D"), resolve.Ask},
+		{filepath.Join(project, "E"), filepath.Join(project, "E"), resolve.Ask},
+		// A link out of the project is outside it; one back into a plain dir is not.
+		{filepath.Join(project, "plain", "out"), "", resolve.Ask},
+		{filepath.Join(project, "B", "back"), "", resolve.Allow},
+		// A cwd that is not there cannot be told apart: outside.
+		{filepath.Join(project, "gone"), "", resolve.Ask},
+	} {
+		p.Locate(c.cwd)
+		v := Verdict(p, from(c.cwd), nil, nil)
+		if v.Action != c.want || v.OwnProject != c.own || (v.Action == resolve.Ask) != (v.OutsideProject == project) {
+			t.Errorf("from %q: %s, own %q, outside %q (%s)", c.cwd, v.Action, v.OwnProject, v.OutsideProject, v.Explanation)
+		}
+		if c.own != "" && !strings.Contains(v.Explanation, "has its own project ("+strconv.Quote(filepath.Join(c.own, ".pi"))+")") {
+			t.Errorf("from %q: the why does not name its own project: %s", c.cwd, v.Explanation)
+		}
+	}
+	// A cwd under the project that nothing located is held, not guessed inside.
+	if v := Verdict(p, from(filepath.Join(project, "plain", "unlocated")), nil, nil); v.Action != resolve.Ask {
+		t.Errorf("an unlocated cwd: %s (%s)", v.Action, v.Explanation)
+	}
+}
+
 // BenchmarkVerdictOutsideProject is the cost of checking an ask's cwd
-// against a guessed project (decision 0234): an allow from inside it, one
-// held from outside it, and facts that name no cwd.
+// against a guessed project (decision 0234): an allow from inside it (its
+// place located before), one held from outside it, and facts that name no
+// cwd. Locating is BenchmarkLocatedVerdict's.
 func BenchmarkVerdictOutsideProject(b *testing.B) {
 	dir := b.TempDir()
 	opts := resolve.LoadOptions{AgentDir: dir, ProjectDir: filepath.Join(dir, "p"), TrustProject: true}
@@ -331,9 +397,46 @@ func BenchmarkVerdictOutsideProject(b *testing.B) {
 	} {
 		req := FactsRequest(resolve.Query{Surface: "bash", Values: []string{"ls -l"}})
 		req.AccessIntent.RequesterCwd = c.cwd
+		if err := os.MkdirAll(filepath.Join(opts.ProjectDir, "src"), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		p.Locate(c.cwd)
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
+				Verdict(p, req, nil, nil)
+			}
+		})
+	}
+}
+
+// BenchmarkLocatedVerdict is the cost per ask on serve's path of locating
+// its cwd against a guessed project and judging it (decision 0257): the
+// project dir itself (no IO), a plain subdirectory five deep (six Lstats),
+// one under a nested .pi, and a link out of the project.
+func BenchmarkLocatedVerdict(b *testing.B) {
+	dir := b.TempDir()
+	project := filepath.Join(dir, "p")
+	deep, nested := filepath.Join(project, "a", "b", "c", "d", "e"), filepath.Join(project, "B", "src")
+	for _, d := range []string{deep, nested, filepath.Join(project, "B", ".pi"), filepath.Join(dir, "elsewhere")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(project, "out")); err != nil {
+		b.Fatal(err)
+	}
+	testkit.WriteFile(b, resolve.GlobalConfigPath(dir), []byte(`{"permission":{"bash":{"*":"ask","ls *":"allow"}}}`))
+	p := resolve.Load(resolve.LoadOptions{AgentDir: dir, ProjectDir: project, TrustProject: true})
+	for _, c := range []struct{ name, cwd string }{
+		{"project", project}, {"deep", deep}, {"nested", nested}, {"link", filepath.Join(project, "out")},
+	} {
+		req := FactsRequest(resolve.Query{Surface: "bash", Values: []string{"ls -l"}})
+		req.AccessIntent.RequesterCwd = c.cwd
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Locate(c.cwd)
 				Verdict(p, req, nil, nil)
 			}
 		})

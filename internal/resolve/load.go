@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/permtui/permtui/internal/safefs"
@@ -85,6 +86,12 @@ type Policy struct {
 	// projectRoots are the project dir as named and with its links
 	// resolved, absolute: a requester's cwd under neither is outside it.
 	projectRoots []string
+	// located is what Locate found for a cwd strictly under the project
+	// (cleaned cwd → the dir under the project, nearer the cwd, that holds a
+	// .pi, or outsideReal), for OutsideProject, which does no IO; at most
+	// maxLocated entries, cleared when full (decision 0257).
+	located  sync.Map
+	nLocated atomic.Int32
 	// outside is the policy without the project's files, while their
 	// allows are held (HoldProjectAllows).
 	outside *Policy
@@ -123,24 +130,105 @@ func (p *Policy) ProjectFiles() []string { return slices.Clone(p.project) }
 func (p *Policy) WithoutProject() *Policy { return p.outside }
 
 // OutsideProject is the project dir p was loaded for when cwd, a
-// requester's working directory, is neither it nor under it; "" when it is,
-// when p has no project or a named one (LoadOptions.ProjectNamed), or when
-// cwd is "" (facts judged without a request). A relative cwd is outside:
-// pi's children name an absolute one.
-func (p *Policy) OutsideProject(cwd string) string {
+// requester's working directory, may have a root session of another
+// project: it is not the project dir nor under it (as given, or with its
+// links resolved by Locate), or Locate found a nearer dir under the project
+// that holds a .pi, which is own. "" when cwd is inside, when p has no
+// project or a named one (LoadOptions.ProjectNamed), or when cwd is ""
+// (facts judged without a request). A relative cwd is outside: pi's
+// children name an absolute one. A cwd under the project that Locate has
+// not seen is outside too (decision 0257). It does no IO.
+func (p *Policy) OutsideProject(cwd string) (project, own string) {
 	if len(p.projectRoots) == 0 || p.opts.ProjectNamed || cwd == "" {
-		return ""
+		return "", ""
 	}
-	if filepath.IsAbs(cwd) {
-		cwd = filepath.Clean(cwd)
-		for _, root := range p.projectRoots {
-			if rest, ok := strings.CutPrefix(cwd, root); ok &&
-				(rest == "" || rest[0] == filepath.Separator || strings.HasSuffix(root, string(filepath.Separator))) {
-				return ""
-			}
+	if !filepath.IsAbs(cwd) {
+		return p.opts.ProjectDir, ""
+	}
+	cwd = filepath.Clean(cwd)
+	if slices.Contains(p.projectRoots, cwd) {
+		return "", ""
+	}
+	if !p.underProject(cwd) {
+		return p.opts.ProjectDir, ""
+	}
+	found, ok := p.located.Load(cwd)
+	switch {
+	case !ok || found.(string) == outsideReal:
+		return p.opts.ProjectDir, ""
+	case found.(string) != "":
+		return p.opts.ProjectDir, found.(string)
+	}
+	return "", ""
+}
+
+// underProject: path (absolute, clean) is a project root or under one.
+func (p *Policy) underProject(path string) bool {
+	return slices.ContainsFunc(p.projectRoots, func(root string) bool { return within(path, root) })
+}
+
+// within: path is root or under it, both absolute and clean.
+func within(path, root string) bool {
+	rest, ok := strings.CutPrefix(path, root)
+	return ok && (rest == "" || rest[0] == filepath.Separator || strings.HasSuffix(root, string(filepath.Separator)))
+}
+
+// outsideReal marks a located cwd whose real path leaves the project, or
+// that could not be resolved.
+const outsideReal = "\x00outside"
+
+// maxLocated bounds located: cwds come from untrusted requests.
+const maxLocated = 4096
+
+// maxLocateDepth bounds Locate's walk; a deeper cwd counts as outside.
+const maxLocateDepth = 64
+
+// Locate finds, by IO, where cwd lies against the guessed project for
+// OutsideProject: its real path (links resolved) must stay under the
+// project, and no dir between it and the project may hold a .pi, where pi
+// reads a project's files (config.json, config.local.json, agents/,
+// agent/pi-permissions.jsonc), so a root session there judges by them
+// (decision 0257). serve and 'permtui resolve' call it before judging a
+// request; it does nothing where OutsideProject needs no IO.
+func (p *Policy) Locate(cwd string) {
+	if len(p.projectRoots) == 0 || p.opts.ProjectNamed || !filepath.IsAbs(cwd) {
+		return
+	}
+	cwd = filepath.Clean(cwd)
+	if slices.Contains(p.projectRoots, cwd) || !p.underProject(cwd) {
+		return
+	}
+	found := nestedProject(cwd, p.projectRoots[len(p.projectRoots)-1])
+	// Cleared only by many distinct cwds; an ask whose entry a clear took
+	// between here and its verdict is held, never allowed.
+	if _, had := p.located.Load(cwd); !had && p.nLocated.Add(1) > maxLocated {
+		p.located.Clear()
+		p.nLocated.Store(1)
+	}
+	p.located.Store(cwd, found)
+}
+
+// nestedProject is the dir nearest cwd, below the real project root, that
+// holds a .pi (anything named so, or one that cannot be told absent), ""
+// for none, or outsideReal.
+func nestedProject(cwd, realRoot string) string {
+	real, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		return outsideReal
+	}
+	for range maxLocateDepth {
+		switch {
+		case real == realRoot:
+			return ""
+		case !within(real, realRoot):
+			return outsideReal
 		}
+		if _, err := os.Lstat(filepath.Join(real, ".pi")); !errors.Is(err, fs.ErrNotExist) {
+			return real
+		}
+		real = filepath.Dir(real)
 	}
-	return p.opts.ProjectDir
+	return outsideReal
 }
 
 // projectRoots is dir made absolute, and with its links resolved when that

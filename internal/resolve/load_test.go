@@ -774,3 +774,32 @@ func TestAVerdictNamesTheAgentFileANameResembles(t *testing.T) {
 		}
 	}
 }
+
+// TestLocatedCwdsAreBounded: cwds come from untrusted requests, so what
+// Locate keeps stays under maxLocated however many it sees, a cwd seen
+// again takes no more room, and the cwd located last is still read as
+// inside (decision 0257).
+func TestLocatedCwdsAreBounded(t *testing.T) {
+	project := t.TempDir()
+	sub := filepath.Join(project, "s")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := Load(LoadOptions{AgentDir: t.TempDir(), ProjectDir: project, TrustProject: true})
+	for range maxLocated * 2 {
+		p.Locate(sub) // the same cwd again and again clears nothing
+	}
+	for i := range maxLocated - 1 {
+		p.Locate(filepath.Join(project, "gone", strconv.Itoa(i)))
+	}
+	if out, _ := p.OutsideProject(sub); out != "" {
+		t.Fatalf("a cwd located first was dropped before the bound: outside %q", out)
+	}
+	p.Locate(filepath.Join(project, "gone", "one more"))
+	p.Locate(sub)
+	n := 0
+	p.located.Range(func(any, any) bool { n++; return true })
+	if out, _ := p.OutsideProject(sub); n > maxLocated || out != "" {
+		t.Errorf("%d cwds kept (bound %d); the last located is outside %q", n, maxLocated, out)
+	}
+}

@@ -62,6 +62,9 @@ type Verdict struct {
 	// request's requesterCwd lies outside it: that cwd's own project was
 	// not read (decision 0234).
 	OutsideProject string
+	// OwnProject, with OutsideProject, is the dir under that project, at or
+	// above requesterCwd, that holds a .pi: the cwd's own project (decision 0257).
+	OwnProject string
 	// Hint, for a request without facts only, is what the policy would say
 	// about its legacy surface and value: unverified text, so it is shown to
 	// the person and never decides (decision 0029).

@@ -99,6 +99,9 @@ func (s *Server) judge(id AskID, session string, req *wire.Request) (v resolve.V
 			Explanation: "Ask. The session denies could not be read (" + err.Error() + "), so a person decides."}
 	}
 	grants := s.cfg.Grants.For(session)
+	if l, ok := judge.(locator); ok && req.AccessIntent != nil {
+		l.Locate(req.AccessIntent.RequesterCwd)
+	}
 	v = judgment.Verdict(judge, req, grants, denies)
 	if v.OutsideProject != "" { // one policy for every session served (decision 0234)
 		s.cfg.Logger.Warn("ask from outside the project judged; its allows go to a person", "ask", id, "session", session,

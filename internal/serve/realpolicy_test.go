@@ -134,8 +134,53 @@ func TestAnAskFromAnotherProjectGoesToAPerson(t *testing.T) {
 	if r := h.await("1791279012345-fp-2"); r.Approved {
 		t.Fatalf("a global deny from another project: %+v", r)
 	}
+	if err := os.MkdirAll(filepath.Join(a, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	from(filepath.Join(a, "sub"), "1791279012345-fp-3", "git status")
 	if r := h.await("1791279012345-fp-3"); !r.Approved {
 		t.Fatalf("an allow from inside the project: %+v", r)
+	}
+}
+
+// TestAnAskFromAProjectBelowTheGuessedOneGoesToAPerson: serving from u2, an
+// ask from u2/B, which holds its own .pi denying git push, and one through
+// a link that leaves u2, go to a person, while one from a plain
+// subdirectory is allowed (verification finding V1, decision 0257).
+func TestAnAskFromAProjectBelowTheGuessedOneGoesToAPerson(t *testing.T) {
+	dir := t.TempDir()
+	agentDir, u2 := filepath.Join(dir, "agent"), filepath.Join(dir, "u2")
+	b, plain, link := filepath.Join(u2, "B"), filepath.Join(u2, "A", "src"), filepath.Join(u2, "A", "linkB")
+	testkit.WriteFile(t, resolve.GlobalConfigPath(agentDir), []byte(`{"permission":{"*":"ask","bash":{"*":"ask","git *":"allow"}}}`))
+	testkit.WriteFile(t, resolve.ProjectConfigPaths(b)[0], []byte(`{"permission":{"bash":{"git push *":"deny"}}}`))
+	if err := os.MkdirAll(plain, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "elsewhere"), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "elsewhere"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	policy := resolve.Load(resolve.LoadOptions{AgentDir: agentDir, ProjectDir: u2, TrustProject: true, HoldProjectAllows: true, Home: dir})
+	h := startServer(t, options{config: func(c *Config) { c.Judge = func() Judge { return policy } }})
+	from := func(cwd, id string) string {
+		req := intent(id, "builder", "bash", "git push --force origin main")
+		req.AccessIntent.RequesterCwd = cwd
+		return h.send(req)
+	}
+
+	from(b, "1791279012345-fq-1")
+	if v := h.queued("1791279012345-fq-1").Verdict; v.Action != resolve.Ask || v.OutsideProject != u2 || v.OwnProject != b ||
+		!strings.Contains(v.Explanation, "has its own project ("+strconv.Quote(filepath.Join(b, ".pi"))+")") {
+		t.Fatalf("from B: %s, outside %q, own %q: %s", v.Action, v.OutsideProject, v.OwnProject, v.Explanation)
+	}
+	from(link, "1791279012345-fq-2")
+	if v := h.queued("1791279012345-fq-2").Verdict; v.Action != resolve.Ask || v.OutsideProject != u2 {
+		t.Fatalf("through a link out of u2: %s, outside %q: %s", v.Action, v.OutsideProject, v.Explanation)
+	}
+	from(plain, "1791279012345-fq-3")
+	if r := h.await("1791279012345-fq-3"); !r.Approved {
+		t.Fatalf("from a plain subdirectory: %+v", r)
 	}
 }

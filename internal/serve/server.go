@@ -27,6 +27,10 @@ type legacyHinter interface {
 	LegacyHint(req *wire.Request, grants []wire.Grant) *resolve.Verdict
 }
 
+// locator is a Judge (*resolve.Policy) that finds, by IO, where a
+// request's cwd lies against its project before it is judged (decision 0257).
+type locator interface{ Locate(cwd string) }
+
 // GrantStore holds whole-session grants per served session: *grants.Store
 // satisfies it.
 type GrantStore interface {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -218,7 +219,11 @@ func intentFields(a serve.Ask) []field {
 		add("unit "+itoa(i+1), text, kindPlain)
 	}
 	cwd, kind := Sanitize(ai.RequesterCwd), kindPlain
-	if p := a.Verdict.OutsideProject; p != "" { // decision 0234
+	switch own, p := a.Verdict.OwnProject, a.Verdict.OutsideProject; {
+	case own != "": // decision 0257
+		cwd, kind = cwd+"  ⚠ has its own project ("+Sanitize(filepath.Join(own, ".pi"))+") that permtui does not judge with: name it with --project "+
+			Sanitize(own)+" and --session", kindWarning
+	case p != "": // decision 0234
 		cwd, kind = cwd+"  ⚠ judged without the project at this cwd: permtui judges with the project "+Sanitize(p), kindWarning
 	}
 	add("cwd", cwd, kind)

@@ -37,3 +37,20 @@ func TestAnAskFromOutsideTheProjectSaysSo(t *testing.T) {
 		t.Errorf("an ask from inside the project is marked:\n%s", v)
 	}
 }
+
+// An ask from a cwd with its own project below the one permtui judges with
+// says which .pi it has and how to name it (decision 0257).
+func TestAnAskFromAProjectBelowTheJudgedOneSaysWhich(t *testing.T) {
+	nested := bashAsk(1, "builder", "/w/a/B/src", "git push --force")
+	nested.Verdict = resolve.Verdict{Action: resolve.Ask, Surface: "bash", OutsideProject: "/w/a", OwnProject: "/w/a/B"}
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 160, Height: 40})
+	h.queue(nested)
+	v := oneLine(h.m.View())
+	if !strings.Contains(v, "builder bash ∉ git push --force") {
+		t.Errorf("the row is not marked:\n%s", v)
+	}
+	if want := "cwd /w/a/B/src ⚠ has its own project (/w/a/B/.pi) that permtui does not judge with: name it with --project /w/a/B and --session"; !strings.Contains(v, want) {
+		t.Errorf("the detail's cwd line does not say %q:\n%s", want, v)
+	}
+}
