@@ -215,7 +215,7 @@ func (r *Relay) queued(a serve.Ask) {
 		m.Request = raw
 		data, err = json.Marshal(m)
 		limit := hub.MaxAskBytes
-		if mp := int(r.nc.MaxPayload()) - payloadHeadroom; mp > 0 {
+		if mp := r.payloadLimit(); mp > 0 {
 			limit = min(limit, mp)
 		}
 		if err == nil && len(data) > limit {
@@ -240,6 +240,10 @@ func (r *Relay) queued(a serve.Ask) {
 	r.mu.Unlock()
 	notify(r.wake)
 }
+
+// payloadLimit is the largest message the hub's server takes, from its
+// INFO at the last connect, less payloadHeadroom; not above 0 when unknown.
+func (r *Relay) payloadLimit() int { return int(r.nc.MaxPayload()) - payloadHeadroom }
 
 // denyTooLarge denies an ask whose message is larger than the hub
 // carries: no approver could see it, so nobody may approve it.
@@ -407,7 +411,7 @@ func (r *Relay) send(ctx context.Context, batch []outMsg) []outMsg {
 		}
 		// The server's limit, from its INFO at the last connect: a
 		// deployment with a smaller max_payload would refuse the ask for ever.
-		if limit := int(r.nc.MaxPayload()) - payloadHeadroom; m.ask && limit > 0 && len(m.data) > limit {
+		if limit := r.payloadLimit(); m.ask && limit > 0 && len(m.data) > limit {
 			r.denySent(id, m.data, limit, "the hub's max_payload less headers", nil)
 			continue
 		}
