@@ -2,8 +2,6 @@ package relay
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -70,19 +68,7 @@ func TestTheGrantsBucketOnlyNarrowsWhatTheRelayRecorded(t *testing.T) {
 		return ok && len(g.Grants[rootID]) == 0
 	})
 	alpha.stop() // its audit log written
-	var revoked []serve.AuditRecord
-	f, err := os.Open(filepath.Join(alpha.stateDir, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := serve.ReadAuditHistory(f, func(r serve.AuditRecord) {
-		if r.Kind == serve.AuditRevoked {
-			revoked = append(revoked, r)
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	revoked := slices.DeleteFunc(alpha.auditWith(serve.ReadAuditHistory), func(r serve.AuditRecord) bool { return r.Kind != serve.AuditRevoked })
 	if len(revoked) != 1 || !slices.Equal(revoked[0].Grants, recorded) || revoked[0].Reason != serve.HubRevocation {
 		t.Fatalf("revocations recorded: %+v", revoked)
 	}

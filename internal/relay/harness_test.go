@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -210,13 +211,20 @@ func (tr *testRelay) key(t *testing.T, requestID string) string {
 // decisions).
 func (tr *testRelay) audit() []serve.AuditRecord {
 	tr.t.Helper()
+	return tr.auditWith(serve.ReadAudit)
+}
+
+// auditWith reads tr's audit log with read (serve.ReadAudit, or
+// serve.ReadAuditHistory for the revocations too).
+func (tr *testRelay) auditWith(read func(io.Reader, func(serve.AuditRecord)) (int, error)) []serve.AuditRecord {
+	tr.t.Helper()
 	f, err := os.Open(filepath.Join(tr.stateDir, "audit.jsonl"))
 	if err != nil {
 		tr.t.Fatal(err)
 	}
 	defer f.Close()
 	var recs []serve.AuditRecord
-	bad, err := serve.ReadAudit(f, func(r serve.AuditRecord) { recs = append(recs, r) })
+	bad, err := read(f, func(r serve.AuditRecord) { recs = append(recs, r) })
 	if err != nil || bad != 0 {
 		tr.t.Fatalf("audit log: %d bad lines, %v", bad, err)
 	}
