@@ -644,44 +644,7 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	case oa != nil:
 		// Delivered outside the consumer's callback, so that decisions
 		// arriving together share the audit log's fsync.
-		r.delivering.Go(func() {
-			if readErr == nil {
-				switch ok, err := r.marked(ctx, key, msg.Data(), d.Approver); {
-				case err != nil:
-					r.log.Warn("approver's mark not looked up; the decision is offered again", "key", key, "err", err)
-					_ = msg.NakWithDelay(unknownDelay)
-					return
-				case !ok:
-					r.log.Error("decision without its approver's mark; the ask is denied", "key", key, "approver", d.Approver)
-					d = unreadable(fmt.Errorf("approver %s did not mark it as theirs", wire.QuoteShort(d.Approver)))
-				case d.Asked != oa.asked:
-					// The key's one decision is taken: nobody can decide
-					// the ask under it now (fail closed).
-					r.log.Error("decision made for another request than the ask under its key; the ask is denied", "key", key, "approver", d.Approver)
-					d = unreadable(errors.New("it was made for another request than the one now under its name"))
-				}
-			}
-			err := r.deliver(oa, d)
-			if errors.Is(err, serve.ErrInvalidDecision) {
-				// The ask's one decision is taken: nobody can decide it
-				// again, so the refusal is its answer (fail closed), the
-				// relay's, naming whose decision it refused.
-				r.log.Warn("hub decision refused; the ask is denied", "ask", oa.id, "approver", d.Approver, "err", err)
-				err = r.srv.Decide(serve.Decision{Ask: oa.id, State: wire.StateDeniedWithReason,
-					Reason: refused(d.approverOf(), err), Unattended: true})
-			}
-			if errors.Is(err, serve.ErrStopped) {
-				_ = msg.Nak() // the next relay delivers it
-				return
-			}
-			if (err == nil || errors.Is(err, serve.ErrAlreadyDecided)) && r.hold(key, seq, msg) {
-				return // acked once answered: an answer waiting for the audit log may never be
-			}
-			if err != nil && !errors.Is(err, serve.ErrAlreadyDecided) && !serve.IsExpired(err) {
-				r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
-			}
-			done(msg.Ack)
-		})
+		r.delivering.Go(func() { r.deliverFrom(ctx, msg, key, seq, oa, d, readErr == nil) })
 	case finished:
 		done(msg.Ack)
 	default:
@@ -691,6 +654,48 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 		}
 		r.unknownAsk(key, msg, offered, onDisk, done)
 	}
+}
+
+// deliverFrom hands the hub decision d in msg, at stream sequence seq, to
+// the server for the ask oa under key, once checked (when read) against
+// its approver's mark and the request its approver was shown.
+func (r *Relay) deliverFrom(ctx context.Context, msg jetstream.Msg, key string, seq uint64, oa *openAsk, d decisionMsg, read bool) {
+	if read {
+		switch ok, err := r.marked(ctx, key, msg.Data(), d.Approver); {
+		case err != nil:
+			r.log.Warn("approver's mark not looked up; the decision is offered again", "key", key, "err", err)
+			_ = msg.NakWithDelay(unknownDelay)
+			return
+		case !ok:
+			r.log.Error("decision without its approver's mark; the ask is denied", "key", key, "approver", d.Approver)
+			d = unreadable(fmt.Errorf("approver %s did not mark it as theirs", wire.QuoteShort(d.Approver)))
+		case d.Asked != oa.asked:
+			// The key's one decision is taken: nobody can decide
+			// the ask under it now (fail closed).
+			r.log.Error("decision made for another request than the ask under its key; the ask is denied", "key", key, "approver", d.Approver)
+			d = unreadable(errors.New("it was made for another request than the one now under its name"))
+		}
+	}
+	err := r.deliver(oa, d)
+	if errors.Is(err, serve.ErrInvalidDecision) {
+		// The ask's one decision is taken: nobody can decide it
+		// again, so the refusal is its answer (fail closed), the
+		// relay's, naming whose decision it refused.
+		r.log.Warn("hub decision refused; the ask is denied", "ask", oa.id, "approver", d.Approver, "err", err)
+		err = r.srv.Decide(serve.Decision{Ask: oa.id, State: wire.StateDeniedWithReason,
+			Reason: refused(d.approverOf(), err), Unattended: true})
+	}
+	if errors.Is(err, serve.ErrStopped) {
+		_ = msg.Nak() // the next relay delivers it
+		return
+	}
+	if (err == nil || errors.Is(err, serve.ErrAlreadyDecided)) && r.hold(key, seq, msg) {
+		return // acked once answered: an answer waiting for the audit log may never be
+	}
+	if err != nil && !errors.Is(err, serve.ErrAlreadyDecided) && !serve.IsExpired(err) {
+		r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
+	}
+	r.finishDecision(seq, msg.Ack)
 }
 
 // unknownAsk offers a decision for an ask this relay does not know again,
