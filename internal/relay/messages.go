@@ -154,8 +154,10 @@ func shownVerdict(v resolve.Verdict) resolve.Verdict {
 
 // cutAsk is m with its request cut to what names it (ids, agent, display
 // surface and value, the value cut as the verdict's texts are): the form in
-// which an ask too large for the hub still reaches consoles.
+// which an ask too large for the hub still reaches consoles. Its scopes go:
+// each repeats the suggestion, and a denied ask offers none.
 func cutAsk(m askMsg, req *wire.Request) (askMsg, error) {
+	m.Scopes = nil
 	cut := &wire.Request{ID: req.ID, CreatedAt: req.CreatedAt, RequesterSessionID: req.RequesterSessionID,
 		TargetSessionID: req.TargetSessionID, RequesterAgentName: req.RequesterAgentName, Source: req.Source, Surface: req.Surface}
 	if req.Value != nil {

@@ -6,6 +6,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -25,5 +26,25 @@ func TestAnAskCarriesTheProjectItWasJudgedWith(t *testing.T) {
 	m, _, err := decodeAsk(data)
 	if err != nil || m.Verdict.OutsideProject != "/w/a" {
 		t.Fatalf("decoded %+v, %v", m.Verdict, err)
+	}
+}
+
+// The cut form of an ask too large for the hub drops its scopes too: they
+// repeat the suggestion, so a cut ask that kept them (one denied by a
+// smaller max_payload met after a reconnect) could be as large as the ask.
+func TestACutAskCarriesNoScopes(t *testing.T) {
+	req := bigBash(t, "alpha", 1, 64<<10)
+	raw, err := wire.MarshalRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := serve.OfferedScopes(req, nil)
+	cut, err := cutAsk(askMsg{Host: "alpha", Session: rootID, Request: raw, Scopes: &scopes}, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(cut)
+	if err != nil || cut.Scopes != nil || len(data) > 2*maxVerdictText {
+		t.Fatalf("cut ask of %d bytes, scopes %v, %v", len(data), cut.Scopes != nil, err)
 	}
 }
