@@ -114,3 +114,29 @@ func TestOneDecisionPerAskEnforcedByTheServer(t *testing.T) {
 		t.Fatal("ann's decision was removed")
 	}
 }
+
+// An ask's message id names its relay's run (docs/hub.md, decision 0245):
+// a retry in the same run is stored once, while the same ask from a
+// restarted relay is stored again, so consoles that closed it see it anew.
+func TestAnAsksMessageIDDeduplicatesWithinOneRelayRun(t *testing.T) {
+	h := started(t, testConfig(t))
+	js := connectAs(t, h, RoleRelay, "alpha")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	subject := AskSubject("alpha", "k1")
+	publish := func(run string) *jetstream.PubAck {
+		t.Helper()
+		ack, err := js.Publish(ctx, subject, []byte(`{}`), jetstream.WithMsgID(MsgID("ask", "alpha", "k1", run)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack
+	}
+	first := publish("run1")
+	if retry := publish("run1"); !retry.Duplicate || retry.Sequence != first.Sequence {
+		t.Fatalf("a retry in the same run was stored again: %+v after %+v", retry, first)
+	}
+	if next := publish("run2"); next.Duplicate || next.Sequence <= first.Sequence {
+		t.Fatalf("a restarted relay's ask was taken as a duplicate: %+v after %+v", next, first)
+	}
+}
