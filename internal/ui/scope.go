@@ -113,9 +113,13 @@ func (m *Model) rescoped(ev serve.ScopesChanged) {
 		m.closeOverlay("the policy changed: no session choice is offered for this ask now")
 		return
 	}
-	chosen := m.scope.chosen
+	// The same kind stays marked: by place, a choice dropped would leave
+	// the mark on the next, maybe wider one (a whole-session grant).
+	kind := m.scope.scopes.Options[m.scope.chosen].Kind
 	m.scope.open(e)
-	m.scope.choose(min(chosen, len(ev.Scopes.Options)-1))
+	if i := slices.IndexFunc(ev.Scopes.Options, func(o serve.Scope) bool { return o.Kind == kind }); i >= 0 {
+		m.scope.choose(i)
+	}
 	m.setStatus("the policy changed: the session choices were judged again; read them again before enter")
 }
 
