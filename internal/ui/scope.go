@@ -348,9 +348,8 @@ func reachesText(wider []serve.Reach, approx bool) string {
 }
 
 // reachLines name, under the chosen option's grants, each grant that
-// reaches beyond the ask and who would hold it.
-func (d *scopeDialog) reachLines() []string {
-	wider, approx := d.reach()
+// reaches beyond the ask (reach) and who would hold it.
+func (d *scopeDialog) reachLines(wider []serve.Reach, approx bool) []string {
 	if len(wider) == 0 {
 		return nil
 	}
@@ -552,10 +551,13 @@ func (d *scopeDialog) body() (lines []string, from, to int) {
 			lines = append(lines, d.indented(pad(Sanitize(g.Surface), 24)+" "+blanked(g.Pattern), 8, 0)...)
 		}
 		if i == d.chosen {
-			lines = append(lines, d.reachLines()...)
-		}
-		if i == d.chosen && d.wholeSession() {
-			lines = append(lines, d.coverageLines()...)
+			// Judged once a body: an edit's reach is serve's judgment under
+			// the policy, made again on every message while the dialog is open.
+			wider, approx := d.reach()
+			lines = append(lines, d.reachLines(wider, approx)...)
+			if d.wholeSession() {
+				lines = append(lines, d.coverageLines(approx)...)
+			}
 		}
 		if o.Caveat != "" {
 			lines = append(lines, d.wrapped(s.Muted, o.Caveat, 8)...)
@@ -628,8 +630,9 @@ func (c *common) sessionAsk(id serve.AskID, title string) (lines []string, ok bo
 	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), ""), true
 }
 
-// coverageLines show the pattern being edited and what the grant covers.
-func (d *scopeDialog) coverageLines() []string {
+// coverageLines show the pattern being edited and what the grant covers;
+// approx: the reach was not judged under the policy (reach).
+func (d *scopeDialog) coverageLines(approx bool) []string {
 	s := d.styles
 	var lines []string
 	if d.editing {
@@ -651,7 +654,7 @@ func (d *scopeDialog) coverageLines() []string {
 		text += " · e narrows the pattern"
 	}
 	lines = append(lines, d.wrapped(style, text, 8)...)
-	if _, approx := d.reach(); approx && cov.ask && d.widens() {
+	if approx && cov.ask && d.widens() {
 		lines = append(lines, d.wrapped(s.Warning, "this pattern is not judged here against the asking host's policy: if it passes a deny rule not named here, that host refuses it and the ask is denied", 8)...)
 	}
 	if d.overHub && d.scopes.NoPolicy {
