@@ -223,12 +223,12 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		wider, approx := d.reach()
 		if d.edited != "" {
 			dec.Grants, dec.EditDenies = d.grants(), serve.ShownDenies(wider)
-			what += " with " + Sanitize(d.edited)
+			what += " with " + blanked(d.edited)
 		}
 		if !d.armed {
 			var named []string
 			if d.widens() {
-				named = append(named, "the edited pattern is wider than the child's suggestion "+Sanitize(d.suggested()))
+				named = append(named, "the edited pattern is wider than the child's suggestion "+blanked(d.suggested()))
 			}
 			if len(wider) > 0 {
 				whom := "for this subagent"

@@ -752,3 +752,21 @@ func TestARescopeKeepsTheMarkedKind(t *testing.T) {
 		t.Fatalf("marked %s after a reload moved subagent, want subagent", got)
 	}
 }
+
+// The status names an edit and the suggestion it widens as the dialog's
+// lines name a pattern (blanked): two spaces show as ␠␠, not one space.
+func TestTheScopeStatusShowsAPatternsBlanks(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := suggesting("ls  -la", []wire.Grant{{Surface: "bash", Pattern: "ls  *"}}, reachPolicy(t))
+	h.queue(a)
+	chooseScope(h, serve.ScopeSession)
+	h.keys("e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("l*")})
+	h.keys("enter", "enter")
+	h.wantStatus("wider than the child's suggestion ls␠␠*")
+	h.keys("e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("ls  -l*")})
+	h.keys("enter", "enter")
+	h.wantStatus("with ls␠␠-l*")
+}
