@@ -163,3 +163,17 @@ func TestADenyForEverySurfaceIsNamed(t *testing.T) {
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: "stop",
 		DenyFor: &wire.Grant{Surface: "*", Pattern: "*"}})
 }
+
+// The second-enter warning names the deny's pattern as every other line
+// names a grant (grantText): two spaces show as ␠, not as one space.
+func TestADenyBeyondTheAskShowsItsPatternsBlanks(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := bashAsk(1, "tester", "/w/p", "make  nn")
+	a.Request.SessionApproval = &wire.SessionApproval{Grants: []wire.Grant{{Surface: "*", Pattern: "make  *"}}}
+	a.Scopes = serve.OfferedScopes(a.Request, nil)
+	h.queue(a)
+	h.keys("N", "stop", "enter")
+	h.wantDecisions()
+	h.wantStatus("(* make␠␠*: every surface")
+}

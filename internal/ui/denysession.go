@@ -101,7 +101,7 @@ func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
 				return statusAction{"the pattern does not cover this ask; tab edits it"}, nil
 			case !d.armed && reach != "":
 				d.armed = true
-				return statusAction{"the deny reaches beyond this ask for every agent of the session (" + Sanitize(g.Surface) + " " + Sanitize(g.Pattern) + ": " +
+				return statusAction{"the deny reaches beyond this ask for every agent of the session (" + grantText(g) + ": " +
 					reach + "): enter again records it; tab edits the pattern"}, nil
 			}
 			return decideAction{pressed: k.String(), what: "deny for the session with " + blanked(g.Pattern),

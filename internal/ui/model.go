@@ -1,7 +1,8 @@
 // Package ui is the approval console: a Bubble Tea model that shows what the
 // serving loop reports and turns a person's keys into serve.Decision values.
-// Update does no IO; every call to the Backend runs in a tea.Cmd and comes
-// back as a message. The root Model owns the queue; each of the seven
+// Update does no IO; every call to the Backend but the scope dialog's
+// EditReach (a judgment in memory, made as an edit is typed) runs in a
+// tea.Cmd and comes back as a message. The root Model owns the queue; each of the seven
 // overlays is a component that returns an action to it (see overlay.go and
 // README.md).
 package ui

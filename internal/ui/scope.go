@@ -113,9 +113,13 @@ func (m *Model) rescoped(ev serve.ScopesChanged) {
 		m.closeOverlay("the policy changed: no session choice is offered for this ask now")
 		return
 	}
-	chosen := m.scope.chosen
+	// The same kind stays marked: by place, a choice dropped would leave
+	// the mark on the next, maybe wider one (a whole-session grant).
+	kind := m.scope.scopes.Options[m.scope.chosen].Kind
 	m.scope.open(e)
-	m.scope.choose(min(chosen, len(ev.Scopes.Options)-1))
+	if i := slices.IndexFunc(ev.Scopes.Options, func(o serve.Scope) bool { return o.Kind == kind }); i >= 0 {
+		m.scope.choose(i)
+	}
 	m.setStatus("the policy changed: the session choices were judged again; read them again before enter")
 }
 
@@ -219,12 +223,12 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		wider, approx := d.reach()
 		if d.edited != "" {
 			dec.Grants, dec.EditDenies = d.grants(), serve.ShownDenies(wider)
-			what += " with " + Sanitize(d.edited)
+			what += " with " + blanked(d.edited)
 		}
 		if !d.armed {
 			var named []string
 			if d.widens() {
-				named = append(named, "the edited pattern is wider than the child's suggestion "+Sanitize(d.suggested()))
+				named = append(named, "the edited pattern is wider than the child's suggestion "+blanked(d.suggested()))
 			}
 			if len(wider) > 0 {
 				whom := "for this subagent"
@@ -344,9 +348,8 @@ func reachesText(wider []serve.Reach, approx bool) string {
 }
 
 // reachLines name, under the chosen option's grants, each grant that
-// reaches beyond the ask and who would hold it.
-func (d *scopeDialog) reachLines() []string {
-	wider, approx := d.reach()
+// reaches beyond the ask (reach) and who would hold it.
+func (d *scopeDialog) reachLines(wider []serve.Reach, approx bool) []string {
 	if len(wider) == 0 {
 		return nil
 	}
@@ -548,10 +551,13 @@ func (d *scopeDialog) body() (lines []string, from, to int) {
 			lines = append(lines, d.indented(pad(Sanitize(g.Surface), 24)+" "+blanked(g.Pattern), 8, 0)...)
 		}
 		if i == d.chosen {
-			lines = append(lines, d.reachLines()...)
-		}
-		if i == d.chosen && d.wholeSession() {
-			lines = append(lines, d.coverageLines()...)
+			// Judged once a body: an edit's reach is serve's judgment under
+			// the policy, made again on every message while the dialog is open.
+			wider, approx := d.reach()
+			lines = append(lines, d.reachLines(wider, approx)...)
+			if d.wholeSession() {
+				lines = append(lines, d.coverageLines(approx)...)
+			}
 		}
 		if o.Caveat != "" {
 			lines = append(lines, d.wrapped(s.Muted, o.Caveat, 8)...)
@@ -624,8 +630,9 @@ func (c *common) sessionAsk(id serve.AskID, title string) (lines []string, ok bo
 	return append(lines, c.styles.Muted.Render("  whole session = every subagent of root "+Sanitize(e.ask.Session)), ""), true
 }
 
-// coverageLines show the pattern being edited and what the grant covers.
-func (d *scopeDialog) coverageLines() []string {
+// coverageLines show the pattern being edited and what the grant covers;
+// approx: the reach was not judged under the policy (reach).
+func (d *scopeDialog) coverageLines(approx bool) []string {
 	s := d.styles
 	var lines []string
 	if d.editing {
@@ -647,7 +654,7 @@ func (d *scopeDialog) coverageLines() []string {
 		text += " · e narrows the pattern"
 	}
 	lines = append(lines, d.wrapped(style, text, 8)...)
-	if _, approx := d.reach(); approx && cov.ask && d.widens() {
+	if approx && cov.ask && d.widens() {
 		lines = append(lines, d.wrapped(s.Warning, "this pattern is not judged here against the asking host's policy: if it passes a deny rule not named here, that host refuses it and the ask is denied", 8)...)
 	}
 	if d.overHub && d.scopes.NoPolicy {

@@ -730,3 +730,43 @@ func TestAWiderEditWithoutThePolicySaysTheHostMayRefuseIt(t *testing.T) {
 		t.Fatalf("the dialog does not say the host may refuse the edit:\n%s", screen)
 	}
 }
+
+// A reload that drops the marked choice does not leave the mark on the
+// next one in its place, which may be wider: the first choice is marked.
+func TestARescopeKeepsTheMarkedKind(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := bashChain()
+	opt := func(k serve.ScopeKind) serve.Scope { return serve.Scope{Kind: k, Title: string(k)} }
+	a.Scopes = serve.Scopes{Options: []serve.Scope{opt(serve.ScopeSubagent), opt(serve.ScopeSubagentBoth), opt(serve.ScopeSession)}}
+	h.queue(a)
+	chooseScope(h, serve.ScopeSubagentBoth)
+	h.events(serve.ScopesChanged{Ask: a.ID, Scopes: serve.Scopes{Rev: 1,
+		Options: []serve.Scope{opt(serve.ScopeSubagent), opt(serve.ScopeSession)}}})
+	if got := h.m.scope.scopes.Options[h.m.scope.chosen].Kind; got != serve.ScopeSubagent {
+		t.Fatalf("marked %s after the reload dropped subagent_both, want subagent", got)
+	}
+	h.events(serve.ScopesChanged{Ask: a.ID, Scopes: serve.Scopes{Rev: 2,
+		Options: []serve.Scope{opt(serve.ScopeSession), opt(serve.ScopeSubagent)}}})
+	if got := h.m.scope.scopes.Options[h.m.scope.chosen].Kind; got != serve.ScopeSubagent {
+		t.Fatalf("marked %s after a reload moved subagent, want subagent", got)
+	}
+}
+
+// The status names an edit and the suggestion it widens as the dialog's
+// lines name a pattern (blanked): two spaces show as ␠␠, not one space.
+func TestTheScopeStatusShowsAPatternsBlanks(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	a := suggesting("ls  -la", []wire.Grant{{Surface: "bash", Pattern: "ls  *"}}, reachPolicy(t))
+	h.queue(a)
+	chooseScope(h, serve.ScopeSession)
+	h.keys("e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("l*")})
+	h.keys("enter", "enter")
+	h.wantStatus("wider than the child's suggestion ls␠␠*")
+	h.keys("e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("ls  -l*")})
+	h.keys("enter", "enter")
+	h.wantStatus("with ls␠␠-l*")
+}
