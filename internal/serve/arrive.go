@@ -7,6 +7,7 @@ package serve
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/judgment"
@@ -193,14 +194,8 @@ func (s *Server) rejudge() {
 	// Asks waiting on disk beyond the parked budget are judged again as the
 	// inbox delivers them.
 	s.inbox.Rejudge()
-	waiting := make([]*pending, 0, len(s.asks))
-	for _, p := range s.asks {
-		if !p.deciding {
-			waiting = append(waiting, p)
-		}
-	}
+	waiting := s.waitingLocked()
 	s.mu.Unlock()
-	sortByID(waiting)
 	var jobs []job
 	for _, p := range waiting {
 		v := s.judge(p.ID, p.Session, p.Request)
@@ -220,6 +215,19 @@ func (s *Server) rejudge() {
 	s.answerAll(jobs)
 }
 
+// waitingLocked are the asks waiting for a person, by id: the ones a
+// reload judges again. s.mu is held.
+func (s *Server) waitingLocked() []*pending {
+	var waiting []*pending
+	for _, p := range s.asks {
+		if !p.deciding {
+			waiting = append(waiting, p)
+		}
+	}
+	sortByID(waiting)
+	return waiting
+}
+
 // PolicyLoaded reports a (re)loaded policy and re-judges pending asks; it
 // sets st.NoAutoAllow from st.Problems.
 func (s *Server) PolicyLoaded(st PolicyStatus) {
@@ -237,14 +245,8 @@ func (s *Server) PolicyLoaded(st PolicyStatus) {
 func (s *Server) rescope() {
 	judge := s.cfg.Judge()
 	s.mu.Lock()
-	var waiting []*pending
-	for _, p := range s.asks {
-		if !p.deciding && len(p.Scopes.Options) > 0 {
-			waiting = append(waiting, p)
-		}
-	}
+	waiting := slices.DeleteFunc(s.waitingLocked(), func(p *pending) bool { return len(p.Scopes.Options) == 0 })
 	s.mu.Unlock()
-	sortByID(waiting)
 	for _, p := range waiting {
 		now := OfferedScopes(p.Request, judge)
 		s.mu.Lock()
