@@ -28,16 +28,26 @@ func (s *Server) arrive(ev inbox.Arrived) {
 	if s.unreadableDecision(ev.ID) {
 		return
 	}
-	a := Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request)}
-	if a.Verdict.Action == resolve.Ask { // only a person chooses a scope
-		a.Scopes = OfferedScopes(ev.Request, s.cfg.Judge())
-	}
-	s.mu.Lock()
-	if s.closing {
-		// Left on disk for whoever serves next; the exit denial is only for
-		// asks a person had already been shown.
+	var a Ask
+	for {
+		gen := s.policyGen.Load()
+		a = Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request)}
+		if a.Verdict.Action == resolve.Ask { // only a person chooses a scope
+			a.Scopes = OfferedScopes(ev.Request, s.cfg.Judge())
+		}
+		s.mu.Lock()
+		if s.closing {
+			// Left on disk for whoever serves next; the exit denial is only
+			// for asks a person had already been shown.
+			s.mu.Unlock()
+			return
+		}
+		// Judged across a reload, it may have been judged by the policy
+		// before, and the reload's rejudge and rescope did not see it.
+		if s.policyGen.Load() == gen {
+			break
+		}
 		s.mu.Unlock()
-		return
 	}
 	p := &pending{Ask: a, deciding: a.Verdict.Action != resolve.Ask, logChecked: looked}
 	p.queued = !p.deciding
@@ -232,6 +242,7 @@ func (s *Server) waitingLocked() []*pending {
 // sets st.NoAutoAllow from st.Problems.
 func (s *Server) PolicyLoaded(st PolicyStatus) {
 	st.NoAutoAllow = len(st.Problems) > 0
+	s.policyGen.Add(1)
 	s.emit(st)
 	s.rejudge()
 	s.rescope()
