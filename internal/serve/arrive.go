@@ -30,7 +30,7 @@ func (s *Server) arrive(ev inbox.Arrived) {
 	}
 	var a Ask
 	for {
-		gen := s.policyGen.Load()
+		gen := s.rejudges.Load()
 		a = Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request)}
 		if a.Verdict.Action == resolve.Ask { // only a person chooses a scope
 			a.Scopes = OfferedScopes(ev.Request, s.cfg.Judge())
@@ -42,9 +42,10 @@ func (s *Server) arrive(ev inbox.Arrived) {
 			s.mu.Unlock()
 			return
 		}
-		// Judged across a reload, it may have been judged by the policy
-		// before, and the reload's rejudge and rescope did not see it.
-		if s.policyGen.Load() == gen {
+		// Judged across a rejudge (a reload, new grants or denies), it may
+		// have been judged by the ones before, and that rejudge (and
+		// rescope) did not see it.
+		if s.rejudges.Load() == gen {
 			break
 		}
 		s.mu.Unlock()
@@ -196,6 +197,7 @@ func SurfaceOf(req *wire.Request) string {
 // rejudge asks the recorded authority again about every ask still waiting
 // for a person; those it now decides are answered automatically.
 func (s *Server) rejudge() {
+	s.rejudges.Add(1) // before it looks at s.asks: see arrive
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -242,7 +244,6 @@ func (s *Server) waitingLocked() []*pending {
 // sets st.NoAutoAllow from st.Problems.
 func (s *Server) PolicyLoaded(st PolicyStatus) {
 	st.NoAutoAllow = len(st.Problems) > 0
-	s.policyGen.Add(1)
 	s.emit(st)
 	s.rejudge()
 	s.rescope()

@@ -118,9 +118,9 @@ type Server struct {
 
 	mu   sync.Mutex
 	asks map[AskID]*pending
-	// policyGen counts PolicyLoaded calls: an arrival judged across one
-	// is judged again (arrive).
-	policyGen atomic.Uint64
+	// rejudges counts rejudge calls: an arrival judged across one is
+	// judged again (arrive).
+	rejudges atomic.Uint64
 	// postponed: answers handed back to the inbox unwritten (postpone), and
 	// what a front end was told of each; it was sent them, so their
 	// redelivery and withdrawal are reported as that ask's.
