@@ -44,10 +44,11 @@ func (in *Inbox) present(e *entry) bool {
 	return e.stillThere(d.reqs)
 }
 
-// Respond answers the delivery id: it checks the request
-// file is still there, writes responses/<id>.json atomically, never over an
-// answer still there (ErrAnswerUnread), then deletes the request. All of it goes through directories opened without following
-// symlinks, so nothing outside the inbox is written or deleted. On a write
+// Respond answers the delivery id: it checks the request file is still
+// there, writes responses/<id>.json atomically, never over an answer still
+// there (ErrAnswerUnread), then deletes the request. All of it goes through
+// directories opened without following symlinks, so nothing outside the
+// inbox is written or deleted. On a write
 // error the request is kept in flight (never delivered again) so the caller
 // can retry without asking a person twice, or hand it back with Postpone.
 // ErrWithdrawn means the request vanished or was replaced by another file

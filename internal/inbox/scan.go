@@ -125,11 +125,10 @@ func (in *Inbox) handle(w *watcher, ev fsnotify.Event) {
 
 // discoverSessions registers canonical session directories not yet known
 // and claims them (the lock and heartbeat contention decide whether each is
-// served), and forgets known ones whose directory is gone (unless we serve
-// them: unlisted). At most
-// MaxDiscovered are known; beyond that a directory with a request waiting
-// takes the place of a known session that is idle, so junk directories
-// cannot keep a real session out (decision 0053).
+// served), and forgets known ones whose directory is gone unless we serve
+// them (unlisted). At most MaxDiscovered are known; beyond that a directory
+// with a request waiting takes the place of a known session that is idle,
+// so junk directories cannot keep a real session out (decision 0053).
 func (in *Inbox) discoverSessions() {
 	sessions, err := safefs.OpenDir(in.cfg.Layout.Root, "sessions")
 	if err != nil {

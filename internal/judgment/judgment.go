@@ -45,12 +45,12 @@ func Verdict(j Judge, req *wire.Request, sessionGrants []wire.Grant, denies []gr
 }
 
 // Served is what serve does with the policy's verdict v on req: an agent
-// name that is a path denies (decision 0147); a policy pi
-// reads but permtui cannot hold denies every ask (decision 0177); a request
-// without facts goes to a person whatever the judge says (ADR 0008 §4); an
-// allow that only an untrusted project's files give, or one for an ask from
-// outside the project, goes to a person (decisions 0206, 0234); an allow is held at ask while a policy file is broken
-// (decision 0052). v is the judge's verdict with sessionGrants.
+// name that is a path denies (decision 0147); a policy pi reads but permtui
+// cannot hold denies every ask (decision 0177); a request without facts
+// goes to a person whatever the judge says (ADR 0008 §4); an allow that
+// only an untrusted project's files give, or one for an ask from outside
+// the project, goes to a person (decisions 0206, 0234); an allow is held at
+// ask while a policy file is broken (decision 0052). v is the judge's verdict with sessionGrants.
 // 'permtui resolve' prints v, pi's answer, and exits with Served's.
 func Served(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Verdict) resolve.Verdict {
 	if agent := agentOf(req); strings.ContainsAny(agent, `/\`) {

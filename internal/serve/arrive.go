@@ -7,6 +7,7 @@ package serve
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/judgment"
@@ -27,16 +28,27 @@ func (s *Server) arrive(ev inbox.Arrived) {
 	if s.unreadableDecision(ev.ID) {
 		return
 	}
-	a := Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request)}
-	if a.Verdict.Action == resolve.Ask { // only a person chooses a scope
-		a.Scopes = OfferedScopes(ev.Request, s.cfg.Judge())
-	}
-	s.mu.Lock()
-	if s.closing {
-		// Left on disk for whoever serves next; the exit denial is only for
-		// asks a person had already been shown.
+	var a Ask
+	for {
+		gen := s.rejudges.Load()
+		a = Ask{Arrived: ev, Verdict: s.judge(ev.ID, ev.Session, ev.Request)}
+		if a.Verdict.Action == resolve.Ask { // only a person chooses a scope
+			a.Scopes = OfferedScopes(ev.Request, s.cfg.Judge())
+		}
+		s.mu.Lock()
+		if s.closing {
+			// Left on disk for whoever serves next; the exit denial is only
+			// for asks a person had already been shown.
+			s.mu.Unlock()
+			return
+		}
+		// Judged across a rejudge (a reload, new grants or denies), it may
+		// have been judged by the ones before, and that rejudge (and
+		// rescope) did not see it.
+		if s.rejudges.Load() == gen {
+			break
+		}
 		s.mu.Unlock()
-		return
 	}
 	p := &pending{Ask: a, deciding: a.Verdict.Action != resolve.Ask, logChecked: looked}
 	p.queued = !p.deciding
@@ -185,6 +197,7 @@ func SurfaceOf(req *wire.Request) string {
 // rejudge asks the recorded authority again about every ask still waiting
 // for a person; those it now decides are answered automatically.
 func (s *Server) rejudge() {
+	s.rejudges.Add(1) // before it looks at s.asks: see arrive
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -193,14 +206,8 @@ func (s *Server) rejudge() {
 	// Asks waiting on disk beyond the parked budget are judged again as the
 	// inbox delivers them.
 	s.inbox.Rejudge()
-	waiting := make([]*pending, 0, len(s.asks))
-	for _, p := range s.asks {
-		if !p.deciding {
-			waiting = append(waiting, p)
-		}
-	}
+	waiting := s.waitingLocked()
 	s.mu.Unlock()
-	sortByID(waiting)
 	var jobs []job
 	for _, p := range waiting {
 		v := s.judge(p.ID, p.Session, p.Request)
@@ -220,6 +227,19 @@ func (s *Server) rejudge() {
 	s.answerAll(jobs)
 }
 
+// waitingLocked are the asks waiting for a person, by id: the ones a
+// reload judges again. s.mu is held.
+func (s *Server) waitingLocked() []*pending {
+	var waiting []*pending
+	for _, p := range s.asks {
+		if !p.deciding {
+			waiting = append(waiting, p)
+		}
+	}
+	sortByID(waiting)
+	return waiting
+}
+
 // PolicyLoaded reports a (re)loaded policy and re-judges pending asks; it
 // sets st.NoAutoAllow from st.Problems.
 func (s *Server) PolicyLoaded(st PolicyStatus) {
@@ -237,14 +257,8 @@ func (s *Server) PolicyLoaded(st PolicyStatus) {
 func (s *Server) rescope() {
 	judge := s.cfg.Judge()
 	s.mu.Lock()
-	var waiting []*pending
-	for _, p := range s.asks {
-		if !p.deciding && len(p.Scopes.Options) > 0 {
-			waiting = append(waiting, p)
-		}
-	}
+	waiting := slices.DeleteFunc(s.waitingLocked(), func(p *pending) bool { return len(p.Scopes.Options) == 0 })
 	s.mu.Unlock()
-	sortByID(waiting)
 	for _, p := range waiting {
 		now := OfferedScopes(p.Request, judge)
 		s.mu.Lock()

@@ -14,9 +14,9 @@ import (
 // only report (arrivals, automatic answers to asks no person was shown,
 // refused files) are counted in a Skipped event instead of kept, an ask
 // answered or gone before the consumer was even sent it leaves the buffer
-// with its answer, and only the latest grants, denies and policy state
-// wait (and each ask's latest scopes), so a stalled front end cannot make the process keep every request
-// it answers (decision 0118). Everything a front end needs to stay true to
+// with its answer, and only the latest grants, denies, policy state and
+// each ask's scopes wait, so a stalled front end cannot make the process
+// keep every request it answers (decision 0118). Everything a front end needs to stay true to
 // what it was sent is kept, in order.
 type EventQueue struct {
 	out    chan Event

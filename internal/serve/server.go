@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/permtui/permtui/internal/inbox"
@@ -117,6 +118,9 @@ type Server struct {
 
 	mu   sync.Mutex
 	asks map[AskID]*pending
+	// rejudges counts rejudge calls: an arrival judged across one is
+	// judged again (arrive).
+	rejudges atomic.Uint64
 	// postponed: answers handed back to the inbox unwritten (postpone), and
 	// what a front end was told of each; it was sent them, so their
 	// redelivery and withdrawal are reported as that ask's.

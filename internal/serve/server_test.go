@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -462,6 +464,38 @@ func TestPolicyLoadedAnswersAsksThePolicyNowDecides(t *testing.T) {
 	h.rec.WaitFor(t, "policy", func(ev Event) bool { p, ok := ev.(PolicyStatus); return ok && len(p.Problems) == 1 })
 	if _, err := os.Stat(h.layout.RequestPath(rootID, "1791279012345-rr-2")); err != nil {
 		t.Fatalf("still-ask request answered: %v", err)
+	}
+}
+
+// reloadingJudge is a fakeJudge whose policy is reloaded while it judges
+// its first request: that verdict is the policy's before the reload, which
+// makes the request's value allowed.
+type reloadingJudge struct {
+	*fakeJudge
+	once  sync.Once
+	srv   atomic.Pointer[Server]
+	value string
+}
+
+func (j *reloadingJudge) Resolve(req *wire.Request, grants []wire.Grant) resolve.Verdict {
+	v := j.fakeJudge.Resolve(req, grants)
+	j.once.Do(func() {
+		j.set(j.value, ruleVerdict(resolve.Allow, "bash", j.value, "global", ""))
+		j.srv.Load().PolicyLoaded(PolicyStatus{})
+	})
+	return v
+}
+
+// An ask judged while the policy is reloaded, before the reload's rejudge
+// could see it, is judged again by the new policy: it is not left waiting
+// for a person on the old one's verdict (nor offered its scopes).
+func TestAnAskJudgedAcrossAReloadIsJudgedAgain(t *testing.T) {
+	judge := &reloadingJudge{fakeJudge: &fakeJudge{}, value: "go build"}
+	h := startServer(t, options{config: func(c *Config) { c.Judge = func() Judge { return judge } }})
+	judge.srv.Store(h.s)
+	h.send(intent("1791279012345-ra-1", "impl", "bash", "go build"))
+	if resp := h.await("1791279012345-ra-1"); !resp.Approved {
+		t.Fatalf("%+v", resp)
 	}
 }
 
