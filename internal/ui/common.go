@@ -145,6 +145,9 @@ func (c *common) renderFields(fields []field, wrapProse bool, factLines int) []s
 func (c *common) renderOwned(fields []field, wrapProse bool, factLines, width int) (out []string, owner []int) {
 	s := c.styles
 	textWidth := max(width-labelWidth-1, 10)
+	styles := [...]lipgloss.Style{kindPlain: s.Value, kindContext: s.Value, kindBoundary: s.Boundary,
+		kindWarning: s.Warning, kindAnnotation: s.Annotation, kindMuted: s.Muted, kindHunk: s.Muted,
+		kindAdded: s.Approved, kindRemoved: s.Denied}
 	for _, f := range fields {
 		if f.kind == kindHeading {
 			for _, ch := range wrapWords(f.text, width) {
@@ -152,21 +155,7 @@ func (c *common) renderOwned(fields []field, wrapProse bool, factLines, width in
 			}
 			continue
 		}
-		style := s.Value
-		switch f.kind {
-		case kindBoundary:
-			style = s.Boundary
-		case kindWarning:
-			style = s.Warning
-		case kindAnnotation:
-			style = s.Annotation
-		case kindMuted, kindHunk:
-			style = s.Muted
-		case kindAdded:
-			style = s.Approved
-		case kindRemoved:
-			style = s.Denied
-		}
+		style := styles[f.kind]
 		var chunks []string
 		own := f.must
 		switch {
