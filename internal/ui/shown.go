@@ -50,52 +50,35 @@ func (m *Model) buildShown() {
 	if m.shownCache.valid {
 		return
 	}
-	lines := m.buildQueueLines()
-	asks := make([]*entry, 0, len(lines))
-	for _, l := range lines {
-		if l.e != nil {
-			asks = append(asks, l.e)
-		}
-	}
-	m.shownCache = shownCache{valid: true, lines: lines, asks: asks}
-}
-
-func (m *Model) buildQueueLines() []queueLine {
-	var kept []*entry
-	f := parseFilter(m.filter)
-	for _, e := range m.queue {
-		if f.matches(e) {
-			kept = append(kept, e)
-		}
-	}
-	if !m.grouped {
-		lines := make([]queueLine, len(kept))
-		for i, e := range kept {
-			lines[i] = queueLine{e: e}
-		}
-		return lines
-	}
+	// Ungrouped, every ask shown is in one group without a heading.
 	var order []string
 	groups := map[string][]*entry{}
-	for _, e := range kept {
-		k := groupKey(e)
+	f := parseFilter(m.filter)
+	for _, e := range m.queue {
+		if !f.matches(e) {
+			continue
+		}
+		k := ""
+		if m.grouped {
+			k = groupKey(e)
+		}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], e)
 	}
-	var lines []queueLine
+	c := shownCache{valid: true}
 	for _, k := range order {
 		es := groups[k]
-		r := es[0].ask.Request
-		heading := "▾ root " + Sanitize(es[0].ask.Session) + " · " + agentName(r) + " · " +
-			plural(len(es), "ask")
-		lines = append(lines, queueLine{heading: heading})
+		if m.grouped {
+			c.lines = append(c.lines, queueLine{heading: "▾ root " + Sanitize(es[0].ask.Session) + " · " +
+				agentName(es[0].ask.Request) + " · " + plural(len(es), "ask")})
+		}
 		for _, e := range es {
-			lines = append(lines, queueLine{e: e})
+			c.lines, c.asks = append(c.lines, queueLine{e: e}), append(c.asks, e)
 		}
 	}
-	return lines
+	m.shownCache = c
 }
 
 func groupKey(e *entry) string {
