@@ -181,16 +181,24 @@ func (c *common) renderOwned(fields []field, wrapProse bool, factLines, width in
 	return out, owner
 }
 
-// seenIn lists the must ordinals whose lines all lie in owner[from:to]:
-// only a field at either edge can be partly outside.
-func seenIn(owner []int, from, to int) []int {
-	to = min(to, len(owner))
-	var seen []int
-	for i := from; i < to; i++ {
-		k := owner[i]
-		if k > 0 && (i == from || owner[i-1] != k) && (from == 0 || owner[from-1] != k) && (to == len(owner) || owner[to] != k) {
-			seen = append(seen, k)
+// seenIn lists the must ordinals whose lines all lie in owner[:to].
+func seenIn(owner []int, to int) []int {
+	return mustWhere(owner, func(_, b int) bool { return b <= to })
+}
+
+// mustWhere lists the must ordinals in owner whose lines [a, b) pass ok; a
+// field's lines are consecutive.
+func mustWhere(owner []int, ok func(a, b int) bool) []int {
+	var out []int
+	for a := 0; a < len(owner); {
+		b := a + 1
+		for b < len(owner) && owner[b] == owner[a] {
+			b++
 		}
+		if owner[a] > 0 && ok(a, b) {
+			out = append(out, owner[a])
+		}
+		a = b
 	}
-	return seen
+	return out
 }

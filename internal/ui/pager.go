@@ -121,26 +121,8 @@ func (p *pager) view(int) []string {
 // ordinals whose every line has now been on screen, in this window or an
 // earlier one: a field taller than the window is seen by scrolling it.
 func (p *pager) noteViewed(from, to int) []int {
-	to = min(to, len(p.viewed))
-	for i := from; i < to; i++ {
+	for i := from; i < min(to, len(p.viewed)); i++ {
 		p.viewed[i] = true
 	}
-	var seen []int
-	for i := from; i < to; i++ {
-		k := p.owner[i]
-		if k <= 0 || i > from && p.owner[i-1] == k {
-			continue
-		}
-		a, b := i, i
-		for a > 0 && p.owner[a-1] == k {
-			a--
-		}
-		for b+1 < len(p.owner) && p.owner[b+1] == k {
-			b++
-		}
-		if !slices.Contains(p.viewed[a:b+1], false) {
-			seen = append(seen, k)
-		}
-	}
-	return seen
+	return mustWhere(p.owner, func(a, b int) bool { return !slices.Contains(p.viewed[a:b], false) })
 }

@@ -260,3 +260,20 @@ func TestAChangeStillBeingReadIsNotSeen(t *testing.T) {
 	h.keys("y")
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 }
+
+// A command taller than the full view's window is one field: the window's
+// first lines of it are not seeing it, and y waits until a page down went
+// over all of it.
+func TestAValueTallerThanTheWindowIsSeenByScrollingIt(t *testing.T) {
+	h := newHarness(t)
+	a := bashAsk(1, "builder", "/w/p", "echo"+strings.Repeat(" word", 1000))
+	h.queue(a)
+	h.keys("v", "y")
+	h.wantDecisions()
+	h.wantStatus("not seen yet")
+	h.keys("f", "y")
+	h.wantDecisions()
+	h.pageThrough()
+	h.keys("y")
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
+}

@@ -496,16 +496,16 @@ func (m *Model) detailLines(fields []field, room int) layout {
 func (m *Model) fitFields(fields []field, room, width int) ([]string, []int) {
 	if len(fields) <= room { // each field takes a line at least
 		if detail, owner := m.renderOwned(fields, true, 0, width); len(detail) <= room {
-			return detail, seenIn(owner, 0, len(owner))
+			return detail, seenIn(owner, len(owner))
 		}
 	}
 	detail, owner := m.renderOwned(fields, false, maxFactLines, width)
 	if len(detail) > room {
-		shown := seenIn(owner, 0, max(room-1, 0))
+		shown := seenIn(owner, max(room-1, 0))
 		return append(detail[:max(room-1, 0)], m.styles.Muted.Render(
 			fmt.Sprintf("… %d more lines: v shows everything", len(detail)-room+1))), shown
 	}
-	return detail, seenIn(owner, 0, len(owner))
+	return detail, seenIn(owner, len(owner))
 }
 
 // detailOf is the detail of an ask with what only the queue knows: how
