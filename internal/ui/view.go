@@ -461,17 +461,11 @@ func (m *Model) layoutWith(height int, sh queueShape) layout {
 // is. The change comes right after the agent and path; at 120 columns or
 // more it is beside the rest (decision 0154).
 func (m *Model) detailLines(fields []field, room int) layout {
-	hasChange := slices.ContainsFunc(fields, func(f field) bool { return f.diff })
+	isChange := func(f field) bool { return f.diff }
 	var l layout
-	if hasChange && m.width >= 120 {
-		var rest, change []field
-		for _, f := range fields {
-			if f.diff {
-				change = append(change, f)
-			} else {
-				rest = append(rest, f)
-			}
-		}
+	if slices.ContainsFunc(fields, isChange) && m.width >= 120 {
+		rest := slices.DeleteFunc(slices.Clone(fields), isChange)
+		change := slices.DeleteFunc(slices.Clone(fields), func(f field) bool { return !f.diff })
 		lw := (m.width - 3) / 2
 		left, leftShown := m.fitFields(rest, room, lw)
 		right, rightShown := m.fitFields(change, room, m.width-3-lw)
@@ -937,13 +931,8 @@ func styled(style lipgloss.Style, lines []string) []string {
 
 // fitLines pads or cuts to exactly height lines.
 func fitLines(lines []string, height int) []string {
-	if len(lines) > height {
-		return lines[:height]
-	}
-	for len(lines) < height {
-		lines = append(lines, "")
-	}
-	return lines
+	lines = lines[:min(len(lines), height)]
+	return append(lines, make([]string, height-len(lines))...)
 }
 
 // pad cuts or fills s to exactly w cells.
