@@ -80,31 +80,27 @@ func (m *Model) headerLines() []string {
 	all := func() []string {
 		return slices.Concat(counts, activity, sessions, policy)
 	}
-	if m.height > 24 {
-		return all()
-	}
-	for step := 0; len(all()) > 3 && step < 7; step++ {
-		switch step {
-		case 0:
-			activity = activity[:min(len(activity), 1)]
-		case 1:
-			sessions = m.sessionLines(true)
-		case 2, 5:
-			if step == 5 {
-				policy = m.withAuthority(m.policyLines(true), true)
-			}
-			sessions, policy = joinIfFits(sessions, policy, m.width)
-		case 3:
-			activity = nil
-		case 4:
-			counts = m.countLines(true)
-		case 6:
+	join := func() { sessions, policy = joinIfFits(sessions, policy, m.width) }
+	steps := []func(){
+		func() { activity = activity[:min(len(activity), 1)] },
+		func() { sessions = m.sessionLines(true) },
+		join,
+		func() { activity = nil },
+		func() { counts = m.countLines(true) },
+		func() {
+			policy = m.withAuthority(m.policyLines(true), true)
+			join()
+		},
+		func() {
 			// Off the policy's line, onto the counts' line, if it fits there.
 			if c, rest := joinIfFits(counts, m.authorityLines(true), m.width); rest == nil {
-				counts, sessions = c, m.sessionLines(true)
-				sessions, policy = joinIfFits(sessions, m.policyLines(true), m.width)
+				counts, sessions, policy = c, m.sessionLines(true), m.policyLines(true)
+				join()
 			}
-		}
+		},
+	}
+	for i := 0; m.height <= 24 && len(all()) > 3 && i < len(steps); i++ {
+		steps[i]()
 	}
 	return all()
 }
