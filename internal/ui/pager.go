@@ -25,11 +25,6 @@ type pager struct {
 	viewed []bool                   // each line has been in the window since the text was filled
 }
 
-// open shows the full view of ask, or the log when ask is 0.
-func (p *pager) open(ask serve.AskID, fill func() ([]string, []int)) {
-	p.ask, p.fill = ask, fill
-}
-
 // release drops the text shown; open and refresh fill it again.
 func (p *pager) release() {
 	if p.fill != nil {

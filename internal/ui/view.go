@@ -751,21 +751,20 @@ func bar(line string, width int) string {
 // openPager shows the full detail of the highlighted ask or the decision
 // log in the pager.
 func (m *Model) openPager(md mode) {
+	e := m.current()
+	if md == modeView && e == nil {
+		m.setStatus("nothing to show")
+		return
+	}
+	m.pager.ask, m.pager.fill = 0, func() ([]string, []int) { return m.logLines(), nil }
 	if md == modeView {
-		e := m.current()
-		if e == nil {
-			m.setStatus("nothing to show")
-			return
-		}
 		id := e.ask.ID
-		m.pager.open(id, func() ([]string, []int) {
+		m.pager.ask, m.pager.fill = id, func() ([]string, []int) {
 			if e := m.find(id); e != nil {
 				return m.renderOwned(m.detailOf(e), true, 0, m.width)
 			}
 			return nil, nil
-		})
-	} else {
-		m.pager.open(0, func() ([]string, []int) { return m.logLines(), nil })
+		}
 	}
 	m.mode = md
 	m.sizePager(true)
