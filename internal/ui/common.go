@@ -22,7 +22,7 @@ type common struct {
 
 func (c *common) rule(title string) string {
 	title = ansi.Truncate("── "+title+" ", max(c.width-2, 4), "… ")
-	return c.styles.Rule.Render(title + strings.Repeat("─", max(c.width-ansi.StringWidth(title), 0)))
+	return c.styles.Muted.Render(title + strings.Repeat("─", max(c.width-ansi.StringWidth(title), 0)))
 }
 
 // indented hard-wraps a value under an indent, so a pattern or command is
@@ -145,13 +145,13 @@ func (c *common) renderFields(fields []field, wrapProse bool, factLines int) []s
 func (c *common) renderOwned(fields []field, wrapProse bool, factLines, width int) (out []string, owner []int) {
 	s := c.styles
 	textWidth := max(width-labelWidth-1, 10)
-	styles := [...]lipgloss.Style{kindPlain: s.Value, kindContext: s.Value, kindBoundary: s.Boundary,
+	styles := [...]lipgloss.Style{kindPlain: s.Value, kindContext: s.Value, kindBoundary: s.Strong,
 		kindWarning: s.Warning, kindAnnotation: s.Annotation, kindMuted: s.Muted, kindHunk: s.Muted,
 		kindAdded: s.Approved, kindRemoved: s.Denied}
 	for _, f := range fields {
 		if f.kind == kindHeading {
 			for _, ch := range wrapWords(f.text, width) {
-				out, owner = append(out, s.Label.Render(ch)), append(owner, 0)
+				out, owner = append(out, s.Muted.Render(ch)), append(owner, 0)
 			}
 			continue
 		}
@@ -174,7 +174,7 @@ func (c *common) renderOwned(fields []field, wrapProse bool, factLines, width in
 			if i == 0 {
 				label = f.label
 			}
-			out = append(out, s.Label.Render(pad(label, labelWidth))+" "+style.Render(ch))
+			out = append(out, s.Muted.Render(pad(label, labelWidth))+" "+style.Render(ch))
 			owner = append(owner, own)
 		}
 	}

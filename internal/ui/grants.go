@@ -159,7 +159,7 @@ func (g *grantList) view(height int) []string {
 			line += " (revoked)"
 		}
 		if i == g.cursor {
-			line, at = s.Cursor.Render(line), len(lines)
+			line, at = s.Strong.Render(line), len(lines)
 		}
 		lines = append(lines, line)
 	}

@@ -531,7 +531,7 @@ func (d *scopeDialog) body() (lines []string, from, to int) {
 		}
 		mark, style := "  ( ) ", s.Value
 		if i == d.chosen {
-			mark, style = "▸ (•) ", s.Option
+			mark, style = "▸ (•) ", s.Strong
 		}
 		effect := o.Effect
 		if o.Grants != nil {

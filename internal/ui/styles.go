@@ -6,19 +6,14 @@ import "github.com/charmbracelet/lipgloss"
 // word or glyph already says, so the console reads the same under NO_COLOR.
 type Styles struct {
 	Title      lipgloss.Style
-	Muted      lipgloss.Style
-	Rule       lipgloss.Style
-	Cursor     lipgloss.Style // the highlighted queue row
-	Expired    lipgloss.Style
+	Muted      lipgloss.Style // also rules, labels and expired rows
 	Approved   lipgloss.Style
 	Denied     lipgloss.Style
 	Warning    lipgloss.Style
-	Label      lipgloss.Style
 	Value      lipgloss.Style
-	Boundary   lipgloss.Style
+	Strong     lipgloss.Style // a boundary value, the highlighted grant, the chosen option
 	Annotation lipgloss.Style
 	Status     lipgloss.Style
-	Option     lipgloss.Style // the chosen option in a choice list
 }
 
 // DefaultStyles returns adaptive colours that work on light and dark
@@ -35,17 +30,12 @@ func DefaultStyles() Styles {
 	return Styles{
 		Title:      lipgloss.NewStyle().Bold(true).Foreground(accent),
 		Muted:      lipgloss.NewStyle().Foreground(dim),
-		Rule:       lipgloss.NewStyle().Foreground(dim),
-		Cursor:     lipgloss.NewStyle().Bold(true),
-		Expired:    lipgloss.NewStyle().Foreground(dim),
 		Approved:   lipgloss.NewStyle().Foreground(green),
 		Denied:     lipgloss.NewStyle().Foreground(red),
 		Warning:    lipgloss.NewStyle().Foreground(amber),
-		Label:      lipgloss.NewStyle().Foreground(dim),
 		Value:      lipgloss.NewStyle(),
-		Boundary:   lipgloss.NewStyle().Bold(true),
+		Strong:     lipgloss.NewStyle().Bold(true),
 		Annotation: lipgloss.NewStyle().Foreground(purple).Italic(true),
 		Status:     lipgloss.NewStyle().Foreground(accent),
-		Option:     lipgloss.NewStyle().Bold(true),
 	}
 }

@@ -421,7 +421,7 @@ func (m *Model) layoutWith(height int, sh queueShape) layout {
 	}
 	for _, l := range all[first : first+visible] {
 		if l.e == nil {
-			lines = append(lines, m.styles.Label.Render(l.heading))
+			lines = append(lines, m.styles.Muted.Render(l.heading))
 			continue
 		}
 		lines = append(lines, m.queueRow(l.e, cols))
@@ -719,7 +719,7 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	case e.ask.ID == m.highlight:
 		return bar(line, m.width)
 	case e.state == stateExpired:
-		return m.styles.Expired.Render(line)
+		return m.styles.Muted.Render(line)
 	}
 	return line
 }
