@@ -61,17 +61,6 @@ func identity(a serve.Ask) askIdentity {
 	return id
 }
 
-// differs names the parts in which two identities differ.
-func (id askIdentity) differs(o askIdentity) []string {
-	var out []string
-	for p := range numParts {
-		if id[p] != o[p] {
-			out = append(out, partNames[p])
-		}
-	}
-	return out
-}
-
 // identicalTargets are the pending shown asks identical to the highlighted
 // one, with the words for the status line: what they share, and what the
 // similar asks (same agent and values) left unmarked differ in.
@@ -90,9 +79,9 @@ func (m *Model) identicalTargets() ([]serve.AskID, string) {
 			keys = append(keys, e.ask.ID)
 		case e.same[partQuestion] == cur.same[partQuestion]:
 			similar++
-			for _, d := range e.same.differs(cur.same) {
-				if !slices.Contains(why, d) {
-					why = append(why, d)
+			for p := range numParts {
+				if e.same[p] != cur.same[p] && !slices.Contains(why, partNames[p]) {
+					why = append(why, partNames[p])
 				}
 			}
 		}
