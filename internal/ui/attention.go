@@ -8,28 +8,23 @@ import (
 )
 
 // attentionCmd rings the bell and raises a desktop notification for a new
-// ask. The notification says only how many asks wait: request text is
-// untrusted and may be private, so it never leaves the console.
-func (m *Model) attentionCmd(pending int) tea.Cmd {
-	seq := attentionSequence(m.opts.Bell, m.opts.Notify, pending)
+// ask: BEL, then OSC 9 (iTerm2, Windows Terminal, WezTerm, kitty, ghostty)
+// and OSC 777 (rxvt, foot, ghostty). The notification says only how many
+// asks wait: request text is untrusted and may be private, so it never
+// leaves the console.
+func (m *Model) attentionCmd() tea.Cmd {
+	seq := ""
+	if m.opts.Bell {
+		seq += "\a"
+	}
+	if m.opts.Notify {
+		pending := plural(m.pendingCount(), "ask") + " pending"
+		seq += "\x1b]9;permtui: " + pending + "\x07" + "\x1b]777;notify;permtui;" + pending + "\x07"
+	}
 	if seq == "" {
 		return nil
 	}
 	return m.writeCmd(seq)
-}
-
-// attentionSequence is BEL, then OSC 9 (iTerm2, Windows Terminal, WezTerm,
-// kitty, ghostty) and OSC 777 (rxvt, foot, ghostty) notifications.
-func attentionSequence(bell, notify bool, pending int) string {
-	seq := ""
-	if bell {
-		seq += "\a"
-	}
-	if notify {
-		text := "permtui: " + plural(pending, "ask") + " pending"
-		seq += "\x1b]9;" + text + "\x07" + "\x1b]777;notify;permtui;" + plural(pending, "ask") + " pending\x07"
-	}
-	return seq
 }
 
 // titleCmd keeps the window title at the pending count; it writes only when

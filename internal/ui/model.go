@@ -514,7 +514,7 @@ func (m *Model) enqueue(a serve.Ask) tea.Cmd {
 	if m.highlight == 0 {
 		m.keepHighlightShown()
 	}
-	return tea.Batch(m.attentionCmd(m.pendingCount()), m.wantDiff(m.queue[len(m.queue)-1]))
+	return tea.Batch(m.attentionCmd(), m.wantDiff(m.queue[len(m.queue)-1]))
 }
 
 // applyWithdrawn folds an ask's withdrawal into the state.
