@@ -262,35 +262,27 @@ func diffFields(d preview.Diff) []field {
 	if d.NewFile {
 		against = "a new file: every line added"
 	}
-	if len(d.Lines) == 0 || d.Lines[0].Kind != preview.Hunk {
-		return append([]field{{label: "change", text: against, kind: kindMuted, diff: true}}, diffLines(d)...)
-	}
-	f := diffLines(d)
-	f[0].label, f[0].text = "change", f[0].text+"  ("+against+")"
-	return f
-}
-
-// diffLines are a diff's lines and note as fields.
-func diffLines(d preview.Diff) []field {
-	var f []field
+	f := []field{{label: "change", text: against, kind: kindMuted, diff: true}}
 	for _, l := range d.Lines {
-		kind := kindContext
+		text, kind := string(rune(l.Kind))+" "+Sanitize(l.Text), kindContext
 		switch l.Kind {
 		case preview.Added:
 			kind = kindAdded
 		case preview.Removed:
 			kind = kindRemoved
 		case preview.Hunk:
-			f = append(f, field{text: Sanitize(l.Text), kind: kindHunk, diff: true})
-			continue
+			text, kind = Sanitize(l.Text), kindHunk
 		case preview.NoEOL:
-			f = append(f, field{text: `\ no newline at the end`, kind: kindHunk, diff: true})
-			continue
+			text, kind = `\ no newline at the end`, kindHunk
 		}
-		f = append(f, field{text: string(rune(l.Kind)) + " " + Sanitize(l.Text), kind: kind, diff: true})
+		f = append(f, field{text: text, kind: kind, diff: true})
 	}
 	if d.Note != "" {
 		f = append(f, field{text: Sanitize(d.Note), kind: kindMuted, diff: true})
+	}
+	if len(d.Lines) > 0 && d.Lines[0].Kind == preview.Hunk {
+		f[1].label, f[1].text = "change", f[1].text+"  ("+against+")"
+		return f[1:]
 	}
 	return f
 }
