@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -482,10 +483,8 @@ func judgedValue(a serve.Ask) (value, label string) {
 		unit = ""
 	}
 	switch {
-	case unjudged(ai, v) && unit != "":
-		return unit, v
 	case unjudged(ai, v):
-		return ai.MatchValues[0], v
+		return cmp.Or(unit, ai.MatchValues[0]), v
 	case unit != "" && v != unit && (slices.Contains(ai.MatchValues, v) || unitsContain(ai.AskingUnits, v)):
 		return unit, v // another unit of the chain decided (decision 0204's amendment)
 	}
