@@ -277,3 +277,29 @@ func TestAValueTallerThanTheWindowIsSeenByScrollingIt(t *testing.T) {
 	h.keys("y")
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 }
+
+// A unit of three lines that the detail's "… more lines" cuts after its
+// second is not seen there: every unit counted as seen on the queue screen
+// shows its last line on it.
+func TestAUnitCutAtTheDetailsEndIsNotSeen(t *testing.T) {
+	h := newHarness(t)
+	a := bashAsk(1, "builder", "/w/p", "make a0")
+	for i := range 20 {
+		a.Request.AccessIntent.AskingUnits = append(a.Request.AccessIntent.AskingUnits,
+			wire.AskingUnit{Command: "make u" + itoa(i) + " " + strings.Repeat("x", 100) + " end" + itoa(100+i)})
+	}
+	h.queue(a)
+	e, view := h.m.find(a.ID), ansi.Strip(h.m.View())
+	fields, cut := detailFields(e), false
+	for i := range 20 {
+		k := fields[slices.IndexFunc(fields, func(f field) bool { return f.label == "unit "+itoa(i+1) })].must
+		seen := k <= len(e.seen) && e.seen[k-1]
+		if seen && !strings.Contains(view, " end"+itoa(100+i)) {
+			t.Fatalf("unit %d counted as seen, but its last line is not on screen:\n%s", i+1, view)
+		}
+		cut = cut || !seen && strings.Contains(view, "make u"+itoa(i)+" ")
+	}
+	if !cut {
+		t.Fatalf("no unit is cut at the detail's end; the test needs one:\n%s", view)
+	}
+}
