@@ -103,7 +103,7 @@ type queryFilter struct {
 var filterFields = []string{"agent", "cwd", "surface", "session"}
 
 func parseFilter(q string) queryFilter {
-	f := queryFilter{}
+	f := queryFilter{fields: map[string]string{}}
 	q = strings.TrimSpace(q)
 	if rest, ok := strings.CutPrefix(q, "~"); ok {
 		f.fuzzy, q = true, rest
@@ -112,9 +112,6 @@ func parseFilter(q string) queryFilter {
 	for _, w := range strings.Fields(q) {
 		name, value, ok := strings.Cut(w, ":")
 		if ok && slices.Contains(filterFields, strings.ToLower(name)) {
-			if f.fields == nil {
-				f.fields = map[string]string{}
-			}
 			f.fields[strings.ToLower(name)] = strings.ToLower(value)
 			continue
 		}
