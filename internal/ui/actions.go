@@ -90,9 +90,11 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		t, what := m.identicalTargets()
 		return m.decideTargets(msg.String(), what, t, once, true, nil)
 	case key.Matches(msg, m.keys.ApproveSession):
-		m.openScope()
+		if e := m.answerable(); e != nil {
+			m.openScope(e)
+		}
 	case key.Matches(msg, m.keys.DenyReason):
-		return m.openReason()
+		return m.openReason(m.targets())
 	case key.Matches(msg, m.keys.DenySession):
 		return m.openDenySession()
 	case key.Matches(msg, m.keys.View):
@@ -437,16 +439,16 @@ func describe(q asks, ids []serve.AskID) string {
 // end as its row does.
 func label(e *entry) string { return endLabel(e, 60) }
 
-func (m *Model) openScope() {
-	if e := m.answerable(); e != nil {
-		if len(e.ask.Scopes.Options) == 0 {
-			// A relay may send none (too large with them, decision 0246).
-			m.setStatus(cmp.Or(Sanitize(e.ask.Scopes.Note), "no approval for longer than once is offered for this ask"))
-			return
-		}
-		m.scope.open(e)
-		m.mode = modeScope
+// openScope opens "approve for session" on e, from the queue or the full
+// view.
+func (m *Model) openScope(e *entry) {
+	if len(e.ask.Scopes.Options) == 0 {
+		// A relay may send none (too large with them, decision 0246).
+		m.setStatus(cmp.Or(Sanitize(e.ask.Scopes.Note), "no approval for longer than once is offered for this ask"))
+		return
 	}
+	m.scope.open(e)
+	m.mode = modeScope
 }
 
 // openRule opens the rule dialog on the highlighted ask. A rule is checked
@@ -506,8 +508,9 @@ func (m *Model) openDenySession() tea.Cmd {
 	return nil
 }
 
-func (m *Model) openReason() tea.Cmd {
-	targets := m.targets()
+// openReason opens "deny with reason" on targets, from the queue or the
+// full view.
+func (m *Model) openReason(targets []serve.AskID) tea.Cmd {
 	if len(targets) == 0 {
 		return nil
 	}

@@ -141,14 +141,10 @@ func (m *Model) apply(act action) tea.Cmd {
 		return tea.Quit
 	case openScopeAction:
 		if e := m.find(a.ask); e != nil && e.state == statePending {
-			m.scope.open(e)
-			m.mode = modeScope
+			m.openScope(e)
 		}
 	case openReasonAction:
-		if targets := stillPending(m, a.targets); len(targets) > 0 {
-			m.mode = modeReason
-			return m.reason.open(targets)
-		}
+		return m.openReason(stillPending(m, a.targets))
 	case copyAction:
 		return m.copyCmd(a.text)
 	case previewRuleAction:
