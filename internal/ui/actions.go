@@ -416,7 +416,7 @@ func (m *Model) send(d serve.Decision) tea.Cmd {
 		e.state = stateSending
 		e.selected = false
 		if d.DenyFor != nil { // kept before the answer: serve denies the asks it covers meanwhile
-			m.yourDeny = &sessionRule{e.ask.Session, *d.DenyFor}
+			m.yourDeny = &sessionRule{e.ask.Session, *d.DenyFor, true}
 		}
 	}
 	m.sent[d.Ask] = s

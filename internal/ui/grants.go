@@ -31,17 +31,18 @@ type grantList struct {
 	// revoked are the rows d was pressed on, until serve's new list drops
 	// them: a second d (a habit: vim's dd) must not revoke twice, nor the
 	// row that takes the place of the first.
-	revoked map[rowKey]bool
+	revoked map[sessionRule]bool
 }
 
-// rowKey names a row by value: a rebuilt list has new deny pointers.
-type rowKey struct {
+// sessionRule names a whole-session grant, or with deny a session deny, of
+// a root session by value: a rebuilt list has new deny pointers.
+type sessionRule struct {
 	session string
 	grant   wire.Grant
 	deny    bool
 }
 
-func (r grantRow) key() rowKey { return rowKey{r.session, r.grant, r.deny != nil} }
+func (r grantRow) key() sessionRule { return sessionRule{r.session, r.grant, r.deny != nil} }
 
 // set replaces the grants.
 func (g *grantList) set(grants map[string][]wire.Grant) {

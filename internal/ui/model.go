@@ -105,10 +105,8 @@ type decidedMsg struct {
 
 // revokedMsg is the Backend's answer to one RevokeGrant or RevokeDeny call.
 type revokedMsg struct {
-	Session string
-	Grant   wire.Grant
-	Deny    bool
-	Err     error
+	rule sessionRule
+	err  error
 }
 
 type tickMsg time.Time
@@ -172,12 +170,6 @@ type sessionState struct {
 	serving bool
 	pid     int  // of the other node, when served elsewhere (0: not known yet)
 	permtui bool // that node is another permtui
-}
-
-// sessionRule is a grant's surface and pattern held for a root session.
-type sessionRule struct {
-	session string
-	g       wire.Grant
 }
 
 // armedPress is the first press of a decision key under ConfirmDouble.
@@ -311,7 +303,7 @@ func New(opts Options) *Model {
 		sent:        map[serve.AskID]sentDecision{},
 		held:        map[serve.AskID]logEntry{},
 		autoByAgent: map[string]*autoCount{},
-		grantList:   grantList{common: c, revoked: map[rowKey]bool{}},
+		grantList:   grantList{common: c, revoked: map[sessionRule]bool{}},
 		degraded:    map[string]string{},
 		titleCount:  -1,
 		diffs:       budget.Budget{Limit: budget.Limit{Bytes: diffBudget}},
@@ -484,7 +476,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.rescoped(ev)
 	case serve.DeniesChanged:
 		m.grantList.setDenies(ev.Denies)
-		if d := m.yourDeny; d != nil && !slices.ContainsFunc(ev.Denies[d.session], func(x serve.SessionDeny) bool { return x.Grant == d.g }) {
+		if d := m.yourDeny; d != nil && !slices.ContainsFunc(ev.Denies[d.session], func(x serve.SessionDeny) bool { return x.Grant == d.grant }) {
 			m.yourDeny = nil // revoked: a like deny recorded later is not the person's N
 		}
 	case serve.Degraded:
@@ -576,7 +568,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 	if ev.Auto && wasQueued {
 		if m.byYourDeny(ev) {
 			m.streak.byDeny++
-			m.streak.denyWords = "session deny " + grantText(m.yourDeny.g)
+			m.streak.denyWords = "session deny " + grantText(m.yourDeny.grant)
 		} else {
 			m.streak.add(ev.Response.Approved)
 		}
@@ -589,7 +581,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 func (m *Model) byYourDeny(ev serve.Decided) bool {
 	ds, d := ev.Response.DecidedBy, m.yourDeny
 	return d != nil && !ev.Response.Approved && ds != nil && ds.Kind == wire.DecidedByRule &&
-		deref(ds.Origin) == resolve.OriginSession && ds.Surface == d.g.Surface && deref(ds.Pattern) == d.g.Pattern &&
+		deref(ds.Origin) == resolve.OriginSession && ds.Surface == d.grant.Surface && deref(ds.Pattern) == d.grant.Pattern &&
 		ev.Ask.Session == d.session
 }
 
@@ -652,10 +644,10 @@ func lostNote(l logEntry, refusal string) string {
 }
 
 func (m *Model) applyRevoked(msg revokedMsg) {
-	note := revokedNote(msg.Session, msg.Grant, msg.Deny)
-	if msg.Err != nil { // d may be pressed on it again
-		delete(m.grantList.revoked, rowKey{msg.Session, msg.Grant, msg.Deny})
-		note = "⚠ could not revoke " + grantText(msg.Grant) + ": " + Sanitize(msg.Err.Error())
+	note := msg.rule.revokedNote()
+	if msg.err != nil { // d may be pressed on it again
+		delete(m.grantList.revoked, msg.rule)
+		note = "⚠ could not revoke " + grantText(msg.rule.grant) + ": " + Sanitize(msg.err.Error())
 	}
 	m.addLog(logEntry{note: note})
 	m.setStatus(note)
@@ -663,12 +655,12 @@ func (m *Model) applyRevoked(msg revokedMsg) {
 
 // revokedNote is the log's line for a revoked grant or session deny, now
 // or, from the audit log, in an earlier run.
-func revokedNote(session string, g wire.Grant, deny bool) string {
+func (r sessionRule) revokedNote() string {
 	kind := "whole-session grant "
-	if deny {
+	if r.deny {
 		kind = "session deny "
 	}
-	return "revoked " + kind + grantText(g) + " of " + Sanitize(session)
+	return "revoked " + kind + grantText(r.grant) + " of " + Sanitize(r.session)
 }
 
 // expiredWhy says why an ask can no longer be answered: withdrawnWhy's
@@ -889,14 +881,14 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 			label += " · " + clip(r.MatchValues[0], textBytes)
 		}
 		if r.Kind == serve.AuditRevoked {
-			g, deny := wire.Grant{}, r.SessionDeny != nil
+			rule := sessionRule{session: r.ServedSession, deny: r.SessionDeny != nil}
 			switch {
-			case deny:
-				g = r.SessionDeny.Grant
+			case rule.deny:
+				rule.grant = r.SessionDeny.Grant
 			case len(r.Grants) > 0:
-				g = r.Grants[0]
+				rule.grant = r.Grants[0]
 			}
-			m.addLog(logEntry{at: at, note: revokedNote(r.ServedSession, g, deny)}) // addLog caps it
+			m.addLog(logEntry{at: at, note: rule.revokedNote()}) // addLog caps it
 			continue
 		}
 		if r.Kind == serve.AuditExpired {

@@ -128,11 +128,11 @@ func (m *Model) apply(act action) tea.Cmd {
 		r, b := a.row, m.opts.Backend
 		m.setStatus("revoking " + grantText(r.grant) + "…")
 		return func() tea.Msg {
-			msg := revokedMsg{Session: r.session, Grant: r.grant, Deny: r.deny != nil}
-			if msg.Deny {
-				msg.Err = b.RevokeDeny(r.session, *r.deny)
+			msg := revokedMsg{rule: r.key()}
+			if r.deny != nil {
+				msg.err = b.RevokeDeny(r.session, *r.deny)
 			} else {
-				msg.Err = b.RevokeGrant(r.session, r.grant)
+				msg.err = b.RevokeGrant(r.session, r.grant)
 			}
 			return msg
 		}
