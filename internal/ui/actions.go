@@ -315,27 +315,24 @@ func (m *Model) answerable() *entry {
 	return nil
 }
 
-type decisionFor func(id serve.AskID) serve.Decision
-
 // approves reports whether d approves: only approving waits for what was
 // seen, since a denial widens nothing.
-func approves(d decisionFor, id serve.AskID) bool {
-	dec := d(id)
-	return dec.State != wire.StateDenied && dec.State != wire.StateDeniedWithReason
+func approves(d serve.Decision) bool {
+	return d.State != wire.StateDenied && d.State != wire.StateDeniedWithReason
 }
 
-func once(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateApproved} }
-func deny(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateDenied} }
+// once and deny are y's and n's decision; send sets each target's Ask.
+var once, deny = serve.Decision{State: wire.StateApproved}, serve.Decision{State: wire.StateDenied}
 
 // decideTargets sends one decision per target, after the second press when
 // twice. pressed is the key, what describes the decision; also are the
 // other waiting asks it answers (a whole-session grant). An approval first
 // checks the files of the writes and edits it answers (stampsCmd).
-func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d decisionFor, twice bool, also []serve.AskID) tea.Cmd {
+func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d serve.Decision, twice bool, also []serve.AskID) tea.Cmd {
 	if len(targets) == 0 {
 		return nil
 	}
-	approving := approves(d, targets[0])
+	approving := approves(d)
 	if approving {
 		if why := m.changeUnseen(targets); why != "" {
 			m.setStatus(why)
@@ -370,14 +367,14 @@ func (m *Model) carryOut(a approval) tea.Cmd {
 	if len(targets) == 0 {
 		return nil
 	}
-	if approves(a.d, targets[0]) {
+	if approves(a.d) {
 		if why := m.changeUnseen(stillPending(m, slices.Concat(targets, a.also))); why != "" {
 			return m.refuseApproval(a, why)
 		}
 	}
 	cmds := make([]tea.Cmd, 0, len(targets))
 	for _, k := range targets {
-		cmds = append(cmds, m.send(a.d(k)))
+		cmds = append(cmds, m.send(a.d, k))
 	}
 	return tea.Batch(cmds...)
 }
@@ -408,8 +405,9 @@ func (m *Model) confirmed(pressed string, targets []serve.AskID, twice bool) boo
 	return false
 }
 
-// send marks the ask as in flight and returns the Cmd that calls the Backend.
-func (m *Model) send(d serve.Decision) tea.Cmd {
+// send marks ask as in flight and returns the Cmd that decides it as d.
+func (m *Model) send(d serve.Decision, ask serve.AskID) tea.Cmd {
+	d.Ask = ask
 	s := sentDecision{d: d}
 	if e := m.find(d.Ask); e != nil {
 		s.ask = e.ask

@@ -44,13 +44,13 @@ type (
 	closeAction struct{ status string }
 	// statusAction puts a message on the status line.
 	statusAction struct{ text string }
-	// decideAction answers targets (still pending ones only) as d says;
+	// decideAction answers each of targets (still pending ones only) as d;
 	// pressed and what feed the double-press confirmation and the status
 	// line. The overlay closes once the decisions are on their way.
 	decideAction struct {
 		pressed, what string
 		targets       []serve.AskID
-		d             decisionFor
+		d             serve.Decision
 		also          []serve.AskID // other waiting asks the decision answers too (a whole-session grant)
 	}
 	// revokeAction withdraws one whole-session grant or session deny.

@@ -210,7 +210,7 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		return nil, d.input.Focus()
 	case key.Matches(k, d.keys.Confirm):
 		o := d.scopes.Options[d.chosen]
-		dec := serve.Decision{Ask: d.ask, Scope: o.Kind, ScopesRev: d.scopes.Rev}
+		dec := serve.Decision{Scope: o.Kind, ScopesRev: d.scopes.Rev}
 		what := "approve for " + o.Title
 		switch cov := d.coverage(); {
 		case len(o.Grants) > 0 && !d.seenWhole():
@@ -246,8 +246,7 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 				return statusAction{named[0] + ": enter again records them; esc cancels"}, nil
 			}
 		}
-		act := decideAction{pressed: k.String(), what: what, targets: []serve.AskID{d.ask},
-			d: func(serve.AskID) serve.Decision { return dec }}
+		act := decideAction{pressed: k.String(), what: what, targets: []serve.AskID{d.ask}, d: dec}
 		for _, o := range d.coverage().others {
 			act.also = append(act.also, o.ask.ID)
 		}
