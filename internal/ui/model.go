@@ -56,9 +56,6 @@ type Options struct {
 	OverHub bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Timeout is the child's forwarding timeout, for the countdown; 0 means
-	// the pi default of 10 minutes.
-	Timeout time.Duration
 	// Refresh is how often ages and countdowns redraw; 0 means every second
 	// and a negative value turns the ticker off (tests).
 	Refresh time.Duration
@@ -90,7 +87,7 @@ type Options struct {
 // person: longer than a key's auto-repeat delay, shorter than a glance.
 const DefaultSettle = 400 * time.Millisecond
 
-// DefaultTimeout is pi's forwarding timeout (wire-protocol §6).
+// DefaultTimeout is pi's forwarding timeout (wire-protocol §6): the countdown's.
 const DefaultTimeout = 10 * time.Minute
 
 // EventMsg carries one serving-loop event into the program:
@@ -273,9 +270,6 @@ type Model struct {
 func New(opts Options) *Model {
 	if opts.Now == nil {
 		opts.Now = time.Now
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
 	}
 	if opts.Settle == 0 {
 		opts.Settle = DefaultSettle

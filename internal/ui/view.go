@@ -702,7 +702,7 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	if m.armed != nil && slices.Contains(m.armed.targets, e.ask.ID) {
 		sel = "[≡]" // what a second press would answer
 	}
-	left := countdown(created.Add(m.opts.Timeout).Sub(now))
+	left := countdown(created.Add(DefaultTimeout).Sub(now))
 	switch e.state {
 	case stateExpired:
 		sel, left = "[-]", "expired"
