@@ -222,13 +222,7 @@ func (m *Model) offSelection() bool {
 // selectedShown are the selected asks a decision key would answer: pending
 // and shown. A selected ask the filter hides is never answered.
 func (m *Model) selectedShown() []*entry {
-	var out []*entry
-	for _, e := range m.shown() {
-		if e.selected && e.state == statePending {
-			out = append(out, e)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(m.shown()), func(e *entry) bool { return !e.selected || e.state != statePending })
 }
 
 // clearSelection unselects every ask.

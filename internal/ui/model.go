@@ -695,19 +695,12 @@ func (m *Model) expire(e *entry) {
 	m.expired++
 	m.dropDiff(e)
 	e.diffState, e.diffLate = diffNone, false
-	n := 0
-	for _, o := range m.queue {
-		if o.state == stateExpired {
-			n++
-		}
-	}
-	for _, o := range slices.Clone(m.queue) {
-		if n <= maxExpiredKept {
-			break
-		}
-		if o.state == stateExpired && o != e && o.ask.ID != m.highlight {
+	expired := slices.DeleteFunc(slices.Clone(m.queue), func(o *entry) bool { return o.state != stateExpired })
+	drop := len(expired) - maxExpiredKept
+	for _, o := range expired {
+		if drop > 0 && o != e && o.ask.ID != m.highlight {
 			m.remove(o.ask.ID, false)
-			n--
+			drop--
 		}
 	}
 }
@@ -783,13 +776,7 @@ func (m *Model) hidden(e *entry) bool {
 
 // pending lists the asks still waiting for an answer.
 func (m *Model) pending() []*entry {
-	var out []*entry
-	for _, e := range m.queue {
-		if e.state == statePending {
-			out = append(out, e)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(m.queue), func(e *entry) bool { return e.state != statePending })
 }
 
 // unsent names the decisions the hub has not confirmed, of asks still open.

@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"slices"
+
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -206,13 +208,10 @@ func (m *Model) closeStaleOverlay() {
 }
 
 func stillPending(q asks, ids []serve.AskID) []serve.AskID {
-	var out []serve.AskID
-	for _, id := range ids {
-		if e := q.find(id); e != nil && e.state == statePending {
-			out = append(out, id)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(ids), func(id serve.AskID) bool {
+		e := q.find(id)
+		return e == nil || e.state != statePending
+	})
 }
 
 // askGone is gone for a dialog on one ask.

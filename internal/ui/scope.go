@@ -672,11 +672,5 @@ func (d *scopeDialog) coverageLines(approx bool) []string {
 // widthWords are serve's words for how a session rule reaches beyond the
 // ask (surfaces, then values), sanitized, leaving out what is not said.
 func widthWords(surface, value string) []string {
-	var parts []string
-	for _, p := range []string{surface, value} {
-		if p != "" {
-			parts = append(parts, Sanitize(p))
-		}
-	}
-	return parts
+	return slices.DeleteFunc([]string{Sanitize(surface), Sanitize(value)}, func(p string) bool { return p == "" })
 }
