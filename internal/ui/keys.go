@@ -102,16 +102,11 @@ func (k KeyMap) queueHelp(width int, rules bool) helpKeys {
 	}
 	closeHelp := relabel(k.Close, "close")
 	revokeInGrants := relabel(k.Revoke, "revoke (in p)")
-	full := [][]key.Binding{
-		{k.Up, k.Down, k.Top, k.Bottom, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp},
-		{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.DenySession, k.ClearExpired},
-		{k.Grants, revokeInGrants, k.Log, k.Rule, k.Help, k.Quit, k.ForceQuit},
-	}
-	if width < 80 {
-		full = [][]key.Binding{
-			{k.Up, k.Down, k.Top, k.Bottom, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp, k.Grants, revokeInGrants, k.Log, k.Help},
-			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.DenySession, k.ClearExpired, k.Rule, k.Quit, k.ForceQuit},
-		}
+	look := []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp}
+	decide := []key.Binding{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.DenySession, k.ClearExpired}
+	full := [][]key.Binding{look, decide, {k.Grants, revokeInGrants, k.Log, k.Rule, k.Help, k.Quit, k.ForceQuit}}
+	if width < 80 { // the third column's keys join the first two
+		full = [][]key.Binding{append(look, k.Grants, revokeInGrants, k.Log, k.Help), append(decide, k.Rule, k.Quit, k.ForceQuit)}
 	}
 	return helpKeys{
 		// Short labels, so the line fits 60 columns with help last.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -661,6 +662,24 @@ func TestHeaderShowsSessionsPolicyAndCounts(t *testing.T) {
 		if !strings.Contains(v, want) {
 			t.Errorf("header lacks %q:\n%s", want, v)
 		}
+	}
+}
+
+// The full help below 80 columns folds the three columns into two: every
+// key of the wide help is listed there, once.
+func TestNarrowHelpListsEveryKey(t *testing.T) {
+	listed := func(width int) []string {
+		var out []string
+		for _, col := range DefaultKeyMap().queueHelp(width, true).full {
+			for _, b := range col {
+				out = append(out, b.Help().Key+" "+b.Help().Desc)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if wide, narrow := listed(80), listed(79); !slices.Equal(wide, narrow) {
+		t.Fatalf("narrow help %q, want the wide help's keys %q", narrow, wide)
 	}
 }
 
