@@ -251,11 +251,9 @@ func (m *Model) clearExpired() {
 	var next serve.AskID
 	if e := m.current(); e != nil && e.state == stateExpired {
 		shown := m.shown()
-		for _, f := range shown[max(indexOf(shown, m.highlight), 0):] {
-			if f.state != stateExpired {
-				next = f.ask.ID
-				break
-			}
+		rest := shown[max(indexOf(shown, m.highlight), 0):]
+		if i := slices.IndexFunc(rest, func(f *entry) bool { return f.state != stateExpired }); i >= 0 {
+			next = rest[i].ask.ID
 		}
 	}
 	m.queue = slices.DeleteFunc(m.queue, func(e *entry) bool { return e.state == stateExpired })

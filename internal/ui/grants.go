@@ -71,11 +71,9 @@ func (g *grantList) rebuild() {
 	}
 	g.rows = slices.Clip(g.rows)
 	g.cursor = min(g.cursor, max(0, len(g.rows)-1))
-	for k := range g.revoked {
-		if !slices.ContainsFunc(g.rows, func(r grantRow) bool { return r.key() == k }) {
-			delete(g.revoked, k)
-		}
-	}
+	maps.DeleteFunc(g.revoked, func(k sessionRule, _ bool) bool {
+		return !slices.ContainsFunc(g.rows, func(r grantRow) bool { return r.key() == k })
+	})
 }
 
 // counts are how many grants and session denies are listed.

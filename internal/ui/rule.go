@@ -168,20 +168,16 @@ func suggestedPattern(r *wire.Request) string {
 	in := r.AccessIntent
 	var options []string
 	if r.SessionApproval != nil {
-		for _, g := range r.SessionApproval.Grants {
-			if g.Surface == in.Surface {
-				options = append(options, g.Pattern)
-				break
-			}
+		gs := r.SessionApproval.Grants
+		if i := slices.IndexFunc(gs, func(g wire.Grant) bool { return g.Surface == in.Surface }); i >= 0 {
+			options = append(options, gs[i].Pattern)
 		}
 	}
 	if len(in.MatchValues) > 0 {
 		options = append(options, in.MatchValues[0])
 	}
-	for _, o := range options {
-		if Sanitize(o) == o {
-			return o
-		}
+	if i := slices.IndexFunc(options, func(o string) bool { return Sanitize(o) == o }); i >= 0 {
+		return options[i]
 	}
 	if len(options) > 0 {
 		return Sanitize(options[len(options)-1])

@@ -333,10 +333,9 @@ func reachesText(wider []serve.Reach, approx bool) string {
 	var parts []string
 	misses := 0
 	for _, r := range wider {
-		switch {
-		case r.Severe() || len(parts) == 0:
+		if r.Severe() || len(parts) == 0 {
 			parts = append(parts, reachText(r, approx))
-		default:
+		} else {
 			misses++
 		}
 	}
