@@ -117,8 +117,13 @@ func (k KeyMap) queueHelp(width int, rules bool) helpKeys {
 }
 
 func (k KeyMap) overlayHelp(extra ...key.Binding) helpKeys {
-	short := append(append([]key.Binding{}, extra...), k.Close)
-	return helpKeys{short: short, full: [][]key.Binding{short}}
+	return helpLine(append(append([]key.Binding{}, extra...), k.Close)...)
+}
+
+// helpLine is the help of an overlay's keys: the same line when the full
+// help (?) was on as it opened.
+func helpLine(keys ...key.Binding) helpKeys {
+	return helpKeys{short: keys, full: [][]key.Binding{keys}}
 }
 
 // relabel is b with a shorter description, for the one-line help.

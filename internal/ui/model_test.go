@@ -818,6 +818,17 @@ func TestQuitOverHubSaysTheAsksStay(t *testing.T) {
 	}
 }
 
+// The quit dialog's keys stay in its help line when the full help was open
+// as it opened (? then q): it had no full help, so the line was empty.
+func TestQuitHelpWithTheFullHelpOpen(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.CanLeave = true })
+	h.queue(pathWrite())
+	h.keys("?", "q")
+	if v := h.m.View(); !regexp.MustCompile(`D +deny them, quit`).MatchString(v) || !regexp.MustCompile(`L +leave them, quit`).MatchString(v) {
+		t.Fatalf("the quit dialog's help lacks its keys:\n%s", v)
+	}
+}
+
 // When the console fell behind, the answers it was not sent one by one
 // still count in the header (the automatic ones as automatic, a person's
 // elsewhere not), and the log says why they are not listed.

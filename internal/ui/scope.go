@@ -476,8 +476,7 @@ func (d *scopeDialog) gone() string { return d.askGone(d.ask) }
 
 func (d *scopeDialog) help() help.KeyMap {
 	if d.editing {
-		keys := []key.Binding{relabel(d.keys.Confirm, "keep"), relabel(d.keys.Close, "restore the suggestion")}
-		return helpKeys{short: keys, full: [][]key.Binding{keys}}
+		return helpLine(relabel(d.keys.Confirm, "keep"), relabel(d.keys.Close, "restore the suggestion"))
 	}
 	keys := []key.Binding{d.keys.Up, d.keys.Down}
 	if d.span > d.page-3 { // the marked option does not fit
