@@ -175,8 +175,8 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		m.move(1)
 	case tea.MouseButtonLeft:
 		if e := m.askAt(msg.Y); e != nil {
-			m.move(0) // a click is the person moving the highlight
 			m.highlight = e.ask.ID
+			m.move(0) // a click is the person moving the highlight
 		}
 	}
 	return nil

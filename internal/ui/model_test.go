@@ -829,6 +829,21 @@ func TestQuitHelpWithTheFullHelpOpen(t *testing.T) {
 	}
 }
 
+// A click that moves the highlight off the selection warns as j does: y
+// answers the selection, not the clicked ask. The click moved the highlight
+// after the check, so it warned of the row it left.
+func TestAClickOffTheSelectionWarns(t *testing.T) {
+	h := newHarness(t)
+	h.queue(legacyBash(), pathWrite())
+	h.keys("space")
+	y := 3 + 2 + 1 // header, rule and column names, second row
+	h.send(tea.MouseMsg{X: 10, Y: y, Action: tea.MouseActionPress, Button: tea.MouseButtonLeft})
+	if h.m.highlight != pathWrite().ID {
+		t.Fatalf("click on line %d highlighted %v", y, h.m.highlight)
+	}
+	h.wantStatus("not on the highlighted ask")
+}
+
 // When the console fell behind, the answers it was not sent one by one
 // still count in the header (the automatic ones as automatic, a person's
 // elsewhere not), and the log says why they are not listed.
