@@ -193,15 +193,11 @@ type Model struct {
 	// highlighted row changed or moved without the person moving it.
 	settleUntil time.Time
 
-	sessions       map[string]sessionState
-	policyLoaded   bool
-	policyProblems []string
-	policyNoFile   string            // no policy file found, and where serve looked
-	noAutoAllow    bool              // serve holds every allow for a person (policy problems)
-	projectFiles   []string          // the project's policy files in force
-	projectHeld    bool              // allows only the project gives go to a person (decision 0206)
-	degraded       map[string]string // area → problem, from serve.Degraded
-	auto           autoCount         // answered by policy or grant
+	sessions     map[string]sessionState
+	policy       serve.PolicyStatus // the latest, once policyLoaded
+	policyLoaded bool
+	degraded     map[string]string // area → problem, from serve.Degraded
+	auto         autoCount         // answered by policy or grant
 	// lastAuto, autoByAgent and otherAgents feed the activity line: the
 	// latest answer by policy or grant, and how many each agent got (by
 	// clipped name, at most maxAgents; otherAgents counts the rest).
@@ -440,22 +436,19 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.sessions[ev.Session] = sessionState{pid: ev.PID, permtui: ev.Permtui}
 	case serve.PolicyStatus:
 		// The header has room for one problem; the log keeps all of them.
-		if !slices.Equal(ev.Problems, m.policyProblems) {
+		if !slices.Equal(ev.Problems, m.policy.Problems) {
 			for _, p := range ev.Problems {
 				m.addLog(logEntry{note: "⚠ policy: " + Sanitize(p)})
 			}
 		}
-		if ev.NoFile != "" && ev.NoFile != m.policyNoFile {
+		if ev.NoFile != "" && ev.NoFile != m.policy.NoFile {
 			m.addLog(logEntry{note: "⚠ policy: " + Sanitize(ev.NoFile)})
 		}
-		if len(ev.ProjectFiles) > 0 && (!slices.Equal(ev.ProjectFiles, m.projectFiles) || ev.ProjectAllowsHeld != m.projectHeld) {
+		if len(ev.ProjectFiles) > 0 && (!slices.Equal(ev.ProjectFiles, m.policy.ProjectFiles) || ev.ProjectAllowsHeld != m.policy.ProjectAllowsHeld) {
 			m.addLog(logEntry{note: projectNote(ev)})
 		}
-		m.projectFiles, m.projectHeld = slices.Clone(ev.ProjectFiles), ev.ProjectAllowsHeld
-		m.policyLoaded = true
-		m.policyNoFile = ev.NoFile
-		m.policyProblems = slices.Clone(ev.Problems)
-		m.noAutoAllow = ev.NoAutoAllow
+		ev.Problems, ev.ProjectFiles = slices.Clone(ev.Problems), slices.Clone(ev.ProjectFiles)
+		m.policy, m.policyLoaded = ev, true
 	case serve.WriteFailed:
 		what := "ask " + askNumber(ev.Ask)
 		if e := m.find(ev.Ask); e != nil {
