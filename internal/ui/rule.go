@@ -217,6 +217,8 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		return closeAction{msg.status}, nil
 	case tea.KeyMsg:
 		switch {
+		case d.writing: // its answer closes the dialog and names what was written
+			return statusAction{"writing the rule…"}, nil
 		case key.Matches(msg, d.keys.Close):
 			if d.counting {
 				d.counting = false
@@ -268,8 +270,6 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 func (d *ruleDialog) confirm() action {
 	p := d.preview
 	switch {
-	case d.writing:
-		return statusAction{"writing the rule…"}
 	case p == nil:
 		return statusAction{"the preview is not ready yet; look at it, then press enter"}
 	case p.Refused != "":
