@@ -324,7 +324,7 @@ func (m *Model) Init() tea.Cmd {
 // Update applies one message, lets go of what a closed overlay showed, then
 // asks for the highlighted ask's diff if it was not kept.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	_, cmd := m.update(msg)
+	cmd := m.update(msg)
 	if m.statusHolds != nil && !m.statusHolds() {
 		m.status, m.statusHolds = "", nil
 	}
@@ -340,7 +340,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmd, m.showDiff())
 }
 
-func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -349,46 +349,45 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.ruleDialog.resize()
 		m.denyDialog.resize()
 		m.sizePager(true)
-		return m, nil
+		return nil
 	case EventMsg:
 		before := m.highlightPlace()
 		cmd := m.applyEvent(msg.Event)
 		m.settleIfMoved(before)
 		m.closeStaleOverlay()
-		return m, tea.Batch(cmd, m.refreshRuleWaiting(), m.titleCmd())
+		return tea.Batch(cmd, m.refreshRuleWaiting(), m.titleCmd())
 	case decidedMsg:
 		before := m.highlightPlace()
 		m.applyDecided(msg)
 		m.settleIfMoved(before)
 		m.closeStaleOverlay()
-		return m, m.titleCmd()
+		return m.titleCmd()
 	case revokedMsg:
 		m.applyRevoked(msg)
-		return m, nil
+		return nil
 	case previewMsg:
-		return m, m.applyPreview(msg)
+		return m.applyPreview(msg)
 	case stampsMsg:
-		return m, m.applyStamps(msg)
+		return m.applyStamps(msg)
 	case tickMsg:
-		return m, tea.Batch(m.tickCmd(), m.stampCmd())
+		return tea.Batch(m.tickCmd(), m.stampCmd())
 	case tea.MouseMsg:
-		return m, m.mouse(msg)
+		return m.mouse(msg)
 	case tea.KeyMsg:
 		if msg.Type == tea.KeyRunes && m.mode != modeReason && m.mode != modeRule && m.mode != modeDenySession && !m.filtering {
 			if msg.Paste {
-				return m, nil // pasted text never decides anything
+				return nil // pasted text never decides anything
 			}
 			if len(msg.Runes) > 1 {
-				return m, m.handleKeys(msg.Runes)
+				return m.handleKeys(msg.Runes)
 			}
 		}
-		cmd := m.handleKey(msg)
-		return m, tea.Batch(cmd, m.titleCmd())
+		return tea.Batch(m.handleKey(msg), m.titleCmd())
 	}
 	if o := m.active(); o != nil {
-		return m, m.overlayMsg(o, msg) // a text input takes more than keys
+		return m.overlayMsg(o, msg) // a text input takes more than keys
 	}
-	return m, nil
+	return nil
 }
 
 // handleKeys applies keys typed faster than the terminal is read: Bubble Tea
