@@ -193,13 +193,7 @@ func (m *Model) decisionKey(msg tea.KeyMsg) bool {
 func (m *Model) move(delta int) {
 	m.settleUntil, m.cursorShifted = time.Time{}, false
 	m.status = ""
-	shown := m.shown()
-	if len(shown) == 0 {
-		return
-	}
-	i := max(0, indexOf(shown, m.highlight))
-	i = min(max(i+delta, 0), len(shown)-1)
-	m.highlight = shown[i].ask.ID
+	m.highlightAt(max(0, indexOf(m.shown(), m.highlight)) + delta)
 	m.warnOffSelection()
 }
 
@@ -263,10 +257,7 @@ func (m *Model) clearExpired() {
 	case next != 0:
 		m.highlight = next
 	default:
-		m.highlight = 0
-		if shown := m.shown(); len(shown) > 0 {
-			m.highlight = shown[len(shown)-1].ask.ID
-		}
+		m.highlightAt(len(m.shown()) - 1)
 	}
 }
 

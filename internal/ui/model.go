@@ -711,10 +711,16 @@ func (m *Model) remove(id serve.AskID, byPerson bool) {
 	if m.highlight != id {
 		return
 	}
+	m.highlightAt(at)
+	m.cursorShifted = m.highlight != 0 && !byPerson
+}
+
+// highlightAt highlights the shown ask at i, or the nearest end; none when
+// nothing is shown.
+func (m *Model) highlightAt(i int) {
 	m.highlight = 0
 	if shown := m.shown(); len(shown) > 0 {
-		m.highlight = shown[min(max(at, 0), len(shown)-1)].ask.ID
-		m.cursorShifted = !byPerson
+		m.highlight = shown[min(max(i, 0), len(shown)-1)].ask.ID
 	}
 }
 
