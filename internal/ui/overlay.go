@@ -130,9 +130,9 @@ func (m *Model) apply(act action) tea.Cmd {
 		r, b := a.row, m.opts.Backend
 		m.setStatus("revoking " + grantText(r.grant) + "…")
 		return func() tea.Msg {
-			msg := revokedMsg{rule: r.key()}
-			if r.deny != nil {
-				msg.err = b.RevokeDeny(r.session, *r.deny)
+			msg := revokedMsg{rule: r.sessionRule}
+			if r.deny {
+				msg.err = b.RevokeDeny(r.session, serve.SessionDeny{Grant: r.grant, Reason: r.reason})
 			} else {
 				msg.err = b.RevokeGrant(r.session, r.grant)
 			}
