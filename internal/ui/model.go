@@ -267,12 +267,8 @@ func New(opts Options) *Model {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Settle == 0 {
-		opts.Settle = DefaultSettle
-	}
-	if opts.Refresh == 0 {
-		opts.Refresh = time.Second
-	}
+	opts.Settle = cmp.Or(opts.Settle, DefaultSettle) // a negative one stays: off
+	opts.Refresh = cmp.Or(opts.Refresh, time.Second)
 	if opts.ReadFile == nil {
 		opts.ReadFile = preview.ReadCurrent
 	}
