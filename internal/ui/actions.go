@@ -90,9 +90,11 @@ func (m *Model) queueKey(msg tea.KeyMsg) tea.Cmd {
 		t, what := m.identicalTargets()
 		return m.decideTargets(msg.String(), what, t, once, true, nil)
 	case key.Matches(msg, m.keys.ApproveSession):
-		m.openScope()
+		if e := m.answerable(); e != nil {
+			m.openScope(e)
+		}
 	case key.Matches(msg, m.keys.DenyReason):
-		return m.openReason()
+		return m.openReason(m.targets())
 	case key.Matches(msg, m.keys.DenySession):
 		return m.openDenySession()
 	case key.Matches(msg, m.keys.View):
@@ -173,8 +175,8 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		m.move(1)
 	case tea.MouseButtonLeft:
 		if e := m.askAt(msg.Y); e != nil {
-			m.move(0) // a click is the person moving the highlight
 			m.highlight = e.ask.ID
+			m.move(0) // a click is the person moving the highlight
 		}
 	}
 	return nil
@@ -191,13 +193,7 @@ func (m *Model) decisionKey(msg tea.KeyMsg) bool {
 func (m *Model) move(delta int) {
 	m.settleUntil, m.cursorShifted = time.Time{}, false
 	m.status = ""
-	shown := m.shown()
-	if len(shown) == 0 {
-		return
-	}
-	i := max(0, indexOf(shown, m.highlight))
-	i = min(max(i+delta, 0), len(shown)-1)
-	m.highlight = shown[i].ask.ID
+	m.highlightAt(max(0, indexOf(m.shown(), m.highlight)) + delta)
 	m.warnOffSelection()
 }
 
@@ -220,13 +216,7 @@ func (m *Model) offSelection() bool {
 // selectedShown are the selected asks a decision key would answer: pending
 // and shown. A selected ask the filter hides is never answered.
 func (m *Model) selectedShown() []*entry {
-	var out []*entry
-	for _, e := range m.shown() {
-		if e.selected && e.state == statePending {
-			out = append(out, e)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(m.shown()), func(e *entry) bool { return !e.selected || e.state != statePending })
 }
 
 // clearSelection unselects every ask.
@@ -255,11 +245,9 @@ func (m *Model) clearExpired() {
 	var next serve.AskID
 	if e := m.current(); e != nil && e.state == stateExpired {
 		shown := m.shown()
-		for _, f := range shown[max(indexOf(shown, m.highlight), 0):] {
-			if f.state != stateExpired {
-				next = f.ask.ID
-				break
-			}
+		rest := shown[max(indexOf(shown, m.highlight), 0):]
+		if i := slices.IndexFunc(rest, func(f *entry) bool { return f.state != stateExpired }); i >= 0 {
+			next = rest[i].ask.ID
 		}
 	}
 	m.queue = slices.DeleteFunc(m.queue, func(e *entry) bool { return e.state == stateExpired })
@@ -269,10 +257,7 @@ func (m *Model) clearExpired() {
 	case next != 0:
 		m.highlight = next
 	default:
-		m.highlight = 0
-		if shown := m.shown(); len(shown) > 0 {
-			m.highlight = shown[len(shown)-1].ask.ID
-		}
+		m.highlightAt(len(m.shown()) - 1)
 	}
 }
 
@@ -313,27 +298,24 @@ func (m *Model) answerable() *entry {
 	return nil
 }
 
-type decisionFor func(id serve.AskID) serve.Decision
-
 // approves reports whether d approves: only approving waits for what was
 // seen, since a denial widens nothing.
-func approves(d decisionFor, id serve.AskID) bool {
-	dec := d(id)
-	return dec.State != wire.StateDenied && dec.State != wire.StateDeniedWithReason
+func approves(d serve.Decision) bool {
+	return d.State != wire.StateDenied && d.State != wire.StateDeniedWithReason
 }
 
-func once(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateApproved} }
-func deny(id serve.AskID) serve.Decision { return serve.Decision{Ask: id, State: wire.StateDenied} }
+// once and deny are y's and n's decision; send sets each target's Ask.
+var once, deny = serve.Decision{State: wire.StateApproved}, serve.Decision{State: wire.StateDenied}
 
 // decideTargets sends one decision per target, after the second press when
 // twice. pressed is the key, what describes the decision; also are the
 // other waiting asks it answers (a whole-session grant). An approval first
 // checks the files of the writes and edits it answers (stampsCmd).
-func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d decisionFor, twice bool, also []serve.AskID) tea.Cmd {
+func (m *Model) decideTargets(pressed, what string, targets []serve.AskID, d serve.Decision, twice bool, also []serve.AskID) tea.Cmd {
 	if len(targets) == 0 {
 		return nil
 	}
-	approving := approves(d, targets[0])
+	approving := approves(d)
 	if approving {
 		if why := m.changeUnseen(targets); why != "" {
 			m.setStatus(why)
@@ -368,14 +350,14 @@ func (m *Model) carryOut(a approval) tea.Cmd {
 	if len(targets) == 0 {
 		return nil
 	}
-	if approves(a.d, targets[0]) {
+	if approves(a.d) {
 		if why := m.changeUnseen(stillPending(m, slices.Concat(targets, a.also))); why != "" {
 			return m.refuseApproval(a, why)
 		}
 	}
 	cmds := make([]tea.Cmd, 0, len(targets))
 	for _, k := range targets {
-		cmds = append(cmds, m.send(a.d(k)))
+		cmds = append(cmds, m.send(a.d, k))
 	}
 	return tea.Batch(cmds...)
 }
@@ -406,15 +388,16 @@ func (m *Model) confirmed(pressed string, targets []serve.AskID, twice bool) boo
 	return false
 }
 
-// send marks the ask as in flight and returns the Cmd that calls the Backend.
-func (m *Model) send(d serve.Decision) tea.Cmd {
+// send marks ask as in flight and returns the Cmd that decides it as d.
+func (m *Model) send(d serve.Decision, ask serve.AskID) tea.Cmd {
+	d.Ask = ask
 	s := sentDecision{d: d}
 	if e := m.find(d.Ask); e != nil {
 		s.ask = e.ask
 		e.state = stateSending
 		e.selected = false
 		if d.DenyFor != nil { // kept before the answer: serve denies the asks it covers meanwhile
-			m.yourDeny = &sessionRule{e.ask.Session, *d.DenyFor}
+			m.yourDeny = &sessionRule{e.ask.Session, *d.DenyFor, true}
 		}
 	}
 	m.sent[d.Ask] = s
@@ -437,16 +420,16 @@ func describe(q asks, ids []serve.AskID) string {
 // end as its row does.
 func label(e *entry) string { return endLabel(e, 60) }
 
-func (m *Model) openScope() {
-	if e := m.answerable(); e != nil {
-		if len(e.ask.Scopes.Options) == 0 {
-			// A relay may send none (too large with them, decision 0246).
-			m.setStatus(cmp.Or(Sanitize(e.ask.Scopes.Note), "no approval for longer than once is offered for this ask"))
-			return
-		}
-		m.scope.open(e)
-		m.mode = modeScope
+// openScope opens "approve for session" on e, from the queue or the full
+// view.
+func (m *Model) openScope(e *entry) {
+	if len(e.ask.Scopes.Options) == 0 {
+		// A relay may send none (too large with them, decision 0246).
+		m.setStatus(cmp.Or(Sanitize(e.ask.Scopes.Note), "no approval for longer than once is offered for this ask"))
+		return
 	}
+	m.scope.open(e)
+	m.mode = modeScope
 }
 
 // openRule opens the rule dialog on the highlighted ask. A rule is checked
@@ -506,8 +489,9 @@ func (m *Model) openDenySession() tea.Cmd {
 	return nil
 }
 
-func (m *Model) openReason() tea.Cmd {
-	targets := m.targets()
+// openReason opens "deny with reason" on targets, from the queue or the
+// full view.
+func (m *Model) openReason(targets []serve.AskID) tea.Cmd {
 	if len(targets) == 0 {
 		return nil
 	}

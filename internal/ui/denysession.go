@@ -105,9 +105,7 @@ func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
 					reach + "): enter again records it; tab edits the pattern"}, nil
 			}
 			return decideAction{pressed: k.String(), what: "deny for the session with " + blanked(g.Pattern),
-				targets: []serve.AskID{d.ask}, d: func(id serve.AskID) serve.Decision {
-					return serve.Decision{Ask: id, State: wire.StateDeniedWithReason, Reason: reason, DenyFor: &g}
-				}}, nil
+				targets: []serve.AskID{d.ask}, d: serve.Decision{State: wire.StateDeniedWithReason, Reason: reason, DenyFor: &g}}, nil
 		}
 	}
 	var cmd tea.Cmd

@@ -70,7 +70,7 @@ type askStamp struct {
 // decides targets.
 type approval struct {
 	targets, also []serve.AskID
-	d             decisionFor
+	d             serve.Decision
 	rule          *writeRuleAction
 }
 
@@ -402,7 +402,7 @@ func unseenStatus(e *entry, ranges []string) string {
 // targets, another waiting ask not seen whole, naming it (decision 0159):
 // a whole-session grant must not approve what was never on screen.
 func (m *Model) alsoUnseen(a decideAction) string {
-	if len(a.also) == 0 || len(a.targets) == 0 || !approves(a.d, a.targets[0]) {
+	if len(a.also) == 0 || len(a.targets) == 0 || !approves(a.d) {
 		return ""
 	}
 	if why := m.changeUnseen(stillPending(m, a.also)); why != "" {

@@ -12,11 +12,10 @@ import (
 	"github.com/permtui/permtui/internal/wire"
 )
 
-// grantRow is a whole-session grant, or with deny set a session deny.
+// grantRow is a row of the list: a session rule, with a deny's reason.
 type grantRow struct {
-	session string
-	grant   wire.Grant
-	deny    *serve.SessionDeny
+	sessionRule
+	reason string
 }
 
 // grantList lists the whole-session grants, then the session denies
@@ -31,17 +30,16 @@ type grantList struct {
 	// revoked are the rows d was pressed on, until serve's new list drops
 	// them: a second d (a habit: vim's dd) must not revoke twice, nor the
 	// row that takes the place of the first.
-	revoked map[rowKey]bool
+	revoked map[sessionRule]bool
 }
 
-// rowKey names a row by value: a rebuilt list has new deny pointers.
-type rowKey struct {
+// sessionRule is a whole-session grant, or with deny a session deny, of a
+// root session.
+type sessionRule struct {
 	session string
 	grant   wire.Grant
 	deny    bool
 }
-
-func (r grantRow) key() rowKey { return rowKey{r.session, r.grant, r.deny != nil} }
 
 // set replaces the grants.
 func (g *grantList) set(grants map[string][]wire.Grant) {
@@ -60,21 +58,19 @@ func (g *grantList) rebuild() {
 	g.rows = g.rows[:0]
 	for _, s := range slices.Sorted(maps.Keys(g.grants)) {
 		for _, gr := range g.grants[s] {
-			g.rows = append(g.rows, grantRow{session: s, grant: gr})
+			g.rows = append(g.rows, grantRow{sessionRule: sessionRule{session: s, grant: gr}})
 		}
 	}
 	for _, s := range slices.Sorted(maps.Keys(g.denies)) {
 		for _, d := range g.denies[s] {
-			g.rows = append(g.rows, grantRow{session: s, grant: d.Grant, deny: &d})
+			g.rows = append(g.rows, grantRow{sessionRule{s, d.Grant, true}, d.Reason})
 		}
 	}
 	g.rows = slices.Clip(g.rows)
 	g.cursor = min(g.cursor, max(0, len(g.rows)-1))
-	for k := range g.revoked {
-		if !slices.ContainsFunc(g.rows, func(r grantRow) bool { return r.key() == k }) {
-			delete(g.revoked, k)
-		}
-	}
+	maps.DeleteFunc(g.revoked, func(k sessionRule, _ bool) bool {
+		return !slices.ContainsFunc(g.rows, func(r grantRow) bool { return r.sessionRule == k })
+	})
 }
 
 // counts are how many grants and session denies are listed.
@@ -82,7 +78,7 @@ func (g *grantList) counts(inForce func(session string) bool) (grants, denies in
 	for _, r := range g.rows {
 		switch {
 		case !inForce(r.session):
-		case r.deny != nil:
+		case r.deny:
 			denies++
 		default:
 			grants++
@@ -112,10 +108,10 @@ func (g *grantList) update(msg tea.Msg) (action, tea.Cmd) {
 			return statusAction{"nothing to revoke"}, nil
 		}
 		r := g.rows[g.cursor]
-		if g.revoked[r.key()] {
+		if g.revoked[r.sessionRule] {
 			return statusAction{"already revoked; it leaves the list when serve confirms"}, nil
 		}
-		g.revoked[r.key()] = true
+		g.revoked[r.sessionRule] = true
 		return revokeAction{r}, nil
 	}
 	return nil, nil
@@ -137,7 +133,7 @@ func (g *grantList) view(height int) []string {
 	}
 	session, denies, at := "", false, 0
 	for i, r := range g.rows {
-		if r.deny != nil && !denies {
+		if r.deny && !denies {
 			denies, session = true, ""
 			lines = append(lines, "", g.rule("session denies"),
 				s.Muted.Render("permtui denies every later ask of the session that one of these covers,"),
@@ -152,10 +148,10 @@ func (g *grantList) view(height int) []string {
 			mark = "▸ "
 		}
 		line := mark + pad(Sanitize(r.grant.Surface), 24) + " " + blanked(r.grant.Pattern)
-		if r.deny != nil {
-			line += " — " + Sanitize(r.deny.Reason)
+		if r.deny {
+			line += " — " + Sanitize(r.reason)
 		}
-		if g.revoked[r.key()] {
+		if g.revoked[r.sessionRule] {
 			line += " (revoked)"
 		}
 		if i == g.cursor {

@@ -102,16 +102,11 @@ func (k KeyMap) queueHelp(width int, rules bool) helpKeys {
 	}
 	closeHelp := relabel(k.Close, "close")
 	revokeInGrants := relabel(k.Revoke, "revoke (in p)")
-	full := [][]key.Binding{
-		{k.Up, k.Down, k.Top, k.Bottom, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp},
-		{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.DenySession, k.ClearExpired},
-		{k.Grants, revokeInGrants, k.Log, k.Rule, k.Help, k.Quit, k.ForceQuit},
-	}
-	if width < 80 {
-		full = [][]key.Binding{
-			{k.Up, k.Down, k.Top, k.Bottom, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp, k.Grants, revokeInGrants, k.Log, k.Help},
-			{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.DenySession, k.ClearExpired, k.Rule, k.Quit, k.ForceQuit},
-		}
+	look := []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.Select, k.View, k.Copy, k.Filter, k.Group, closeHelp}
+	decide := []key.Binding{k.ApproveOnce, k.ApproveSession, k.ApproveIdentical, k.Deny, k.DenyReason, k.DenySession, k.ClearExpired}
+	full := [][]key.Binding{look, decide, {k.Grants, revokeInGrants, k.Log, k.Rule, k.Help, k.Quit, k.ForceQuit}}
+	if width < 80 { // the third column's keys join the first two
+		full = [][]key.Binding{append(look, k.Grants, revokeInGrants, k.Log, k.Help), append(decide, k.Rule, k.Quit, k.ForceQuit)}
 	}
 	return helpKeys{
 		// Short labels, so the line fits 60 columns with help last.
@@ -122,8 +117,13 @@ func (k KeyMap) queueHelp(width int, rules bool) helpKeys {
 }
 
 func (k KeyMap) overlayHelp(extra ...key.Binding) helpKeys {
-	short := append(append([]key.Binding{}, extra...), k.Close)
-	return helpKeys{short: short, full: [][]key.Binding{short}}
+	return helpLine(append(append([]key.Binding{}, extra...), k.Close)...)
+}
+
+// helpLine is the help of an overlay's keys: the same line when the full
+// help (?) was on as it opened.
+func helpLine(keys ...key.Binding) helpKeys {
+	return helpKeys{short: keys, full: [][]key.Binding{keys}}
 }
 
 // relabel is b with a shorter description, for the one-line help.

@@ -56,9 +56,6 @@ type Options struct {
 	OverHub bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Timeout is the child's forwarding timeout, for the countdown; 0 means
-	// the pi default of 10 minutes.
-	Timeout time.Duration
 	// Refresh is how often ages and countdowns redraw; 0 means every second
 	// and a negative value turns the ticker off (tests).
 	Refresh time.Duration
@@ -90,7 +87,7 @@ type Options struct {
 // person: longer than a key's auto-repeat delay, shorter than a glance.
 const DefaultSettle = 400 * time.Millisecond
 
-// DefaultTimeout is pi's forwarding timeout (wire-protocol §6).
+// DefaultTimeout is pi's forwarding timeout (wire-protocol §6): the countdown's.
 const DefaultTimeout = 10 * time.Minute
 
 // EventMsg carries one serving-loop event into the program:
@@ -105,10 +102,8 @@ type decidedMsg struct {
 
 // revokedMsg is the Backend's answer to one RevokeGrant or RevokeDeny call.
 type revokedMsg struct {
-	Session string
-	Grant   wire.Grant
-	Deny    bool
-	Err     error
+	rule sessionRule
+	err  error
 }
 
 type tickMsg time.Time
@@ -174,12 +169,6 @@ type sessionState struct {
 	permtui bool // that node is another permtui
 }
 
-// sessionRule is a grant's surface and pattern held for a root session.
-type sessionRule struct {
-	session string
-	g       wire.Grant
-}
-
 // armedPress is the first press of a decision key under ConfirmDouble.
 type armedPress struct {
 	key     string
@@ -204,15 +193,11 @@ type Model struct {
 	// highlighted row changed or moved without the person moving it.
 	settleUntil time.Time
 
-	sessions       map[string]sessionState
-	policyLoaded   bool
-	policyProblems []string
-	policyNoFile   string            // no policy file found, and where serve looked
-	noAutoAllow    bool              // serve holds every allow for a person (policy problems)
-	projectFiles   []string          // the project's policy files in force
-	projectHeld    bool              // allows only the project gives go to a person (decision 0206)
-	degraded       map[string]string // area → problem, from serve.Degraded
-	auto           autoCount         // answered by policy or grant
+	sessions     map[string]sessionState
+	policy       serve.PolicyStatus // the latest, once policyLoaded
+	policyLoaded bool
+	degraded     map[string]string // area → problem, from serve.Degraded
+	auto         autoCount         // answered by policy or grant
 	// lastAuto, autoByAgent and otherAgents feed the activity line: the
 	// latest answer by policy or grant, and how many each agent got (by
 	// clipped name, at most maxAgents; otherAgents counts the rest).
@@ -282,15 +267,8 @@ func New(opts Options) *Model {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	if opts.Settle == 0 {
-		opts.Settle = DefaultSettle
-	}
-	if opts.Refresh == 0 {
-		opts.Refresh = time.Second
-	}
+	opts.Settle = cmp.Or(opts.Settle, DefaultSettle) // a negative one stays: off
+	opts.Refresh = cmp.Or(opts.Refresh, time.Second)
 	if opts.ReadFile == nil {
 		opts.ReadFile = preview.ReadCurrent
 	}
@@ -311,7 +289,7 @@ func New(opts Options) *Model {
 		sent:        map[serve.AskID]sentDecision{},
 		held:        map[serve.AskID]logEntry{},
 		autoByAgent: map[string]*autoCount{},
-		grantList:   grantList{common: c, revoked: map[rowKey]bool{}},
+		grantList:   grantList{common: c, revoked: map[sessionRule]bool{}},
 		degraded:    map[string]string{},
 		titleCount:  -1,
 		diffs:       budget.Budget{Limit: budget.Limit{Bytes: diffBudget}},
@@ -342,7 +320,7 @@ func (m *Model) Init() tea.Cmd {
 // Update applies one message, lets go of what a closed overlay showed, then
 // asks for the highlighted ask's diff if it was not kept.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	_, cmd := m.update(msg)
+	cmd := m.update(msg)
 	if m.statusHolds != nil && !m.statusHolds() {
 		m.status, m.statusHolds = "", nil
 	}
@@ -358,7 +336,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmd, m.showDiff())
 }
 
-func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -367,46 +345,45 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.ruleDialog.resize()
 		m.denyDialog.resize()
 		m.sizePager(true)
-		return m, nil
+		return nil
 	case EventMsg:
 		before := m.highlightPlace()
 		cmd := m.applyEvent(msg.Event)
 		m.settleIfMoved(before)
 		m.closeStaleOverlay()
-		return m, tea.Batch(cmd, m.refreshRuleWaiting(), m.titleCmd())
+		return tea.Batch(cmd, m.refreshRuleWaiting(), m.titleCmd())
 	case decidedMsg:
 		before := m.highlightPlace()
 		m.applyDecided(msg)
 		m.settleIfMoved(before)
 		m.closeStaleOverlay()
-		return m, m.titleCmd()
+		return m.titleCmd()
 	case revokedMsg:
 		m.applyRevoked(msg)
-		return m, nil
+		return nil
 	case previewMsg:
-		return m, m.applyPreview(msg)
+		return m.applyPreview(msg)
 	case stampsMsg:
-		return m, m.applyStamps(msg)
+		return m.applyStamps(msg)
 	case tickMsg:
-		return m, tea.Batch(m.tickCmd(), m.stampCmd())
+		return tea.Batch(m.tickCmd(), m.stampCmd())
 	case tea.MouseMsg:
-		return m, m.mouse(msg)
+		return m.mouse(msg)
 	case tea.KeyMsg:
 		if msg.Type == tea.KeyRunes && m.mode != modeReason && m.mode != modeRule && m.mode != modeDenySession && !m.filtering {
 			if msg.Paste {
-				return m, nil // pasted text never decides anything
+				return nil // pasted text never decides anything
 			}
 			if len(msg.Runes) > 1 {
-				return m, m.handleKeys(msg.Runes)
+				return m.handleKeys(msg.Runes)
 			}
 		}
-		cmd := m.handleKey(msg)
-		return m, tea.Batch(cmd, m.titleCmd())
+		return tea.Batch(m.handleKey(msg), m.titleCmd())
 	}
 	if o := m.active(); o != nil {
-		return m, m.overlayMsg(o, msg) // a text input takes more than keys
+		return m.overlayMsg(o, msg) // a text input takes more than keys
 	}
-	return m, nil
+	return nil
 }
 
 // handleKeys applies keys typed faster than the terminal is read: Bubble Tea
@@ -454,22 +431,19 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.sessions[ev.Session] = sessionState{pid: ev.PID, permtui: ev.Permtui}
 	case serve.PolicyStatus:
 		// The header has room for one problem; the log keeps all of them.
-		if !slices.Equal(ev.Problems, m.policyProblems) {
+		if !slices.Equal(ev.Problems, m.policy.Problems) {
 			for _, p := range ev.Problems {
 				m.addLog(logEntry{note: "⚠ policy: " + Sanitize(p)})
 			}
 		}
-		if ev.NoFile != "" && ev.NoFile != m.policyNoFile {
+		if ev.NoFile != "" && ev.NoFile != m.policy.NoFile {
 			m.addLog(logEntry{note: "⚠ policy: " + Sanitize(ev.NoFile)})
 		}
-		if len(ev.ProjectFiles) > 0 && (!slices.Equal(ev.ProjectFiles, m.projectFiles) || ev.ProjectAllowsHeld != m.projectHeld) {
+		if len(ev.ProjectFiles) > 0 && (!slices.Equal(ev.ProjectFiles, m.policy.ProjectFiles) || ev.ProjectAllowsHeld != m.policy.ProjectAllowsHeld) {
 			m.addLog(logEntry{note: projectNote(ev)})
 		}
-		m.projectFiles, m.projectHeld = slices.Clone(ev.ProjectFiles), ev.ProjectAllowsHeld
-		m.policyLoaded = true
-		m.policyNoFile = ev.NoFile
-		m.policyProblems = slices.Clone(ev.Problems)
-		m.noAutoAllow = ev.NoAutoAllow
+		ev.Problems, ev.ProjectFiles = slices.Clone(ev.Problems), slices.Clone(ev.ProjectFiles)
+		m.policy, m.policyLoaded = ev, true
 	case serve.WriteFailed:
 		what := "ask " + askNumber(ev.Ask)
 		if e := m.find(ev.Ask); e != nil {
@@ -484,7 +458,7 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		m.rescoped(ev)
 	case serve.DeniesChanged:
 		m.grantList.setDenies(ev.Denies)
-		if d := m.yourDeny; d != nil && !slices.ContainsFunc(ev.Denies[d.session], func(x serve.SessionDeny) bool { return x.Grant == d.g }) {
+		if d := m.yourDeny; d != nil && !slices.ContainsFunc(ev.Denies[d.session], func(x serve.SessionDeny) bool { return x.Grant == d.grant }) {
 			m.yourDeny = nil // revoked: a like deny recorded later is not the person's N
 		}
 	case serve.Degraded:
@@ -576,7 +550,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 	if ev.Auto && wasQueued {
 		if m.byYourDeny(ev) {
 			m.streak.byDeny++
-			m.streak.denyWords = "session deny " + grantText(m.yourDeny.g)
+			m.streak.denyWords = "session deny " + grantText(m.yourDeny.grant)
 		} else {
 			m.streak.add(ev.Response.Approved)
 		}
@@ -589,7 +563,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 func (m *Model) byYourDeny(ev serve.Decided) bool {
 	ds, d := ev.Response.DecidedBy, m.yourDeny
 	return d != nil && !ev.Response.Approved && ds != nil && ds.Kind == wire.DecidedByRule &&
-		deref(ds.Origin) == resolve.OriginSession && ds.Surface == d.g.Surface && deref(ds.Pattern) == d.g.Pattern &&
+		deref(ds.Origin) == resolve.OriginSession && ds.Surface == d.grant.Surface && deref(ds.Pattern) == d.grant.Pattern &&
 		ev.Ask.Session == d.session
 }
 
@@ -652,10 +626,10 @@ func lostNote(l logEntry, refusal string) string {
 }
 
 func (m *Model) applyRevoked(msg revokedMsg) {
-	note := revokedNote(msg.Session, msg.Grant, msg.Deny)
-	if msg.Err != nil { // d may be pressed on it again
-		delete(m.grantList.revoked, rowKey{msg.Session, msg.Grant, msg.Deny})
-		note = "⚠ could not revoke " + grantText(msg.Grant) + ": " + Sanitize(msg.Err.Error())
+	note := msg.rule.revokedNote()
+	if msg.err != nil { // d may be pressed on it again
+		delete(m.grantList.revoked, msg.rule)
+		note = "⚠ could not revoke " + grantText(msg.rule.grant) + ": " + Sanitize(msg.err.Error())
 	}
 	m.addLog(logEntry{note: note})
 	m.setStatus(note)
@@ -663,12 +637,12 @@ func (m *Model) applyRevoked(msg revokedMsg) {
 
 // revokedNote is the log's line for a revoked grant or session deny, now
 // or, from the audit log, in an earlier run.
-func revokedNote(session string, g wire.Grant, deny bool) string {
+func (r sessionRule) revokedNote() string {
 	kind := "whole-session grant "
-	if deny {
+	if r.deny {
 		kind = "session deny "
 	}
-	return "revoked " + kind + grantText(g) + " of " + Sanitize(session)
+	return "revoked " + kind + grantText(r.grant) + " of " + Sanitize(r.session)
 }
 
 // expiredWhy says why an ask can no longer be answered: withdrawnWhy's
@@ -709,19 +683,12 @@ func (m *Model) expire(e *entry) {
 	m.expired++
 	m.dropDiff(e)
 	e.diffState, e.diffLate = diffNone, false
-	n := 0
-	for _, o := range m.queue {
-		if o.state == stateExpired {
-			n++
-		}
-	}
-	for _, o := range slices.Clone(m.queue) {
-		if n <= maxExpiredKept {
-			break
-		}
-		if o.state == stateExpired && o != e && o.ask.ID != m.highlight {
+	expired := slices.DeleteFunc(slices.Clone(m.queue), func(o *entry) bool { return o.state != stateExpired })
+	drop := len(expired) - maxExpiredKept
+	for _, o := range expired {
+		if drop > 0 && o != e && o.ask.ID != m.highlight {
 			m.remove(o.ask.ID, false)
-			n--
+			drop--
 		}
 	}
 }
@@ -740,10 +707,16 @@ func (m *Model) remove(id serve.AskID, byPerson bool) {
 	if m.highlight != id {
 		return
 	}
+	m.highlightAt(at)
+	m.cursorShifted = m.highlight != 0 && !byPerson
+}
+
+// highlightAt highlights the shown ask at i, or the nearest end; none when
+// nothing is shown.
+func (m *Model) highlightAt(i int) {
 	m.highlight = 0
 	if shown := m.shown(); len(shown) > 0 {
-		m.highlight = shown[min(max(at, 0), len(shown)-1)].ask.ID
-		m.cursorShifted = !byPerson
+		m.highlight = shown[min(max(i, 0), len(shown)-1)].ask.ID
 	}
 }
 
@@ -797,13 +770,7 @@ func (m *Model) hidden(e *entry) bool {
 
 // pending lists the asks still waiting for an answer.
 func (m *Model) pending() []*entry {
-	var out []*entry
-	for _, e := range m.queue {
-		if e.state == statePending {
-			out = append(out, e)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(m.queue), func(e *entry) bool { return e.state != statePending })
 }
 
 // unsent names the decisions the hub has not confirmed, of asks still open.
@@ -889,14 +856,14 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 			label += " · " + clip(r.MatchValues[0], textBytes)
 		}
 		if r.Kind == serve.AuditRevoked {
-			g, deny := wire.Grant{}, r.SessionDeny != nil
+			rule := sessionRule{session: r.ServedSession, deny: r.SessionDeny != nil}
 			switch {
-			case deny:
-				g = r.SessionDeny.Grant
+			case rule.deny:
+				rule.grant = r.SessionDeny.Grant
 			case len(r.Grants) > 0:
-				g = r.Grants[0]
+				rule.grant = r.Grants[0]
 			}
-			m.addLog(logEntry{at: at, note: revokedNote(r.ServedSession, g, deny)}) // addLog caps it
+			m.addLog(logEntry{at: at, note: rule.revokedNote()}) // addLog caps it
 			continue
 		}
 		if r.Kind == serve.AuditExpired {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -664,6 +665,24 @@ func TestHeaderShowsSessionsPolicyAndCounts(t *testing.T) {
 	}
 }
 
+// The full help below 80 columns folds the three columns into two: every
+// key of the wide help is listed there, once.
+func TestNarrowHelpListsEveryKey(t *testing.T) {
+	listed := func(width int) []string {
+		var out []string
+		for _, col := range DefaultKeyMap().queueHelp(width, true).full {
+			for _, b := range col {
+				out = append(out, b.Help().Key+" "+b.Help().Desc)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if wide, narrow := listed(80), listed(79); !slices.Equal(wide, narrow) {
+		t.Fatalf("narrow help %q, want the wide help's keys %q", narrow, wide)
+	}
+}
+
 func TestLayoutFitsTheTerminal(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {60, 24}, {60, 12}, {120, 40}} {
 		h := newHarness(t)
@@ -797,6 +816,32 @@ func TestQuitOverHubSaysTheAsksStay(t *testing.T) {
 	if v := h.m.View(); !strings.Contains(v, "the hub keeps it for another console") || strings.Contains(v, "permtui exited") {
 		t.Fatalf("quit dialog over a hub:\n%s", v)
 	}
+}
+
+// The quit dialog's keys stay in its help line when the full help was open
+// as it opened (? then q): it had no full help, so the line was empty.
+func TestQuitHelpWithTheFullHelpOpen(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.CanLeave = true })
+	h.queue(pathWrite())
+	h.keys("?", "q")
+	if v := h.m.View(); !regexp.MustCompile(`D +deny them, quit`).MatchString(v) || !regexp.MustCompile(`L +leave them, quit`).MatchString(v) {
+		t.Fatalf("the quit dialog's help lacks its keys:\n%s", v)
+	}
+}
+
+// A click that moves the highlight off the selection warns as j does: y
+// answers the selection, not the clicked ask. The click moved the highlight
+// after the check, so it warned of the row it left.
+func TestAClickOffTheSelectionWarns(t *testing.T) {
+	h := newHarness(t)
+	h.queue(legacyBash(), pathWrite())
+	h.keys("space")
+	y := 3 + 2 + 1 // header, rule and column names, second row
+	h.send(tea.MouseMsg{X: 10, Y: y, Action: tea.MouseActionPress, Button: tea.MouseButtonLeft})
+	if h.m.highlight != pathWrite().ID {
+		t.Fatalf("click on line %d highlighted %v", y, h.m.highlight)
+	}
+	h.wantStatus("not on the highlighted ask")
 }
 
 // When the console fell behind, the answers it was not sent one by one

@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"slices"
+
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -44,13 +46,13 @@ type (
 	closeAction struct{ status string }
 	// statusAction puts a message on the status line.
 	statusAction struct{ text string }
-	// decideAction answers targets (still pending ones only) as d says;
+	// decideAction answers each of targets (still pending ones only) as d;
 	// pressed and what feed the double-press confirmation and the status
 	// line. The overlay closes once the decisions are on their way.
 	decideAction struct {
 		pressed, what string
 		targets       []serve.AskID
-		d             decisionFor
+		d             serve.Decision
 		also          []serve.AskID // other waiting asks the decision answers too (a whole-session grant)
 	}
 	// revokeAction withdraws one whole-session grant or session deny.
@@ -128,11 +130,11 @@ func (m *Model) apply(act action) tea.Cmd {
 		r, b := a.row, m.opts.Backend
 		m.setStatus("revoking " + grantText(r.grant) + "…")
 		return func() tea.Msg {
-			msg := revokedMsg{Session: r.session, Grant: r.grant, Deny: r.deny != nil}
-			if msg.Deny {
-				msg.Err = b.RevokeDeny(r.session, *r.deny)
+			msg := revokedMsg{rule: r.sessionRule}
+			if r.deny {
+				msg.err = b.RevokeDeny(r.session, serve.SessionDeny{Grant: r.grant, Reason: r.reason})
 			} else {
-				msg.Err = b.RevokeGrant(r.session, r.grant)
+				msg.err = b.RevokeGrant(r.session, r.grant)
 			}
 			return msg
 		}
@@ -141,14 +143,10 @@ func (m *Model) apply(act action) tea.Cmd {
 		return tea.Quit
 	case openScopeAction:
 		if e := m.find(a.ask); e != nil && e.state == statePending {
-			m.scope.open(e)
-			m.mode = modeScope
+			m.openScope(e)
 		}
 	case openReasonAction:
-		if targets := stillPending(m, a.targets); len(targets) > 0 {
-			m.mode = modeReason
-			return m.reason.open(targets)
-		}
+		return m.openReason(stillPending(m, a.targets))
 	case copyAction:
 		return m.copyCmd(a.text)
 	case previewRuleAction:
@@ -210,13 +208,10 @@ func (m *Model) closeStaleOverlay() {
 }
 
 func stillPending(q asks, ids []serve.AskID) []serve.AskID {
-	var out []serve.AskID
-	for _, id := range ids {
-		if e := q.find(id); e != nil && e.state == statePending {
-			out = append(out, id)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(ids), func(id serve.AskID) bool {
+		e := q.find(id)
+		return e == nil || e.state != statePending
+	})
 }
 
 // askGone is gone for a dialog on one ask.

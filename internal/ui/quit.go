@@ -53,13 +53,13 @@ func (d *quitDialog) help() help.KeyMap {
 	stay := relabel(d.keys.Close, "stay")
 	switch {
 	case d.overHub && len(d.q.unsent()) > 0:
-		return helpKeys{short: []key.Binding{relabel(d.keys.Leave, "quit and lose "+itOrThem(len(d.q.unsent()))), stay}}
+		return helpLine(relabel(d.keys.Leave, "quit and lose "+itOrThem(len(d.q.unsent()))), stay)
 	case d.overHub:
-		return helpKeys{short: []key.Binding{relabel(d.keys.Leave, "quit"), stay}}
+		return helpLine(relabel(d.keys.Leave, "quit"), stay)
 	case d.canLeave:
-		return helpKeys{short: []key.Binding{d.keys.DenyQuit, d.keys.Leave, stay}}
+		return helpLine(d.keys.DenyQuit, d.keys.Leave, stay)
 	}
-	return helpKeys{short: []key.Binding{d.keys.DenyQuit, stay}}
+	return helpLine(d.keys.DenyQuit, stay)
 }
 
 func (d *quitDialog) view(int) []string {

@@ -47,9 +47,7 @@ func (d *reasonDialog) update(msg tea.Msg) (action, tea.Cmd) {
 				return statusAction{"type a reason first (esc cancels)"}, nil
 			}
 			return decideAction{pressed: k.String(), what: "deny with reason", targets: d.targets,
-				d: func(id serve.AskID) serve.Decision {
-					return serve.Decision{Ask: id, State: wire.StateDeniedWithReason, Reason: text}
-				}}, nil
+				d: serve.Decision{State: wire.StateDeniedWithReason, Reason: text}}, nil
 		}
 	}
 	var cmd tea.Cmd

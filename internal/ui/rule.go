@@ -168,20 +168,16 @@ func suggestedPattern(r *wire.Request) string {
 	in := r.AccessIntent
 	var options []string
 	if r.SessionApproval != nil {
-		for _, g := range r.SessionApproval.Grants {
-			if g.Surface == in.Surface {
-				options = append(options, g.Pattern)
-				break
-			}
+		gs := r.SessionApproval.Grants
+		if i := slices.IndexFunc(gs, func(g wire.Grant) bool { return g.Surface == in.Surface }); i >= 0 {
+			options = append(options, gs[i].Pattern)
 		}
 	}
 	if len(in.MatchValues) > 0 {
 		options = append(options, in.MatchValues[0])
 	}
-	for _, o := range options {
-		if Sanitize(o) == o {
-			return o
-		}
+	if i := slices.IndexFunc(options, func(o string) bool { return Sanitize(o) == o }); i >= 0 {
+		return options[i]
 	}
 	if len(options) > 0 {
 		return Sanitize(options[len(options)-1])
@@ -221,6 +217,8 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		return closeAction{msg.status}, nil
 	case tea.KeyMsg:
 		switch {
+		case d.writing: // its answer closes the dialog and names what was written
+			return statusAction{"writing the rule…"}, nil
 		case key.Matches(msg, d.keys.Close):
 			if d.counting {
 				d.counting = false
@@ -272,8 +270,6 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 func (d *ruleDialog) confirm() action {
 	p := d.preview
 	switch {
-	case d.writing:
-		return statusAction{"writing the rule…"}
 	case p == nil:
 		return statusAction{"the preview is not ready yet; look at it, then press enter"}
 	case p.Refused != "":

@@ -127,6 +127,28 @@ func TestRuleDialogWritesAndCloses(t *testing.T) {
 	h.wantDecisions() // the rule answers the ask through serve's reload, not the console
 }
 
+// Keys pressed while the rule is written change nothing: esc closed the
+// dialog saying no rule was written, and the write's own answer, arriving
+// with the dialog closed, was dropped, so the rule on disk went unnamed.
+func TestRuleDialogTakesNoKeysWhileWriting(t *testing.T) {
+	rules := &fakeRules{}
+	h := newHarness(t, withRules(rules))
+	h.queue(bashChain())
+	h.keys("R", "up") // deny: written at once, no file to check first
+	_, write := h.m.Update(keyMsg("enter"))
+	h.keys("x", "esc")
+	if h.m.mode != modeRule || strings.Contains(h.m.status, "no rule written") {
+		t.Fatalf("mode %d, status %q while the rule is written", h.m.mode, h.m.status)
+	}
+	h.run(write)
+	if len(rules.writes) != 1 || rules.writes[0].Pattern != suggestedPattern(bashChain().Request) {
+		t.Fatalf("writes %+v", rules.writes)
+	}
+	if h.m.mode != modeQueue || !strings.Contains(h.m.status, "rule written") {
+		t.Errorf("mode %d, status %q", h.m.mode, h.m.status)
+	}
+}
+
 func TestRuleDialogStalePreviewIsDropped(t *testing.T) {
 	rules := &fakeRules{}
 	h := newHarness(t, withRules(rules))

@@ -210,7 +210,7 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		return nil, d.input.Focus()
 	case key.Matches(k, d.keys.Confirm):
 		o := d.scopes.Options[d.chosen]
-		dec := serve.Decision{Ask: d.ask, Scope: o.Kind, ScopesRev: d.scopes.Rev}
+		dec := serve.Decision{Scope: o.Kind, ScopesRev: d.scopes.Rev}
 		what := "approve for " + o.Title
 		switch cov := d.coverage(); {
 		case len(o.Grants) > 0 && !d.seenWhole():
@@ -246,8 +246,7 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 				return statusAction{named[0] + ": enter again records them; esc cancels"}, nil
 			}
 		}
-		act := decideAction{pressed: k.String(), what: what, targets: []serve.AskID{d.ask},
-			d: func(serve.AskID) serve.Decision { return dec }}
+		act := decideAction{pressed: k.String(), what: what, targets: []serve.AskID{d.ask}, d: dec}
 		for _, o := range d.coverage().others {
 			act.also = append(act.also, o.ask.ID)
 		}
@@ -334,10 +333,9 @@ func reachesText(wider []serve.Reach, approx bool) string {
 	var parts []string
 	misses := 0
 	for _, r := range wider {
-		switch {
-		case r.Severe() || len(parts) == 0:
+		if r.Severe() || len(parts) == 0 {
 			parts = append(parts, reachText(r, approx))
-		default:
+		} else {
 			misses++
 		}
 	}
@@ -478,8 +476,7 @@ func (d *scopeDialog) gone() string { return d.askGone(d.ask) }
 
 func (d *scopeDialog) help() help.KeyMap {
 	if d.editing {
-		keys := []key.Binding{relabel(d.keys.Confirm, "keep"), relabel(d.keys.Close, "restore the suggestion")}
-		return helpKeys{short: keys, full: [][]key.Binding{keys}}
+		return helpLine(relabel(d.keys.Confirm, "keep"), relabel(d.keys.Close, "restore the suggestion"))
 	}
 	keys := []key.Binding{d.keys.Up, d.keys.Down}
 	if d.span > d.page-3 { // the marked option does not fit
@@ -673,11 +670,5 @@ func (d *scopeDialog) coverageLines(approx bool) []string {
 // widthWords are serve's words for how a session rule reaches beyond the
 // ask (surfaces, then values), sanitized, leaving out what is not said.
 func widthWords(surface, value string) []string {
-	var parts []string
-	for _, p := range []string{surface, value} {
-		if p != "" {
-			parts = append(parts, Sanitize(p))
-		}
-	}
-	return parts
+	return slices.DeleteFunc([]string{Sanitize(surface), Sanitize(value)}, func(p string) bool { return p == "" })
 }

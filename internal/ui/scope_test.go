@@ -402,6 +402,22 @@ func TestAnAskWithoutScopesOpensNoDialog(t *testing.T) {
 	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateApproved})
 }
 
+// s in the full view opens the scope dialog as s over the queue does: on an
+// ask offered no scopes it says why and opens none (it opened one with no
+// option, whose first draw indexed past the end).
+func TestTheFullViewOpensNoScopeDialogWithoutScopes(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.OverHub = true })
+	a := bashAsk(1, "builder", "/w/p", "npm ci")
+	a.Scopes = serve.Scopes{Note: "no approval for longer than once is offered: too large"}
+	h.queue(a)
+	h.keys("v", "s")
+	if h.m.mode == modeScope {
+		t.Fatal("a dialog with nothing to choose opened")
+	}
+	h.wantStatus("no approval for longer than once is offered: too large")
+	h.m.View()
+}
+
 // A whole-session grant is judged by serve's matcher in the dialog too: a
 // "*" surface covers every surface and "~" is the home, so the dialog names
 // every waiting ask the grant would answer and never calls a grant that

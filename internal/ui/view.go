@@ -197,26 +197,26 @@ func (m *Model) policyLines(short bool) []string {
 		return []string{s.Muted.Render("policy: each relay's own")}
 	case !m.policyLoaded:
 		return []string{s.Muted.Render("policy: not loaded yet")}
-	case len(m.policyProblems) == 0 && m.policyNoFile != "":
+	case len(m.policy.Problems) == 0 && m.policy.NoFile != "":
 		// Two lines, so where it looked shows: a mistyped --agent-dir.
-		wrapped := wrapWords("policy ⚠ "+Sanitize(m.policyNoFile), m.width)
+		wrapped := wrapWords("policy ⚠ "+Sanitize(m.policy.NoFile), m.width)
 		if short || len(wrapped) > 2 {
 			return styled(s.Warning, []string{"policy ⚠ no policy file (l: log says where it looked)"})
 		}
 		return styled(s.Warning, wrapped)
-	case len(m.policyProblems) == 0:
+	case len(m.policy.Problems) == 0:
 		a, b := joinIfFits([]string{"policy ✓ loaded"}, m.projectPart(short), m.width)
 		return append(a, b...)
 	}
 	held := ""
-	if m.noAutoAllow {
+	if m.policy.NoAutoAllow {
 		held = ", nothing auto-allowed"
 	}
 	if p := m.projectPart(true); p != nil {
 		held += " · " + p[0]
 	}
-	head := "policy ⚠ " + plural(len(m.policyProblems), "problem") + held + " (l: log)"
-	wrapped := wrapWords(head+": "+Sanitize(m.policyProblems[0]), m.width)
+	head := "policy ⚠ " + plural(len(m.policy.Problems), "problem") + held + " (l: log)"
+	wrapped := wrapWords(head+": "+Sanitize(m.policy.Problems[0]), m.width)
 	if limit := map[bool]int{true: 1, false: 3}[short]; len(wrapped) > limit {
 		wrapped = wrapWords(head, m.width)
 	}
@@ -227,11 +227,11 @@ func (m *Model) policyLines(short bool) []string {
 // allows are held for a person (decision 0206); nil when none is.
 func (m *Model) projectPart(short bool) []string {
 	switch {
-	case len(m.projectFiles) == 0:
+	case len(m.policy.ProjectFiles) == 0:
 		return nil
-	case m.projectHeld && short:
+	case m.policy.ProjectAllowsHeld && short:
 		return []string{"project allows held"}
-	case m.projectHeld:
+	case m.policy.ProjectAllowsHeld:
 		return []string{"project policy in force, project allows held (not trusted)"}
 	case short:
 		return []string{"project trusted"}
@@ -565,9 +565,9 @@ func (m *Model) selectionLines() []string {
 // (decision 0155). serve reports each problem as "<quoted file>: message".
 func (m *Model) outOfForce() []field {
 	var f []field
-	for i, p := range m.policyProblems {
+	for i, p := range m.policy.Problems {
 		if i == 3 {
-			f = append(f, field{label: "policy", text: "⚠ and " + plural(len(m.policyProblems)-3, "more unusable file") + " (l: log)", kind: kindWarning})
+			f = append(f, field{label: "policy", text: "⚠ and " + plural(len(m.policy.Problems)-3, "more unusable file") + " (l: log)", kind: kindWarning})
 			break
 		}
 		file, what := "the file the policy problem names", "the rules the policy problem names"
@@ -692,7 +692,7 @@ func (m *Model) queueRow(e *entry, cols queueColumns) string {
 	if m.armed != nil && slices.Contains(m.armed.targets, e.ask.ID) {
 		sel = "[≡]" // what a second press would answer
 	}
-	left := countdown(created.Add(m.opts.Timeout).Sub(now))
+	left := countdown(created.Add(DefaultTimeout).Sub(now))
 	switch e.state {
 	case stateExpired:
 		sel, left = "[-]", "expired"
