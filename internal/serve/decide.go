@@ -22,7 +22,7 @@ func (s *Server) Decide(d Decision) error {
 	s.mu.Lock()
 	p := s.asks[d.Ask]
 	switch {
-	case !s.running || s.closing:
+	case s.ctx == nil || s.closing:
 		s.mu.Unlock()
 		return ErrStopped
 	case p == nil:

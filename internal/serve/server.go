@@ -125,16 +125,11 @@ type Server struct {
 	// what a front end was told of each; it was sent them, so their
 	// redelivery and withdrawal are reported as that ask's.
 	postponed map[AskID]told
-	running   bool
-	closing   bool
-	// leaveOnExit: the person chose, on quitting, to leave the waiting asks
-	// for the next server (LeaveWaitingOnExit).
-	leaveOnExit bool
-	stopped     bool
-	ctx         context.Context // Run's context: retries stop when it is done
-	workers     sync.WaitGroup  // answers and retries in progress
-	ready       []job           // answers decided by the inbox consumer in its current batch; only it uses them
-	answering   answerQueue     // decided answers waiting for the answerer
+	closing   bool            // Run is stopping, or has stopped
+	ctx       context.Context // Run's, nil before it: retries stop when it is done
+	workers   sync.WaitGroup  // answers and retries in progress
+	ready     []job           // answers decided by the inbox consumer in its current batch; only it uses them
+	answering answerQueue     // decided answers waiting for the answerer
 }
 
 type pending struct {
@@ -215,11 +210,11 @@ func (s *Server) Subscribe() (events <-chan Event, cancel func()) { return s.eve
 // waiting for a person (decision 0041), then removes the heartbeats.
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
-	if s.running || s.stopped {
+	if s.ctx != nil {
 		s.mu.Unlock()
 		return errors.New("serve: Run called twice")
 	}
-	s.running, s.ctx = true, ctx
+	s.ctx = ctx
 	s.audit = newAuditLog(s.cfg.StateDir, s.emit)
 	s.mu.Unlock()
 	s.emitHistory()
@@ -254,7 +249,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.closing = true
 	var open []*pending
 	for _, p := range s.asks {
-		if !p.deciding && !s.cfg.LeaveOnExit && !s.leaveOnExit {
+		if !p.deciding && !s.cfg.LeaveOnExit {
 			p.deciding = true
 			open = append(open, p)
 		}
@@ -274,9 +269,6 @@ func (s *Server) Run(ctx context.Context) error {
 	s.answering.close()
 	answered.Wait()
 	s.audit.close()
-	s.mu.Lock()
-	s.running, s.stopped = false, true
-	s.mu.Unlock()
 	s.events.Close()
 	return err
 }
@@ -439,9 +431,9 @@ func (s *Server) emitHistory() {
 
 // LeaveWaitingOnExit makes Run, when it stops, leave the asks still waiting
 // for a person on disk for the next server instead of denying them
-// (decision 0041's default): the console's quit choice.
+// (decision 0041's default): the console's quit choice, as Config.LeaveOnExit.
 func (s *Server) LeaveWaitingOnExit() {
 	s.mu.Lock()
-	s.leaveOnExit = true
+	s.cfg.LeaveOnExit = true
 	s.mu.Unlock()
 }
