@@ -158,7 +158,7 @@ func (s *Server) withdrawn(w inbox.Withdrawn) {
 // person. It decides nothing and is not waited for: a line lost in a crash
 // only leaves the expiry out of the history.
 func (s *Server) recordExpiry(p *pending, replaced bool) {
-	rec := s.record(p, "", &answer{})
+	rec := s.record(p, "", wire.Response{})
 	rec.Kind = AuditExpired
 	if replaced {
 		rec.Reason = ReplacedReason
@@ -169,16 +169,17 @@ func (s *Server) recordExpiry(p *pending, replaced bool) {
 // ruleAnswer answers from the verdict of the recorded authority.
 func (s *Server) ruleAnswer(p *pending) *answer {
 	v := p.Verdict
-	ans := &answer{auto: true, resp: wire.Response{DecidedBy: v.DecidedBy()}}
+	resp := wire.Response{DecidedBy: v.DecidedBy()}
 	switch {
 	case v.Action == resolve.Allow:
-		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
+		resp.Approved, resp.State = true, wire.StateApproved
 	case wire.TrimReason(v.Reason) != "":
-		ans.resp.State, ans.resp.DenialReason = wire.StateDeniedWithReason, wire.TrimReason(v.Reason)
+		resp.State, resp.DenialReason = wire.StateDeniedWithReason, wire.TrimReason(v.Reason)
 	default:
-		ans.resp.State = wire.StateDenied
+		resp.State = wire.StateDenied
 	}
-	ans.record = s.record(p, ans.resp.State, ans)
+	ans := &answer{record: s.record(p, resp.State, resp)}
+	ans.record.Auto = true
 	return ans
 }
 

@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"io"
 	"os"
 	"unicode/utf8"
@@ -220,21 +221,18 @@ func (l *auditLog) recorded(k deliveryKey) (rec AuditRecord, ok, looked bool) {
 // grants and session deny recorded again if the crash came before they were
 // (Add and AddDeny skip what is already there).
 func replayAnswer(rec AuditRecord) *answer {
-	state := rec.WireState
-	if state == "" {
-		state = rec.State
-	}
+	return &answer{record: rec, audited: true, replayed: true}
+}
+
+// response is what rec answers on the wire; the caller stamps the
+// responder and the time.
+func response(rec AuditRecord) wire.Response {
+	state := cmp.Or(rec.WireState, rec.State)
 	if state == wire.StateApprovedForServingSession {
 		state = wire.StateApproved // the wire never says it (ADR 0006)
 	}
-	return &answer{
-		resp: wire.Response{
-			Approved: rec.Approved, State: state, DenialReason: rec.Reason,
-			DecidedBy: rec.DecidedBy, SessionGrantWidth: rec.SessionGrantWidth,
-		},
-		record: rec, grants: rec.Grants, deny: rec.SessionDeny, auto: rec.Auto, approver: rec.Approver,
-		audited: true, replayed: true,
-	}
+	return wire.Response{Approved: rec.Approved, State: state, DenialReason: rec.Reason,
+		DecidedBy: rec.DecidedBy, SessionGrantWidth: rec.SessionGrantWidth}
 }
 
 // delivered records that the response to p was written. It does not wait

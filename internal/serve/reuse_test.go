@@ -124,7 +124,7 @@ func TestALegacyRequestIsComparedByWhatItShowed(t *testing.T) {
 		return r
 	}
 	s := &Server{cfg: Config{Now: time.Now}}
-	rec := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: legacy("npm test")}}}, wire.StateApproved, &answer{})
+	rec := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: legacy("npm test")}}}, wire.StateApproved, wire.Response{})
 	line, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestALegacyRequestIsComparedByWhatItShowed(t *testing.T) {
 	if !sameFacts(older, legacy("npm test")) {
 		t.Errorf("a record written before the value was logged no longer replays")
 	}
-	withFacts := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: intent("1796440500000-legdup01-2", "tester", "bash", "npm test")}}}, wire.StateApproved, &answer{})
+	withFacts := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: intent("1796440500000-legdup01-2", "tester", "bash", "npm test")}}}, wire.StateApproved, wire.Response{})
 	if withFacts.Value != nil {
 		t.Errorf("a request with facts logged its display value %q", *withFacts.Value)
 	}

@@ -151,16 +151,13 @@ type told struct {
 	unreadReported bool // pending.unreadReported
 }
 
-// answer is a decided response with what must happen before it is written.
+// answer is a decision, as its audit record says it (the response, the
+// grants or session deny to record: response derives what is written, for
+// the first delivery as for a replay), and how far it got.
 type answer struct {
-	resp     wire.Response
-	record   AuditRecord
-	grants   []wire.Grant // whole-session grants to record
-	deny     *SessionDeny // a session deny to record
-	auto     bool
-	approver string
-	audited  bool
-	granted  bool
+	record  AuditRecord
+	audited bool
+	granted bool
 	// unaudited: a WriteFailed said the audit log refused it; its retries
 	// say nothing more (the log's health is reported once, as degraded).
 	unaudited bool
