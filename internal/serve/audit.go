@@ -189,22 +189,16 @@ func readAudit(r io.Reader, fn func(AuditRecord), expiries bool) (bad int, err e
 }
 
 // readAuditLine passes one line's decision record to fn; it returns 1 when
-// the line does not parse.
+// the line does not parse. Every kind of line reads as an AuditRecord
+// (rule and delivery lines share its fields' types).
 func readAuditLine(line []byte, fn func(AuditRecord), expiries bool) int {
-	var head struct {
-		Kind string `json:"kind"`
-	}
-	if json.Unmarshal(line, &head) != nil {
-		return 1
-	}
-	if head.Kind != "" && (!expiries || head.Kind != AuditExpired && head.Kind != AuditRevoked) {
-		return 0
-	}
 	var rec AuditRecord
 	if json.Unmarshal(line, &rec) != nil {
 		return 1
 	}
-	fn(rec)
+	if rec.Kind == "" || expiries && (rec.Kind == AuditExpired || rec.Kind == AuditRevoked) {
+		fn(rec)
+	}
 	return 0
 }
 
