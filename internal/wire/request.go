@@ -314,9 +314,9 @@ func readPayload(v jsonparse.Value) (*Payload, error) {
 	}
 	pr := &p.Request
 	var okAll [8]bool
-	pr.RequesterAgentName, okAll[0] = asNullableString(who.Get("agentName"))
-	pr.RequesterForwarded, okAll[1] = asBool(who.Get("forwarded"))
-	pr.RequesterSessionID, okAll[2] = asNullableString(who.Get("sessionId"))
+	pr.Requester.AgentName, okAll[0] = asNullableString(who.Get("agentName"))
+	pr.Requester.Forwarded, okAll[1] = asBool(who.Get("forwarded"))
+	pr.Requester.SessionID, okAll[2] = asNullableString(who.Get("sessionId"))
 	pr.Surface, okAll[3] = asString(req.Get("surface"))
 	pr.ToolName, okAll[4] = asNullableString(req.Get("toolName"))
 	pr.InvokedToolName, okAll[5] = asNullableString(req.Get("invokedToolName"))
@@ -365,42 +365,6 @@ func readPayload(v jsonparse.Value) (*Payload, error) {
 		return nil, err
 	}
 	return p, nil
-}
-
-// Wire shapes that differ from the Go types: a payload's request nests its
-// requester, in the key order the newest child writes.
-type (
-	payloadReqJSON struct {
-		Requester       requesterJSON `json:"requester"`
-		Surface         string        `json:"surface"`
-		ToolName        *string       `json:"toolName"`
-		InvokedToolName *string       `json:"invokedToolName"`
-		Value           string        `json:"value"`
-		MatchedPattern  *string       `json:"matchedPattern"`
-		MatchedSpelling *string       `json:"matchedSpelling"`
-		CommandContext  *string       `json:"commandContext"`
-		ExecutedUnit    *string       `json:"executedUnit"`
-	}
-	requesterJSON struct {
-		AgentName *string `json:"agentName"`
-		Forwarded bool    `json:"forwarded"`
-		SessionID *string `json:"sessionId"`
-	}
-)
-
-// MarshalJSON writes a payload's request in its wire shape (§4.5).
-func (pr PayloadRequest) MarshalJSON() ([]byte, error) {
-	return marshalCompact(payloadReqJSON{
-		Requester:       requesterJSON{AgentName: pr.RequesterAgentName, Forwarded: pr.RequesterForwarded, SessionID: pr.RequesterSessionID},
-		Surface:         pr.Surface,
-		ToolName:        pr.ToolName,
-		InvokedToolName: pr.InvokedToolName,
-		Value:           pr.Value,
-		MatchedPattern:  pr.MatchedPattern,
-		MatchedSpelling: pr.MatchedSpelling,
-		CommandContext:  pr.CommandContext,
-		ExecutedUnit:    pr.ExecutedUnit,
-	})
 }
 
 // MarshalJSON writes a legacy suggestion in the {surface, patterns} shape it
