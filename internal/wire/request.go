@@ -41,17 +41,8 @@ const MaxIDLength = 200
 // ValidID reports whether a request id is safe as a file name: it matches
 // ^[A-Za-z0-9._-]+$, is not "." or "..", and is at most MaxIDLength bytes.
 func ValidID(id string) bool {
-	if id == "" || id == "." || id == ".." || len(id) > MaxIDLength {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		ok := 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
-		if !ok {
-			return false
-		}
-	}
-	return true
+	return id != "" && id != "." && id != ".." && len(id) <= MaxIDLength &&
+		strings.Trim(id, alphanumeric+"._-") == ""
 }
 
 // NormalizeSessionID trims a session id as JavaScript's trim does (U+FEFF
