@@ -18,7 +18,7 @@ import (
 func (s *Server) arrive(ev inbox.Arrived) {
 	rec, ok, looked := s.audit.recorded(keyOfRequest(ev.Session, ev.Request))
 	switch {
-	case ok && !sameFacts(rec, ev.Request):
+	case ok && !s.sameFacts(rec, ev.Request):
 		s.refuseReuse(ev, rec)
 		return
 	case ok:

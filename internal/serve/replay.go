@@ -10,6 +10,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -57,18 +58,13 @@ func asLogged(s string) string {
 }
 
 // sameFacts reports whether req is the request rec decided, fact for fact
-// as the log keeps them: the key names a request by its identity, which a
-// second file can reuse with other facts (decision 0210). A request without
-// facts is compared by its display value (decision 0201). A record written
-// before the log kept the facts or that value is compared by agent, surface
-// and values.
-func sameFacts(rec AuditRecord, req *wire.Request) bool {
-	again := AuditRecord{Agent: req.RequesterAgentName, Surface: SurfaceOf(req), Facts: auditFacts(req.AccessIntent)}
-	if req.AccessIntent != nil {
-		again.MatchValues = req.AccessIntent.MatchValues
-	} else {
-		again.Value = shownValue(req)
-	}
+// as the log keeps them (record): the key names a request by its identity,
+// which a second file can reuse with other facts (decision 0210). A request
+// without facts is compared by its display value (decision 0201). A record
+// written before the log kept the facts or that value is compared by agent,
+// surface and values.
+func (s *Server) sameFacts(rec AuditRecord, req *wire.Request) bool {
+	again := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: req}}}, "", wire.Response{})
 	if rec.Facts == nil {
 		again.Facts = nil
 	}
