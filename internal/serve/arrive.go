@@ -6,6 +6,7 @@ package serve
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 
@@ -231,12 +232,7 @@ func (s *Server) rejudge() {
 // waitingLocked are the asks waiting for a person, by id: the ones a
 // reload judges again. s.mu is held.
 func (s *Server) waitingLocked() []*pending {
-	var waiting []*pending
-	for _, p := range s.asks {
-		if !p.deciding {
-			waiting = append(waiting, p)
-		}
-	}
+	waiting := slices.DeleteFunc(slices.Collect(maps.Values(s.asks)), func(p *pending) bool { return p.deciding })
 	sortByID(waiting)
 	return waiting
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -530,11 +531,7 @@ func (l *auditLog) unindexFrom(off int64) {
 	if l.indexFile == nil || l.indexed <= off {
 		return
 	}
-	for k, pos := range l.index {
-		if pos.off >= off {
-			delete(l.index, k)
-		}
-	}
+	maps.DeleteFunc(l.index, func(_ deliveryKey, pos linePos) bool { return pos.off >= off })
 	l.indexed = off
 }
 

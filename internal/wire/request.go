@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -313,10 +314,8 @@ func readPayload(v jsonparse.Value) (*Payload, error) {
 	pr.InvokedToolName, okAll[5] = asNullableString(req.Get("invokedToolName"))
 	pr.Value, okAll[6] = asString(req.Get("value"))
 	pr.MatchedPattern, okAll[7] = asNullableString(req.Get("matchedPattern"))
-	for _, ok := range okAll {
-		if !ok {
-			return nil, errors.New("request has a missing or mistyped field")
-		}
+	if slices.Contains(okAll[:], false) {
+		return nil, errors.New("request has a missing or mistyped field")
 	}
 	// 40.0.0 added matchedSpelling; older children omit it, so a missing key
 	// reads as null (the one exception to §4.5's "present").
