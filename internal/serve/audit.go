@@ -259,6 +259,8 @@ const (
 func newAuditLog(stateDir string, report func(Event)) *auditLog {
 	l := &auditLog{path: filepath.Join(stateDir, "audit.jsonl"), report: report, next: &auditBatch{}}
 	l.cond = sync.NewCond(&l.mu)
+	l.lazy = time.AfterFunc(lazyFlush, l.flush)
+	l.lazy.Stop() // armed by the first line nobody waits for
 	l.health(l.open())
 	return l
 }
@@ -417,10 +419,7 @@ func (l *auditLog) appendLazy(v any) {
 	switch {
 	case len(l.next.buf) >= lazyMax && !l.leading:
 		l.lead()
-	case l.armed:
-	case l.lazy == nil:
-		l.armed, l.lazy = true, time.AfterFunc(lazyFlush, l.flush)
-	default:
+	case !l.armed:
 		l.armed = true
 		l.lazy.Reset(lazyFlush)
 	}
@@ -472,9 +471,7 @@ func (l *auditLog) lead() {
 func (l *auditLog) close() {
 	l.mu.Lock()
 	l.closed = true
-	if l.lazy != nil {
-		l.lazy.Stop()
-	}
+	l.lazy.Stop()
 	for l.leading {
 		l.cond.Wait()
 	}
