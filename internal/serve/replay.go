@@ -44,17 +44,12 @@ func keyOfRequest(session string, req *wire.Request) deliveryKey {
 
 // asLogged is s as an audit line reads back: the encoder writes each byte
 // that is not UTF-8 (a lone surrogate a child sent, decision 0175) as
-// U+FFFD.
+// U+FFFD, as converting to runes does.
 func asLogged(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}
-	line, _ := json.Marshal(s) // a string always encodes
-	var back string
-	if json.Unmarshal(line, &back) != nil {
-		return s
-	}
-	return back
+	return string([]rune(s))
 }
 
 // sameFacts reports whether req is the request rec decided, fact for fact
