@@ -104,7 +104,7 @@ func (l *lists[T]) open(name string) error {
 	if !ok {
 		return nil // temp files of atomic writes, backups, or not ours
 	}
-	return l.load(session)
+	return l.load(session, true)
 }
 
 // Repairs returns (and forgets) what was recovered since the last call.
@@ -116,27 +116,11 @@ func (g *Store) Repairs() []string {
 	return r
 }
 
-// refresh reads the session's file again if it changed since it was read
-// (another permtui added or revoked a grant). Called with mu held; an error
-// keeps nothing wider than what the file on disk says.
-func (g *lists[T]) refresh(session string) error {
-	fi, err := os.Stat(g.file(session))
-	if errors.Is(err, fs.ErrNotExist) {
-		fi, err = nil, nil
-	}
-	if err != nil {
-		return err
-	}
-	if old := g.seen[session]; fi == nil && old == nil ||
-		fi != nil && old != nil && os.SameFile(fi, old) && fi.Size() == old.Size() && fi.ModTime().Equal(old.ModTime()) {
-		return nil
-	}
-	return g.load(session)
-}
-
-// load reads the session's file (mu held, or during Open). A file that does
-// not parse is moved aside and replaced by its backup, or by no grants.
-func (g *lists[T]) load(session string) error {
+// load reads the session's file (mu held, or during Open): with always, or
+// when it changed since it was read (another permtui added or revoked a
+// grant). A file that does not parse is moved aside and replaced by its
+// backup, or by no grants; an error keeps nothing wider than the file says.
+func (g *lists[T]) load(session string, always bool) error {
 	file := g.file(session)
 	fi, err := os.Stat(file)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -145,6 +129,9 @@ func (g *lists[T]) load(session string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("grants file %s: %w", file, err)
+	}
+	if old := g.seen[session]; !always && old != nil && os.SameFile(fi, old) && fi.Size() == old.Size() && fi.ModTime().Equal(old.ModTime()) {
+		return nil
 	}
 	list, err := readList[T](file)
 	if err != nil {
@@ -160,7 +147,7 @@ func (g *lists[T]) load(session string) error {
 }
 
 // keep holds list as the session's, read from or written to the file fi
-// describes (nil: none, or unknown, so the next refresh reads it again).
+// describes (nil: none, or unknown, so the next load reads it again).
 func (g *lists[T]) keep(session string, list []T, fi os.FileInfo) {
 	if len(list) > 0 {
 		g.by[session] = list
@@ -242,7 +229,7 @@ func (g *Store) AllDenies() map[string][]Deny { return all(g, g.denies) }
 func forSession[T comparable](g *Store, l *lists[T], session string) ([]T, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := l.refresh(session); err != nil {
+	if err := l.load(session, false); err != nil {
 		return nil, err
 	}
 	return slices.Clone(l.by[session]), nil
@@ -321,7 +308,7 @@ func change[T comparable](g *Store, l *lists[T], session string, edit func([]T) 
 	if err := lock.Lock(); err != nil {
 		return fmt.Errorf("grants: %w", err)
 	}
-	if err := l.load(session); err != nil {
+	if err := l.load(session, true); err != nil {
 		return err
 	}
 	old := l.by[session]

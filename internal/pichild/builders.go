@@ -53,11 +53,11 @@ func newest(target, agent, requesterSession, cwd, payloadKind, gateSurface, tool
 	r.Payload = &wire.Payload{
 		Kind: payloadKind,
 		Request: wire.PayloadRequest{
-			RequesterAgentName: new(agent),
-			Surface:            gateSurface,
-			ToolName:           new(toolName),
-			Value:              displayValue,
-			MatchedPattern:     new("*"),
+			Requester:      wire.PayloadRequester{AgentName: new(agent)},
+			Surface:        gateSurface,
+			ToolName:       new(toolName),
+			Value:          displayValue,
+			MatchedPattern: new("*"),
 		},
 		Evidence:    []wire.Evidence{},
 		Annotations: []wire.Annotation{},

@@ -12,7 +12,9 @@ import (
 	"github.com/permtui/permtui/internal/wire"
 )
 
-func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
+// record is the audit record of p decided as state and answered with
+// resp; the grants or session deny it records are the caller's to add.
+func (s *Server) record(p *pending, state wire.State, resp wire.Response) AuditRecord {
 	req := p.Request
 	rec := AuditRecord{
 		AskID:             p.ID,
@@ -22,25 +24,21 @@ func (s *Server) record(p *pending, state wire.State, ans *answer) AuditRecord {
 		Agent:             req.RequesterAgentName,
 		Surface:           SurfaceOf(req),
 		State:             state,
-		Approved:          ans.resp.Approved,
-		DecidedBy:         ans.resp.DecidedBy,
-		Reason:            ans.resp.DenialReason,
-		Grants:            ans.grants,
-		SessionDeny:       ans.deny,
-		SessionGrantWidth: ans.resp.SessionGrantWidth,
+		Approved:          resp.Approved,
+		DecidedBy:         resp.DecidedBy,
+		Reason:            resp.DenialReason,
+		SessionGrantWidth: resp.SessionGrantWidth,
 		CreatedAt:         req.CreatedAt,
 		DecidedAt:         s.cfg.Now().UnixMilli(),
-		Auto:              ans.auto,
 		Facts:             auditFacts(req.AccessIntent),
-		Approver:          ans.approver,
 	}
 	if req.AccessIntent != nil {
 		rec.MatchValues = req.AccessIntent.MatchValues
 	} else {
 		rec.Value = shownValue(req)
 	}
-	if ans.resp.State != state {
-		rec.WireState = ans.resp.State
+	if resp.State != state {
+		rec.WireState = resp.State
 	}
 	return rec
 }
@@ -153,15 +151,16 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 		}
 		ans.audited = true
 	}
-	if !ans.granted && len(ans.grants) > 0 {
-		if err := s.cfg.Grants.Add(p.Session, ans.grants); err != nil {
+	rec := ans.record
+	if !ans.granted && len(rec.Grants) > 0 {
+		if err := s.cfg.Grants.Add(p.Session, rec.Grants); err != nil {
 			s.emit(WriteFailed{Ask: p.ID, Err: "record grants: " + err.Error()})
 			return err
 		}
 		s.emit(GrantsChanged{Grants: s.cfg.Grants.All()})
 	}
-	if !ans.granted && ans.deny != nil && s.cfg.Denies != nil {
-		if err := s.cfg.Denies.AddDeny(p.Session, *ans.deny); err != nil {
+	if !ans.granted && rec.SessionDeny != nil && s.cfg.Denies != nil {
+		if err := s.cfg.Denies.AddDeny(p.Session, *rec.SessionDeny); err != nil {
 			s.emit(WriteFailed{Ask: p.ID, Err: "record session deny: " + err.Error()})
 			return err
 		}
@@ -169,7 +168,7 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 	}
 	ans.granted = true
 
-	resp := ans.resp
+	resp := response(rec)
 	resp.ResponderSessionID = p.Session
 	resp.RespondedAt = s.cfg.Now().UnixMilli()
 	err := s.inbox.Respond(p.ID, resp)
@@ -177,8 +176,8 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 	case err == nil:
 		s.forget(p.ID)
 		s.delivered(p, resp, ans.replayed)
-		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: ans.auto, Latency: s.cfg.Now().Sub(p.At), Approver: ans.approver, Replayed: ans.replayed, Queued: p.queued})
-		if len(ans.grants) > 0 || ans.deny != nil {
+		s.emit(Decided{Ask: p.Ask, Response: resp, Auto: rec.Auto, Latency: s.cfg.Now().Sub(p.At), Approver: rec.Approver, Replayed: ans.replayed, Queued: p.queued})
+		if len(rec.Grants) > 0 || rec.SessionDeny != nil {
 			s.rejudge()
 		}
 		return nil

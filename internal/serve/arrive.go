@@ -6,6 +6,7 @@ package serve
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 
@@ -18,7 +19,7 @@ import (
 func (s *Server) arrive(ev inbox.Arrived) {
 	rec, ok, looked := s.audit.recorded(keyOfRequest(ev.Session, ev.Request))
 	switch {
-	case ok && !sameFacts(rec, ev.Request):
+	case ok && !s.sameFacts(rec, ev.Request):
 		s.refuseReuse(ev, rec)
 		return
 	case ok:
@@ -158,7 +159,7 @@ func (s *Server) withdrawn(w inbox.Withdrawn) {
 // person. It decides nothing and is not waited for: a line lost in a crash
 // only leaves the expiry out of the history.
 func (s *Server) recordExpiry(p *pending, replaced bool) {
-	rec := s.record(p, "", &answer{})
+	rec := s.record(p, "", wire.Response{})
 	rec.Kind = AuditExpired
 	if replaced {
 		rec.Reason = ReplacedReason
@@ -169,16 +170,17 @@ func (s *Server) recordExpiry(p *pending, replaced bool) {
 // ruleAnswer answers from the verdict of the recorded authority.
 func (s *Server) ruleAnswer(p *pending) *answer {
 	v := p.Verdict
-	ans := &answer{auto: true, resp: wire.Response{DecidedBy: v.DecidedBy()}}
+	resp := wire.Response{DecidedBy: v.DecidedBy()}
 	switch {
 	case v.Action == resolve.Allow:
-		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
+		resp.Approved, resp.State = true, wire.StateApproved
 	case wire.TrimReason(v.Reason) != "":
-		ans.resp.State, ans.resp.DenialReason = wire.StateDeniedWithReason, wire.TrimReason(v.Reason)
+		resp.State, resp.DenialReason = wire.StateDeniedWithReason, wire.TrimReason(v.Reason)
 	default:
-		ans.resp.State = wire.StateDenied
+		resp.State = wire.StateDenied
 	}
-	ans.record = s.record(p, ans.resp.State, ans)
+	ans := &answer{record: s.record(p, resp.State, resp)}
+	ans.record.Auto = true
 	return ans
 }
 
@@ -230,12 +232,7 @@ func (s *Server) rejudge() {
 // waitingLocked are the asks waiting for a person, by id: the ones a
 // reload judges again. s.mu is held.
 func (s *Server) waitingLocked() []*pending {
-	var waiting []*pending
-	for _, p := range s.asks {
-		if !p.deciding {
-			waiting = append(waiting, p)
-		}
-	}
+	waiting := slices.DeleteFunc(slices.Collect(maps.Values(s.asks)), func(p *pending) bool { return p.deciding })
 	sortByID(waiting)
 	return waiting
 }

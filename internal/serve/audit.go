@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -189,22 +190,16 @@ func readAudit(r io.Reader, fn func(AuditRecord), expiries bool) (bad int, err e
 }
 
 // readAuditLine passes one line's decision record to fn; it returns 1 when
-// the line does not parse.
+// the line does not parse. Every kind of line reads as an AuditRecord
+// (rule and delivery lines share its fields' types).
 func readAuditLine(line []byte, fn func(AuditRecord), expiries bool) int {
-	var head struct {
-		Kind string `json:"kind"`
-	}
-	if json.Unmarshal(line, &head) != nil {
-		return 1
-	}
-	if head.Kind != "" && (!expiries || head.Kind != AuditExpired && head.Kind != AuditRevoked) {
-		return 0
-	}
 	var rec AuditRecord
 	if json.Unmarshal(line, &rec) != nil {
 		return 1
 	}
-	fn(rec)
+	if rec.Kind == "" || expiries && (rec.Kind == AuditExpired || rec.Kind == AuditRevoked) {
+		fn(rec)
+	}
 	return 0
 }
 
@@ -264,6 +259,8 @@ const (
 func newAuditLog(stateDir string, report func(Event)) *auditLog {
 	l := &auditLog{path: filepath.Join(stateDir, "audit.jsonl"), report: report, next: &auditBatch{}}
 	l.cond = sync.NewCond(&l.mu)
+	l.lazy = time.AfterFunc(lazyFlush, l.flush)
+	l.lazy.Stop() // armed by the first line nobody waits for
 	l.health(l.open())
 	return l
 }
@@ -422,10 +419,7 @@ func (l *auditLog) appendLazy(v any) {
 	switch {
 	case len(l.next.buf) >= lazyMax && !l.leading:
 		l.lead()
-	case l.armed:
-	case l.lazy == nil:
-		l.armed, l.lazy = true, time.AfterFunc(lazyFlush, l.flush)
-	default:
+	case !l.armed:
 		l.armed = true
 		l.lazy.Reset(lazyFlush)
 	}
@@ -477,9 +471,7 @@ func (l *auditLog) lead() {
 func (l *auditLog) close() {
 	l.mu.Lock()
 	l.closed = true
-	if l.lazy != nil {
-		l.lazy.Stop()
-	}
+	l.lazy.Stop()
 	for l.leading {
 		l.cond.Wait()
 	}
@@ -536,11 +528,7 @@ func (l *auditLog) unindexFrom(off int64) {
 	if l.indexFile == nil || l.indexed <= off {
 		return
 	}
-	for k, pos := range l.index {
-		if pos.off >= off {
-			delete(l.index, k)
-		}
-	}
+	maps.DeleteFunc(l.index, func(_ deliveryKey, pos linePos) bool { return pos.off >= off })
 	l.indexed = off
 }
 

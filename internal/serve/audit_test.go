@@ -156,6 +156,21 @@ func TestADecisionForAnOddRequesterIsFoundAfterARestart(t *testing.T) {
 	}
 }
 
+// asLogged, which keys a request's decision, is what the audit line's
+// encoder and decoder make of a string, byte for byte.
+func TestAsLoggedIsWhatTheLogReadsBack(t *testing.T) {
+	for _, s := range []string{"plain", "child\xed\xa0\x80\xffx", "\xc3", "\xe2\x82(", "\xf0\x9f\x98", "\xc0\x80", "\xf4\x90\x80\x80", "ok\xef\xbf\xbd\xed\xbf\xbf"} {
+		line, err := json.Marshal(s)
+		var back string
+		if err == nil {
+			err = json.Unmarshal(line, &back)
+		}
+		if err != nil || asLogged(s) != back {
+			t.Errorf("%q: asLogged %q, the log reads back %q (%v)", s, asLogged(s), back, err)
+		}
+	}
+}
+
 // s19 F4: a "this subagent" approval records in the audit log what the
 // child records on it (the scope's grants), as a whole-session approval
 // records its grants; a record written before carries none and still

@@ -22,7 +22,7 @@ func (s *Server) Decide(d Decision) error {
 	s.mu.Lock()
 	p := s.asks[d.Ask]
 	switch {
-	case !s.running || s.closing:
+	case s.ctx == nil || s.closing:
 		s.mu.Unlock()
 		return ErrStopped
 	case p == nil:
@@ -37,6 +37,7 @@ func (s *Server) Decide(d Decision) error {
 		s.mu.Unlock()
 		return err
 	}
+	ans.record.Approver = d.Approver
 	p.deciding = true
 	s.workers.Add(1)
 	s.mu.Unlock()
@@ -60,43 +61,42 @@ func (s *Server) Decide(d Decision) error {
 // personAnswer turns a person's decision into the response and its audit
 // record. The wire never sees approved_for_serving_session (ADR 0006).
 func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
-	ans := &answer{resp: wire.Response{DecidedBy: wire.UserDecision()}, approver: d.Approver}
+	resp := wire.Response{DecidedBy: wire.UserDecision()}
 	if d.Unattended {
 		if d.Scope != "" || (d.State != wire.StateDenied && d.State != wire.StateDeniedWithReason) {
 			return nil, fmt.Errorf("%w: only a denial can be made with nobody attached", ErrInvalidDecision)
 		}
 		// Why nobody decided is the decider's reason: a front end with no
 		// person, a relay that could not use the hub's decision.
-		ans.resp.DecidedBy = wire.UnavailableDecision(cmp.Or(wire.TrimReason(d.Reason), NoApproverReason))
+		resp.DecidedBy = wire.UnavailableDecision(cmp.Or(wire.TrimReason(d.Reason), NoApproverReason))
 	}
 	if d.Scope != "" {
-		return s.scopeAnswer(p, d, ans)
+		return s.scopeAnswer(p, d, resp)
 	}
 	if d.DenyFor != nil {
-		return s.sessionDenyAnswer(p, d, ans)
+		return s.sessionDenyAnswer(p, d, resp)
 	}
 	switch d.State {
 	case wire.StateApproved:
-		ans.resp.Approved, ans.resp.State = true, wire.StateApproved
+		resp.Approved, resp.State = true, wire.StateApproved
 	case wire.StateDenied:
-		ans.resp.State = wire.StateDenied
+		resp.State = wire.StateDenied
 	case wire.StateDeniedWithReason:
-		ans.resp.State = wire.StateDenied
+		resp.State = wire.StateDenied
 		if reason := wire.TrimReason(d.Reason); reason != "" {
-			ans.resp.State, ans.resp.DenialReason = wire.StateDeniedWithReason, reason
+			resp.State, resp.DenialReason = wire.StateDeniedWithReason, reason
 		}
 	default:
 		return nil, fmt.Errorf("%w: unknown state %q", ErrInvalidDecision, d.State)
 	}
-	ans.record = s.record(p, d.State, ans)
-	return ans, nil
+	return &answer{record: s.record(p, d.State, resp)}, nil
 }
 
 // scopeAnswer approves for one of the scopes the ask offers, doing exactly
 // what that scope says (OfferedScopes). The audit record keeps the scope as
 // a state: approved_for_session for the subagent, approved_for_serving_session
 // for the whole session, which the wire never sees (ADR 0006).
-func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, error) {
+func (s *Server) scopeAnswer(p *pending, d Decision, resp wire.Response) (*answer, error) {
 	scope, ok := p.Scopes.Find(d.Scope)
 	if d.State != "" || !ok {
 		return nil, fmt.Errorf("%w: scope %q is not offered for this ask", ErrInvalidDecision, d.Scope)
@@ -119,30 +119,27 @@ func (s *Server) scopeAnswer(p *pending, d Decision, ans *answer) (*answer, erro
 		}
 		grants = d.Grants
 	}
-	ans.resp.Approved, ans.resp.State = true, wire.StateApproved
-	audited := wire.StateApprovedForSession
-	switch d.Scope {
-	case ScopeSubagent, ScopeSubagentBoth:
-		if !predatesSessionState(p.Request) {
-			ans.resp.State = wire.StateApprovedForSession
-		}
-		if d.Scope == ScopeSubagentBoth {
-			ans.resp.SessionGrantWidth = wire.GrantWidthFamily
-		}
-	case ScopeSession, ScopeSessionBoth:
-		audited, ans.grants = wire.StateApprovedForServingSession, grants
+	resp.Approved, resp.State = true, wire.StateApproved
+	if session {
+		rec := s.record(p, wire.StateApprovedForServingSession, resp)
+		rec.Grants = grants
+		return &answer{record: rec}, nil
 	}
-	ans.record = s.record(p, audited, ans)
-	if !session {
-		ans.record.ChildGrants = scope.Grants
+	if !predatesSessionState(p.Request) {
+		resp.State = wire.StateApprovedForSession
 	}
-	return ans, nil
+	if d.Scope == ScopeSubagentBoth {
+		resp.SessionGrantWidth = wire.GrantWidthFamily
+	}
+	rec := s.record(p, wire.StateApprovedForSession, resp)
+	rec.ChildGrants = scope.Grants
+	return &answer{record: rec}, nil
 }
 
 // sessionDenyAnswer denies the ask with the person's reason and records the
 // deny for the root session, if it names the ask's surface (or its family)
 // and its pattern covers the ask: a deny nobody saw match is refused.
-func (s *Server) sessionDenyAnswer(p *pending, d Decision, ans *answer) (*answer, error) {
+func (s *Server) sessionDenyAnswer(p *pending, d Decision, resp wire.Response) (*answer, error) {
 	g, reason := *d.DenyFor, wire.TrimReason(d.Reason)
 	ai := p.Request.AccessIntent
 	switch {
@@ -158,10 +155,10 @@ func (s *Server) sessionDenyAnswer(p *pending, d Decision, ans *answer) (*answer
 	if fam, _ := resolve.Family(ai.Surface); g.Surface != ai.Surface && g.Surface != fam {
 		return nil, fmt.Errorf("%w: a session deny names the ask's surface %q or its family", ErrInvalidDecision, ai.Surface)
 	}
-	ans.resp.State, ans.resp.DenialReason = wire.StateDeniedWithReason, reason
-	ans.deny = &SessionDeny{Grant: g, Reason: reason}
-	ans.record = s.record(p, wire.StateDeniedWithReason, ans)
-	return ans, nil
+	resp.State, resp.DenialReason = wire.StateDeniedWithReason, reason
+	rec := s.record(p, wire.StateDeniedWithReason, resp)
+	rec.SessionDeny = &SessionDeny{Grant: g, Reason: reason}
+	return &answer{record: rec}, nil
 }
 
 // checkEdited accepts a person's edit of a scope's grants only when it keeps
@@ -228,13 +225,11 @@ func ShownDenies(reach []Reach) []wire.Grant {
 
 // exitAnswer denies an ask still open when permtui stops.
 func (s *Server) exitAnswer(p *pending) *answer {
-	ans := &answer{resp: wire.Response{
+	return &answer{record: s.record(p, wire.StateDeniedWithReason, wire.Response{
 		State:        wire.StateDeniedWithReason,
 		DenialReason: ExitReason,
 		DecidedBy:    wire.UnavailableDecision(ExitReason),
-	}}
-	ans.record = s.record(p, wire.StateDeniedWithReason, ans)
-	return ans
+	})}
 }
 
 // RevokeGrant withdraws a whole-session grant; later asks are judged

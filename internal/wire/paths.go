@@ -18,7 +18,7 @@ func EncodeSegment(s string) string {
 	b.Grow(len(s))
 	for i := 0; i < len(s); {
 		c := s[i]
-		if isUnreserved(c) {
+		if strings.IndexByte(unreserved, c) >= 0 {
 			b.WriteByte(c)
 			i++
 			continue
@@ -37,15 +37,11 @@ func EncodeSegment(s string) string {
 	return b.String()
 }
 
-const upperHex = "0123456789ABCDEF"
-
-func isUnreserved(c byte) bool {
-	switch {
-	case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("-_.!~*'()", c) >= 0
-}
+const (
+	upperHex     = "0123456789ABCDEF"
+	alphanumeric = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	unreserved   = alphanumeric + "-_.!~*'()"
+)
 
 // AgentDir resolves pi's agent directory like getAgentDir: a non-empty
 // PI_CODING_AGENT_DIR with "~" and a leading "~/" expanded, else

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,17 +42,8 @@ const MaxIDLength = 200
 // ValidID reports whether a request id is safe as a file name: it matches
 // ^[A-Za-z0-9._-]+$, is not "." or "..", and is at most MaxIDLength bytes.
 func ValidID(id string) bool {
-	if id == "" || id == "." || id == ".." || len(id) > MaxIDLength {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		ok := 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
-		if !ok {
-			return false
-		}
-	}
-	return true
+	return id != "" && id != "." && id != ".." && len(id) <= MaxIDLength &&
+		strings.Trim(id, alphanumeric+"._-") == ""
 }
 
 // NormalizeSessionID trims a session id as JavaScript's trim does (U+FEFF
@@ -314,18 +306,16 @@ func readPayload(v jsonparse.Value) (*Payload, error) {
 	}
 	pr := &p.Request
 	var okAll [8]bool
-	pr.RequesterAgentName, okAll[0] = asNullableString(who.Get("agentName"))
-	pr.RequesterForwarded, okAll[1] = asBool(who.Get("forwarded"))
-	pr.RequesterSessionID, okAll[2] = asNullableString(who.Get("sessionId"))
+	pr.Requester.AgentName, okAll[0] = asNullableString(who.Get("agentName"))
+	pr.Requester.Forwarded, okAll[1] = asBool(who.Get("forwarded"))
+	pr.Requester.SessionID, okAll[2] = asNullableString(who.Get("sessionId"))
 	pr.Surface, okAll[3] = asString(req.Get("surface"))
 	pr.ToolName, okAll[4] = asNullableString(req.Get("toolName"))
 	pr.InvokedToolName, okAll[5] = asNullableString(req.Get("invokedToolName"))
 	pr.Value, okAll[6] = asString(req.Get("value"))
 	pr.MatchedPattern, okAll[7] = asNullableString(req.Get("matchedPattern"))
-	for _, ok := range okAll {
-		if !ok {
-			return nil, errors.New("request has a missing or mistyped field")
-		}
+	if slices.Contains(okAll[:], false) {
+		return nil, errors.New("request has a missing or mistyped field")
 	}
 	// 40.0.0 added matchedSpelling; older children omit it, so a missing key
 	// reads as null (the one exception to §4.5's "present").
@@ -365,42 +355,6 @@ func readPayload(v jsonparse.Value) (*Payload, error) {
 		return nil, err
 	}
 	return p, nil
-}
-
-// Wire shapes that differ from the Go types: a payload's request nests its
-// requester, in the key order the newest child writes.
-type (
-	payloadReqJSON struct {
-		Requester       requesterJSON `json:"requester"`
-		Surface         string        `json:"surface"`
-		ToolName        *string       `json:"toolName"`
-		InvokedToolName *string       `json:"invokedToolName"`
-		Value           string        `json:"value"`
-		MatchedPattern  *string       `json:"matchedPattern"`
-		MatchedSpelling *string       `json:"matchedSpelling"`
-		CommandContext  *string       `json:"commandContext"`
-		ExecutedUnit    *string       `json:"executedUnit"`
-	}
-	requesterJSON struct {
-		AgentName *string `json:"agentName"`
-		Forwarded bool    `json:"forwarded"`
-		SessionID *string `json:"sessionId"`
-	}
-)
-
-// MarshalJSON writes a payload's request in its wire shape (§4.5).
-func (pr PayloadRequest) MarshalJSON() ([]byte, error) {
-	return marshalCompact(payloadReqJSON{
-		Requester:       requesterJSON{AgentName: pr.RequesterAgentName, Forwarded: pr.RequesterForwarded, SessionID: pr.RequesterSessionID},
-		Surface:         pr.Surface,
-		ToolName:        pr.ToolName,
-		InvokedToolName: pr.InvokedToolName,
-		Value:           pr.Value,
-		MatchedPattern:  pr.MatchedPattern,
-		MatchedSpelling: pr.MatchedSpelling,
-		CommandContext:  pr.CommandContext,
-		ExecutedUnit:    pr.ExecutedUnit,
-	})
 }
 
 // MarshalJSON writes a legacy suggestion in the {surface, patterns} shape it

@@ -93,19 +93,24 @@ type Payload struct {
 
 // PayloadRequest is the invariant core of a payload.
 type PayloadRequest struct {
-	RequesterAgentName *string
-	RequesterForwarded bool
-	RequesterSessionID *string
-	Surface            string
-	ToolName           *string
-	InvokedToolName    *string
-	Value              string
-	MatchedPattern     *string
+	Requester       PayloadRequester `json:"requester"`
+	Surface         string           `json:"surface"`
+	ToolName        *string          `json:"toolName"`
+	InvokedToolName *string          `json:"invokedToolName"`
+	Value           string           `json:"value"`
+	MatchedPattern  *string          `json:"matchedPattern"`
 	// MatchedSpelling (40.0.0+): the spelling of the command the child's rule
 	// matched, e.g. with an absolute path argument; nil when null or absent.
-	MatchedSpelling *string
-	CommandContext  *string
-	ExecutedUnit    *string
+	MatchedSpelling *string `json:"matchedSpelling"`
+	CommandContext  *string `json:"commandContext"`
+	ExecutedUnit    *string `json:"executedUnit"`
+}
+
+// PayloadRequester is who the child says asked.
+type PayloadRequester struct {
+	AgentName *string `json:"agentName"`
+	Forwarded bool    `json:"forwarded"`
+	SessionID *string `json:"sessionId"`
 }
 
 // Evidence is one labelled fact the child attached for display.

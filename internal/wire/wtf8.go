@@ -126,15 +126,12 @@ func KeepLoneSurrogates(data []byte) []byte {
 type JSString string
 
 // MarshalJSON implements json.Marshaler.
-func (s JSString) MarshalJSON() ([]byte, error) { return AppendJSONString(nil, string(s)), nil }
+func (s JSString) MarshalJSON() ([]byte, error) { return appendJSONString(nil, string(s), false), nil }
 
-// AppendJSONString appends s as a JSON string: a quote, a backslash and a
-// control character escaped, a lone surrogate as \uXXXX, any other invalid
-// byte as \ufffd, everything else as it is.
-func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s, false) }
-
-// appendJSONString is AppendJSONString; with rawSurrogates a lone surrogate
-// keeps its WTF-8 bytes.
+// appendJSONString appends s as a JSON string: a quote, a backslash and a
+// control character escaped, a lone surrogate as \uXXXX (with rawSurrogates
+// as its WTF-8 bytes), any other invalid byte as \ufffd, everything else as
+// it is.
 func appendJSONString(b []byte, s string, rawSurrogates bool) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
