@@ -97,6 +97,9 @@ type RuleRecord struct {
 	WrittenAt int64  `json:"writtenAt"`        // ms epoch
 }
 
+// AuditPath is the audit log of a state directory: its one spelling.
+func AuditPath(stateDir string) string { return filepath.Join(stateDir, "audit.jsonl") }
+
 // AppendRuleRecord appends rec to <stateDir>/audit.jsonl and fsyncs it. A
 // serving permtui may be appending decisions at the same time: O_APPEND
 // keeps each line whole.
@@ -109,7 +112,7 @@ func AppendRuleRecord(stateDir string, rec RuleRecord) error {
 	if err := safefs.MkdirPrivate(stateDir); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(stateDir, "audit.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(AuditPath(stateDir), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
@@ -262,7 +265,7 @@ const (
 // newAuditLog opens the log at once, so a state directory that cannot hold
 // it is reported as degraded before the first request, not per request.
 func newAuditLog(stateDir string, report func(Event)) *auditLog {
-	l := &auditLog{path: filepath.Join(stateDir, "audit.jsonl"), report: report, next: &auditBatch{}}
+	l := &auditLog{path: AuditPath(stateDir), report: report, next: &auditBatch{}}
 	l.cond = sync.NewCond(&l.mu)
 	l.health(l.open())
 	return l

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -412,7 +411,7 @@ const HistoryCap = 500
 // log, so a restarted console's log is not empty. Unreadable history is
 // only logged: it decides nothing.
 func (s *Server) emitHistory() {
-	f, err := os.Open(filepath.Join(s.cfg.StateDir, "audit.jsonl"))
+	f, err := os.Open(AuditPath(s.cfg.StateDir))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			s.cfg.Logger.Warn("audit history unreadable", "err", err)
