@@ -243,6 +243,7 @@ type auditLog struct {
 	index     map[deliveryKey]linePos // the first decision recorded for each request
 	indexFile *os.File                // the file the index points into
 	indexed   int64                   // how far the index has read it
+	earlier   int64                   // the file's length when first indexed: the lines before it are earlier runs'
 }
 
 // auditBatch is one commit: its lines, what they mean to the index, and
@@ -319,7 +320,7 @@ func (l *auditLog) open() error {
 			_ = f.Close()
 			return fmt.Errorf("audit: index: %w", err)
 		}
-		l.index, l.indexFile, l.indexed = idx, rf, off
+		l.index, l.indexFile, l.indexed, l.earlier = idx, rf, off, off
 	}
 	l.file = f
 	return nil

@@ -147,6 +147,10 @@ type pending struct {
 	// unreadReported: a WriteFailed said its answer waits for an earlier
 	// one its child has not read (decision 0201); the retries say nothing.
 	unreadReported bool
+	// earlierRun: it replays a decision recorded before this process
+	// started, so an answer unread under its id is most likely that one,
+	// written before a crash removed its request (decision 0276).
+	earlierRun bool
 }
 
 // told is what a front end was told of a postponed ask.
@@ -376,7 +380,8 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 	}
 	was, again := s.postponed[a.ID]
 	delete(s.postponed, a.ID)
-	p := &pending{Ask: a, deciding: true, queued: was.queued, unreadReported: was.unreadReported}
+	p := &pending{Ask: a, deciding: true, queued: was.queued, unreadReported: was.unreadReported,
+		earlierRun: s.audit.earlierRun(keyOfRequest(ev.Session, ev.Request))}
 	s.asks[a.ID] = p
 	s.workers.Add(1)
 	s.mu.Unlock()
