@@ -206,7 +206,7 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 func unreadWait(requestID string, earlierRun bool) string {
 	if earlierRun {
 		return "the answer recorded before this permtui started is already in responses/ for request id " + wire.QuoteShort(requestID) +
-			" (written then, before its request was removed; or a file written there by something else, which its child reads instead); it waits for its child to take it, which ends this ask, and permtui never replaces it"
+			" (written then, but its request was not removed before permtui stopped; or a file written there by something else, which its child reads instead); it waits for its child to take it, which ends this ask, and permtui never replaces it"
 	}
 	return "responses/ already holds a file for request id " + wire.QuoteShort(requestID) +
 		" that no child has taken (an earlier answer, or a file written there by something else: its child reads that one first); permtui never replaces it, so this answer, recorded, is written once that one is taken"

@@ -149,7 +149,8 @@ type pending struct {
 	unreadReported bool
 	// earlierRun: it replays a decision recorded before this process
 	// started, so an answer unread under its id is most likely that one,
-	// written before a crash removed its request (decision 0276).
+	// written before a crash kept its request from being removed (decision
+	// 0276).
 	earlierRun bool
 }
 
@@ -373,6 +374,7 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 	if rec.Approved {
 		a.Verdict.Action = resolve.Allow
 	}
+	earlier := s.audit.earlierRun(keyOfRequest(ev.Session, ev.Request))
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -380,8 +382,7 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 	}
 	was, again := s.postponed[a.ID]
 	delete(s.postponed, a.ID)
-	p := &pending{Ask: a, deciding: true, queued: was.queued, unreadReported: was.unreadReported,
-		earlierRun: s.audit.earlierRun(keyOfRequest(ev.Session, ev.Request))}
+	p := &pending{Ask: a, deciding: true, queued: was.queued, unreadReported: was.unreadReported, earlierRun: earlier}
 	s.asks[a.ID] = p
 	s.workers.Add(1)
 	s.mu.Unlock()
