@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -195,7 +194,7 @@ func (s ruleService) plan(scope policyedit.Scope, agent string, r policyedit.Rul
 	if err != nil {
 		return rulePlan{}, fmt.Errorf("nothing written: %w", err)
 	}
-	log, err := simulate.ReadLog(filepath.Join(s.stateDir, "audit.jsonl"), time.Time{})
+	log, err := simulate.ReadLog(serve.AuditPath(s.stateDir), time.Time{})
 	if err != nil {
 		return rulePlan{}, err
 	}

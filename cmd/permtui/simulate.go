@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/permtui/permtui/internal/policyedit"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
+	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/simulate"
 	"github.com/permtui/permtui/internal/termsafe"
 )
@@ -85,7 +85,7 @@ func simulateRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if audit == "" {
-		audit = filepath.Join(c.stateDir, "audit.jsonl")
+		audit = serve.AuditPath(c.stateDir)
 	}
 	var from time.Time
 	if since > 0 {

@@ -114,9 +114,7 @@ func Run(events <-chan serve.Event, o Options) {
 		}
 	}
 	t := status.NewTracker(o.Detail)
-	timers := map[serve.AskID]*time.Timer{}
-	remind := make(chan serve.AskID)
-	quit := make(chan struct{}) // a reminder due after the loop ends goes nowhere
+	rs := newReminders(o.Expiring)
 	notify := func(l status.Line) {
 		l.Link = o.Link(l.Ask)
 		for _, s := range sinks {
@@ -135,32 +133,20 @@ func Run(events <-chan serve.Event, o Options) {
 			case !changed:
 			case l.Event == status.Blocked:
 				notify(l)
-				if timers[l.Ask] == nil {
-					id := l.Ask
-					timers[id] = time.AfterFunc(o.Expiring, func() {
-						select {
-						case remind <- id:
-						case <-quit:
-						}
-					})
-				}
+				rs.arm(l.Ask)
 			case l.Event == status.Unblocked:
-				if tm := timers[l.Ask]; tm != nil {
-					tm.Stop()
-				}
-				delete(timers, l.Ask)
+				rs.cancel(l.Ask)
 			}
-		case id := <-remind:
-			delete(timers, id)
-			if l, waiting := t.Reminder(id, o.Now()); waiting {
+		case r := <-rs.due:
+			if !rs.take(r) {
+				continue
+			}
+			if l, waiting := t.Reminder(r.id, o.Now()); waiting {
 				notify(l)
 			}
 		}
 	}
-	close(quit)
-	for _, tm := range timers {
-		tm.Stop()
-	}
+	rs.stop()
 	for _, s := range sinks {
 		s.close()
 	}

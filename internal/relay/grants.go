@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -68,7 +67,7 @@ func NewGrants() *Grants {
 // audit log in stateDir records and does not record revoked since, so
 // that after a restart the bucket's copy of them applies again.
 func (g *Grants) ReadRecorded(stateDir string) error {
-	f, err := os.Open(filepath.Join(stateDir, "audit.jsonl"))
+	f, err := os.Open(serve.AuditPath(stateDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

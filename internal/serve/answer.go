@@ -189,7 +189,7 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 		// answer, and said once (decision 0201).
 		if !p.unreadReported {
 			p.unreadReported = true
-			s.emit(WriteFailed{Ask: p.ID, Err: unreadWait(p.Request.ID)})
+			s.emit(WriteFailed{Ask: p.ID, Err: unreadWait(p.Request.ID, p.earlierRun), Unread: true})
 		}
 		return err
 	default:
@@ -199,7 +199,14 @@ func (s *Server) attempt(p *pending, ans *answer) error {
 }
 
 // unreadWait says why an answer waits for an earlier one to the same id.
-func unreadWait(requestID string) string {
+// Replaying a decision recorded before this process started, the file is
+// most likely that decision's own answer, written before a crash came
+// between it and the request's removal.
+func unreadWait(requestID string, earlierRun bool) string {
+	if earlierRun {
+		return "the answer recorded before this permtui started is already in responses/ for request id " + wire.QuoteShort(requestID) +
+			" (written then, but its request was not removed before permtui stopped; or a file written there by something else, which its child reads instead); it waits for its child to take it, which ends this ask, and permtui never replaces it"
+	}
 	return "responses/ already holds a file for request id " + wire.QuoteShort(requestID) +
 		" that no child has taken (an earlier answer, or a file written there by something else: its child reads that one first); permtui never replaces it, so this answer, recorded, is written once that one is taken"
 }

@@ -98,6 +98,9 @@ type RuleRecord struct {
 	WrittenAt int64  `json:"writtenAt"`        // ms epoch
 }
 
+// AuditPath is the audit log of a state directory: its one spelling.
+func AuditPath(stateDir string) string { return filepath.Join(stateDir, "audit.jsonl") }
+
 // AppendRuleRecord appends rec to <stateDir>/audit.jsonl and fsyncs it. A
 // serving permtui may be appending decisions at the same time: O_APPEND
 // keeps each line whole.
@@ -110,7 +113,7 @@ func AppendRuleRecord(stateDir string, rec RuleRecord) error {
 	if err := safefs.MkdirPrivate(stateDir); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(stateDir, "audit.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(AuditPath(stateDir), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
@@ -235,6 +238,7 @@ type auditLog struct {
 	index     map[deliveryKey]linePos // the first decision recorded for each request
 	indexFile *os.File                // the file the index points into
 	indexed   int64                   // how far the index has read it
+	earlier   int64                   // the file's length when first indexed: the lines before it are earlier runs'
 }
 
 // auditBatch is one commit: its lines, what they mean to the index, and
@@ -257,7 +261,7 @@ const (
 // newAuditLog opens the log at once, so a state directory that cannot hold
 // it is reported as degraded before the first request, not per request.
 func newAuditLog(stateDir string, report func(Event)) *auditLog {
-	l := &auditLog{path: filepath.Join(stateDir, "audit.jsonl"), report: report, next: &auditBatch{}}
+	l := &auditLog{path: AuditPath(stateDir), report: report, next: &auditBatch{}}
 	l.cond = sync.NewCond(&l.mu)
 	l.lazy = time.AfterFunc(lazyFlush, l.flush)
 	l.lazy.Stop() // armed by the first line nobody waits for
@@ -313,7 +317,7 @@ func (l *auditLog) open() error {
 			_ = f.Close()
 			return fmt.Errorf("audit: index: %w", err)
 		}
-		l.index, l.indexFile, l.indexed = idx, rf, off
+		l.index, l.indexFile, l.indexed, l.earlier = idx, rf, off, off
 	}
 	l.file = f
 	return nil

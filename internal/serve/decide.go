@@ -19,28 +19,10 @@ import (
 // durable in the audit log and written, or once a failed write has been
 // handed to the background retry (reported by WriteFailed events).
 func (s *Server) Decide(d Decision) error {
-	s.mu.Lock()
-	p := s.asks[d.Ask]
-	switch {
-	case s.ctx == nil || s.closing:
-		s.mu.Unlock()
-		return ErrStopped
-	case p == nil:
-		s.mu.Unlock()
-		return ErrUnknownAsk
-	case p.deciding:
-		s.mu.Unlock()
-		return ErrAlreadyDecided
-	}
-	ans, err := s.personAnswer(p, d)
+	p, ans, err := s.take(d)
 	if err != nil {
-		s.mu.Unlock()
 		return err
 	}
-	ans.record.Approver = d.Approver
-	p.deciding = true
-	s.workers.Add(1)
-	s.mu.Unlock()
 	defer s.workers.Done()
 
 	// Nothing is audited or granted for a request that is already gone.
@@ -58,9 +40,69 @@ func (s *Server) Decide(d Decision) error {
 	return nil
 }
 
+// take marks the ask d decides as deciding and returns its answer. A scope
+// choice is judged under the policy outside s.mu (its reach takes
+// milliseconds on a large policy, and every other ask waits for s.mu); a
+// rejudge meanwhile (a reload, new grants or denies) has it judged again,
+// as arrive does (decision 0277).
+func (s *Server) take(d Decision) (*pending, *answer, error) {
+	var (
+		j   *choiceJudgment
+		gen uint64
+	)
+	for {
+		s.mu.Lock()
+		p := s.asks[d.Ask]
+		switch {
+		case s.ctx == nil || s.closing:
+			s.mu.Unlock()
+			return nil, nil, ErrStopped
+		case p == nil:
+			s.mu.Unlock()
+			return nil, nil, ErrUnknownAsk
+		case p.deciding:
+			s.mu.Unlock()
+			return nil, nil, ErrAlreadyDecided
+		case d.Scope != "" && (j == nil || s.rejudges.Load() != gen):
+			gen = s.rejudges.Load()
+			s.mu.Unlock()
+			j = judgeChoice(p.Request, d, s.cfg.Judge())
+			continue
+		}
+		ans, err := s.personAnswer(p, d, j)
+		if err == nil {
+			ans.record.Approver = d.Approver
+			p.deciding = true
+			s.workers.Add(1)
+		}
+		s.mu.Unlock()
+		return p, ans, err
+	}
+}
+
+// choiceJudgment is what the policy says of a scope choice: the scope as
+// offered now, and whether an edit of its grants may be recorded.
+type choiceJudgment struct {
+	now     Scope
+	offered bool // the scope is offered now
+	edit    error
+}
+
+// judgeChoice judges d's scope and edit under judge, without s.mu.
+func judgeChoice(req *wire.Request, d Decision, judge Judge) *choiceJudgment {
+	j := &choiceJudgment{}
+	j.now, j.offered = OfferedScopes(req, judge).Find(d.Scope)
+	if j.offered && d.Grants != nil && (d.Scope == ScopeSession || d.Scope == ScopeSessionBoth) {
+		// The offered grants come from the request, not the policy.
+		j.edit = checkEdited(req, d, j.now.Grants, judge)
+	}
+	return j
+}
+
 // personAnswer turns a person's decision into the response and its audit
-// record. The wire never sees approved_for_serving_session (ADR 0006).
-func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
+// record. The wire never sees approved_for_serving_session (ADR 0006). j
+// is the judgment of a scope choice.
+func (s *Server) personAnswer(p *pending, d Decision, j *choiceJudgment) (*answer, error) {
 	resp := wire.Response{DecidedBy: wire.UserDecision()}
 	if d.Unattended {
 		if d.Scope != "" || (d.State != wire.StateDenied && d.State != wire.StateDeniedWithReason) {
@@ -71,7 +113,7 @@ func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
 		resp.DecidedBy = wire.UnavailableDecision(cmp.Or(wire.TrimReason(d.Reason), NoApproverReason))
 	}
 	if d.Scope != "" {
-		return s.scopeAnswer(p, d, resp)
+		return s.scopeAnswer(p, d, resp, j)
 	}
 	if d.DenyFor != nil {
 		return s.sessionDenyAnswer(p, d, resp)
@@ -96,7 +138,7 @@ func (s *Server) personAnswer(p *pending, d Decision) (*answer, error) {
 // what that scope says (OfferedScopes). The audit record keeps the scope as
 // a state: approved_for_session for the subagent, approved_for_serving_session
 // for the whole session, which the wire never sees (ADR 0006).
-func (s *Server) scopeAnswer(p *pending, d Decision, resp wire.Response) (*answer, error) {
+func (s *Server) scopeAnswer(p *pending, d Decision, resp wire.Response, j *choiceJudgment) (*answer, error) {
 	scope, ok := p.Scopes.Find(d.Scope)
 	if d.State != "" || !ok {
 		return nil, fmt.Errorf("%w: scope %q is not offered for this ask", ErrInvalidDecision, d.Scope)
@@ -105,7 +147,7 @@ func (s *Server) scopeAnswer(p *pending, d Decision, resp wire.Response) (*answe
 	// grants reach further (a deny they would pass), which nobody saw
 	// named; the child records a subagent scope's grants as permtui records
 	// the whole session's (decision 0229).
-	if now, ok := OfferedScopes(p.Request, s.cfg.Judge()).Find(d.Scope); d.ScopesRev != p.Scopes.Rev || !ok || !reflect.DeepEqual(now.Wider, scope.Wider) {
+	if d.ScopesRev != p.Scopes.Rev || !j.offered || !reflect.DeepEqual(j.now.Wider, scope.Wider) {
 		return nil, fmt.Errorf("%w: the policy changed since this choice was shown, and what its grants reach is no longer what was named; approve once or deny", ErrInvalidDecision)
 	}
 	session := d.Scope == ScopeSession || d.Scope == ScopeSessionBoth
@@ -114,8 +156,8 @@ func (s *Server) scopeAnswer(p *pending, d Decision, resp wire.Response) (*answe
 	}
 	grants := scope.Grants
 	if d.Grants != nil {
-		if err := s.checkEdited(p, d, scope.Grants); err != nil {
-			return nil, err
+		if j.edit != nil {
+			return nil, j.edit
 		}
 		grants = d.Grants
 	}
@@ -166,7 +208,7 @@ func (s *Server) sessionDenyAnswer(p *pending, d Decision, resp wire.Response) (
 // allows it (an edited pattern that no longer covers the ask would record a
 // grant nobody looked at working), and every deny rule the edit passes,
 // judged as an offered scope's reach is, was shown (decision 0259).
-func (s *Server) checkEdited(p *pending, d Decision, offered []wire.Grant) error {
+func checkEdited(req *wire.Request, d Decision, offered []wire.Grant, judge Judge) error {
 	edited := d.Grants
 	if len(edited) != len(offered) {
 		return fmt.Errorf("%w: %d edited grants for %d offered", ErrInvalidDecision, len(edited), len(offered))
@@ -176,11 +218,10 @@ func (s *Server) checkEdited(p *pending, d Decision, offered []wire.Grant) error
 			return fmt.Errorf("%w: an edited grant must keep its surface %q and have a pattern", ErrInvalidDecision, offered[i].Surface)
 		}
 	}
-	judge := s.cfg.Judge()
-	if v := judge.Resolve(p.Request, edited); v.Action != resolve.Allow {
+	if v := judge.Resolve(req, edited); v.Action != resolve.Allow {
 		return fmt.Errorf("%w: the edited pattern does not cover this ask (the policy says %s with it)", ErrInvalidDecision, v.Action)
 	}
-	for _, dn := range ShownDenies(EditedReach(p.Request, d.Scope, edited, judge)) {
+	for _, dn := range ShownDenies(EditedReach(req, d.Scope, edited, judge)) {
 		if !slices.Contains(d.EditDenies, dn) {
 			return fmt.Errorf("%w: the edited pattern passes the deny rule %s %s, which was not named when it was chosen; narrow it or approve once",
 				ErrInvalidDecision, dn.Surface, dn.Pattern)

@@ -208,6 +208,15 @@ func (l *auditLog) recorded(k deliveryKey) (rec AuditRecord, ok, looked bool) {
 	return rec, true, true
 }
 
+// earlierRun reports whether the decision recorded for k was in the log
+// before this process opened it.
+func (l *auditLog) earlierRun(k deliveryKey) bool {
+	l.idxMu.Lock()
+	defer l.idxMu.Unlock()
+	pos, ok := l.index[k]
+	return ok && pos.off < l.earlier
+}
+
 // replayAnswer is the answer a recorded decision gave: audited already, its
 // grants and session deny recorded again if the crash came before they were
 // (Add and AddDeny skip what is already there).

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -143,6 +142,11 @@ type pending struct {
 	// unreadReported: a WriteFailed said its answer waits for an earlier
 	// one its child has not read (decision 0201); the retries say nothing.
 	unreadReported bool
+	// earlierRun: it replays a decision recorded before this process
+	// started, so an answer unread under its id is most likely that one,
+	// written before a crash kept its request from being removed (decision
+	// 0276).
+	earlierRun bool
 }
 
 // told is what a front end was told of a postponed ask.
@@ -359,6 +363,7 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 	if rec.Approved {
 		a.Verdict.Action = resolve.Allow
 	}
+	earlier := s.audit.earlierRun(keyOfRequest(ev.Session, ev.Request))
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -366,7 +371,7 @@ func (s *Server) replay(ev inbox.Arrived, rec AuditRecord) {
 	}
 	was, again := s.postponed[a.ID]
 	delete(s.postponed, a.ID)
-	p := &pending{Ask: a, deciding: true, queued: was.queued, unreadReported: was.unreadReported}
+	p := &pending{Ask: a, deciding: true, queued: was.queued, unreadReported: was.unreadReported, earlierRun: earlier}
 	s.asks[a.ID] = p
 	s.workers.Add(1)
 	s.mu.Unlock()
@@ -401,7 +406,7 @@ const HistoryCap = 500
 // log, so a restarted console's log is not empty. Unreadable history is
 // only logged: it decides nothing.
 func (s *Server) emitHistory() {
-	f, err := os.Open(filepath.Join(s.cfg.StateDir, "audit.jsonl"))
+	f, err := os.Open(AuditPath(s.cfg.StateDir))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			s.cfg.Logger.Warn("audit history unreadable", "err", err)

@@ -162,6 +162,10 @@ type PolicyStatus struct {
 type WriteFailed struct {
 	Ask AskID
 	Err string
+	// Unread: no fault; a file its child has not taken is in responses/
+	// under the request's id, which permtui never replaces (decision
+	// 0201). Err says whose it most likely is.
+	Unread bool
 }
 
 // History: the last decisions recorded by earlier runs (at most

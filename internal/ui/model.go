@@ -449,6 +449,10 @@ func (m *Model) applyEvent(ev serve.Event) tea.Cmd {
 		if e := m.find(ev.Ask); e != nil {
 			what = label(e)
 		}
+		if ev.Unread { // no fault: it waits for a child (decision 0201)
+			m.warn(what + ": " + Sanitize(ev.Err))
+			break
+		}
 		m.warn("answer not written yet for " + what + ": " + Sanitize(ev.Err) + " (retrying)")
 	case serve.History:
 		m.addHistory(ev.Records)

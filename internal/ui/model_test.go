@@ -882,3 +882,18 @@ func TestHeaderCountsServedSessionsPastAFew(t *testing.T) {
 		t.Fatalf("header names more than %d sessions:\n%s", maxListedSessions, v)
 	}
 }
+
+// An answer that waits for its child to take a file already in responses/
+// is no write fault: the log says what serve says of it, not "not written
+// yet … (retrying)"; a fault still says that.
+func TestAnUnreadAnswerIsNotCalledAWriteFault(t *testing.T) {
+	h := newHarness(t)
+	h.events(serve.WriteFailed{Ask: 7, Err: "write response: no space left on device"})
+	if got := h.m.log[len(h.m.log)-1].note; got != "⚠ answer not written yet for ask #7: write response: no space left on device (retrying)" {
+		t.Errorf("fault logged as %q", got)
+	}
+	h.events(serve.WriteFailed{Ask: 8, Err: "the answer recorded before this permtui started is already in responses/", Unread: true})
+	if got := h.m.log[len(h.m.log)-1].note; got != "⚠ ask #8: the answer recorded before this permtui started is already in responses/" {
+		t.Errorf("unread answer logged as %q", got)
+	}
+}
