@@ -216,7 +216,6 @@ func (w *Watcher) run(ctx context.Context, events <-chan fsnotify.Event, errs <-
 	defer tick.Stop()
 	pending := Change{Lost: true}
 	have := true
-	var quietTimer *time.Timer
 	var quiet <-chan time.Time // nil while no quiet wait runs
 	for {
 		var out chan<- Change
@@ -245,12 +244,8 @@ func (w *Watcher) run(ctx context.Context, events <-chan fsnotify.Event, errs <-
 				pending.Events = append(pending.Events, ev)
 			}
 			if w.cfg.Quiet > 0 {
-				if quietTimer == nil {
-					quietTimer = time.NewTimer(w.cfg.Quiet)
-				} else {
-					quietTimer.Reset(w.cfg.Quiet)
-				}
-				quiet = quietTimer.C
+				// A timer no longer read is collected (Go 1.23): no Stop.
+				quiet = time.After(w.cfg.Quiet)
 			}
 		case err, ok := <-errs:
 			if !ok {
