@@ -417,12 +417,10 @@ func (w *watcher) watch(m map[string]string, dir, id string, force bool) error {
 // forget drops the watch bookkeeping of a directory that was removed or
 // renamed away.
 func (w *watcher) forget(dir string) {
-	if _, ok := w.reqDirs[dir]; ok {
-		delete(w.reqDirs, dir)
-		w.Remove(dir)
-	}
-	if _, ok := w.roots[dir]; ok {
-		delete(w.roots, dir)
-		w.Remove(dir)
+	for _, m := range []map[string]string{w.reqDirs, w.roots} {
+		if _, ok := m[dir]; ok {
+			delete(m, dir)
+			w.Remove(dir)
+		}
 	}
 }
