@@ -203,39 +203,36 @@ func (in *Inbox) unlisted(listed map[string]bool, truncated bool) []string {
 // request in flight and none found on disk by its last scan (one not
 // scanned yet, or served elsewhere, is not idle).
 func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
-	in.mu.Lock()
-	room := len(in.sessions) < in.cfg.MaxDiscovered
-	if room {
-		in.sessions[id] = in.newSession()
-	}
-	in.mu.Unlock()
-	if room {
+	if in.register(id) {
 		return true
 	}
-	in.mu.Lock()
 	idle := in.evictable(func(s *sessionState) bool { return s.vanished })
-	in.mu.Unlock()
 	if idle == "" && hasRequest(sessions, id) {
-		in.mu.Lock()
 		idle = in.evictable(func(s *sessionState) bool { return s.idle })
-		in.mu.Unlock()
 	}
 	if idle == "" {
 		return false
 	}
 	in.release([]string{idle}, true)
+	return in.register(id)
+}
+
+// register knows id as a session if discovery has room for one more.
+func (in *Inbox) register(id string) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if len(in.sessions) >= in.cfg.MaxDiscovered {
-		return false
+	room := len(in.sessions) < in.cfg.MaxDiscovered
+	if room {
+		in.sessions[id] = in.newSession()
 	}
-	in.sessions[id] = in.newSession()
-	return true
+	return room
 }
 
 // evictable is the first known session, by id, that which accepts and
-// that has no request in flight; "" if none. in.mu is held.
+// that has no request in flight; "" if none.
 func (in *Inbox) evictable(which func(*sessionState) bool) string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	var idle string
 	for known, s := range in.sessions {
 		if which(s) && s.flight.Count() == 0 && (idle == "" || known < idle) {
