@@ -417,8 +417,5 @@ func readHeartbeatIn(dir *safefs.Dir, id string) (wire.Heartbeat, bool) {
 		return wire.Heartbeat{}, false
 	}
 	hb, err := wire.ParseHeartbeat(data)
-	if err != nil {
-		return wire.Heartbeat{}, false
-	}
-	return hb, true
+	return hb, err == nil
 }
