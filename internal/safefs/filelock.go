@@ -89,8 +89,12 @@ func (d *Dir) names(name string, l *FileLock) bool {
 
 // Release removes the name while the lock is still held, if it still is
 // our file, and then lets go: whoever opened the file meanwhile finds it
-// removed once it gets the lock, and tries the name again.
+// removed once it gets the lock, and tries the name again. A nil lock (a
+// holder that goes on without one) releases nothing.
 func (l *FileLock) Release() {
+	if l == nil {
+		return
+	}
 	if l.dir.names(l.name, l) {
 		_ = unix.Unlinkat(l.dir.fd, l.name, 0)
 	}

@@ -80,3 +80,9 @@ func TestAFileLockRefusesASymlink(t *testing.T) {
 		t.Fatalf("the symlink's target was created: %v", err)
 	}
 }
+
+// A holder that went on without a lock releases it like any other.
+func TestReleasingNoLockDoesNothing(t *testing.T) {
+	var l *FileLock
+	l.Release()
+}
