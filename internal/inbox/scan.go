@@ -167,7 +167,7 @@ func (in *Inbox) discoverSessions() {
 
 	var waiting []string
 	for _, id := range fresh {
-		if in.admit(id, sessions) {
+		if in.admit(id) {
 			in.claim(id)
 		} else {
 			waiting = append(waiting, id)
@@ -202,12 +202,12 @@ func (in *Inbox) unlisted(listed map[string]bool, truncated bool) []string {
 // request and a known session can make room for it by being idle: no
 // request in flight and none found on disk by its last scan (one not
 // scanned yet, or served elsewhere, is not idle).
-func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
+func (in *Inbox) admit(id string) bool {
 	if in.register(id) {
 		return true
 	}
 	idle := in.evictable(func(s *sessionState) bool { return s.vanished })
-	if idle == "" && hasRequest(sessions, id) {
+	if idle == "" && in.hasRequest(id) {
 		idle = in.evictable(func(s *sessionState) bool { return s.idle })
 	}
 	if idle == "" {
@@ -244,13 +244,8 @@ func (in *Inbox) evictable(which func(*sessionState) bool) string {
 
 // hasRequest reports whether the session directory's requests/ holds a
 // request file (read without following symlinks).
-func hasRequest(sessions *safefs.Dir, id string) bool {
-	dir, err := sessions.Open(wire.EncodeSegment(id))
-	if err != nil {
-		return false
-	}
-	defer dir.Close()
-	reqs, err := dir.Open("requests")
+func (in *Inbox) hasRequest(id string) bool {
+	reqs, err := safefs.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id), "requests")
 	if err != nil {
 		return false
 	}
