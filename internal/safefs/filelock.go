@@ -70,12 +70,11 @@ func (d *Dir) lockOpened(fd int, name string) (l *FileLock, moved bool, err erro
 		_ = unix.Close(fd)
 		return nil, true, nil
 	}
-	dup, err := unix.Dup(d.fd)
+	dup, err := unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		_ = unix.Close(fd)
 		return nil, false, &os.PathError{Op: "dup", Path: d.path, Err: err}
 	}
-	unix.CloseOnExec(dup)
 	l.dir = &Dir{fd: dup, path: d.path}
 	return l, false, nil
 }

@@ -33,11 +33,10 @@ func (d *Dir) NewSwap(name string, data []byte) (*Swap, error) {
 	if err := d.checkName(name); err != nil {
 		return nil, err
 	}
-	fd, err := unix.Dup(d.fd)
+	fd, err := unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "dup", Path: d.path, Err: err}
 	}
-	unix.CloseOnExec(fd)
 	d = &Dir{fd: fd, path: d.path}
 	s := &Swap{dir: d, name: name, spareN: name + "." + fmt.Sprint(os.Getpid()) + ".swap.tmp", curSize: len(data), spareSize: len(data)}
 	if s.cur, s.curIno, err = d.createFilled(s.spareN+".new", data); err == nil {
