@@ -9,7 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -344,7 +344,7 @@ func (in *Inbox) sessionIDs(keep func(*sessionState) bool) []string {
 			ids = append(ids, id)
 		}
 	}
-	sort.Strings(ids)
+	slices.Sort(ids)
 	return ids
 }
 

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/fsnotify/fsnotify"
@@ -157,13 +156,11 @@ func (in *Inbox) discoverSessions() {
 	}
 	gone := in.unlisted(listed, truncated)
 	in.mu.Unlock()
-	if len(gone) > 0 {
-		sort.Strings(gone)
-		for _, id := range gone {
-			in.forgetVanished(id, nil, nil, math.MaxUint64)
-		}
-		in.release(gone, true)
+	slices.Sort(gone)
+	for _, id := range gone {
+		in.forgetVanished(id, nil, nil, math.MaxUint64)
 	}
+	in.release(gone, true)
 
 	var waiting []string
 	for _, id := range fresh {
