@@ -403,7 +403,7 @@ func (in *Inbox) readHeartbeat(id string) (wire.Heartbeat, bool) {
 }
 
 func readHeartbeatIn(dir *safefs.Dir, id string) (wire.Heartbeat, bool) {
-	data, err := dir.ReadFile(heartbeatName(id), wire.MaxFileSize)
+	data, _, err := dir.ReadFileID(heartbeatName(id), wire.MaxFileSize)
 	if err != nil {
 		return wire.Heartbeat{}, false
 	}
