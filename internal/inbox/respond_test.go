@@ -79,3 +79,25 @@ func TestRespondReopensAResponsesDirectoryAChildRemoved(t *testing.T) {
 	}
 	mustExist(t, h.layout.ResponsePath(servedID, "1791279012345-rm-3"))
 }
+
+// Once Run has returned the inbox keeps no directory open: an answer
+// written then (an exit denial) opens its directories and closes them.
+func TestNoDirectoryStaysOpenAfterRun(t *testing.T) {
+	h := start(t, nil)
+	h.send(servedID, "1791279012345-ex-1")
+	id := h.rec.WaitFor(t, "arrived", arrivedID("1791279012345-ex-1")).(Arrived).ID
+	h.shutdown()
+	if err := h.in.Respond(id, approve()); err != nil {
+		t.Fatal(err)
+	}
+	mustExist(t, h.layout.ResponsePath(servedID, "1791279012345-ex-1"))
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.HasPrefix(target, h.layout.Root) {
+			t.Errorf("descriptor %s still open on %s", fd.Name(), target)
+		}
+	}
+}
