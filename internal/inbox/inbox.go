@@ -279,8 +279,12 @@ func (in *Inbox) Run(ctx context.Context) error {
 	w := newWatcher(ctx, in.cfg)
 	defer func() {
 		<-w.Done() // the loop ends with ctx and releases its watches
+		// Answers written after Run (the exit denials) open their
+		// directories each time; releasing the sessions drops the cached.
+		in.mu.Lock()
+		in.cache = false
+		in.mu.Unlock()
 		in.withdrawHeartbeats()
-		in.closeDirs()
 	}()
 
 	in.mu.Lock()
@@ -319,17 +323,6 @@ func (in *Inbox) Run(ctx context.Context) error {
 		}
 		in.redeliver()
 		in.reportDeferring()
-	}
-}
-
-// closeDirs drops every cached directory when Run returns; answers written
-// after that (the exit denials) open their directories each time.
-func (in *Inbox) closeDirs() {
-	in.mu.Lock()
-	in.cache = false
-	in.mu.Unlock()
-	for _, id := range in.sessionIDs(nil) {
-		in.invalidate(id, nil)
 	}
 }
 
