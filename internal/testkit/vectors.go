@@ -20,16 +20,6 @@ func Dir(t testing.TB) string {
 	return filepath.Join(ModuleRoot(t), "testdata", "vectors")
 }
 
-// SharedDir is the team's shared vector set beside the module
-// (../shared/spec/vectors), which the project's copy mirrors; ok is false
-// when it is not there, as in a clone of the project alone.
-func SharedDir(t testing.TB) (dir string, ok bool) {
-	t.Helper()
-	dir = filepath.Join(ModuleRoot(t), "..", "shared", "spec", "vectors")
-	info, err := os.Stat(dir)
-	return dir, err == nil && info.IsDir()
-}
-
 // ModuleRoot is the directory holding go.mod above the test's directory.
 func ModuleRoot(t testing.TB) string {
 	t.Helper()
