@@ -38,7 +38,7 @@ func (d *Dir) NewSwap(name string, data []byte) (*Swap, error) {
 		return nil, &os.PathError{Op: "dup", Path: d.path, Err: err}
 	}
 	d = &Dir{fd: fd, path: d.path}
-	s := &Swap{dir: d, name: name, spareN: name + "." + fmt.Sprint(os.Getpid()) + ".swap.tmp", curSize: len(data), spareSize: len(data)}
+	s := &Swap{dir: d, name: name, spareN: name + "." + pid + ".swap.tmp", curSize: len(data), spareSize: len(data)}
 	if s.cur, s.curIno, err = d.createFilled(s.spareN+".new", data); err == nil {
 		s.spare, s.spareIno, err = d.createFilled(s.spareN, data)
 	}
