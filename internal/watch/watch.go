@@ -186,16 +186,12 @@ func (w *Watcher) Set(paths ...string) {
 		}
 	}
 	w.mu.Lock()
-	var drop []string
+	defer w.mu.Unlock()
 	for dir := range w.watched {
 		if !want[dir] {
-			drop = append(drop, dir)
 			delete(w.watched, dir)
+			_ = w.fs.Remove(dir)
 		}
-	}
-	w.mu.Unlock()
-	for _, dir := range drop {
-		_ = w.fs.Remove(dir)
 	}
 }
 
