@@ -339,14 +339,12 @@ func (in *Inbox) Postpone(id AskID) bool {
 		return false
 	}
 	in.judged(e)
+	s.flight.Add(1, 0) // it stays one of its session's requests: releaseInFlight takes one
 	if e.parked {
 		in.unpark(e)
 		e.parked = false
-		s.flight.Add(1, 0)
 	} else {
-		s.flight.Add(0, -e.size)
-		in.flight.Release(e.size)
-		in.roomFreed(e.session)
+		in.releaseInFlight(e)
 	}
 	e.postponed = true
 	in.postponed++

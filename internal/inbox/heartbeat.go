@@ -59,7 +59,7 @@ func (in *Inbox) claimLocked(id string) (Event, bool) {
 		return in.yield(s, id, pid, true, now), false
 	}
 	if pid, taken := in.foreignServer(id, now); taken && !in.formerHolder(s, pid) {
-		closeLock(lock)
+		lock.Release()
 		// A killed permtui's lock goes a moment before its process does, so
 		// a record we did not see while its lock was held may be a holder
 		// still exiting: the first look again comes after LockRecheck,
@@ -144,13 +144,6 @@ func (in *Inbox) lockSession(id string) (lock *safefs.FileLock, held, gone bool)
 	return lock, lock != nil, false
 }
 
-// closeLock releases a session lock (nil when serving without one).
-func closeLock(l *safefs.FileLock) {
-	if l != nil {
-		l.Release()
-	}
-}
-
 // heartbeatLoop refreshes our records and rechecks contended ids, from its
 // own goroutine so a slow scan never lets the heartbeat go stale.
 func (in *Inbox) heartbeatLoop(ctx context.Context) {
@@ -221,7 +214,7 @@ func (in *Inbox) refresh(id string, now time.Time) Event {
 			lock := st.lock
 			st.lock = nil
 			in.mu.Unlock()
-			closeLock(lock)
+			lock.Release()
 			return in.yield(st, id, pid, false, now.Add(in.cfg.ContentionRecheck))
 		}
 	}
@@ -355,9 +348,7 @@ func (in *Inbox) releaseLocked(ids []string, forget bool) {
 		if s.published {
 			published = append(published, id)
 		}
-		if s.lock != nil {
-			locks = append(locks, s.lock)
-		}
+		locks = append(locks, s.lock) // nil when served without one
 		if s.dirs != nil {
 			cached = append(cached, s.dirs)
 		}
@@ -379,7 +370,7 @@ func (in *Inbox) releaseLocked(ids []string, forget bool) {
 	// lock never sees our record as the current one.
 	defer func() {
 		for _, l := range locks {
-			closeLock(l)
+			l.Release()
 		}
 	}()
 	if len(published) == 0 {
@@ -412,13 +403,10 @@ func (in *Inbox) readHeartbeat(id string) (wire.Heartbeat, bool) {
 }
 
 func readHeartbeatIn(dir *safefs.Dir, id string) (wire.Heartbeat, bool) {
-	data, err := dir.ReadFile(heartbeatName(id), wire.MaxFileSize)
+	data, _, err := dir.ReadFileID(heartbeatName(id), wire.MaxFileSize)
 	if err != nil {
 		return wire.Heartbeat{}, false
 	}
 	hb, err := wire.ParseHeartbeat(data)
-	if err != nil {
-		return wire.Heartbeat{}, false
-	}
-	return hb, true
+	return hb, err == nil
 }

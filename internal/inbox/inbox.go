@@ -9,7 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -279,8 +279,12 @@ func (in *Inbox) Run(ctx context.Context) error {
 	w := newWatcher(ctx, in.cfg)
 	defer func() {
 		<-w.Done() // the loop ends with ctx and releases its watches
+		// Answers written after Run (the exit denials) open their
+		// directories each time; releasing the sessions drops the cached.
+		in.mu.Lock()
+		in.cache = false
+		in.mu.Unlock()
 		in.withdrawHeartbeats()
-		in.closeDirs()
 	}()
 
 	in.mu.Lock()
@@ -322,17 +326,6 @@ func (in *Inbox) Run(ctx context.Context) error {
 	}
 }
 
-// closeDirs drops every cached directory when Run returns; answers written
-// after that (the exit denials) open their directories each time.
-func (in *Inbox) closeDirs() {
-	in.mu.Lock()
-	in.cache = false
-	in.mu.Unlock()
-	for _, id := range in.sessionIDs(nil) {
-		in.invalidate(id, nil)
-	}
-}
-
 // sessionIDs lists the known sessions that keep accepts (nil: all of
 // them), sorted.
 func (in *Inbox) sessionIDs(keep func(*sessionState) bool) []string {
@@ -344,7 +337,7 @@ func (in *Inbox) sessionIDs(keep func(*sessionState) bool) []string {
 			ids = append(ids, id)
 		}
 	}
-	sort.Strings(ids)
+	slices.Sort(ids)
 	return ids
 }
 
@@ -417,12 +410,10 @@ func (w *watcher) watch(m map[string]string, dir, id string, force bool) error {
 // forget drops the watch bookkeeping of a directory that was removed or
 // renamed away.
 func (w *watcher) forget(dir string) {
-	if _, ok := w.reqDirs[dir]; ok {
-		delete(w.reqDirs, dir)
-		w.Remove(dir)
-	}
-	if _, ok := w.roots[dir]; ok {
-		delete(w.roots, dir)
-		w.Remove(dir)
+	for _, m := range []map[string]string{w.reqDirs, w.roots} {
+		if _, ok := m[dir]; ok {
+			delete(m, dir)
+			w.Remove(dir)
+		}
 	}
 }

@@ -123,69 +123,61 @@ func (in *Inbox) respond(e *entry, resp wire.Response) (removed bool, err error)
 	if err != nil {
 		return false, fmt.Errorf("encode response: %w", err)
 	}
-	// A cached directory a child's cleanup removed is reopened once.
+	// A cached directory a child's cleanup removed (wire-protocol §2.5) is
+	// reopened once.
 	for attempt := 0; ; attempt++ {
-		removed, err = in.respondIn(e, data)
-		stale, ok := errors.AsType[*staleDirs](err)
-		if !ok {
+		removed, stale, err := in.respondIn(e, data)
+		if stale == nil {
 			return removed, err
 		}
-		in.invalidate(e.session, stale.d)
+		in.invalidate(e.session, stale)
 		if attempt == 1 {
-			return false, stale.err
+			return false, err
 		}
 	}
 }
 
-// staleDirs: an operation found a cached directory deleted.
-type staleDirs struct {
-	d   *dirs
-	err error
-}
-
-func (s *staleDirs) Error() string { return s.err.Error() }
-
-// writeFailed says what failed; a cached directory found deleted (a
-// child's cleanup removed it, wire-protocol §2.5) makes it a staleDirs.
-func writeFailed(d *dirs, what string, err error) error {
-	err = fmt.Errorf("%s: %w", what, err)
+// staleIf is d when err says one of its cached directories was deleted.
+func staleIf(d *dirs, err error) *dirs {
 	if errors.Is(err, fs.ErrNotExist) {
-		return &staleDirs{d, err}
+		return d
 	}
-	return err
+	return nil
 }
 
-func (in *Inbox) respondIn(e *entry, data []byte) (removed bool, err error) {
+// respondIn is one attempt of respond; stale is the cached set it found
+// deleted, when a retry through the reopened path may succeed.
+func (in *Inbox) respondIn(e *entry, data []byte) (removed bool, stale *dirs, err error) {
 	d, _, err := in.acquireDirs(e.session)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefs.ErrNotDir) {
-		return false, ErrWithdrawn
+		return false, nil, ErrWithdrawn
 	}
 	if err != nil {
-		return false, fmt.Errorf("open requests/: %w", err)
+		return false, nil, fmt.Errorf("open requests/: %w", err)
 	}
 	defer in.releaseDirs(d)
 	if !e.stillThere(d.reqs) {
-		return false, ErrWithdrawn
+		return false, nil, ErrWithdrawn
 	}
 	respDir, err := in.responses(d)
 	if err != nil {
-		return false, writeFailed(d, "prepare responses/", err)
+		return false, staleIf(d, err), fmt.Errorf("prepare responses/: %w", err)
 	}
 	// Another request under the same id may have been answered and its
 	// child not have read it yet: replacing that answer would hand the
 	// child this one (decision 0201).
 	err = respDir.WriteFileNew(e.reqID+".json", data)
 	if errors.Is(err, fs.ErrExist) {
-		return false, ErrAnswerUnread
+		return false, nil, ErrAnswerUnread
 	}
 	if err != nil {
-		return false, writeFailed(d, "write response", err)
+		return false, staleIf(d, err), fmt.Errorf("write response: %w", err)
 	}
 	// The child may already have consumed the response and removed the
 	// request; that is success too.
 	if err := d.reqs.Remove(e.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		in.cfg.Logger.Warn("remove answered request", "dir", d.reqs.Path(), "name", e.name, "err", err)
-		return false, nil
+		return false, nil, nil
 	}
-	return true, nil
+	return true, nil, nil
 }

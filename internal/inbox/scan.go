@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/fsnotify/fsnotify"
@@ -157,17 +156,15 @@ func (in *Inbox) discoverSessions() {
 	}
 	gone := in.unlisted(listed, truncated)
 	in.mu.Unlock()
-	if len(gone) > 0 {
-		sort.Strings(gone)
-		for _, id := range gone {
-			in.forgetVanished(id, nil, nil, math.MaxUint64)
-		}
-		in.release(gone, true)
+	slices.Sort(gone)
+	for _, id := range gone {
+		in.forgetVanished(id, nil, nil, math.MaxUint64)
 	}
+	in.release(gone, true)
 
 	var waiting []string
 	for _, id := range fresh {
-		if in.admit(id, sessions) {
+		if in.admit(id) {
 			in.claim(id)
 		} else {
 			waiting = append(waiting, id)
@@ -202,40 +199,37 @@ func (in *Inbox) unlisted(listed map[string]bool, truncated bool) []string {
 // request and a known session can make room for it by being idle: no
 // request in flight and none found on disk by its last scan (one not
 // scanned yet, or served elsewhere, is not idle).
-func (in *Inbox) admit(id string, sessions *safefs.Dir) bool {
-	in.mu.Lock()
-	room := len(in.sessions) < in.cfg.MaxDiscovered
-	if room {
-		in.sessions[id] = in.newSession()
-	}
-	in.mu.Unlock()
-	if room {
+func (in *Inbox) admit(id string) bool {
+	if in.register(id) {
 		return true
 	}
-	in.mu.Lock()
 	idle := in.evictable(func(s *sessionState) bool { return s.vanished })
-	in.mu.Unlock()
-	if idle == "" && hasRequest(sessions, id) {
-		in.mu.Lock()
+	if idle == "" && in.hasRequest(id) {
 		idle = in.evictable(func(s *sessionState) bool { return s.idle })
-		in.mu.Unlock()
 	}
 	if idle == "" {
 		return false
 	}
 	in.release([]string{idle}, true)
+	return in.register(id)
+}
+
+// register knows id as a session if discovery has room for one more.
+func (in *Inbox) register(id string) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if len(in.sessions) >= in.cfg.MaxDiscovered {
-		return false
+	room := len(in.sessions) < in.cfg.MaxDiscovered
+	if room {
+		in.sessions[id] = in.newSession()
 	}
-	in.sessions[id] = in.newSession()
-	return true
+	return room
 }
 
 // evictable is the first known session, by id, that which accepts and
-// that has no request in flight; "" if none. in.mu is held.
+// that has no request in flight; "" if none.
 func (in *Inbox) evictable(which func(*sessionState) bool) string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	var idle string
 	for known, s := range in.sessions {
 		if which(s) && s.flight.Count() == 0 && (idle == "" || known < idle) {
@@ -247,13 +241,8 @@ func (in *Inbox) evictable(which func(*sessionState) bool) string {
 
 // hasRequest reports whether the session directory's requests/ holds a
 // request file (read without following symlinks).
-func hasRequest(sessions *safefs.Dir, id string) bool {
-	dir, err := sessions.Open(wire.EncodeSegment(id))
-	if err != nil {
-		return false
-	}
-	defer dir.Close()
-	reqs, err := dir.Open("requests")
+func (in *Inbox) hasRequest(id string) bool {
+	reqs, err := safefs.OpenDir(in.cfg.Layout.Root, "sessions", wire.EncodeSegment(id), "requests")
 	if err != nil {
 		return false
 	}

@@ -44,7 +44,10 @@ type Change struct {
 }
 
 // Edit replaces Old, which must occur once in the file, with New.
-type Edit struct{ Old, New string }
+type Edit struct {
+	Old string `json:"oldText"`
+	New string `json:"newText"`
+}
 
 // Kind is the role of a diff line.
 type Kind byte
@@ -129,10 +132,7 @@ type toolInput struct {
 	Content *string `json:"content"`
 	OldText *string `json:"oldText"`
 	NewText *string `json:"newText"`
-	Edits   []struct {
-		OldText string `json:"oldText"`
-		NewText string `json:"newText"`
-	} `json:"edits"`
+	Edits   []Edit  `json:"edits"`
 }
 
 func parseInput(tool, text string) (Change, bool) {
@@ -148,9 +148,7 @@ func parseInput(tool, text string) (Change, bool) {
 	case tool == "edit" && isJSON && in.OldText != nil && in.NewText != nil:
 		c.Edits = []Edit{{Old: *in.OldText, New: *in.NewText}}
 	case tool == "edit" && isJSON && len(in.Edits) > 0:
-		for _, e := range in.Edits {
-			c.Edits = append(c.Edits, Edit{Old: e.OldText, New: e.NewText})
-		}
+		c.Edits = in.Edits
 	default:
 		return Change{}, false
 	}

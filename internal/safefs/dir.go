@@ -191,15 +191,9 @@ func modeType(m uint32) fs.FileMode {
 	return fs.ModeIrregular
 }
 
-// ReadFile reads the regular file name of at most max bytes; see
-// ReadRegularFile.
-func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
-	data, _, err := d.ReadFileID(name, max)
-	return data, err
-}
-
-// ReadFileID is ReadFile that also returns the identity of the file it read,
-// so a later file under the same name can be told from it.
+// ReadFileID reads the regular file name of at most max bytes (see
+// ReadRegularFile) and returns the identity of the file it read, so a later
+// file under the same name can be told from it.
 func (d *Dir) ReadFileID(name string, max int64) ([]byte, FileID, error) {
 	if err := d.checkName(name); err != nil {
 		return nil, FileID{}, err

@@ -37,8 +37,8 @@ func TestDirOperationsStayInTheDirectoryOpenedEvenAfterASymlinkSwap(t *testing.T
 	if err := d.Remove("victim.json"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Remove(victim.json) = %v, want not exist", err)
 	}
-	if _, err := d.ReadFile("victim.json", testMax); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("ReadFile(victim.json) = %v, want not exist", err)
+	if _, _, err := d.ReadFileID("victim.json", testMax); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("ReadFileID(victim.json) = %v, want not exist", err)
 	}
 	if data, err := os.ReadFile(filepath.Join(moved, "r.json")); err != nil || string(data) != "{}" {
 		t.Fatalf("write did not land in the opened directory: %q, %v", data, err)
@@ -70,8 +70,8 @@ func TestDirRefusesNonDirectoriesAndNamesThatAreNotOneSegment(t *testing.T) {
 	}
 	defer d.Close()
 	for _, name := range []string{"", ".", "..", "a/b", "../file"} {
-		if _, err := d.ReadFile(name, testMax); err == nil {
-			t.Errorf("ReadFile(%q) succeeded", name)
+		if _, _, err := d.ReadFileID(name, testMax); err == nil {
+			t.Errorf("ReadFileID(%q) succeeded", name)
 		}
 		if err := d.WriteFileAtomic(name, nil); err == nil {
 			t.Errorf("WriteFileAtomic(%q) succeeded", name)

@@ -11,33 +11,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TryLock takes an exclusive flock on the open directory without waiting.
-// It reports false when another open description holds it. The kernel drops
-// the lock when the directory is closed or the process dies, so a crashed
-// holder never leaves it behind.
-func (d *Dir) TryLock() (bool, error) {
-	err := unix.Flock(d.fd, unix.LOCK_EX|unix.LOCK_NB)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, unix.EWOULDBLOCK):
-		return false, nil
+// flock takes an exclusive flock on the open directory; how adds
+// unix.LOCK_NB not to wait, and then held is false when another open
+// description holds it. The kernel drops the lock when the directory is
+// closed or the process dies, so a crashed holder never leaves it behind.
+func (d *Dir) flock(how int) (held bool, err error) {
+	for {
+		err := unix.Flock(d.fd, unix.LOCK_EX|how)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, unix.EWOULDBLOCK):
+			return false, nil
+		case !errors.Is(err, unix.EINTR): // a signal during the wait: wait again
+			return false, &os.PathError{Op: "flock", Path: d.path, Err: err}
+		}
 	}
-	return false, &os.PathError{Op: "flock", Path: d.path, Err: err}
 }
 
 // Lock takes an exclusive flock on the open directory, waiting for another
 // holder to release it; Close releases it.
 func (d *Dir) Lock() error {
-	for {
-		err := unix.Flock(d.fd, unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			if err != nil {
-				return &os.PathError{Op: "flock", Path: d.path, Err: err}
-			}
-			return nil
-		}
-	}
+	_, err := d.flock(0)
+	return err
 }
 
 // lockPoll is how often LockWait tries again.
@@ -48,7 +44,7 @@ const lockPoll = 20 * time.Millisecond
 func (d *Dir) LockWait(wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
-		ok, err := d.TryLock()
+		ok, err := d.flock(unix.LOCK_NB)
 		if ok || err != nil {
 			return err
 		}

@@ -70,12 +70,11 @@ func (d *Dir) lockOpened(fd int, name string) (l *FileLock, moved bool, err erro
 		_ = unix.Close(fd)
 		return nil, true, nil
 	}
-	dup, err := unix.Dup(d.fd)
+	dup, err := unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		_ = unix.Close(fd)
 		return nil, false, &os.PathError{Op: "dup", Path: d.path, Err: err}
 	}
-	unix.CloseOnExec(dup)
 	l.dir = &Dir{fd: dup, path: d.path}
 	return l, false, nil
 }
@@ -89,8 +88,12 @@ func (d *Dir) names(name string, l *FileLock) bool {
 
 // Release removes the name while the lock is still held, if it still is
 // our file, and then lets go: whoever opened the file meanwhile finds it
-// removed once it gets the lock, and tries the name again.
+// removed once it gets the lock, and tries the name again. A nil lock (a
+// holder that goes on without one) releases nothing.
 func (l *FileLock) Release() {
+	if l == nil {
+		return
+	}
 	if l.dir.names(l.name, l) {
 		_ = unix.Unlinkat(l.dir.fd, l.name, 0)
 	}

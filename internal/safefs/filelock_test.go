@@ -80,3 +80,31 @@ func TestAFileLockRefusesASymlink(t *testing.T) {
 		t.Fatalf("the symlink's target was created: %v", err)
 	}
 }
+
+// A holder that went on without a lock releases it like any other.
+func TestReleasingNoLockDoesNothing(t *testing.T) {
+	var l *FileLock
+	l.Release()
+}
+
+// The directory descriptors a lock and a Swap keep are never inherited by
+// a program permtui starts.
+func TestKeptDirectoryDescriptorsCloseOnExec(t *testing.T) {
+	d, _ := openTestDir(t)
+	l, err := d.TryLockFile("s.lock")
+	if err != nil || l == nil {
+		t.Fatalf("TryLockFile = %v, %v", l, err)
+	}
+	defer l.Release()
+	s, err := d.NewSwap("hb.json", []byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for what, fd := range map[string]int{"lock": l.dir.fd, "swap": s.dir.fd} {
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil || flags&unix.FD_CLOEXEC == 0 {
+			t.Errorf("%s's directory descriptor: flags %#x, %v; want FD_CLOEXEC", what, flags, err)
+		}
+	}
+}

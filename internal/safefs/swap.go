@@ -33,24 +33,17 @@ func (d *Dir) NewSwap(name string, data []byte) (*Swap, error) {
 	if err := d.checkName(name); err != nil {
 		return nil, err
 	}
-	fd, err := unix.Dup(d.fd)
+	fd, err := unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "dup", Path: d.path, Err: err}
 	}
-	unix.CloseOnExec(fd)
 	d = &Dir{fd: fd, path: d.path}
-	s := &Swap{dir: d, name: name, spareN: name + "." + fmt.Sprint(os.Getpid()) + ".swap.tmp", curSize: len(data), spareSize: len(data)}
-	if s.cur, err = d.createFilled(s.spareN+".new", data); err == nil {
-		s.spare, err = d.createFilled(s.spareN, data)
+	s := &Swap{dir: d, name: name, spareN: name + "." + pid + ".swap.tmp", curSize: len(data), spareSize: len(data)}
+	if s.cur, s.curIno, err = d.createFilled(s.spareN+".new", data); err == nil {
+		s.spare, s.spareIno, err = d.createFilled(s.spareN, data)
 	}
 	if err == nil {
 		err = retryTransient(func() error { return unix.Renameat(d.fd, s.spareN+".new", d.fd, name) })
-	}
-	if err == nil {
-		s.curIno, err = inode(s.cur)
-	}
-	if err == nil {
-		s.spareIno, err = inode(s.spare)
 	}
 	if err != nil {
 		_ = unix.Unlinkat(d.fd, s.spareN+".new", 0)
@@ -60,31 +53,28 @@ func (d *Dir) NewSwap(name string, data []byte) (*Swap, error) {
 	return s, nil
 }
 
-// createFilled creates name afresh (removing a leftover of ours) with data.
-func (d *Dir) createFilled(name string, data []byte) (*os.File, error) {
+// createFilled creates name afresh (removing a leftover of ours) with data,
+// and returns it open, with its inode.
+func (d *Dir) createFilled(name string, data []byte) (*os.File, uint64, error) {
 	_ = unix.Unlinkat(d.fd, name, 0)
 	fd, err := unix.Openat(d.fd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, &os.PathError{Op: "create", Path: d.Join(name), Err: err}
+		return nil, 0, &os.PathError{Op: "create", Path: d.Join(name), Err: err}
 	}
 	f := os.NewFile(uintptr(fd), d.Join(name))
-	if err := f.Chmod(0o600); err != nil { // the umask may have narrowed it
-		f.Close()
-		return nil, err
+	err = f.Chmod(0o600) // the umask may have narrowed it
+	if err == nil {
+		_, err = f.Write(data)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-func inode(f *os.File) (uint64, error) {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return 0, err
+	if err == nil {
+		err = unix.Fstat(fd, &st)
 	}
-	return st.Ino, nil
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Ino, nil
 }
 
 // Owned reports whether name still is the file this Swap published: no one

@@ -41,7 +41,7 @@ func Blanks(s string) string {
 			for _, r := range rs[i:j] {
 				switch {
 				case oddSpace(r):
-					b.WriteString(codePoint(r))
+					b.Write(appendCodePoint(nil, r))
 				case r == ' ' && !alone:
 					b.WriteString("␠")
 				default:
@@ -59,9 +59,6 @@ func Blanks(s string) string {
 
 // oddSpace: a space that is not U+0020 (nor a control Sanitize shows).
 func oddSpace(r rune) bool { return r != ' ' && r > 0x7f && unicode.IsSpace(r) }
-
-// codePoint spells a rune that reads as another: ⟨U+0435⟩.
-func codePoint(r rune) string { return string(appendCodePoint(nil, r)) }
 
 // NonASCII reports a name with a character beyond printable ASCII, which
 // can look like another name ("build\u0435r" like "builder").

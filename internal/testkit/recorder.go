@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -65,13 +66,7 @@ func (r *Recorder[T]) WaitForN(t testing.TB, what string, pred func(T) bool, n i
 
 // Filter is the events so far that match pred, in order.
 func (r *Recorder[T]) Filter(pred func(T) bool) []T {
-	var got []T
-	for _, ev := range r.Snapshot() {
-		if pred(ev) {
-			got = append(got, ev)
-		}
-	}
-	return got
+	return slices.DeleteFunc(r.Snapshot(), func(ev T) bool { return !pred(ev) })
 }
 
 // Count is how many events so far match pred.

@@ -5,7 +5,6 @@
 package testkit
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -19,16 +18,6 @@ import (
 func Dir(t testing.TB) string {
 	t.Helper()
 	return filepath.Join(ModuleRoot(t), "testdata", "vectors")
-}
-
-// SharedDir is the team's shared vector set beside the module
-// (../shared/spec/vectors), which the project's copy mirrors; ok is false
-// when it is not there, as in a clone of the project alone.
-func SharedDir(t testing.TB) (dir string, ok bool) {
-	t.Helper()
-	dir = filepath.Join(ModuleRoot(t), "..", "shared", "spec", "vectors")
-	info, err := os.Stat(dir)
-	return dir, err == nil && info.IsDir()
 }
 
 // ModuleRoot is the directory holding go.mod above the test's directory.
@@ -66,20 +55,15 @@ func ReadJSONLFile[T any](t testing.TB, path string) []T {
 		t.Fatal(err)
 	}
 	var out []T
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+	for line := range bytes.Lines(data) {
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+		if err := json.Unmarshal(line, &v); err != nil {
 			t.Fatalf("%s line %d: %v", path, len(out)+1, err)
 		}
 		out = append(out, v)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	if len(out) == 0 {
 		t.Fatalf("%s has no vectors", path)

@@ -14,7 +14,7 @@ import (
 // file for file. This is the one test that reads outside the module, and it
 // skips, saying so, in a clone of the project alone.
 func TestVectorsMatchTheSharedSet(t *testing.T) {
-	shared, ok := SharedDir(t)
+	shared, ok := sharedDir(t)
 	if !ok {
 		t.Skipf("%s is not beside the module (a clone of the project alone): nothing to compare the project's vectors with", shared)
 	}
@@ -52,6 +52,16 @@ func TestOwnVectorsArePresent(t *testing.T) {
 			t.Errorf("testdata/vectors/%s is missing", name)
 		}
 	}
+}
+
+// sharedDir is the team's shared vector set beside the module
+// (../shared/spec/vectors), which the project's copy mirrors; ok is false
+// when it is not there, as in a clone of the project alone.
+func sharedDir(t testing.TB) (dir string, ok bool) {
+	t.Helper()
+	dir = filepath.Join(ModuleRoot(t), "..", "shared", "spec", "vectors")
+	info, err := os.Stat(dir)
+	return dir, err == nil && info.IsDir()
 }
 
 // listFiles maps each regular file's slash path under root to its full path.

@@ -186,16 +186,12 @@ func (w *Watcher) Set(paths ...string) {
 		}
 	}
 	w.mu.Lock()
-	var drop []string
+	defer w.mu.Unlock()
 	for dir := range w.watched {
 		if !want[dir] {
-			drop = append(drop, dir)
 			delete(w.watched, dir)
+			_ = w.fs.Remove(dir)
 		}
-	}
-	w.mu.Unlock()
-	for _, dir := range drop {
-		_ = w.fs.Remove(dir)
 	}
 }
 
@@ -216,7 +212,6 @@ func (w *Watcher) run(ctx context.Context, events <-chan fsnotify.Event, errs <-
 	defer tick.Stop()
 	pending := Change{Lost: true}
 	have := true
-	var quietTimer *time.Timer
 	var quiet <-chan time.Time // nil while no quiet wait runs
 	for {
 		var out chan<- Change
@@ -245,12 +240,8 @@ func (w *Watcher) run(ctx context.Context, events <-chan fsnotify.Event, errs <-
 				pending.Events = append(pending.Events, ev)
 			}
 			if w.cfg.Quiet > 0 {
-				if quietTimer == nil {
-					quietTimer = time.NewTimer(w.cfg.Quiet)
-				} else {
-					quietTimer.Reset(w.cfg.Quiet)
-				}
-				quiet = quietTimer.C
+				// A timer no longer read is collected (Go 1.23): no Stop.
+				quiet = time.After(w.cfg.Quiet)
 			}
 		case err, ok := <-errs:
 			if !ok {

@@ -92,6 +92,9 @@ func TestWatchesADirectoryCreatedLater(t *testing.T) {
 	if len(w.watched) != 1 || !w.watched[b] {
 		t.Errorf("watched %v, want only %s: ancestors are dropped once the path exists", w.watched, b)
 	}
+	if got := w.fs.WatchList(); !slices.Equal(got, []string{b}) {
+		t.Errorf("fsnotify watches %v, want only %s", got, b)
+	}
 }
 
 // A directory deleted and recreated is a new directory: Set watches it
