@@ -41,8 +41,8 @@ type Config struct {
 type Hub struct {
 	srv      *server.Server
 	url      string
-	creds    map[string]string // role-name → file
-	admin    nkeys.KeyPair     // the hub's own user, in process only
+	credsDir string
+	admin    nkeys.KeyPair // the hub's own user, in process only
 	adminPub string
 }
 
@@ -64,7 +64,7 @@ func Start(cfg Config) (*Hub, error) {
 			return nil, fmt.Errorf("hub: %w", err)
 		}
 	}
-	h := &Hub{creds: map[string]string{}}
+	h := &Hub{credsDir: cfg.CredsDir}
 	users, err := h.users(cfg)
 	if err != nil {
 		return nil, err
@@ -139,7 +139,6 @@ func (h *Hub) users(cfg Config) ([]*server.NkeyUser, error) {
 	var users []*server.NkeyUser
 	err := issueUsers(cfg.CredsDir, cfg.Relays, cfg.Approvers, func(u issuedUser) {
 		users = append(users, &server.NkeyUser{Nkey: u.pub, Permissions: u.perms})
-		h.creds[u.role+"-"+u.name] = u.credsFile
 	})
 	if err != nil {
 		return nil, err
@@ -183,7 +182,7 @@ func (h *Hub) Admin() (*nats.Conn, error) {
 func (h *Hub) URL() string { return h.url }
 
 // CredsFile is the credentials file of a role and name.
-func (h *Hub) CredsFile(role, name string) string { return h.creds[role+"-"+name] }
+func (h *Hub) CredsFile(role, name string) string { return credsFile(h.credsDir, role, name) }
 
 // Shutdown stops the server; the stored asks, decisions and grants stay.
 func (h *Hub) Shutdown() {
