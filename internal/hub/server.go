@@ -190,65 +190,47 @@ func (h *Hub) Shutdown() {
 	h.srv.WaitForShutdown()
 }
 
-// StreamConfigs are the asks stream and the two buckets' streams. The
-// grants bucket's is what a key-value bucket with history 1 makes; the
-// decisions bucket's is made directly (decisionsConfig).
+// StreamConfigs are the asks stream and the two buckets' streams, each
+// file-stored, one message a subject, deduplicated and read directly. The
+// grants bucket's is what a key-value bucket with history 1 makes. The
+// decisions bucket's is made directly, so that the server itself keeps one
+// decision per ask (decision 0161): a second message on a key is refused
+// (discard new per subject), and no message can be deleted, purged or
+// rolled up. Only the retention removes a decision. A key-value bucket's
+// own options cannot say this; it is still read as the bucket.
 func StreamConfigs(retention time.Duration, replicas int) []jetstream.StreamConfig {
 	if retention <= 0 {
 		retention = DefaultRetention
 	}
-	replicas = max(replicas, 1)
-	asks := jetstream.StreamConfig{
-		Name:              AsksStream,
-		Subjects:          []string{"permtui.ask.*.*", "permtui.gone.*.*"},
-		Storage:           jetstream.FileStorage,
-		MaxAge:            retention,
-		MaxMsgSize:        MaxAskBytes,
-		MaxMsgsPerSubject: 1,
-		Duplicates:        dedupWindow,
-		AllowDirect:       true,
-	}
-	grants := jetstream.StreamConfig{
-		Name:              GrantsStream,
-		Subjects:          []string{GrantSubjectPrefix + ">"},
-		Storage:           jetstream.FileStorage,
-		MaxMsgSize:        MaxGrantsBytes,
-		MaxMsgsPerSubject: 1,
-		Discard:           jetstream.DiscardNew,
-		Duplicates:        dedupWindow,
-		AllowRollup:       true,
-		DenyDelete:        true,
-		AllowDirect:       true,
-	}
-	out := []jetstream.StreamConfig{asks, decisionsConfig(retention), grants}
-	for i := range out {
-		out[i].Replicas = replicas
-	}
-	return out
-}
-
-// decisionsConfig is the decisions bucket's stream, configured so that the
-// server itself keeps one decision per ask (decision 0161): a second
-// message on a key is refused (one per subject, discard new per subject),
-// and no message can be deleted, purged or rolled up. Only the retention
-// removes a decision. A key-value bucket's own options cannot say this, so
-// the stream is made directly; it is still read as the bucket.
-func decisionsConfig(retention time.Duration) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
+	out := []jetstream.StreamConfig{{
+		Name:       AsksStream,
+		Subjects:   []string{"permtui.ask.*.*", "permtui.gone.*.*"},
+		MaxAge:     retention,
+		MaxMsgSize: MaxAskBytes,
+	}, {
 		Name:                 DecisionsStream,
 		Subjects:             []string{DecisionSubjectPrefix + ">"},
-		Storage:              jetstream.FileStorage,
 		MaxAge:               retention,
 		MaxMsgSize:           MaxDecisionBytes,
-		MaxMsgsPerSubject:    1,
 		Discard:              jetstream.DiscardNew,
 		DiscardNewPerSubject: true,
 		DenyDelete:           true,
 		DenyPurge:            true,
 		AllowRollup:          false,
-		Duplicates:           dedupWindow,
-		AllowDirect:          true,
+	}, {
+		Name:        GrantsStream,
+		Subjects:    []string{GrantSubjectPrefix + ">"},
+		MaxMsgSize:  MaxGrantsBytes,
+		Discard:     jetstream.DiscardNew,
+		AllowRollup: true,
+		DenyDelete:  true,
+	}}
+	for i := range out {
+		c := &out[i]
+		c.Storage, c.MaxMsgsPerSubject, c.Duplicates, c.AllowDirect = jetstream.FileStorage, 1, dedupWindow, true
+		c.Replicas = max(replicas, 1)
 	}
+	return out
 }
 
 // Connect opens an authenticated connection to a hub (embedded or an
