@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -165,12 +167,7 @@ func startDemoChildren(ctx context.Context, cancel context.CancelFunc, envs map[
 // demo host, and points the front end at the hub. The returned function
 // waits for the relays and stops the hub once ctx is done.
 func startDemoHub(ctx context.Context, root string, envs map[string]demo.Env, f *serveFlags) (func(), error) {
-	var hosts []string
-	for host := range envs {
-		if host != "" {
-			hosts = append(hosts, host)
-		}
-	}
+	hosts := slices.Sorted(maps.Keys(envs)) // alpha and beta only: demoEnvs lays out no host "" over a hub
 	h, err := hub.Start(hub.Config{
 		Listen: "127.0.0.1:0", StoreDir: filepath.Join(root, "hub", "store"), CredsDir: filepath.Join(root, "hub", "creds"),
 		Relays: hosts, Approvers: []string{"console"},
