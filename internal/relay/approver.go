@@ -131,7 +131,6 @@ func (a *Approver) Run(ctx context.Context) {
 	a.run = ctx
 	a.mu.Unlock()
 	defer a.events.Close()
-	defer a.stopReports()
 	defer a.senders.Wait()
 	var wg sync.WaitGroup
 	wg.Go(func() { watchGrants(ctx, a.js, a.log, "", a.grantsChanged) })

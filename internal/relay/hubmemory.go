@@ -164,6 +164,8 @@ func (a *Approver) reportMemory() {
 	over := m.unkeptFrom != 0 || m.replayFrom != 0
 	due, wait := m.reports.Due(n, over, a.now(), memoryReportEvery)
 	if wait > 0 && m.reportTimer == nil {
+		// One due after Run ended publishes to the closed broker, which
+		// drops it, as the inbox's does.
 		m.reportTimer = time.AfterFunc(wait, func() {
 			a.mu.Lock()
 			defer a.mu.Unlock()
@@ -183,14 +185,4 @@ func (a *Approver) reportMemory() {
 		}
 	}
 	a.events.Publish(serve.Degraded{Area: serve.AreaMemory, Problem: problem})
-}
-
-// stopReports ends the timer of a pending report.
-func (a *Approver) stopReports() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.memory.reportTimer != nil {
-		a.memory.reportTimer.Stop()
-		a.memory.reportTimer = nil
-	}
 }
