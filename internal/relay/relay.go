@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -121,11 +122,8 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 	if err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	r := &Relay{
-		srv: srv, nc: nc, js: js, host: host, run: rand.Text(), grants: grants, log: log,
+		srv: srv, nc: nc, js: js, host: host, run: rand.Text(), grants: grants, log: cmp.Or(log, slog.New(slog.DiscardHandler)),
 		open:     map[string]*openAsk{},
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
