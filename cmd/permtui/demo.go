@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -42,9 +43,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "permtui demo: no terminal for the console; running headless (asks are denied)")
 		f.headless = true
 	}
-	if f.ask == "" {
-		f.ask = headless.Deny // no person is attached anywhere in a headless demo, even over its hub
-	}
+	f.ask = cmp.Or(f.ask, headless.Deny) // no person is attached anywhere in a headless demo, even over its hub
 
 	root, err := os.MkdirTemp("", "permtui-demo-")
 	if err != nil {

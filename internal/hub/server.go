@@ -122,9 +122,7 @@ func listenAddress(cfg Config) (host string, port int, tlsOn bool, err error) {
 	if err != nil {
 		return "", 0, false, fmt.Errorf("hub: listen port %q", portText)
 	}
-	if port == 0 {
-		port = server.RANDOM_PORT // to nats-server, 0 means its default 4222
-	}
+	port = cmp.Or(port, server.RANDOM_PORT) // to nats-server, 0 means its default 4222
 	tlsOn = cfg.TLSCert != "" || cfg.TLSKey != ""
 	if !tlsOn && !loopback.Host(host) {
 		return "", 0, false, fmt.Errorf("hub: refusing to listen on %s without TLS (--tls-cert and --tls-key); only loopback is served in clear text", cfg.Listen)
@@ -357,10 +355,7 @@ func (l *serverLog) emit(level slog.Level, format string, v []any) {
 func (l *serverLog) lastError() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.last == "" {
-		return "no error reported"
-	}
-	return l.last
+	return cmp.Or(l.last, "no error reported")
 }
 
 func (l *serverLog) Noticef(format string, v ...any) { l.emit(slog.LevelInfo, format, v) }
