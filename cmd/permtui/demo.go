@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,9 +43,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "permtui demo: no terminal for the console; running headless (asks are denied)")
 		f.headless = true
 	}
-	if f.ask == "" {
-		f.ask = headless.Deny // no person is attached anywhere in a headless demo, even over its hub
-	}
+	f.ask = cmp.Or(f.ask, headless.Deny) // no person is attached anywhere in a headless demo, even over its hub
 
 	root, err := os.MkdirTemp("", "permtui-demo-")
 	if err != nil {
@@ -165,12 +166,7 @@ func startDemoChildren(ctx context.Context, cancel context.CancelFunc, envs map[
 // demo host, and points the front end at the hub. The returned function
 // waits for the relays and stops the hub once ctx is done.
 func startDemoHub(ctx context.Context, root string, envs map[string]demo.Env, f *serveFlags) (func(), error) {
-	var hosts []string
-	for host := range envs {
-		if host != "" {
-			hosts = append(hosts, host)
-		}
-	}
+	hosts := slices.Sorted(maps.Keys(envs)) // alpha and beta only: demoEnvs lays out no host "" over a hub
 	h, err := hub.Start(hub.Config{
 		Listen: "127.0.0.1:0", StoreDir: filepath.Join(root, "hub", "store"), CredsDir: filepath.Join(root, "hub", "creds"),
 		Relays: hosts, Approvers: []string{"console"},

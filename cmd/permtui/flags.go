@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -136,18 +137,14 @@ func (c *common) resolveDefaults() error {
 	if c.trustProject && c.untrustedProject {
 		return errors.New("--trust-project and --untrusted-project contradict each other: give one")
 	}
-	if c.agentDir == "" {
-		c.agentDir = wire.AgentDir(os.Getenv, home)
-	}
+	c.agentDir = cmp.Or(c.agentDir, wire.AgentDir(os.Getenv, home))
 	if c.project == "" {
 		if c.project, err = os.Getwd(); err != nil {
 			return err
 		}
 		c.projectGuessed = true
 	}
-	if c.stateDir == "" {
-		c.stateDir = defaultStateDir(os.Getenv, home)
-	}
+	c.stateDir = cmp.Or(c.stateDir, defaultStateDir(os.Getenv, home))
 	for i, s := range c.sessions {
 		id, ok := wire.NormalizeSessionID(s)
 		if !ok {

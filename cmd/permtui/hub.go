@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,9 +68,7 @@ func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		stateDir = defaultStateDir(os.Getenv, home)
 	}
-	if store == "" {
-		store = filepath.Join(stateDir, "hub", "store")
-	}
+	store = cmp.Or(store, filepath.Join(stateDir, "hub", "store"))
 	if len(relays) == 0 {
 		relays = listFlag{thisHost()}
 	}

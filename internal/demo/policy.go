@@ -5,7 +5,6 @@ package demo
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/permtui/permtui/internal/safefs"
@@ -94,22 +93,20 @@ func Setup(root string) (Env, error) {
 		filepath.Join(env.AgentDir, "extensions", "pi-permission-system", "config.json"): globalConfig,
 		filepath.Join(env.AgentDir, "agents", "implementer.md"):                          implementerAgent,
 		filepath.Join(env.AgentDir, "agents", "researcher.md"):                           researcherAgent,
+		filepath.Join(env.Project, "README"):                                             "demo project\n",
 	}
 	for path, text := range files {
 		if err := safefs.MkdirPrivate(filepath.Dir(path)); err != nil {
 			return Env{}, err
 		}
 		if err := safefs.WriteFileAtomic(path, []byte(text)); err != nil {
-			return Env{}, fmt.Errorf("demo policy: %w", err)
+			return Env{}, fmt.Errorf("demo files: %w", err)
 		}
 	}
 	for _, dir := range append([]string{env.Project, env.StateDir}, env.Worktrees...) {
 		if err := safefs.MkdirPrivate(dir); err != nil {
 			return Env{}, err
 		}
-	}
-	if err := os.WriteFile(filepath.Join(env.Project, "README"), []byte("demo project\n"), 0o600); err != nil {
-		return Env{}, err
 	}
 	return env, nil
 }

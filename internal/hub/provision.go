@@ -103,8 +103,8 @@ func AccountsConfig(credsDir string, relays, approvers []string) (string, error)
 
 // issuedUser is a relay host or approver with its credentials issued.
 type issuedUser struct {
-	role, name, pub, credsFile string
-	perms                      *server.Permissions
+	role, name, pub string
+	perms           *server.Permissions
 }
 
 // issueUsers issues (or reuses) the credentials of each relay host and
@@ -115,8 +115,7 @@ func issueUsers(credsDir string, relays, approvers []string, add func(issuedUser
 		if !ValidHost(name) {
 			return fmt.Errorf("hub: invalid %s name %q (letters, digits, '-' and '_')", role, name)
 		}
-		path := credsFile(credsDir, role, name)
-		c, err := ensureCreds(path, role, name)
+		c, err := ensureCreds(credsFile(credsDir, role, name), role, name)
 		if err != nil {
 			return err
 		}
@@ -124,7 +123,7 @@ func issueUsers(credsDir string, relays, approvers []string, add func(issuedUser
 		if err != nil {
 			return err
 		}
-		add(issuedUser{role: role, name: name, pub: pub, credsFile: path, perms: perms})
+		add(issuedUser{role: role, name: name, pub: pub, perms: perms})
 		return nil
 	}
 	for _, r := range relays {

@@ -41,8 +41,8 @@ type Config struct {
 type Hub struct {
 	srv      *server.Server
 	url      string
-	creds    map[string]string // role-name → file
-	admin    nkeys.KeyPair     // the hub's own user, in process only
+	credsDir string
+	admin    nkeys.KeyPair // the hub's own user, in process only
 	adminPub string
 }
 
@@ -64,7 +64,7 @@ func Start(cfg Config) (*Hub, error) {
 			return nil, fmt.Errorf("hub: %w", err)
 		}
 	}
-	h := &Hub{creds: map[string]string{}}
+	h := &Hub{credsDir: cfg.CredsDir}
 	users, err := h.users(cfg)
 	if err != nil {
 		return nil, err
@@ -122,9 +122,7 @@ func listenAddress(cfg Config) (host string, port int, tlsOn bool, err error) {
 	if err != nil {
 		return "", 0, false, fmt.Errorf("hub: listen port %q", portText)
 	}
-	if port == 0 {
-		port = server.RANDOM_PORT // to nats-server, 0 means its default 4222
-	}
+	port = cmp.Or(port, server.RANDOM_PORT) // to nats-server, 0 means its default 4222
 	tlsOn = cfg.TLSCert != "" || cfg.TLSKey != ""
 	if !tlsOn && !loopback.Host(host) {
 		return "", 0, false, fmt.Errorf("hub: refusing to listen on %s without TLS (--tls-cert and --tls-key); only loopback is served in clear text", cfg.Listen)
@@ -139,7 +137,6 @@ func (h *Hub) users(cfg Config) ([]*server.NkeyUser, error) {
 	var users []*server.NkeyUser
 	err := issueUsers(cfg.CredsDir, cfg.Relays, cfg.Approvers, func(u issuedUser) {
 		users = append(users, &server.NkeyUser{Nkey: u.pub, Permissions: u.perms})
-		h.creds[u.role+"-"+u.name] = u.credsFile
 	})
 	if err != nil {
 		return nil, err
@@ -183,7 +180,7 @@ func (h *Hub) Admin() (*nats.Conn, error) {
 func (h *Hub) URL() string { return h.url }
 
 // CredsFile is the credentials file of a role and name.
-func (h *Hub) CredsFile(role, name string) string { return h.creds[role+"-"+name] }
+func (h *Hub) CredsFile(role, name string) string { return credsFile(h.credsDir, role, name) }
 
 // Shutdown stops the server; the stored asks, decisions and grants stay.
 func (h *Hub) Shutdown() {
@@ -191,65 +188,47 @@ func (h *Hub) Shutdown() {
 	h.srv.WaitForShutdown()
 }
 
-// StreamConfigs are the asks stream and the two buckets' streams. The
-// grants bucket's is what a key-value bucket with history 1 makes; the
-// decisions bucket's is made directly (decisionsConfig).
+// StreamConfigs are the asks stream and the two buckets' streams, each
+// file-stored, one message a subject, deduplicated and read directly. The
+// grants bucket's is what a key-value bucket with history 1 makes. The
+// decisions bucket's is made directly, so that the server itself keeps one
+// decision per ask (decision 0161): a second message on a key is refused
+// (discard new per subject), and no message can be deleted, purged or
+// rolled up. Only the retention removes a decision. A key-value bucket's
+// own options cannot say this; it is still read as the bucket.
 func StreamConfigs(retention time.Duration, replicas int) []jetstream.StreamConfig {
 	if retention <= 0 {
 		retention = DefaultRetention
 	}
-	replicas = max(replicas, 1)
-	asks := jetstream.StreamConfig{
-		Name:              AsksStream,
-		Subjects:          []string{"permtui.ask.*.*", "permtui.gone.*.*"},
-		Storage:           jetstream.FileStorage,
-		MaxAge:            retention,
-		MaxMsgSize:        MaxAskBytes,
-		MaxMsgsPerSubject: 1,
-		Duplicates:        dedupWindow,
-		AllowDirect:       true,
-	}
-	grants := jetstream.StreamConfig{
-		Name:              GrantsStream,
-		Subjects:          []string{GrantSubjectPrefix + ">"},
-		Storage:           jetstream.FileStorage,
-		MaxMsgSize:        MaxGrantsBytes,
-		MaxMsgsPerSubject: 1,
-		Discard:           jetstream.DiscardNew,
-		Duplicates:        dedupWindow,
-		AllowRollup:       true,
-		DenyDelete:        true,
-		AllowDirect:       true,
-	}
-	out := []jetstream.StreamConfig{asks, decisionsConfig(retention), grants}
-	for i := range out {
-		out[i].Replicas = replicas
-	}
-	return out
-}
-
-// decisionsConfig is the decisions bucket's stream, configured so that the
-// server itself keeps one decision per ask (decision 0161): a second
-// message on a key is refused (one per subject, discard new per subject),
-// and no message can be deleted, purged or rolled up. Only the retention
-// removes a decision. A key-value bucket's own options cannot say this, so
-// the stream is made directly; it is still read as the bucket.
-func decisionsConfig(retention time.Duration) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
+	out := []jetstream.StreamConfig{{
+		Name:       AsksStream,
+		Subjects:   []string{"permtui.ask.*.*", "permtui.gone.*.*"},
+		MaxAge:     retention,
+		MaxMsgSize: MaxAskBytes,
+	}, {
 		Name:                 DecisionsStream,
 		Subjects:             []string{DecisionSubjectPrefix + ">"},
-		Storage:              jetstream.FileStorage,
 		MaxAge:               retention,
 		MaxMsgSize:           MaxDecisionBytes,
-		MaxMsgsPerSubject:    1,
 		Discard:              jetstream.DiscardNew,
 		DiscardNewPerSubject: true,
 		DenyDelete:           true,
 		DenyPurge:            true,
 		AllowRollup:          false,
-		Duplicates:           dedupWindow,
-		AllowDirect:          true,
+	}, {
+		Name:        GrantsStream,
+		Subjects:    []string{GrantSubjectPrefix + ">"},
+		MaxMsgSize:  MaxGrantsBytes,
+		Discard:     jetstream.DiscardNew,
+		AllowRollup: true,
+		DenyDelete:  true,
+	}}
+	for i := range out {
+		c := &out[i]
+		c.Storage, c.MaxMsgsPerSubject, c.Duplicates, c.AllowDirect = jetstream.FileStorage, 1, dedupWindow, true
+		c.Replicas = max(replicas, 1)
 	}
+	return out
 }
 
 // Connect opens an authenticated connection to a hub (embedded or an
@@ -376,10 +355,7 @@ func (l *serverLog) emit(level slog.Level, format string, v []any) {
 func (l *serverLog) lastError() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.last == "" {
-		return "no error reported"
-	}
-	return l.last
+	return cmp.Or(l.last, "no error reported")
 }
 
 func (l *serverLog) Noticef(format string, v ...any) { l.emit(slog.LevelInfo, format, v) }

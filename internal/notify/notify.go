@@ -7,6 +7,7 @@
 package notify
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"time"
@@ -63,12 +64,8 @@ func (o *Options) defaults() {
 	o.Window = orDefault(o.Window, DefaultWindow)
 	o.Parallel = orDefault(o.Parallel, DefaultParallel)
 	o.Burst = orDefault(o.Burst, DefaultBurst)
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Client == nil {
-		o.Client = &http.Client{}
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
+	o.Client = cmp.Or(o.Client, &http.Client{})
 	if o.Now == nil {
 		o.Now = time.Now
 	}

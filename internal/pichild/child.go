@@ -135,16 +135,9 @@ func (c *Child) post(target, id string, data []byte) bool {
 func (c *Child) await(ctx context.Context, target string, res *Result) (Outcome, error) {
 	l := c.Layout
 	responsePath := l.ResponsePath(target, res.RequestID)
-	poll, timeout := c.Poll, c.Timeout
-	if poll <= 0 {
-		poll = DefaultPoll
-	}
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	deadline := c.now().Add(timeout)
+	deadline := c.now().Add(cmp.Or(c.Timeout, DefaultTimeout))
 	var notServingSince time.Time
-	ticker := time.NewTicker(poll)
+	ticker := time.NewTicker(cmp.Or(c.Poll, DefaultPoll))
 	defer ticker.Stop()
 	for {
 		if _, err := os.Lstat(responsePath); err == nil {

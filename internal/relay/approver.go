@@ -96,14 +96,11 @@ func NewApprover(nc *nats.Conn, name string, log *slog.Logger, bounds inbox.Budg
 	if err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	events := serve.NewBroker()
 	front, _ := events.Subscribe() // read to the end by the front end
 	a := &Approver{
-		name: name, js: js, log: log, events: events, front: front, now: time.Now, budget: bounds.WithDefaults(),
-		room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
+		name: name, js: js, log: cmp.Or(log, slog.New(slog.DiscardHandler)), events: events, front: front,
+		now: time.Now, budget: bounds.WithDefaults(), room: make(chan struct{}, 1), replay: make(chan struct{}, 1),
 		byKey: map[string]*hubAsk{}, hostOf: map[string]string{}, byID: map[serve.AskID]*hubAsk{},
 		closed: map[string]uint64{}, grants: map[string]map[string][]wire.Grant{}, sending: map[serve.AskID]bool{},
 		heldBack: map[serve.AskID]*hubAsk{},
@@ -131,7 +128,6 @@ func (a *Approver) Run(ctx context.Context) {
 	a.run = ctx
 	a.mu.Unlock()
 	defer a.events.Close()
-	defer a.stopReports()
 	defer a.senders.Wait()
 	var wg sync.WaitGroup
 	wg.Go(func() { watchGrants(ctx, a.js, a.log, "", a.grantsChanged) })

@@ -110,14 +110,13 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 	ctx, cancel := context.WithTimeout(ctx, hubTimeout)
 	defer cancel()
 	msg, err := st.GetLastMsgForSubject(ctx, hub.AskSubject(h.host, h.key))
-	var gone bool
-	var goneAt uint64
+	var goneAt uint64 // 0: not gone
 	if err == nil {
 		// Its gone message may not have reached this approver's consumer
 		// yet; one before the ask closed an earlier publication of it.
 		var g *jetstream.RawStreamMsg
 		g, err = st.GetLastMsgForSubject(ctx, hub.GoneSubject(h.host, h.key))
-		if gone = err == nil && g.Sequence > msg.Sequence; gone {
+		if err == nil && g.Sequence > msg.Sequence {
 			goneAt = g.Sequence
 		}
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -126,7 +125,7 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 	}
 	var m askMsg
 	var req *wire.Request
-	if err == nil && !gone {
+	if err == nil && goneAt == 0 {
 		m, req, err = decodeHostAsk(h.host, msg.Data)
 	}
 	hk := h.host + "." + h.key
@@ -137,10 +136,10 @@ func (a *Approver) showAgain(ctx context.Context, h *hubAsk) error {
 	}
 	defer a.afterMemoryChange()
 	switch {
-	case err == nil && !gone:
+	case err == nil && goneAt == 0:
 		a.show(h, m, req, int64(len(msg.Data)))
 		return nil
-	case gone:
+	case goneAt != 0:
 		a.close(hk, goneAt)
 	case errors.Is(err, jetstream.ErrMsgNotFound), errors.Is(err, errBadMessage):
 		// Past the retention (its relay sends it again after a reconnect),
@@ -164,6 +163,8 @@ func (a *Approver) reportMemory() {
 	over := m.unkeptFrom != 0 || m.replayFrom != 0
 	due, wait := m.reports.Due(n, over, a.now(), memoryReportEvery)
 	if wait > 0 && m.reportTimer == nil {
+		// One due after Run ended publishes to the closed broker, which
+		// drops it, as the inbox's does.
 		m.reportTimer = time.AfterFunc(wait, func() {
 			a.mu.Lock()
 			defer a.mu.Unlock()
@@ -183,14 +184,4 @@ func (a *Approver) reportMemory() {
 		}
 	}
 	a.events.Publish(serve.Degraded{Area: serve.AreaMemory, Problem: problem})
-}
-
-// stopReports ends the timer of a pending report.
-func (a *Approver) stopReports() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.memory.reportTimer != nil {
-		a.memory.reportTimer.Stop()
-		a.memory.reportTimer = nil
-	}
 }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -32,12 +33,6 @@ const UnreadablePrefix = "the hub's decision could not be read, so the relay den
 // does not offer).
 func refused(approver string, err error) string {
 	return fmt.Sprintf("the decision %s made at the hub was refused, so the relay denied the ask: %v", approver, err)
-}
-
-// tooLarge is the denial reason of an ask larger than the hub carries: no
-// approver could see it, so nobody may approve it (fail closed).
-func tooLarge(size, limit int, by string) string {
-	return fmt.Sprintf("the ask is too large to send to the hub (%d bytes; %s is %d)", size, by, limit)
 }
 
 // payloadHeadroom is left of the server's max_payload for the message's
@@ -127,11 +122,8 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 	if err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	r := &Relay{
-		srv: srv, nc: nc, js: js, host: host, run: rand.Text(), grants: grants, log: log,
+		srv: srv, nc: nc, js: js, host: host, run: rand.Text(), grants: grants, log: cmp.Or(log, slog.New(slog.DiscardHandler)),
 		open:     map[string]*openAsk{},
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
@@ -246,7 +238,8 @@ func (r *Relay) queued(a serve.Ask) {
 func (r *Relay) payloadLimit() int { return int(r.nc.MaxPayload()) - payloadHeadroom }
 
 // denyTooLarge denies an ask whose message is larger than the hub
-// carries: no approver could see it, so nobody may approve it.
+// carries: no approver could see it, so nobody may approve it (fail
+// closed).
 func (r *Relay) denyTooLarge(id serve.AskID, m askMsg, req *wire.Request, size, limit int, by string, err error) {
 	r.log.Warn("ask not sent to the hub; denied", "ask", id, "size", size, "limit", limit, "err", err)
 	if cut, cerr := cutAsk(m, req); cerr == nil {
@@ -254,7 +247,8 @@ func (r *Relay) denyTooLarge(id serve.AskID, m askMsg, req *wire.Request, size, 
 		r.tooLarge[id] = cut
 		r.mu.Unlock()
 	}
-	if err := r.srv.Decide(serve.Decision{Ask: id, State: wire.StateDeniedWithReason, Reason: tooLarge(size, limit, by), Unattended: true}); err != nil {
+	reason := fmt.Sprintf("the ask is too large to send to the hub (%d bytes; %s is %d)", size, by, limit)
+	if err := r.srv.Decide(serve.Decision{Ask: id, State: wire.StateDeniedWithReason, Reason: reason, Unattended: true}); err != nil {
 		r.log.Warn("denial failed", "ask", id, "err", err)
 	}
 }

@@ -182,7 +182,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		s.render(w, http.StatusOK, view{Title: "permtui", Message: outcome(d.State)})
-	case errors.Is(err, serve.ErrAlreadyDecided), errors.Is(err, serve.ErrExpired), errors.Is(err, serve.ErrUnknownAsk):
+	case errors.Is(err, serve.ErrAlreadyDecided), serve.IsExpired(err):
 		s.refuse(w, http.StatusGone, gone)
 	default:
 		s.release(l)

@@ -7,6 +7,7 @@
 package web
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -73,9 +74,7 @@ func New(o Options) (*Server, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("the approve page's base URL %q names no host", o.BaseURL)
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return &Server{o: o, scheme: u.Scheme, host: canonicalHost(u.Scheme, u.Host), asks: map[serve.AskID]serve.Ask{},
 		links: map[[sha256.Size]byte]*link{}, byAsk: map[serve.AskID]*link{}}, nil
 }
