@@ -129,6 +129,24 @@ func TestAnAskTooLargeWithItsScopesOffersNone(t *testing.T) {
 	}
 }
 
+// rejudged waits until ta shows old's request again, its whole session
+// naming the deny rule pattern, and checks that old was withdrawn as
+// judged again; it returns the ask shown again.
+func rejudged(t *testing.T, ta *testApprover, old serve.Ask, pattern string) serve.Ask {
+	t.Helper()
+	again := ta.events.WaitFor(t, old.Request.ID+" shown again", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == old.Request.ID && q.Ask.ID != old.ID
+	}).(serve.AskQueued).Ask
+	if !passes(again, serve.ScopeSession, pattern) {
+		t.Fatalf("the ask shown again does not name the deny: %+v", again.Scopes)
+	}
+	if ta.events.Count(func(ev serve.Event) bool { w, ok := ev.(serve.Withdrawn); return ok && w.ID == old.ID && w.Rejudged }) != 1 {
+		t.Error("the copy shown before was not withdrawn as judged again")
+	}
+	return again
+}
+
 // A reload while the ask waits at the hub that changes what its grants
 // reach: the hub's copy is withdrawn and the ask shown again naming the
 // new reach; the copy shown before can no longer be decided, and a choice
@@ -141,16 +159,7 @@ func TestAReloadThatChangesAnAsksReachShowsItAgain(t *testing.T) {
 	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
 	old := ann.queued(t, "alpha-1")
 	alpha.reload(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`)
-	again := ann.events.WaitFor(t, "alpha-1 shown again", func(ev serve.Event) bool {
-		q, ok := ev.(serve.AskQueued)
-		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.ID != old.ID
-	}).(serve.AskQueued).Ask
-	if !passes(again, serve.ScopeSession, "npm publish *") {
-		t.Fatalf("the ask shown again does not name the deny: %+v", again.Scopes)
-	}
-	if ann.events.Count(func(ev serve.Event) bool { w, ok := ev.(serve.Withdrawn); return ok && w.ID == old.ID && w.Rejudged }) != 1 {
-		t.Error("the copy shown before was not withdrawn as judged again")
-	}
+	again := rejudged(t, ann, old, "npm publish *")
 	if err := ann.decide(t, serve.Decision{Ask: old.ID, Scope: serve.ScopeSession}); !errors.Is(err, serve.ErrUnknownAsk) {
 		t.Fatalf("the copy shown before: %v", err)
 	}
@@ -197,5 +206,44 @@ func TestAHubEditPastAnUnnamedDenyIsRefused(t *testing.T) {
 	}
 	if resp := answered(t, child); !resp.Approved {
 		t.Fatalf("%+v", resp)
+	}
+}
+
+// A hub scope choice that races a reload on its relay: the relay's server
+// took the new policy (its grants now pass npm publish *) before the relay
+// sent the ask again, and ann chose the whole session from the copy shown
+// before. serve refuses it as made on older scopes; the relay must not deny
+// the ask for it (nobody did), but leave it open and show it again with the
+// new reach once its server judged the scopes again (decision 0272).
+func TestAHubChoiceRacingAReloadIsAskedAgain(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	old := ann.queued(t, "alpha-1")
+	// The reload's first half: the policy is in force, its re-scoping not
+	// yet sent.
+	testkit.WriteFile(t, resolve.GlobalConfigPath(alpha.agentDir), []byte(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`))
+	alpha.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: alpha.agentDir, Home: alpha.agentDir}))
+	if err := ann.decide(t, serve.Decision{Ask: old.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	alpha.logs.WaitFor(t, "the choice refused", func(m string) bool { return strings.HasPrefix(m, "hub decision refused") })
+	select {
+	case res := <-child:
+		t.Fatalf("the child was answered: %+v", res.Response)
+	default:
+	}
+	alpha.srv.PolicyLoaded(serve.PolicyStatus{})
+	again := rejudged(t, ann, old, "npm publish *")
+	if err := ann.decide(t, serve.Decision{Ask: again.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
 	}
 }

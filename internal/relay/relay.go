@@ -677,7 +677,16 @@ func (r *Relay) deliverFrom(ctx context.Context, msg jetstream.Msg, key string, 
 		}
 	}
 	err := r.deliver(oa, d)
-	if errors.Is(err, serve.ErrInvalidDecision) {
+	switch {
+	case errors.Is(err, serve.ErrScopesChanged):
+		// Made on scopes a reload judged again: the ask is sent again
+		// with them once the relay handles the server's ScopesChanged,
+		// which lets go of this copy; until then the decision is offered
+		// again, and judged again (decision 0272).
+		r.log.Warn("hub decision refused: made on scopes judged again since; offered again", "ask", oa.id, "approver", d.Approver)
+		_ = msg.NakWithDelay(unknownDelay)
+		return
+	case errors.Is(err, serve.ErrInvalidDecision):
 		// The ask's one decision is taken: nobody can decide it
 		// again, so the refusal is its answer (fail closed), the
 		// relay's, naming whose decision it refused.
