@@ -56,6 +56,9 @@ type goneMsg struct {
 	// Unknown: a decision came for it, and the relay no longer had its
 	// request (withdrawn while the relay was away).
 	Unknown bool `json:"unknown,omitempty"`
+	// Refused: the relay's server refused the decision made on it, saying
+	// this; the ask follows under another name (decision 0273).
+	Refused string `json:"refused,omitempty"`
 	// movedTo: the approver let go of the copy because its relay now
 	// publishes it under this host; never sent.
 	movedTo string
@@ -69,6 +72,8 @@ func (g goneMsg) why() string {
 		return "moved to " + g.movedTo + ", where it is asked again"
 	case g.Unknown:
 		return "its relay no longer has the request, so a decision for it reached no one"
+	case g.Refused != "":
+		return cutText(g.Refused)
 	}
 	return ""
 }

@@ -109,7 +109,7 @@ func TestAHubChoiceMadeOnAnOlderReachIsNotRecorded(t *testing.T) {
 
 // Each scope repeats the suggestion, so an ask the hub carries may be too
 // large with its scopes: it is sent offering none, and a scope chosen for
-// it anyway (no console offers one) is refused, the ask denied.
+// it anyway (no console offers one) is refused, the ask asked again.
 func TestAnAskTooLargeWithItsScopesOffersNone(t *testing.T) {
 	th := startHub(t)
 	alpha := newRelay(t, th, "alpha")
@@ -124,7 +124,11 @@ func TestAnAskTooLargeWithItsScopesOffersNone(t *testing.T) {
 	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession}); err != nil {
 		t.Fatal(err)
 	}
-	if resp := answered(t, c); resp.Approved || !strings.Contains(resp.DenialReason, "was not offered at the hub") {
+	a = askedAgain(t, ann, a, "was not offered at the hub")
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateDenied}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); resp.Approved || resp.State != wire.StateDenied {
 		t.Fatalf("%+v", resp)
 	}
 }
@@ -176,10 +180,11 @@ func TestAReloadThatChangesAnAsksReachShowsItAgain(t *testing.T) {
 
 // s19 V2: a hub console, holding no policy, edits git fetch * to git *,
 // which passes the relay's deny rule git push * nobody named. The relay's
-// server refuses the edit (decision 0259); the ask's one decision is taken,
-// so the child is denied with the refusal naming the rule, and nothing is
-// recorded. Naming the rule as shown records the edit.
-func TestAHubEditPastAnUnnamedDenyIsRefused(t *testing.T) {
+// server refuses the edit (decision 0259); the child is not denied for it:
+// the copy decided on is let go of, naming the refusal, and the ask is
+// shown again (decision 0273), where naming the rule as shown records the
+// edit.
+func TestAHubEditPastAnUnnamedDenyIsAskedAgain(t *testing.T) {
 	th := startHub(t)
 	alpha := newRelay(t, th, "alpha")
 	alpha.withPolicy(th, `{"permission":{"bash":{"*":"ask","git push *":"deny"}}}`)
@@ -191,21 +196,67 @@ func TestAHubEditPastAnUnnamedDenyIsRefused(t *testing.T) {
 	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: edit}); err != nil {
 		t.Fatal(err)
 	}
-	if resp := answered(t, child); resp.Approved || !strings.Contains(resp.DenialReason, "passes the deny rule bash git push *") {
-		t.Fatalf("%+v", resp)
+	again := askedAgain(t, ann, a, "passes the deny rule bash git push *")
+	select {
+	case res := <-child:
+		t.Fatalf("the child was answered: %+v", res.Response)
+	default:
 	}
-	if recs := alpha.audit(); len(recs) != 1 || len(recs[0].Grants) != 0 {
-		t.Fatalf("audit %+v", recs)
-	}
-
-	child = alpha.ask(gitFetch("alpha", 2, "git fetch origin", "git fetch *"))
-	a = ann.queued(t, "alpha-2")
 	shown := []wire.Grant{{Surface: "bash", Pattern: "git push *"}}
-	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: edit, EditDenies: shown}); err != nil {
+	if err := ann.decide(t, serve.Decision{Ask: again.ID, Scope: serve.ScopeSession, Grants: edit, EditDenies: shown}); err != nil {
 		t.Fatal(err)
 	}
 	if resp := answered(t, child); !resp.Approved {
 		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || !slices.Equal(recs[0].Grants, edit) || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// askedAgain waits until ta lets go of a as refused by its relay, the
+// reason naming refusal, and shows its request again; it returns the ask
+// shown again.
+func askedAgain(t *testing.T, ta *testApprover, a serve.Ask, refusal string) serve.Ask {
+	t.Helper()
+	w := ta.events.WaitFor(t, "the refused copy let go of", func(ev serve.Event) bool {
+		w, ok := ev.(serve.Withdrawn)
+		return ok && w.ID == a.ID
+	}).(serve.Withdrawn)
+	if !strings.Contains(w.Why, "was refused by its relay") || !strings.Contains(w.Why, refusal) {
+		t.Errorf("let go of saying %q", w.Why)
+	}
+	return ta.events.WaitFor(t, a.Request.ID+" shown again", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == a.Request.ID && q.Ask.ID > a.ID
+	}).(serve.AskQueued).Ask
+}
+
+// The refused decision stays with its ask: a relay started again meets it
+// again, asks again under the same name, and the decision made on the copy
+// shown again answers the child (decision 0273).
+func TestAnAskAskedAgainStaysDecidableAcrossARelayRestart(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	a := ann.queued(t, "alpha-1")
+	wrong := []wire.Grant{{Surface: "bash", Pattern: "make *"}}
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: wrong}); err != nil {
+		t.Fatal(err)
+	}
+	again := askedAgain(t, ann, a, "does not cover this ask")
+	alpha.stop()
+	alpha.start(th)
+	if err := ann.decide(t, serve.Decision{Ask: again.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApproved || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
 	}
 }
 

@@ -29,10 +29,22 @@ const UnreadablePrefix = "the hub's decision could not be read, so the relay den
 
 // refused is the denial reason of an ask whose hub decision the relay's
 // server refused (an edited pattern that no longer covers it, a scope it
-// does not offer).
+// does not offer) once it was asked again maxAskedAgain times.
 func refused(approver string, err error) string {
 	return fmt.Sprintf("the decision %s made at the hub was refused, so the relay denied the ask: %v", approver, err)
 }
+
+// refusedWhy is what consoles are told of a copy of an ask let go of
+// because its relay's server refused the decision made on it: the ask
+// follows under another name (decision 0273).
+func refusedWhy(approver string, err error) string {
+	return cutText(fmt.Sprintf("the decision %s made was refused by its relay: %v; the ask follows again", approver, err))
+}
+
+// maxAskedAgain bounds how often one ask is asked again after a refused
+// decision: each refusal keeps its decision until the ask ends, and the
+// next refusal denies it (fail closed).
+const maxAskedAgain = 3
 
 // tooLarge is the denial reason of an ask larger than the hub carries: no
 // approver could see it, so nobody may approve it (fail closed).
@@ -86,6 +98,7 @@ type Relay struct {
 
 	mu       sync.Mutex
 	open     map[string]*openAsk // by hub key: asks waiting at the hub
+	refused  map[string]*openAsk // by the keys an open ask had before (openAsk.earlier)
 	keys     map[serve.AskID]string
 	finished map[string]bool        // keys answered or withdrawn in this process
 	tooLarge map[serve.AskID]askMsg // cut asks denied as too large, until their gone message
@@ -111,6 +124,11 @@ type openAsk struct {
 	// before is handed back, for the next relay (finding F5). By stream
 	// sequence: the hub offers it again after the ack wait.
 	held map[uint64]jetstream.Msg
+	// earlier: its hub keys whose decision the server refused, in order;
+	// it is asked again under its first key and the count (askAgain).
+	// Their decisions are held: a relay started again meets them again
+	// in the same order and so asks under the same names.
+	earlier []string
 }
 
 type outMsg struct {
@@ -133,6 +151,7 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 	r := &Relay{
 		srv: srv, nc: nc, js: js, host: host, run: rand.Text(), grants: grants, log: log,
 		open:     map[string]*openAsk{},
+		refused:  map[string]*openAsk{},
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
 		tooLarge: map[serve.AskID]askMsg{},
@@ -281,6 +300,9 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 	if ok {
 		if oa := r.open[key]; oa != nil {
 			held = oa.held
+			for _, k := range oa.earlier {
+				delete(r.refused, k)
+			}
 		}
 		delete(r.keys, id)
 		delete(r.open, key)
@@ -603,11 +625,17 @@ func (r *Relay) hold(key string, seq uint64, msg jetstream.Msg) bool {
 	if oa == nil {
 		return false
 	}
+	oa.keep(seq, msg)
+	return true
+}
+
+// keep holds the decision msg at seq until the ask is answered or let go
+// of. r.mu is held.
+func (oa *openAsk) keep(seq uint64, msg jetstream.Msg) {
 	if oa.held == nil {
 		oa.held = map[uint64]jetstream.Msg{}
 	}
 	oa.held[seq] = msg
-	return true
 }
 
 // finishDecision acks or terminates the decision at stream sequence seq
@@ -639,8 +667,13 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	}
 	r.mu.Lock()
 	oa, finished, onDisk := r.open[key], r.finished[key], r.onDisk
+	was := r.refused[key]
+	if was != nil {
+		was.keep(seq, msg) // refused, offered again: kept with its ask
+	}
 	r.mu.Unlock()
 	switch {
+	case was != nil:
 	case oa != nil:
 		// Delivered outside the consumer's callback, so that decisions
 		// arriving together share the audit log's fsync.
@@ -686,10 +719,13 @@ func (r *Relay) deliverFrom(ctx context.Context, msg jetstream.Msg, key string, 
 		r.log.Warn("hub decision refused: made on scopes judged again since; offered again", "ask", oa.id, "approver", d.Approver)
 		_ = msg.NakWithDelay(unknownDelay)
 		return
+	case errors.Is(err, serve.ErrInvalidDecision) && r.askAgain(key, seq, msg, oa, refusedWhy(d.approverOf(), err)):
+		r.log.Warn("hub decision refused; the ask is asked again", "ask", oa.id, "approver", d.Approver, "err", err)
+		return
 	case errors.Is(err, serve.ErrInvalidDecision):
-		// The ask's one decision is taken: nobody can decide it
-		// again, so the refusal is its answer (fail closed), the
-		// relay's, naming whose decision it refused.
+		// Refused once more than it may be asked again: the refusal is
+		// its answer (fail closed), the relay's, naming whose decision
+		// it refused.
 		r.log.Warn("hub decision refused; the ask is denied", "ask", oa.id, "approver", d.Approver, "err", err)
 		err = r.srv.Decide(serve.Decision{Ask: oa.id, State: wire.StateDeniedWithReason,
 			Reason: refused(d.approverOf(), err), Unattended: true})
@@ -705,6 +741,41 @@ func (r *Relay) deliverFrom(ctx context.Context, msg jetstream.Msg, key string, 
 		r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
 	}
 	r.finishDecision(seq, msg.Ack)
+}
+
+// askAgain lets go of the hub's copy of oa at key, whose decision (msg, at
+// seq) the server refused, saying why, and sends the ask again under
+// another name, so that a person can decide it (its key's one decision is
+// taken, decision 0161); it reports false, the refusal then being the
+// ask's answer, once the ask was asked again maxAskedAgain times (decision
+// 0273).
+func (r *Relay) askAgain(key string, seq uint64, msg jetstream.Msg, oa *openAsk, why string) bool {
+	data, _ := json.Marshal(goneMsg{Refused: why}) // plain data: it always encodes
+	r.mu.Lock()
+	switch {
+	case r.open[key] != oa:
+		// Let go of meanwhile (answered, withdrawn, judged again): a
+		// decision made on this copy answers nothing.
+		r.mu.Unlock()
+		r.finishDecision(seq, msg.Ack)
+		return true
+	case len(oa.earlier) >= maxAskedAgain:
+		r.mu.Unlock()
+		return false
+	}
+	defer notify(r.wake)
+	defer r.mu.Unlock()
+	oa.keep(seq, msg)
+	oa.earlier = append(oa.earlier, key)
+	r.refused[key] = oa
+	delete(r.open, key)
+	next := fmt.Sprintf("%s-%d", oa.earlier[0], len(oa.earlier))
+	oa.msg = outMsg{subject: hub.AskSubject(r.host, next), msgID: hub.MsgID("ask", r.host, next, r.run), key: next, data: oa.msg.data, ask: true}
+	r.open[next], r.keys[oa.id] = oa, next
+	r.queue = append(r.queue,
+		outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key, r.run), key: key, data: data},
+		oa.msg)
+	return true
 }
 
 // unknownAsk offers a decision for an ask this relay does not know again,

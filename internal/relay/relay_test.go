@@ -461,11 +461,12 @@ func TestNarrowedGrantReachesTheRelayAsNarrowed(t *testing.T) {
 	ann.queued(t, "alpha-3")
 }
 
-// An edit the relay's server refuses (it no longer covers the ask) cannot
-// be decided again at the hub (one decision per ask), so the child is
-// denied with the refusal as its reason, and the console sees why. No
-// person denied it: the response, the audit record and the console say the
-// relay did, refusing ann's decision, not that ann denied it.
+// An edit the relay's server refuses (it no longer covers the ask) is
+// asked again (decision 0273), at most maxAskedAgain times: the refusal
+// after that is the child's answer, with the refusal as its reason, and
+// the console sees why. No person denied it: the response, the audit
+// record and the console say the relay did, refusing ann's decision, not
+// that ann denied it.
 func TestRefusedHubDecisionDeniesTheChild(t *testing.T) {
 	th := startHub(t)
 	alpha := newRelay(t, th, "alpha")
@@ -475,6 +476,12 @@ func TestRefusedHubDecisionDeniesTheChild(t *testing.T) {
 	a := ann.queued(t, "alpha-1")
 	scope, _ := a.Scopes.Find(serve.ScopeSession)
 	wrong := []wire.Grant{{Surface: scope.Grants[0].Surface, Pattern: "make *"}}
+	for range maxAskedAgain {
+		if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: wrong}); err != nil {
+			t.Fatal(err)
+		}
+		a = askedAgain(t, ann, a, "does not cover this ask")
+	}
 	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: wrong}); err != nil {
 		t.Fatal(err)
 	}
