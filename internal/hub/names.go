@@ -97,3 +97,11 @@ func MarkGetSubject(markKey string) string {
 // GrantsKey names the grants of a root session that host's relay recorded
 // and applies (decision 0211).
 func GrantsKey(host, session string) string { return host + "." + SessionKey(session) }
+
+// AppliedKey names the grants of a root session that host's relay applies,
+// which it publishes for consoles to list: a key of three tokens, which
+// only that relay's credentials may write (decision 0274).
+func AppliedKey(host, session string) string { return GrantsKey(host, session) + AppliedSuffix }
+
+// AppliedSuffix ends every AppliedKey.
+const AppliedSuffix = ".applied"

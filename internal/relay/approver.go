@@ -134,7 +134,7 @@ func (a *Approver) Run(ctx context.Context) {
 	defer a.stopReports()
 	defer a.senders.Wait()
 	var wg sync.WaitGroup
-	wg.Go(func() { watchGrants(ctx, a.js, a.log, "", a.grantsChanged) })
+	wg.Go(func() { watchGrants(ctx, a.js, a.log, "", true, a.grantsChanged) })
 	wg.Go(func() { a.refill(ctx) })
 	defer wg.Wait()
 	for ctx.Err() == nil {

@@ -881,7 +881,7 @@ func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 // watchGrants follows its host's grants in the bucket; a change reaches the
 // server, which judges later asks with it and re-judges pending ones.
 func (r *Relay) watchGrants(ctx context.Context) {
-	watchGrants(ctx, r.js, r.log, r.host, func(_, session string, grants []wire.Grant, rev uint64) {
+	watchGrants(ctx, r.js, r.log, r.host, false, func(_, session string, grants []wire.Grant, rev uint64) {
 		changed, ignored, revoked := r.grants.set(session, grants, rev)
 		if len(ignored) > 0 {
 			r.log.Warn("grants in the hub's bucket that this relay never recorded are not applied (decision 0247)",
@@ -925,15 +925,13 @@ func (r *Relay) writeGrants(ctx context.Context) {
 	}
 }
 
-// flushGrants writes every unsent session's grants under its host's keys;
-// it reports success.
+// flushGrants writes every unsent session's grants under its host's keys,
+// then publishes the grants it applies where they changed; it reports
+// success.
 func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 	unsent := r.grants.takeUnsent()
-	if len(unsent) == 0 {
-		return true
-	}
 	var err error
-	if *kv == nil {
+	if *kv == nil && len(unsent) > 0 {
 		*kv, err = r.js.KeyValue(ctx, hub.GrantsBucket)
 	}
 	ok := true
@@ -954,6 +952,28 @@ func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 	}
 	if !ok {
 		r.log.Warn("grants not written to the hub yet; retrying", "err", err)
+	}
+	return r.publishApplied(ctx) && ok
+}
+
+// publishApplied publishes each session's grants this relay applies whose
+// list changed, or the bucket listed, since the last time, under a key only
+// its credentials may write: consoles list these, not the bucket, where
+// approver credentials may write grants no relay applies (decision 0274).
+func (r *Relay) publishApplied(ctx context.Context) bool {
+	ok := true
+	for session, grants := range r.grants.takeApplied() {
+		data, err := json.Marshal(grantsMsg{Session: session, Grants: grants})
+		if err == nil {
+			c, cancel := context.WithTimeout(ctx, hubTimeout)
+			_, err = r.js.Publish(c, hub.GrantSubjectPrefix+hub.AppliedKey(r.host, session), data)
+			cancel()
+		}
+		if err != nil {
+			r.log.Warn("grants applied not published to the hub yet; retrying", "err", err)
+			r.grants.applyAgain(session)
+			ok = false
+		}
 	}
 	return ok
 }
