@@ -719,8 +719,7 @@ func (r *Relay) deliverFrom(ctx context.Context, msg jetstream.Msg, key string, 
 		r.log.Warn("hub decision refused: made on scopes judged again since; offered again", "ask", oa.id, "approver", d.Approver)
 		_ = msg.NakWithDelay(unknownDelay)
 		return
-	case errors.Is(err, serve.ErrInvalidDecision) && r.askAgain(key, seq, msg, oa, refusedWhy(d.approverOf(), err)):
-		r.log.Warn("hub decision refused; the ask is asked again", "ask", oa.id, "approver", d.Approver, "err", err)
+	case errors.Is(err, serve.ErrInvalidDecision) && r.askAgain(key, seq, msg, oa, d.approverOf(), err):
 		return
 	case errors.Is(err, serve.ErrInvalidDecision):
 		// Refused once more than it may be asked again: the refusal is
@@ -744,13 +743,13 @@ func (r *Relay) deliverFrom(ctx context.Context, msg jetstream.Msg, key string, 
 }
 
 // askAgain lets go of the hub's copy of oa at key, whose decision (msg, at
-// seq) the server refused, saying why, and sends the ask again under
-// another name, so that a person can decide it (its key's one decision is
-// taken, decision 0161); it reports false, the refusal then being the
-// ask's answer, once the ask was asked again maxAskedAgain times (decision
-// 0273).
-func (r *Relay) askAgain(key string, seq uint64, msg jetstream.Msg, oa *openAsk, why string) bool {
-	data, _ := json.Marshal(goneMsg{Refused: why}) // plain data: it always encodes
+// seq) by approver the server refused with err, saying why, and sends the
+// ask again under another name, so that a person can decide it (its key's
+// one decision is taken, decision 0161). It reports false, the refusal
+// then being the ask's answer, once the ask was asked again maxAskedAgain
+// times; a copy let go of meanwhile has its decision acked (decision 0273).
+func (r *Relay) askAgain(key string, seq uint64, msg jetstream.Msg, oa *openAsk, approver string, err error) bool {
+	data, _ := json.Marshal(goneMsg{Refused: refusedWhy(approver, err)}) // plain data: it always encodes
 	r.mu.Lock()
 	switch {
 	case r.open[key] != oa:
@@ -763,6 +762,7 @@ func (r *Relay) askAgain(key string, seq uint64, msg jetstream.Msg, oa *openAsk,
 		r.mu.Unlock()
 		return false
 	}
+	r.log.Warn("hub decision refused; the ask is asked again", "ask", oa.id, "approver", approver, "err", err)
 	defer notify(r.wake)
 	defer r.mu.Unlock()
 	oa.keep(seq, msg)
