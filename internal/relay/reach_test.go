@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
@@ -151,6 +152,21 @@ func rejudged(t *testing.T, ta *testApprover, old serve.Ask, pattern string) ser
 	return again
 }
 
+// sessionChosen has ta choose the whole session for a and checks that the
+// child is approved and tr's one record is that choice, ann's.
+func sessionChosen(t *testing.T, tr *testRelay, ta *testApprover, a serve.Ask, child <-chan pichild.Result) {
+	t.Helper()
+	if err := ta.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := tr.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
 // A reload while the ask waits at the hub that changes what its grants
 // reach: the hub's copy is withdrawn and the ask shown again naming the
 // new reach; the copy shown before can no longer be decided, and a choice
@@ -167,15 +183,7 @@ func TestAReloadThatChangesAnAsksReachShowsItAgain(t *testing.T) {
 	if err := ann.decide(t, serve.Decision{Ask: old.ID, Scope: serve.ScopeSession}); !errors.Is(err, serve.ErrUnknownAsk) {
 		t.Fatalf("the copy shown before: %v", err)
 	}
-	if err := ann.decide(t, serve.Decision{Ask: again.ID, Scope: serve.ScopeSession}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, child); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
-	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
-		t.Fatalf("audit %+v", recs)
-	}
+	sessionChosen(t, alpha, ann, again, child)
 }
 
 // s19 V2: a hub console, holding no policy, edits git fetch * to git *,
@@ -288,13 +296,5 @@ func TestAHubChoiceRacingAReloadIsAskedAgain(t *testing.T) {
 	}
 	alpha.srv.PolicyLoaded(serve.PolicyStatus{})
 	again := rejudged(t, ann, old, "npm publish *")
-	if err := ann.decide(t, serve.Decision{Ask: again.ID, Scope: serve.ScopeSession}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, child); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
-	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
-		t.Fatalf("audit %+v", recs)
-	}
+	sessionChosen(t, alpha, ann, again, child)
 }
