@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -72,6 +73,14 @@ func RelayConsumer(host string) string    { return "relay_" + host }
 // MsgID is a message's deduplication id: one per relay process (run), so
 // that a restarted relay's ask is stored and shown again (decision 0245).
 func MsgID(kind, host, key, run string) string { return kind + "." + host + "." + key + "." + run }
+
+// RunOf is the relay process part of a MsgID.
+func RunOf(msgID string) string { return msgID[strings.LastIndexByte(msgID, '.')+1:] }
+
+// SweepKey is the key of a relay's sweep message on its gone subject:
+// every ask of its host it did not send is gone (decision 0275). No ask's
+// key is a word.
+const SweepKey = "sweep"
 
 // GrantsConsumer is host's relay's one consumer of the grants, which it
 // makes anew each time it starts to follow them.

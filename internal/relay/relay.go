@@ -106,6 +106,8 @@ type Relay struct {
 	wake     chan struct{}
 
 	onDisk     bool          // asks for a person wait on disk, beyond serve's memory budget
+	scanned    bool          // the server judged every request its first look found (sweep)
+	swept      bool          // the hub was told so (sweep)
 	consumer   chan struct{} // closed once this host's decision consumer exists
 	floor      decisionFloor
 	delivering sync.WaitGroup // decisions handed to the server, not yet acked
@@ -191,6 +193,11 @@ func (r *Relay) handle(ev serve.Event) {
 		r.gone(ev.ID, goneMsg{Replaced: ev.Replaced})
 	case serve.ScopesChanged:
 		r.rescoped(ev)
+	case serve.Scanned:
+		r.mu.Lock()
+		r.scanned = ev.Whole
+		r.mu.Unlock()
+		r.sweep()
 	case serve.Degraded:
 		if ev.Area == serve.AreaMemory {
 			r.mu.Lock()
@@ -198,6 +205,26 @@ func (r *Relay) handle(ev serve.Event) {
 			r.mu.Unlock()
 		}
 	}
+}
+
+// sweep tells the hub, once, that this relay process sent every ask its
+// host still has: the server's first look delivered every request on disk,
+// and the asks for a person among them are queued to be sent before this
+// message. Approvers then let go of the host's asks that an earlier relay
+// process sent and this one did not: their requests went while no relay
+// served them (decision 0275). With asks left on disk it is not sent; they
+// end as before.
+func (r *Relay) sweep() {
+	data, _ := json.Marshal(goneMsg{Sweep: r.run}) // plain data: it always encodes
+	r.mu.Lock()
+	if !r.scanned || r.swept || r.onDisk {
+		r.mu.Unlock()
+		return
+	}
+	r.swept = true
+	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, hub.SweepKey), msgID: hub.MsgID("gone", r.host, hub.SweepKey, r.run), key: hub.SweepKey, data: data})
+	r.mu.Unlock()
+	notify(r.wake)
 }
 
 // askKey names a delivery of an ask on the hub (subjects, message ids, its

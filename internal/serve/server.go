@@ -329,6 +329,9 @@ func (s *Server) onInbox(ev inbox.Event) {
 		s.reportGrantRepairs()
 	case inbox.Forgotten:
 		s.emit(Forgotten{ev})
+	case inbox.Scanned:
+		// Asks beyond the memory budget went back to disk as they were judged.
+		s.emit(Scanned{Whole: ev.Whole && s.inbox.Usage().DeferredAsks == 0})
 	case inbox.Deferring:
 		problem := ""
 		if ev.Waiting > 0 {
