@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -73,6 +74,14 @@ func RelayConsumer(host string) string    { return "relay_" + host }
 // that a restarted relay's ask is stored and shown again (decision 0245).
 func MsgID(kind, host, key, run string) string { return kind + "." + host + "." + key + "." + run }
 
+// RunOf is the relay process part of a MsgID.
+func RunOf(msgID string) string { return msgID[strings.LastIndexByte(msgID, '.')+1:] }
+
+// SweepKey is the key of a relay's sweep message on its gone subject:
+// every ask of its host it did not send is gone (decision 0275). No ask's
+// key is a word.
+const SweepKey = "sweep"
+
 // GrantsConsumer is host's relay's one consumer of the grants, which it
 // makes anew each time it starts to follow them.
 func GrantsConsumer(host string) string { return "grants_" + host }
@@ -97,3 +106,11 @@ func MarkGetSubject(markKey string) string {
 // GrantsKey names the grants of a root session that host's relay recorded
 // and applies (decision 0211).
 func GrantsKey(host, session string) string { return host + "." + SessionKey(session) }
+
+// AppliedKey names the grants of a root session that host's relay applies,
+// which it publishes for consoles to list: a key of three tokens, which
+// only that relay's credentials may write (decision 0274).
+func AppliedKey(host, session string) string { return GrantsKey(host, session) + AppliedSuffix }
+
+// AppliedSuffix ends every AppliedKey.
+const AppliedSuffix = ".applied"

@@ -8,7 +8,8 @@ import "github.com/nats-io/nats-server/v2/server"
 // its one durable consumer (the filter is part of the create subject, so no
 // other filter is allowed) and look up an approver's mark of one; follow its host's grants through one consumer
 // of its own name and write the grants its server recorded, under its
-// host's keys only. It cannot create any other consumer, touch stream
+// host's keys only, and publish the grants it applies (decision 0274).
+// It cannot create any other consumer, touch stream
 // configurations, publish decisions, nor read another host's decisions,
 // grants or replies, nor write another host's grants.
 func RelayPermissions(host string) *server.Permissions {
@@ -29,6 +30,7 @@ func RelayPermissions(host string) *server.Permissions {
 			"$JS.API.STREAM.INFO." + GrantsStream,
 			"$JS.API.DIRECT.GET." + GrantsStream + "." + own + "*",
 			own + "*",
+			own + "*" + AppliedSuffix,
 		}},
 		Subscribe: &server.SubjectPermission{Allow: []string{relayInbox(host) + ".>"}},
 	}

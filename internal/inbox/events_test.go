@@ -3,6 +3,7 @@ package inbox
 import (
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -117,5 +118,31 @@ func TestHeartbeatRefreshUsesTwoInodes(t *testing.T) {
 	h.shutdown()
 	if entries, _ := os.ReadDir(h.layout.ServingDir()); len(entries) != 0 {
 		t.Fatalf("serving/ after exit: %v", entries)
+	}
+}
+
+// The first look is reported after the arrivals it found (a relay counts on
+// the order, decision 0275); it is whole only when no request was left
+// unread, here for lack of in-flight slots.
+func TestTheFirstLookIsReportedAfterWhatItFound(t *testing.T) {
+	for _, n := range []int{2, maxInFlight + 1} {
+		h := start(t, func(c *Config) {
+			early := &harness{t: t, layout: c.Layout}
+			for i := range n {
+				early.send(servedID, fmt.Sprintf("1791279012345-fl%04d-1", i))
+			}
+		})
+		h.rec.WaitFor(t, "the first look", func(ev Event) bool { _, ok := ev.(Scanned); return ok })
+		events := h.rec.Snapshot()
+		i := slices.IndexFunc(events, func(ev Event) bool { _, ok := ev.(Scanned); return ok })
+		arrived := 0
+		for _, ev := range events[:i] {
+			if _, ok := ev.(Arrived); ok {
+				arrived++
+			}
+		}
+		if want := min(n, maxInFlight); arrived != want || events[i].(Scanned).Whole != (n <= maxInFlight) {
+			t.Errorf("%d requests: %d arrived before %+v", n, arrived, events[i])
+		}
 	}
 }

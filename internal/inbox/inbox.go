@@ -131,6 +131,12 @@ type Saturated struct{ Max, Waiting int }
 // Serving: permtui now publishes the heartbeat for the id and serves it.
 type Serving struct{ Session string }
 
+// Scanned follows the first look at every session served at start, after
+// the events of what it found. Whole: no request file was then left unread
+// or waiting on disk (for room, a discovery slot, its id's earlier
+// request), so every request on disk was delivered.
+type Scanned struct{ Whole bool }
+
 func (Arrived) inboxEvent()         {}
 func (Withdrawn) inboxEvent()       {}
 func (Invalid) inboxEvent()         {}
@@ -138,6 +144,7 @@ func (ServedElsewhere) inboxEvent() {}
 func (Serving) inboxEvent()         {}
 func (Saturated) inboxEvent()       {}
 func (Forgotten) inboxEvent()       {}
+func (Scanned) inboxEvent()         {}
 
 // Inbox serves the configured session inboxes. Create it with New, then Run.
 type Inbox struct {
@@ -293,6 +300,10 @@ func (in *Inbox) Run(ctx context.Context) error {
 	in.claimKnown()
 	<-w.Changes() // Lost: the first full look
 	in.scan(w)
+	in.mu.Lock()
+	whole := !in.behind()
+	in.mu.Unlock()
+	in.emit(Scanned{Whole: whole})
 
 	var heartbeats sync.WaitGroup
 	heartbeats.Go(func() { in.heartbeatLoop(ctx) })
@@ -324,6 +335,21 @@ func (in *Inbox) Run(ctx context.Context) error {
 		in.redeliver()
 		in.reportDeferring()
 	}
+}
+
+// behind reports whether a request file may be on disk and not delivered:
+// unread for lack of room, a discovery slot or its id's earlier request,
+// kept in a backlog, deferred or being judged again. in.mu is held.
+func (in *Inbox) behind() bool {
+	if in.deferred.Count() > 0 || in.rejudging > 0 || in.backlogged > 0 || in.waiting > 0 || in.waitingRoom {
+		return true
+	}
+	for _, s := range in.sessions {
+		if s.waiting || s.waitingID {
+			return true
+		}
+	}
+	return false
 }
 
 // sessionIDs lists the known sessions that keep accepts (nil: all of

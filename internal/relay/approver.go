@@ -85,6 +85,7 @@ type hubAsk struct {
 	elem      *list.Element // in memoryState.waiting
 	ask       *serve.Ask    // once shown
 	asked     string        // requestDigest of the request shown
+	run       string        // the relay process that last sent it (hub.RunOf)
 }
 
 // NewApprover makes an approver named name (its credentials' name, which
@@ -130,7 +131,7 @@ func (a *Approver) Run(ctx context.Context) {
 	defer a.events.Close()
 	defer a.senders.Wait()
 	var wg sync.WaitGroup
-	wg.Go(func() { watchGrants(ctx, a.js, a.log, "", a.grantsChanged) })
+	wg.Go(func() { watchGrants(ctx, a.js, a.log, "", true, a.grantsChanged) })
 	wg.Go(func() { a.refill(ctx) })
 	defer wg.Wait()
 	for ctx.Err() == nil {
@@ -223,6 +224,12 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 		seq = meta.Sequence.Stream
 		defer a.replayed(meta)
 	}
+	run := hub.RunOf(msg.Headers().Get(jetstream.MsgIDHeader))
+	if kind == "gone" && tok[3] == hub.SweepKey {
+		defer a.afterMemoryChange()
+		a.sweep(host, run, seq)
+		return
+	}
 	// A closed ask stays closed, unless its relay publishes it again later
 	// (moved back to this host, decision 0245).
 	if closedAt, closed := a.closed[hk]; closed && (kind != "ask" || seq <= closedAt) {
@@ -231,8 +238,9 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 	defer a.afterMemoryChange()
 	switch kind {
 	case "ask":
-		if a.byKey[hk] != nil {
-			return // sent again after a reconnect
+		if h := a.byKey[hk]; h != nil {
+			h.run = run // sent again after a reconnect, or by a relay started again
+			return
 		}
 		m, req, err := decodeHostAsk(host, msg.Data())
 		if err = cmp.Or(err, merr); err != nil {
@@ -250,7 +258,7 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 		}
 		delete(a.closed, hk)
 		a.next++
-		h := &hubAsk{host: host, key: tok[3], id: a.next, size: size}
+		h := &hubAsk{host: host, key: tok[3], id: a.next, size: size, run: run}
 		a.byKey[hk] = h
 		a.hostOf[tok[3]] = host
 		if a.memory.waiting.Len() == 0 && a.fits(size) {
@@ -265,6 +273,21 @@ func (a *Approver) onAsk(gen int, msg jetstream.Msg) {
 			g = goneMsg{}
 		}
 		a.letGo(host, tok[3], g, seq)
+	}
+}
+
+// sweep lets go of host's asks last sent by another relay process than
+// run, which sent every ask its host still has before this message at
+// stream sequence seq (decision 0275). a.mu is held.
+func (a *Approver) sweep(host, run string, seq uint64) {
+	var gone []string
+	for _, h := range a.byKey {
+		if h.host == host && h.run != run {
+			gone = append(gone, h.key)
+		}
+	}
+	for _, key := range gone {
+		a.letGo(host, key, goneMsg{swept: true}, seq)
 	}
 }
 

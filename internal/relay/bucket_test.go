@@ -2,8 +2,12 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/serve"
@@ -42,15 +46,7 @@ func TestTheGrantsBucketOnlyNarrowsWhatTheRelayRecorded(t *testing.T) {
 	}
 
 	everything := wire.Grant{Surface: "*", Pattern: "*"}
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
-	defer cancel()
-	kv, err := th.jetStream(t, hub.RoleApprover, "ann").KeyValue(ctx, hub.GrantsBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := updateGrants(ctx, kv, "alpha", rootID, func(l []wire.Grant) []wire.Grant { return merge(l, []wire.Grant{everything}) }); err != nil {
-		t.Fatal(err)
-	}
+	asApprover(t, th, "alpha", func(l []wire.Grant) []wire.Grant { return merge(l, []wire.Grant{everything}) })
 	alpha.ignores(t, everything)
 	rm := alpha.ask(bash("alpha", 3, "rm -rf /home"))
 	if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, "alpha-3").ID, State: wire.StateDenied}); err != nil {
@@ -74,8 +70,80 @@ func TestTheGrantsBucketOnlyNarrowsWhatTheRelayRecorded(t *testing.T) {
 	}
 	// Revoked, it is not the relay's any more: written back, it is ignored.
 	alpha.start(th)
-	if _, err := updateGrants(ctx, kv, "alpha", rootID, func([]wire.Grant) []wire.Grant { return recorded }); err != nil {
+	asApprover(t, th, "alpha", func([]wire.Grant) []wire.Grant { return recorded })
+	alpha.ignores(t, recorded[0])
+}
+
+// asApprover changes host's grants of rootID in the bucket with approver
+// ann's credentials, as a revocation at a console writes them.
+func asApprover(t *testing.T, th *testHub, host string, change func([]wire.Grant) []wire.Grant) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	kv, err := th.jetStream(t, hub.RoleApprover, "ann").KeyValue(ctx, hub.GrantsBucket)
+	if err != nil {
 		t.Fatal(err)
 	}
-	alpha.ignores(t, recorded[0])
+	if _, err := updateGrants(ctx, kv, host, rootID, change); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Left by s19: a grant written into the bucket with approver credentials is
+// not applied (0247), yet a hub console counted and listed it. A console
+// lists the grants its relays publish as applied, which approver
+// credentials cannot write, so it never shows one (decision 0274); a
+// grant a person decides is listed, and one revoked there goes.
+func TestAHubConsoleListsOnlyTheGrantsRelaysApply(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+	sessionGrant := func(i int, command string) []wire.Grant {
+		t.Helper()
+		c := alpha.ask(bash("alpha", i, command))
+		if err := ann.decide(t, serve.Decision{Ask: ann.queued(t, fmt.Sprintf("alpha-%d", i)).ID, Scope: serve.ScopeSession}); err != nil {
+			t.Fatal(err)
+		}
+		if resp := answered(t, c); !resp.Approved {
+			t.Fatalf("%+v", resp)
+		}
+		return alpha.audit()[i-1].Grants
+	}
+	listed := func(what string, want []wire.Grant) {
+		t.Helper()
+		ann.events.WaitFor(t, what, func(ev serve.Event) bool {
+			g, ok := ev.(serve.GrantsChanged)
+			return ok && slices.Equal(g.Grants[rootID], want)
+		})
+	}
+	first := sessionGrant(1, "npm test")
+	listed("the grant decided", first)
+
+	everything := wire.Grant{Surface: "*", Pattern: "*"}
+	asApprover(t, th, "alpha", func(l []wire.Grant) []wire.Grant { return merge(l, []wire.Grant{everything}) })
+	alpha.ignores(t, everything)
+	// Nor can approver credentials write the list consoles show; a
+	// refused publish is never acknowledged.
+	data, err := json.Marshal(grantsMsg{Session: rootID, Grants: []wire.Grant{everything}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err = th.jetStream(t, hub.RoleApprover, "ann").Publish(ctx, hub.GrantSubjectPrefix+hub.AppliedKey("alpha", rootID), data)
+	cancel()
+	if err == nil {
+		t.Fatal("approver credentials wrote the grants alpha applies")
+	}
+	both := append(slices.Clone(first), sessionGrant(2, "git status")...)
+	listed("the second grant decided", both)
+	if n := ann.events.Count(func(ev serve.Event) bool {
+		g, ok := ev.(serve.GrantsChanged)
+		return ok && slices.Contains(g.Grants[rootID], everything)
+	}); n != 0 {
+		t.Fatalf("the console listed * * %d times", n)
+	}
+	if err := ann.RevokeGrant(rootID, first[0]); err != nil {
+		t.Fatal(err)
+	}
+	listed("the revocation", both[1:])
 }

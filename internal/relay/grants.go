@@ -37,6 +37,9 @@ type Grants struct {
 	pending map[string][]pendingGrant
 	unsent  map[string][]wire.Grant // added here, not yet written
 	added   chan struct{}           // wakes the relay's writer
+	// applied: sessions whose grants as applied are to be published for
+	// consoles (hub.AppliedKey): changed, or listed by the bucket.
+	applied map[string]bool
 	// own are the grants this relay's server recorded, in this process or
 	// (its audit log) before, and not revoked since: all the bucket may
 	// apply here.
@@ -60,7 +63,7 @@ type pendingGrant struct {
 
 func NewGrants() *Grants {
 	return &Grants{by: map[string][]wire.Grant{}, bucket: map[string]bucketList{}, pending: map[string][]pendingGrant{},
-		unsent: map[string][]wire.Grant{}, added: make(chan struct{}, 1), own: map[string][]wire.Grant{}}
+		unsent: map[string][]wire.Grant{}, added: make(chan struct{}, 1), own: map[string][]wire.Grant{}, applied: map[string]bool{}}
 }
 
 // ReadRecorded takes as this relay's own the whole-session grants its
@@ -116,6 +119,27 @@ func (g *Grants) takeUnsent() map[string][]wire.Grant {
 	out := g.unsent
 	g.unsent = map[string][]wire.Grant{}
 	return out
+}
+
+// takeApplied hands the writer each session whose grants as applied are to
+// be published, with those grants.
+func (g *Grants) takeApplied() map[string][]wire.Grant {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string][]wire.Grant, len(g.applied))
+	for s := range g.applied {
+		out[s] = slices.Clone(g.by[s])
+	}
+	clear(g.applied)
+	return out
+}
+
+// applyAgain marks a session whose grants as applied the writer could not
+// publish.
+func (g *Grants) applyAgain(session string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.applied[session] = true
 }
 
 // putBack returns grants the writer could not write.
@@ -187,6 +211,8 @@ func (g *Grants) apply(session string) (bool, []wire.Grant) {
 		by = merge(by, []wire.Grant{p.grant})
 	}
 	g.pending[session] = pending
+	g.applied[session] = true
+	notify(g.added)
 	if len(pending) == 0 {
 		// The bucket's list stays, even empty: its revision keeps an older
 		// list (a stopped consumer's last callback) from undoing a revocation.
@@ -220,18 +246,19 @@ func merge(list, grants []wire.Grant) []wire.Grant {
 
 // watchGrants follows the grants bucket until ctx ends, calling apply with
 // each host's grants of a session as they are now (nil once deleted) and
-// the bucket's revision of them. It waits for the hub when it is away. A
+// the bucket's revision of them: the grants its relay recorded, or with
+// applied those it applies (hub.AppliedKey). It waits for the hub when it is away. A
 // relay (host non-empty) follows only its host's keys, through the one
 // consumer its permissions allow (hub.GrantsConsumer), made anew each time;
 // an approver (host empty) follows every host's through an ordered
 // consumer. A key not of the layout <host>.<session digest> (an older
 // hub's, decision 0211) is never applied.
-func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, host string, apply func(host, session string, grants []wire.Grant, rev uint64)) {
+func watchGrants(ctx context.Context, js jetstream.JetStream, log *slog.Logger, host string, applied bool, apply func(host, session string, grants []wire.Grant, rev uint64)) {
 	var mu sync.Mutex               // a stopped consumer's last callback may overlap the next one's
 	sessions := map[string]string{} // bucket key → session
 	take := func(msg jetstream.Msg) {
 		mu.Lock()
-		h, session, grants, ok := decodeGrants(msg, sessions)
+		h, session, grants, ok := decodeGrants(msg, sessions, applied)
 		mu.Unlock()
 		if meta, err := msg.Metadata(); ok && (host == "" || h == host) && err == nil {
 			apply(h, session, grants, meta.Sequence.Stream)
@@ -309,18 +336,23 @@ func awaitGone(ctx context.Context, js jetstream.JetStream, stream, name string,
 
 // decodeGrants reads one message of the grants stream: the host and
 // session its key names, and their grants. A key must be
-// hub.GrantsKey(host, value's session); sessions remembers which session a
-// key names so that a delete can be applied.
-func decodeGrants(msg jetstream.Msg, sessions map[string]string) (string, string, []wire.Grant, bool) {
+// hub.GrantsKey(host, value's session), or with applied its
+// hub.AppliedKey; sessions remembers which session a key names so that a
+// delete can be applied.
+func decodeGrants(msg jetstream.Msg, sessions map[string]string, applied bool) (string, string, []wire.Grant, bool) {
 	key := strings.TrimPrefix(msg.Subject(), hub.GrantSubjectPrefix)
 	host, _, _ := strings.Cut(key, ".")
+	listKey := hub.GrantsKey
+	if applied {
+		listKey = hub.AppliedKey
+	}
 	if msg.Headers().Get(kvOperation) != "" {
 		s, ok := sessions[key]
 		delete(sessions, key)
 		return host, s, nil, ok
 	}
 	var m grantsMsg
-	if err := json.Unmarshal(msg.Data(), &m); err != nil || !hub.ValidHost(host) || hub.GrantsKey(host, m.Session) != key {
+	if err := json.Unmarshal(msg.Data(), &m); err != nil || !hub.ValidHost(host) || listKey(host, m.Session) != key {
 		return "", "", nil, false
 	}
 	sessions[key] = m.Session

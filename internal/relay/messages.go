@@ -56,6 +56,16 @@ type goneMsg struct {
 	// Unknown: a decision came for it, and the relay no longer had its
 	// request (withdrawn while the relay was away).
 	Unknown bool `json:"unknown,omitempty"`
+	// Refused: the relay's server refused the decision made on it, saying
+	// this; the ask follows under another name (decision 0273).
+	Refused string `json:"refused,omitempty"`
+	// Sweep, on the key hub.SweepKey: the relay process (its MsgID run)
+	// that sent every ask its host still has; the host's asks last sent by
+	// another are gone (decision 0275).
+	Sweep string `json:"sweep,omitempty"`
+	// swept: the approver let go of the ask on its relay's Sweep; never
+	// sent.
+	swept bool
 	// movedTo: the approver let go of the copy because its relay now
 	// publishes it under this host; never sent.
 	movedTo string
@@ -69,6 +79,10 @@ func (g goneMsg) why() string {
 		return "moved to " + g.movedTo + ", where it is asked again"
 	case g.Unknown:
 		return "its relay no longer has the request, so a decision for it reached no one"
+	case g.Refused != "":
+		return cutText(g.Refused)
+	case g.swept:
+		return "its relay started again and no longer has the request: the child stopped waiting while no relay served it"
 	}
 	return ""
 }

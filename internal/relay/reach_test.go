@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/testkit"
@@ -109,7 +110,7 @@ func TestAHubChoiceMadeOnAnOlderReachIsNotRecorded(t *testing.T) {
 
 // Each scope repeats the suggestion, so an ask the hub carries may be too
 // large with its scopes: it is sent offering none, and a scope chosen for
-// it anyway (no console offers one) is refused, the ask denied.
+// it anyway (no console offers one) is refused, the ask asked again.
 func TestAnAskTooLargeWithItsScopesOffersNone(t *testing.T) {
 	th := startHub(t)
 	alpha := newRelay(t, th, "alpha")
@@ -124,8 +125,45 @@ func TestAnAskTooLargeWithItsScopesOffersNone(t *testing.T) {
 	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession}); err != nil {
 		t.Fatal(err)
 	}
-	if resp := answered(t, c); resp.Approved || !strings.Contains(resp.DenialReason, "was not offered at the hub") {
+	a = askedAgain(t, ann, a, "was not offered at the hub")
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateDenied}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); resp.Approved || resp.State != wire.StateDenied {
 		t.Fatalf("%+v", resp)
+	}
+}
+
+// rejudged waits until ta shows old's request again, its whole session
+// naming the deny rule pattern, and checks that old was withdrawn as
+// judged again; it returns the ask shown again.
+func rejudged(t *testing.T, ta *testApprover, old serve.Ask, pattern string) serve.Ask {
+	t.Helper()
+	again := ta.events.WaitFor(t, old.Request.ID+" shown again", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == old.Request.ID && q.Ask.ID != old.ID
+	}).(serve.AskQueued).Ask
+	if !passes(again, serve.ScopeSession, pattern) {
+		t.Fatalf("the ask shown again does not name the deny: %+v", again.Scopes)
+	}
+	if ta.events.Count(func(ev serve.Event) bool { w, ok := ev.(serve.Withdrawn); return ok && w.ID == old.ID && w.Rejudged }) != 1 {
+		t.Error("the copy shown before was not withdrawn as judged again")
+	}
+	return again
+}
+
+// sessionChosen has ta choose the whole session for a and checks that the
+// child is approved and tr's one record is that choice, ann's.
+func sessionChosen(t *testing.T, tr *testRelay, ta *testApprover, a serve.Ask, child <-chan pichild.Result) {
+	t.Helper()
+	if err := ta.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := tr.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
 	}
 }
 
@@ -141,36 +179,20 @@ func TestAReloadThatChangesAnAsksReachShowsItAgain(t *testing.T) {
 	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
 	old := ann.queued(t, "alpha-1")
 	alpha.reload(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`)
-	again := ann.events.WaitFor(t, "alpha-1 shown again", func(ev serve.Event) bool {
-		q, ok := ev.(serve.AskQueued)
-		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.ID != old.ID
-	}).(serve.AskQueued).Ask
-	if !passes(again, serve.ScopeSession, "npm publish *") {
-		t.Fatalf("the ask shown again does not name the deny: %+v", again.Scopes)
-	}
-	if ann.events.Count(func(ev serve.Event) bool { w, ok := ev.(serve.Withdrawn); return ok && w.ID == old.ID && w.Rejudged }) != 1 {
-		t.Error("the copy shown before was not withdrawn as judged again")
-	}
+	again := rejudged(t, ann, old, "npm publish *")
 	if err := ann.decide(t, serve.Decision{Ask: old.ID, Scope: serve.ScopeSession}); !errors.Is(err, serve.ErrUnknownAsk) {
 		t.Fatalf("the copy shown before: %v", err)
 	}
-	if err := ann.decide(t, serve.Decision{Ask: again.ID, Scope: serve.ScopeSession}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, child); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
-	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
-		t.Fatalf("audit %+v", recs)
-	}
+	sessionChosen(t, alpha, ann, again, child)
 }
 
 // s19 V2: a hub console, holding no policy, edits git fetch * to git *,
 // which passes the relay's deny rule git push * nobody named. The relay's
-// server refuses the edit (decision 0259); the ask's one decision is taken,
-// so the child is denied with the refusal naming the rule, and nothing is
-// recorded. Naming the rule as shown records the edit.
-func TestAHubEditPastAnUnnamedDenyIsRefused(t *testing.T) {
+// server refuses the edit (decision 0259); the child is not denied for it:
+// the copy decided on is let go of, naming the refusal, and the ask is
+// shown again (decision 0273), where naming the rule as shown records the
+// edit.
+func TestAHubEditPastAnUnnamedDenyIsAskedAgain(t *testing.T) {
 	th := startHub(t)
 	alpha := newRelay(t, th, "alpha")
 	alpha.withPolicy(th, `{"permission":{"bash":{"*":"ask","git push *":"deny"}}}`)
@@ -182,20 +204,97 @@ func TestAHubEditPastAnUnnamedDenyIsRefused(t *testing.T) {
 	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: edit}); err != nil {
 		t.Fatal(err)
 	}
-	if resp := answered(t, child); resp.Approved || !strings.Contains(resp.DenialReason, "passes the deny rule bash git push *") {
-		t.Fatalf("%+v", resp)
+	again := askedAgain(t, ann, a, "passes the deny rule bash git push *")
+	select {
+	case res := <-child:
+		t.Fatalf("the child was answered: %+v", res.Response)
+	default:
 	}
-	if recs := alpha.audit(); len(recs) != 1 || len(recs[0].Grants) != 0 {
-		t.Fatalf("audit %+v", recs)
-	}
-
-	child = alpha.ask(gitFetch("alpha", 2, "git fetch origin", "git fetch *"))
-	a = ann.queued(t, "alpha-2")
 	shown := []wire.Grant{{Surface: "bash", Pattern: "git push *"}}
-	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: edit, EditDenies: shown}); err != nil {
+	if err := ann.decide(t, serve.Decision{Ask: again.ID, Scope: serve.ScopeSession, Grants: edit, EditDenies: shown}); err != nil {
 		t.Fatal(err)
 	}
 	if resp := answered(t, child); !resp.Approved {
 		t.Fatalf("%+v", resp)
 	}
+	if recs := alpha.audit(); len(recs) != 1 || !slices.Equal(recs[0].Grants, edit) || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// askedAgain waits until ta lets go of a as refused by its relay, the
+// reason naming refusal, and shows its request again; it returns the ask
+// shown again.
+func askedAgain(t *testing.T, ta *testApprover, a serve.Ask, refusal string) serve.Ask {
+	t.Helper()
+	w := ta.events.WaitFor(t, "the refused copy let go of", func(ev serve.Event) bool {
+		w, ok := ev.(serve.Withdrawn)
+		return ok && w.ID == a.ID
+	}).(serve.Withdrawn)
+	if !strings.Contains(w.Why, "was refused by its relay") || !strings.Contains(w.Why, refusal) {
+		t.Errorf("let go of saying %q", w.Why)
+	}
+	return ta.events.WaitFor(t, a.Request.ID+" shown again", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == a.Request.ID && q.Ask.ID > a.ID
+	}).(serve.AskQueued).Ask
+}
+
+// The refused decision stays with its ask: a relay started again meets it
+// again, asks again under the same name, and the decision made on the copy
+// shown again answers the child (decision 0273).
+func TestAnAskAskedAgainStaysDecidableAcrossARelayRestart(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	a := ann.queued(t, "alpha-1")
+	wrong := []wire.Grant{{Surface: "bash", Pattern: "make *"}}
+	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: wrong}); err != nil {
+		t.Fatal(err)
+	}
+	again := askedAgain(t, ann, a, "does not cover this ask")
+	alpha.stop()
+	alpha.start(th)
+	if err := ann.decide(t, serve.Decision{Ask: again.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApproved || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// A hub scope choice that races a reload on its relay: the relay's server
+// took the new policy (its grants now pass npm publish *) before the relay
+// sent the ask again, and ann chose the whole session from the copy shown
+// before. serve refuses it as made on older scopes; the relay must not deny
+// the ask for it (nobody did), but leave it open and show it again with the
+// new reach once its server judged the scopes again (decision 0272).
+func TestAHubChoiceRacingAReloadIsAskedAgain(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	old := ann.queued(t, "alpha-1")
+	// The reload's first half: the policy is in force, its re-scoping not
+	// yet sent.
+	testkit.WriteFile(t, resolve.GlobalConfigPath(alpha.agentDir), []byte(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`))
+	alpha.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: alpha.agentDir, Home: alpha.agentDir}))
+	if err := ann.decide(t, serve.Decision{Ask: old.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	alpha.logs.WaitFor(t, "the choice refused", func(m string) bool { return strings.HasPrefix(m, "hub decision refused") })
+	select {
+	case res := <-child:
+		t.Fatalf("the child was answered: %+v", res.Response)
+	default:
+	}
+	alpha.srv.PolicyLoaded(serve.PolicyStatus{})
+	again := rejudged(t, ann, old, "npm publish *")
+	sessionChosen(t, alpha, ann, again, child)
 }

@@ -30,10 +30,22 @@ const UnreadablePrefix = "the hub's decision could not be read, so the relay den
 
 // refused is the denial reason of an ask whose hub decision the relay's
 // server refused (an edited pattern that no longer covers it, a scope it
-// does not offer).
+// does not offer) once it was asked again maxAskedAgain times.
 func refused(approver string, err error) string {
 	return fmt.Sprintf("the decision %s made at the hub was refused, so the relay denied the ask: %v", approver, err)
 }
+
+// refusedWhy is what consoles are told of a copy of an ask let go of
+// because its relay's server refused the decision made on it: the ask
+// follows under another name (decision 0273).
+func refusedWhy(approver string, err error) string {
+	return cutText(fmt.Sprintf("the decision %s made was refused by its relay: %v; the ask follows again", approver, err))
+}
+
+// maxAskedAgain bounds how often one ask is asked again after a refused
+// decision: each refusal keeps its decision until the ask ends, and the
+// next refusal denies it (fail closed).
+const maxAskedAgain = 3
 
 // payloadHeadroom is left of the server's max_payload for the message's
 // headers (its deduplication id).
@@ -81,6 +93,7 @@ type Relay struct {
 
 	mu       sync.Mutex
 	open     map[string]*openAsk // by hub key: asks waiting at the hub
+	refused  map[string]*openAsk // by the keys an open ask had before (openAsk.earlier)
 	keys     map[serve.AskID]string
 	finished map[string]bool        // keys answered or withdrawn in this process
 	tooLarge map[serve.AskID]askMsg // cut asks denied as too large, until their gone message
@@ -88,6 +101,8 @@ type Relay struct {
 	wake     chan struct{}
 
 	onDisk     bool          // asks for a person wait on disk, beyond serve's memory budget
+	scanned    bool          // the server judged every request its first look found (sweep)
+	swept      bool          // the hub was told so (sweep)
 	consumer   chan struct{} // closed once this host's decision consumer exists
 	floor      decisionFloor
 	delivering sync.WaitGroup // decisions handed to the server, not yet acked
@@ -106,6 +121,11 @@ type openAsk struct {
 	// before is handed back, for the next relay (finding F5). By stream
 	// sequence: the hub offers it again after the ack wait.
 	held map[uint64]jetstream.Msg
+	// earlier: its hub keys whose decision the server refused, in order;
+	// it is asked again under its first key and the count (askAgain).
+	// Their decisions are held: a relay started again meets them again
+	// in the same order and so asks under the same names.
+	earlier []string
 }
 
 type outMsg struct {
@@ -125,6 +145,7 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 	r := &Relay{
 		srv: srv, nc: nc, js: js, host: host, run: rand.Text(), grants: grants, log: cmp.Or(log, slog.New(slog.DiscardHandler)),
 		open:     map[string]*openAsk{},
+		refused:  map[string]*openAsk{},
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
 		tooLarge: map[serve.AskID]askMsg{},
@@ -164,6 +185,11 @@ func (r *Relay) handle(ev serve.Event) {
 		r.gone(ev.ID, goneMsg{Replaced: ev.Replaced})
 	case serve.ScopesChanged:
 		r.rescoped(ev)
+	case serve.Scanned:
+		r.mu.Lock()
+		r.scanned = ev.Whole
+		r.mu.Unlock()
+		r.sweep()
 	case serve.Degraded:
 		if ev.Area == serve.AreaMemory {
 			r.mu.Lock()
@@ -171,6 +197,26 @@ func (r *Relay) handle(ev serve.Event) {
 			r.mu.Unlock()
 		}
 	}
+}
+
+// sweep tells the hub, once, that this relay process sent every ask its
+// host still has: the server's first look delivered every request on disk,
+// and the asks for a person among them are queued to be sent before this
+// message. Approvers then let go of the host's asks that an earlier relay
+// process sent and this one did not: their requests went while no relay
+// served them (decision 0275). With asks left on disk it is not sent; they
+// end as before.
+func (r *Relay) sweep() {
+	data, _ := json.Marshal(goneMsg{Sweep: r.run}) // plain data: it always encodes
+	r.mu.Lock()
+	if !r.scanned || r.swept || r.onDisk {
+		r.mu.Unlock()
+		return
+	}
+	r.swept = true
+	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, hub.SweepKey), msgID: hub.MsgID("gone", r.host, hub.SweepKey, r.run), key: hub.SweepKey, data: data})
+	r.mu.Unlock()
+	notify(r.wake)
 }
 
 // askKey names a delivery of an ask on the hub (subjects, message ids, its
@@ -275,6 +321,9 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 	if ok {
 		if oa := r.open[key]; oa != nil {
 			held = oa.held
+			for _, k := range oa.earlier {
+				delete(r.refused, k)
+			}
 		}
 		delete(r.keys, id)
 		delete(r.open, key)
@@ -597,11 +646,17 @@ func (r *Relay) hold(key string, seq uint64, msg jetstream.Msg) bool {
 	if oa == nil {
 		return false
 	}
+	oa.keep(seq, msg)
+	return true
+}
+
+// keep holds the decision msg at seq until the ask is answered or let go
+// of. r.mu is held.
+func (oa *openAsk) keep(seq uint64, msg jetstream.Msg) {
 	if oa.held == nil {
 		oa.held = map[uint64]jetstream.Msg{}
 	}
 	oa.held[seq] = msg
-	return true
 }
 
 // finishDecision acks or terminates the decision at stream sequence seq
@@ -633,8 +688,13 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	}
 	r.mu.Lock()
 	oa, finished, onDisk := r.open[key], r.finished[key], r.onDisk
+	was := r.refused[key]
+	if was != nil {
+		was.keep(seq, msg) // refused, offered again: kept with its ask
+	}
 	r.mu.Unlock()
 	switch {
+	case was != nil:
 	case oa != nil:
 		// Delivered outside the consumer's callback, so that decisions
 		// arriving together share the audit log's fsync.
@@ -671,10 +731,21 @@ func (r *Relay) deliverFrom(ctx context.Context, msg jetstream.Msg, key string, 
 		}
 	}
 	err := r.deliver(oa, d)
-	if errors.Is(err, serve.ErrInvalidDecision) {
-		// The ask's one decision is taken: nobody can decide it
-		// again, so the refusal is its answer (fail closed), the
-		// relay's, naming whose decision it refused.
+	switch {
+	case errors.Is(err, serve.ErrScopesChanged):
+		// Made on scopes a reload judged again: the ask is sent again
+		// with them once the relay handles the server's ScopesChanged,
+		// which lets go of this copy; until then the decision is offered
+		// again, and judged again (decision 0272).
+		r.log.Warn("hub decision refused: made on scopes judged again since; offered again", "ask", oa.id, "approver", d.Approver)
+		_ = msg.NakWithDelay(unknownDelay)
+		return
+	case errors.Is(err, serve.ErrInvalidDecision) && r.askAgain(key, seq, msg, oa, d.approverOf(), err):
+		return
+	case errors.Is(err, serve.ErrInvalidDecision):
+		// Refused once more than it may be asked again: the refusal is
+		// its answer (fail closed), the relay's, naming whose decision
+		// it refused.
 		r.log.Warn("hub decision refused; the ask is denied", "ask", oa.id, "approver", d.Approver, "err", err)
 		err = r.srv.Decide(serve.Decision{Ask: oa.id, State: wire.StateDeniedWithReason,
 			Reason: refused(d.approverOf(), err), Unattended: true})
@@ -690,6 +761,42 @@ func (r *Relay) deliverFrom(ctx context.Context, msg jetstream.Msg, key string, 
 		r.log.Error("hub decision not delivered", "ask", oa.id, "approver", d.Approver, "err", err)
 	}
 	r.finishDecision(seq, msg.Ack)
+}
+
+// askAgain lets go of the hub's copy of oa at key, whose decision (msg, at
+// seq) by approver the server refused with err, saying why, and sends the
+// ask again under another name, so that a person can decide it (its key's
+// one decision is taken, decision 0161). It reports false, the refusal
+// then being the ask's answer, once the ask was asked again maxAskedAgain
+// times; a copy let go of meanwhile has its decision acked (decision 0273).
+func (r *Relay) askAgain(key string, seq uint64, msg jetstream.Msg, oa *openAsk, approver string, err error) bool {
+	data, _ := json.Marshal(goneMsg{Refused: refusedWhy(approver, err)}) // plain data: it always encodes
+	r.mu.Lock()
+	switch {
+	case r.open[key] != oa:
+		// Let go of meanwhile (answered, withdrawn, judged again): a
+		// decision made on this copy answers nothing.
+		r.mu.Unlock()
+		r.finishDecision(seq, msg.Ack)
+		return true
+	case len(oa.earlier) >= maxAskedAgain:
+		r.mu.Unlock()
+		return false
+	}
+	r.log.Warn("hub decision refused; the ask is asked again", "ask", oa.id, "approver", approver, "err", err)
+	defer notify(r.wake)
+	defer r.mu.Unlock()
+	oa.keep(seq, msg)
+	oa.earlier = append(oa.earlier, key)
+	r.refused[key] = oa
+	delete(r.open, key)
+	next := fmt.Sprintf("%s-%d", oa.earlier[0], len(oa.earlier))
+	oa.msg = outMsg{subject: hub.AskSubject(r.host, next), msgID: hub.MsgID("ask", r.host, next, r.run), key: next, data: oa.msg.data, ask: true}
+	r.open[next], r.keys[oa.id] = oa, next
+	r.queue = append(r.queue,
+		outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key, r.run), key: key, data: data},
+		oa.msg)
+	return true
 }
 
 // unknownAsk offers a decision for an ask this relay does not know again,
@@ -795,7 +902,7 @@ func readDecision(msg jetstream.Msg) (decisionMsg, error) {
 // watchGrants follows its host's grants in the bucket; a change reaches the
 // server, which judges later asks with it and re-judges pending ones.
 func (r *Relay) watchGrants(ctx context.Context) {
-	watchGrants(ctx, r.js, r.log, r.host, func(_, session string, grants []wire.Grant, rev uint64) {
+	watchGrants(ctx, r.js, r.log, r.host, false, func(_, session string, grants []wire.Grant, rev uint64) {
 		changed, ignored, revoked := r.grants.set(session, grants, rev)
 		if len(ignored) > 0 {
 			r.log.Warn("grants in the hub's bucket that this relay never recorded are not applied (decision 0247)",
@@ -839,15 +946,13 @@ func (r *Relay) writeGrants(ctx context.Context) {
 	}
 }
 
-// flushGrants writes every unsent session's grants under its host's keys;
-// it reports success.
+// flushGrants writes every unsent session's grants under its host's keys,
+// then publishes the grants it applies where they changed; it reports
+// success.
 func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 	unsent := r.grants.takeUnsent()
-	if len(unsent) == 0 {
-		return true
-	}
 	var err error
-	if *kv == nil {
+	if *kv == nil && len(unsent) > 0 {
 		*kv, err = r.js.KeyValue(ctx, hub.GrantsBucket)
 	}
 	ok := true
@@ -868,6 +973,28 @@ func (r *Relay) flushGrants(ctx context.Context, kv *jetstream.KeyValue) bool {
 	}
 	if !ok {
 		r.log.Warn("grants not written to the hub yet; retrying", "err", err)
+	}
+	return r.publishApplied(ctx) && ok
+}
+
+// publishApplied publishes each session's grants this relay applies whose
+// list changed, or the bucket listed, since the last time, under a key only
+// its credentials may write: consoles list these, not the bucket, where
+// approver credentials may write grants no relay applies (decision 0274).
+func (r *Relay) publishApplied(ctx context.Context) bool {
+	ok := true
+	for session, grants := range r.grants.takeApplied() {
+		data, err := json.Marshal(grantsMsg{Session: session, Grants: grants})
+		if err == nil {
+			c, cancel := context.WithTimeout(ctx, hubTimeout)
+			_, err = r.js.Publish(c, hub.GrantSubjectPrefix+hub.AppliedKey(r.host, session), data)
+			cancel()
+		}
+		if err != nil {
+			r.log.Warn("grants applied not published to the hub yet; retrying", "err", err)
+			r.grants.applyAgain(session)
+			ok = false
+		}
 	}
 	return ok
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +152,33 @@ func BenchmarkBrokerPublish(b *testing.B) {
 			br.Close()
 			drained.Wait()
 		})
+	}
+}
+
+// Scanned follows the AskQueued of every ask the first look found, and is
+// whole only when none of them went back to disk beyond the memory budget:
+// a relay counts on both to know what its previous process left at the hub
+// is gone (decision 0275).
+func TestTheFirstLookIsReportedAfterItsAsks(t *testing.T) {
+	for _, parked := range []int{2, 1} {
+		h := startServer(t, options{
+			config: func(c *Config) { c.Inbox.Budget.ParkedAsks = parked },
+			before: func(h *harness) {
+				h.send(intent("1791279012345-fl-1", "impl", "bash", "make"))
+				h.send(intent("1791279012345-fl-2", "impl", "bash", "make"))
+			},
+		})
+		h.rec.WaitFor(t, "the first look", func(ev Event) bool { _, ok := ev.(Scanned); return ok })
+		events := h.rec.Snapshot()
+		i := slices.IndexFunc(events, func(ev Event) bool { _, ok := ev.(Scanned); return ok })
+		queued := 0
+		for _, ev := range events[:i] {
+			if _, ok := ev.(AskQueued); ok {
+				queued++
+			}
+		}
+		if queued != parked || events[i].(Scanned).Whole != (parked == 2) {
+			t.Errorf("%d parked at most: %d queued before %+v", parked, queued, events[i])
+		}
 	}
 }

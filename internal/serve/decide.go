@@ -148,7 +148,7 @@ func (s *Server) scopeAnswer(p *pending, d Decision, resp wire.Response, j *choi
 	// named; the child records a subagent scope's grants as permtui records
 	// the whole session's (decision 0229).
 	if d.ScopesRev != p.Scopes.Rev || !j.offered || !reflect.DeepEqual(j.now.Wider, scope.Wider) {
-		return nil, fmt.Errorf("%w: the policy changed since this choice was shown, and what its grants reach is no longer what was named; approve once or deny", ErrInvalidDecision)
+		return nil, ErrScopesChanged
 	}
 	session := d.Scope == ScopeSession || d.Scope == ScopeSessionBoth
 	if d.Grants != nil && !session {

@@ -91,11 +91,11 @@ func TestAWholeSessionChoiceIsRefusedWhenItsReachChanged(t *testing.T) {
 	mu.Lock()
 	policy = resolve.Load(resolve.LoadOptions{AgentDir: agentDir})
 	mu.Unlock()
-	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession}); !errors.Is(err, ErrInvalidDecision) {
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSession}); !errors.Is(err, ErrScopesChanged) {
 		t.Fatalf("a whole-session choice whose reach changed: err = %v", err)
 	}
 	// "This subagent" records the same grants in the child (s19 F6).
-	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent}); !errors.Is(err, ErrInvalidDecision) {
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent}); !errors.Is(err, ErrScopesChanged) {
 		t.Fatalf("a subagent choice whose reach changed: err = %v", err)
 	}
 	if err := h.s.Decide(Decision{Ask: ask.ID, State: wire.StateApproved}); err != nil {
@@ -127,7 +127,7 @@ func TestAReloadSendsTheScopesJudgedAgain(t *testing.T) {
 	if changed.Ask != ask.ID || changed.Scopes.Rev != ask.Scopes.Rev+1 || reflect.DeepEqual(now.Wider, shown.Wider) {
 		t.Fatalf("scopes judged again: %+v, shown %+v", changed, ask.Scopes)
 	}
-	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent, ScopesRev: ask.Scopes.Rev}); !errors.Is(err, ErrInvalidDecision) {
+	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent, ScopesRev: ask.Scopes.Rev}); !errors.Is(err, ErrScopesChanged) {
 		t.Fatalf("a choice from the scopes shown before: err = %v", err)
 	}
 	if err := h.s.Decide(Decision{Ask: ask.ID, Scope: ScopeSubagent, ScopesRev: changed.Scopes.Rev}); err != nil {

@@ -81,6 +81,10 @@ var (
 	ErrAlreadyDecided  = errors.New("the ask is already decided")
 	ErrInvalidDecision = errors.New("invalid decision")
 	ErrStopped         = errors.New("the server is not serving")
+	// ErrScopesChanged: a scope chosen from scopes a policy change judged
+	// again since (decision 0229); nothing is recorded and the ask stays
+	// for a person, shown the new ones (ScopesChanged).
+	ErrScopesChanged = fmt.Errorf("%w: the policy changed since this choice was shown, and what its grants reach is no longer what was named; approve once or deny", ErrInvalidDecision)
 	// ErrDelivering: a hub approver's Decide that the hub has not
 	// confirmed (it is away, or its stream is electing a leader); the
 	// approver keeps sending it, in memory only.
@@ -318,6 +322,9 @@ func (s *Server) onInbox(ev inbox.Event) {
 		s.reportGrantRepairs()
 	case inbox.Forgotten:
 		s.emit(Forgotten{ev})
+	case inbox.Scanned:
+		// Asks beyond the memory budget went back to disk as they were judged.
+		s.emit(Scanned{Whole: ev.Whole && s.inbox.Usage().DeferredAsks == 0})
 	case inbox.Deferring:
 		problem := ""
 		if ev.Waiting > 0 {

@@ -175,6 +175,12 @@ type History struct{ Records []AuditRecord }
 // GrantsChanged: the whole-session grants now in force, per served session.
 type GrantsChanged struct{ Grants map[string][]wire.Grant }
 
+// Scanned: every ask the inbox's first look found is judged, those waiting
+// for a person sent as AskQueued before it. Whole: every request on disk
+// was delivered then, none waits on disk (a relay then knows what its
+// previous process left at the hub is gone, decision 0275).
+type Scanned struct{ Whole bool }
+
 // ScopesChanged: a policy reload changed the scopes an ask waiting for a
 // person offers (what their grants reach); Scopes are the current ones.
 type ScopesChanged struct {
@@ -218,6 +224,7 @@ func (GrantsChanged) event()   {}
 func (History) event()         {}
 func (DeniesChanged) event()   {}
 func (ScopesChanged) event()   {}
+func (Scanned) event()         {}
 
 // Arrived: a request reached the serving loop and was judged; it is followed
 // by Decided (auto), AskQueued (a person decides) or Withdrawn.

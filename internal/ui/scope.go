@@ -652,7 +652,7 @@ func (d *scopeDialog) coverageLines(approx bool) []string {
 	}
 	lines = append(lines, d.wrapped(style, text, 8)...)
 	if approx && cov.ask && d.widens() {
-		lines = append(lines, d.wrapped(s.Warning, "this pattern is not judged here against the asking host's policy: if it passes a deny rule not named here, that host refuses it and the ask is denied", 8)...)
+		lines = append(lines, d.wrapped(s.Warning, "this pattern is not judged here against the asking host's policy: if it passes a deny rule not named here, that host refuses it and the ask is shown again", 8)...)
 	}
 	if d.overHub && d.scopes.NoPolicy {
 		lines = append(lines, d.wrapped(s.Muted, "the policy is on the asking host: the deny rules it would pass are not named here", 8)...)
