@@ -105,41 +105,30 @@ func (o *ordered[V]) set(k string, v V) {
 // sort moves the integer-like keys to the front in ascending numeric order,
 // keeping the other keys in insertion order.
 func (o *ordered[V]) sort() {
-	ks, vs := make([]string, 0, len(o.ks)), make([]V, 0, len(o.vs))
-	for _, at := range jsOrder(o.ks, o.ints) {
-		ks, vs = append(ks, o.ks[at]), append(vs, o.vs[at])
-	}
-	o.ks, o.vs, o.unsorted = ks, vs, false
-	for i, k := range ks {
-		o.index[k] = i
-	}
-}
-
-// jsOrder is the order in which JavaScript lists an object of the distinct
-// keys ks, as indexes into ks: the ints integer-like keys in ascending
-// numeric order, then the others as they stand.
-func jsOrder(ks []string, ints int) []int {
 	type intKey struct {
 		n  uint64
 		at int
 	}
-	nums := make([]intKey, 0, ints)
-	for i, k := range ks {
+	nums := make([]intKey, 0, o.ints)
+	for i, k := range o.ks {
 		if n, ok := ArrayIndex(k); ok {
 			nums = append(nums, intKey{n, i})
 		}
 	}
 	slices.SortFunc(nums, func(a, b intKey) int { return cmp.Compare(a.n, b.n) })
-	order := make([]int, 0, len(ks))
+	ks, vs := make([]string, 0, len(o.ks)), make([]V, 0, len(o.vs))
 	for _, n := range nums {
-		order = append(order, n.at)
+		ks, vs = append(ks, o.ks[n.at]), append(vs, o.vs[n.at])
 	}
-	for i, k := range ks {
+	for i, k := range o.ks {
 		if _, ok := ArrayIndex(k); !ok {
-			order = append(order, i)
+			ks, vs = append(ks, k), append(vs, o.vs[i])
 		}
 	}
-	return order
+	o.ks, o.vs, o.unsorted = ks, vs, false
+	for i, k := range ks {
+		o.index[k] = i
+	}
 }
 
 // ArrayIndex reports whether k is a canonical array index ("0", or digits
@@ -171,21 +160,6 @@ func parseJSON(text string) (jsonparse.Value, error) {
 		return v, fmt.Errorf("JSON syntax error at line %d: %s", line, se.Msg)
 	}
 	return v, err
-}
-
-// members are an object's keys and values in JavaScript order (the reader
-// keeps each key once, where it first stood).
-func members(v jsonparse.Value) ([]string, []jsonparse.Value) {
-	ks := make([]string, len(v.Members()))
-	for i, m := range v.Members() {
-		ks[i] = m.Key
-	}
-	order := jsOrder(ks, 0)
-	keys, vals := make([]string, len(order)), make([]jsonparse.Value, len(order))
-	for i, at := range order {
-		keys[i], vals[i] = ks[at], v.Members()[at].Value
-	}
-	return keys, vals
 }
 
 // quotedEnd is the index just past the string literal opening at text[i]
