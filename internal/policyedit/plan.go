@@ -24,9 +24,6 @@ type Change struct {
 	Old     []byte        // the file as read ("" when it does not exist)
 	New     []byte
 	Existed bool
-	// Before and After judge Facts under the policy as it is and as it
-	// would be with the edit.
-	Before, After resolve.Verdict
 	// Current and Edited are that policy as it is and with the edit, as Plan
 	// loaded them: judge with these rather than load each file again.
 	Current, Edited *resolve.Policy
@@ -145,7 +142,6 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 		return nil, err
 	}
 	ch := &Change{Target: t, Real: real, Rule: r, Facts: facts, Old: old, New: next, Existed: existed, Current: cur}
-	ch.Before = cur.Evaluate(facts, nil)
 	after := resolve.Load(ch.Candidate(opts))
 	ch.Edited = after
 	for _, pr := range after.Problems() {
@@ -153,8 +149,7 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 			return nil, fmt.Errorf("pi would reject %s after the edit: %s", t.File, pr.Message)
 		}
 	}
-	ch.After = after.Evaluate(facts, nil)
-	if err := decides(ch.After, t, r, facts); err != nil {
+	if err := decides(after.Evaluate(facts, nil), t, r, facts); err != nil {
 		return nil, err
 	}
 	loosens, err := Loosenings(cur, after, facts)

@@ -241,7 +241,7 @@ func TestAuthorityDiffNamesEveryLoosening(t *testing.T) {
 			// before and after the rule is written: then what holds for
 			// permtui's resolver holds for pi.
 			if facts.Surface != "mcp" {
-				asked, verdicts = append(asked, facts), append(verdicts, [2]resolve.Action{ch.Before.Action, rule.Action})
+				asked, verdicts = append(asked, facts), append(verdicts, [2]resolve.Action{ch.Current.Evaluate(facts, nil).Action, rule.Action})
 			}
 			was := pi.judge(t, e, asked)
 			if _, err := Apply(ch, e.opts, e.state, time.Now()); err != nil {
