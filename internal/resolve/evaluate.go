@@ -125,13 +125,7 @@ func bashValue(raw string) string {
 		}
 		return raw
 	}
-	lines := strings.Split(raw, "\n")
-	kept := lines[:0]
-	for _, line := range lines {
-		if t := jsTrim(line); !strings.HasPrefix(t, "#") {
-			kept = append(kept, line)
-		}
-	}
+	kept := slices.DeleteFunc(strings.Split(raw, "\n"), func(line string) bool { return strings.HasPrefix(jsTrim(line), "#") })
 	if t := jsTrim(strings.Join(kept, "\n")); t != "" {
 		return t
 	}
@@ -409,12 +403,10 @@ func writeAll(b *strings.Builder, parts ...string) {
 // writeQuoted writes s as a Go-quoted string, so control characters in
 // untrusted values stay visible and inert.
 func writeQuoted(b *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			var scratch [128]byte
-			b.Write(strconv.AppendQuote(scratch[:0], s))
-			return
-		}
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r >= 0x7f || r == '"' || r == '\\' }) {
+		var scratch [128]byte
+		b.Write(strconv.AppendQuote(scratch[:0], s))
+		return
 	}
 	b.WriteByte('"') // plain printable ASCII quotes as itself
 	b.WriteString(s)
