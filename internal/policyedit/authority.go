@@ -413,14 +413,9 @@ func closeStars(g []rune, mask uint64) uint64 {
 // string spelled out, the MCP baseline switched on, a "*" that now shows
 // through), stays.
 func Unnamed(ls []Loosening, file string, rules ...Rule) []Loosening {
-	var out []Loosening
-	for _, l := range ls {
-		named := l.Before.Action == resolve.Ask && slices.ContainsFunc(rules, func(r Rule) bool { return isRule(l.After.Rule, file, r) })
-		if !named {
-			out = append(out, l)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(ls), func(l Loosening) bool {
+		return l.Before.Action == resolve.Ask && slices.ContainsFunc(rules, func(r Rule) bool { return isRule(l.After.Rule, file, r) })
+	})
 }
 
 // isRule: ref is rule r as written to file.
