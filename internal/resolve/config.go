@@ -36,22 +36,14 @@ type configFile struct {
 	yolo  *bool        // nil when the file has no "yoloMode" key
 }
 
-// allowedTopLevel is the NEW schema's key set (V20 keys plus the NEW ones);
-// any other key rejects the file (ruleset-semantics §2.2).
-var allowedTopLevel = map[string]bool{
-	"$schema": true, "debugLog": true, "permissionReviewLog": true, "yoloMode": true,
-	"doublePressToConfirm": true, "toolInputPreviewMaxLength": true, "toolTextSummaryMaxLength": true,
-	"piInfrastructureReadPaths": true, "permission": true, "shellTools": true,
-	"authorizerChain": true, "forwardingTimeoutMs": true, "permissionDialogKeys": true,
-	"promptNotifications": true, "promptMaxRows": true, "promptFieldMaxWidth": true,
-	"reviewLogFieldMaxWidth": true, "commandEffects": true, "authorizerTrust": true,
-}
-
-// knobChecks validate the runtime keys' values as NEW's schema does, so a
-// file pi rejects for a bad value is rejected here too (decision 0024).
+// topLevel is the NEW schema's key set (V20 keys plus the NEW ones), any
+// other key rejecting the file (ruleset-semantics §2.2), each with the check
+// of its value as NEW's schema does it, so a file pi rejects for a bad value
+// is rejected here too (decision 0024). permission is read on its own;
 // promptNotifications and commandEffects have no published shape we know:
 // any value passes.
-var knobChecks = map[string]func(jsonparse.Value) error{
+var topLevel = map[string]func(jsonparse.Value) error{
+	"permission": nil, "promptNotifications": nil, "commandEffects": nil,
 	"$schema":                   kindIs(jsonparse.String),
 	"debugLog":                  kindIs(jsonparse.Bool),
 	"permissionReviewLog":       kindIs(jsonparse.Bool),
@@ -188,10 +180,11 @@ func parseConfig(text, origin, file string) (configFile, error) {
 	var cfg configFile
 	for _, m := range root.Members() {
 		key, val := m.Key, m.Value
-		if !allowedTopLevel[key] {
+		check, known := topLevel[key]
+		if !known {
 			return configFile{}, fmt.Errorf("unknown top-level key %q", key)
 		}
-		if check := knobChecks[key]; check != nil {
+		if check != nil {
 			if err := check(val); err != nil {
 				return configFile{}, fmt.Errorf("%s %w", key, err)
 			}
