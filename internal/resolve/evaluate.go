@@ -9,13 +9,6 @@ import (
 	"github.com/permtui/permtui/internal/wire"
 )
 
-// pathSurfaces are evaluated with matchValues as aliases (§6.4).
-var pathSurfaces = map[string]bool{
-	"read": true, "write": true, "edit": true, "find": true, "grep": true, "ls": true,
-	"path": true, "external_directory": true,
-	"path_read": true, "path_write": true, "external_directory_read": true, "external_directory_write": true,
-}
-
 // ValueSurface reports whether pi judges surface by its match values; every
 // other surface (an extension tool) is judged on the literal value "*".
 func ValueSurface(surface string) bool {
@@ -24,8 +17,11 @@ func ValueSurface(surface string) bool {
 }
 
 // AliasSurface reports whether pi judges every value of surface (a path
-// and its aliases, mcp's names), not only the first.
-func AliasSurface(surface string) bool { return pathSurfaces[surface] || surface == "mcp" }
+// and its aliases, mcp's names), not only the first (§6.4): every built-in
+// surface but bash and skill.
+func AliasSurface(surface string) bool {
+	return surface != "bash" && surface != "skill" && slices.Contains(builtinSurfaces, surface)
+}
 
 // starValues stands in for an empty value list, and is the only value of a
 // surface that carries no value of its own.
