@@ -20,11 +20,18 @@ type entry struct {
 	file   string
 }
 
-// surfaceValue is a top-level permission value: a state string (str) or a
-// pattern map (patterns). Exactly one is set.
+// surfaceValue is a top-level permission value: a pattern map, or a state
+// string (state), which pi reads as {"*": state}.
 type surfaceValue struct {
-	str      *entry
 	patterns *ordered[entry]
+	state    bool
+}
+
+// stateValue is the value of a state string, e.
+func stateValue(e entry) surfaceValue {
+	m := newOrdered[entry]()
+	m.set("*", e)
+	return surfaceValue{patterns: m, state: true}
 }
 
 // permissions is one scope's (or the merged) permission object.
@@ -227,7 +234,7 @@ func parsePermission(val jsonparse.Value, origin, file string) (*permissions, er
 			if !IsState(v.Str) {
 				return nil, fmt.Errorf("%s is %q, not allow, ask or deny", where(), v.Str)
 			}
-			perms.set(surface, surfaceValue{str: &entry{action: Action(v.Str), origin: origin, file: file}})
+			perms.set(surface, stateValue(entry{action: Action(v.Str), origin: origin, file: file}))
 		case jsonparse.Object:
 			patterns := newOrdered[entry]()
 			for _, pm := range v.Members() {

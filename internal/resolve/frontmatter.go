@@ -156,7 +156,7 @@ func agentPermissions(text, origin, file string) *permissions {
 		v := values[i]
 		if v.m == nil {
 			if IsState(v.str) {
-				perms.set(surface, surfaceValue{str: &entry{action: Action(v.str), origin: origin, file: file}})
+				perms.set(surface, stateValue(entry{action: Action(v.str), origin: origin, file: file}))
 			}
 			continue
 		}

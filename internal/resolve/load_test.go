@@ -518,8 +518,9 @@ func TestFrontmatterQuirks(t *testing.T) {
 		got := want{}
 		surfaces, values := perms.all()
 		for i, s := range surfaces {
-			if v := values[i]; v.str != nil {
-				got[s] = string(v.str.action)
+			if v := values[i]; v.state {
+				e, _ := v.patterns.get("*")
+				got[s] = string(e.action)
 			} else {
 				pats, entries := v.patterns.all()
 				var parts []string
