@@ -54,10 +54,8 @@ type ordered[V any] struct {
 	ks    []string
 	vs    []V
 	index map[string]int
-	ints  int    // integer-like keys stored
-	strs  int    // other keys stored
-	top   uint64 // the largest integer-like key stored
-	// unsorted: an integer-like key arrived after a key it must precede.
+	ints  int // integer-like keys stored
+	// unsorted: an integer-like key arrived since the keys were last ordered.
 	unsorted bool
 }
 
@@ -88,14 +86,9 @@ func (o *ordered[V]) set(k string, v V) {
 		o.vs[i] = v
 		return
 	}
-	if n, isIndex := ArrayIndex(k); isIndex {
-		if o.strs > 0 || (o.ints > 0 && n < o.top) {
-			o.unsorted = true
-		}
+	if _, isIndex := ArrayIndex(k); isIndex {
 		o.ints++
-		o.top = max(o.top, n)
-	} else {
-		o.strs++
+		o.unsorted = true
 	}
 	o.index[k] = len(o.ks)
 	o.ks = append(o.ks, k)
