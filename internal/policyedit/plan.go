@@ -79,12 +79,6 @@ func lineEdits(a, b string) []udiff.Edit {
 	return edits
 }
 
-// Candidate is the load options with the edit in place, for judging the
-// policy as it would be (coverage, simulation) before anything is written.
-func (c *Change) Candidate(opts resolve.LoadOptions) resolve.LoadOptions {
-	return withFile(opts, c.Target.File, c.New)
-}
-
 // withFile is opts with data standing in for file.
 func withFile(opts resolve.LoadOptions, file string, data []byte) resolve.LoadOptions {
 	overlay := map[string][]byte{}
@@ -142,7 +136,7 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 		return nil, err
 	}
 	ch := &Change{Target: t, Real: real, Rule: r, Facts: facts, Old: old, New: next, Existed: existed, Current: cur}
-	after := resolve.Load(ch.Candidate(opts))
+	after := resolve.Load(withFile(opts, t.File, next))
 	ch.Edited = after
 	for _, pr := range after.Problems() {
 		if pr.File == t.File {

@@ -183,7 +183,7 @@ func TestAuthorityDiffNamesEveryLoosening(t *testing.T) {
 		if len(ch.Loosens) > 0 {
 			loosening++
 		}
-		before, after := resolve.Load(e.opts), resolve.Load(ch.Candidate(e.opts))
+		before, after := ch.Current, ch.Edited
 		views := slices.Concat([]string{"", "nobody"}, before.Agents(), after.Agents())
 		dense := propValues(e.opts.Home)
 		pairs := rand.New(rand.NewPCG(seed, uint64(c)|1<<63)) // apart from the tree's stream
