@@ -163,7 +163,7 @@ func Edit(t Target, r Rule, text []byte, existed bool) ([]byte, error) {
 	}
 	var next []byte
 	var err error
-	if t.Frontmatter() {
+	if t.Scope == ScopeAgent { // the agent file's frontmatter, else a JSONC config
 		var s string
 		s, err = editFrontmatter(string(text), r)
 		next = []byte(s)
