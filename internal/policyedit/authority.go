@@ -418,9 +418,14 @@ func Unnamed(ls []Loosening, file string, rules ...Rule) []Loosening {
 	})
 }
 
-// isRule: ref is rule r as written to file.
+// isRule: ref is rule r as written to file. A rule on a bare family (path)
+// is composed into its two directional members, either of which may be ref.
 func isRule(ref *resolve.RuleRef, file string, r Rule) bool {
-	return ref != nil && ref.File == file && ref.Pattern == r.Pattern && ref.Action == r.Action && sameSurface(ref.Surface, r.Surface)
+	if ref == nil || ref.File != file || ref.Pattern != r.Pattern || ref.Action != r.Action {
+		return false
+	}
+	fam, _ := resolve.Family(ref.Surface)
+	return ref.Surface == r.Surface || fam == r.Surface
 }
 
 // LooseningGroup is the loosenings that share the rule that decided before,

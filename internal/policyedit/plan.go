@@ -218,13 +218,6 @@ func decides(v resolve.Verdict, t Target, r Rule, facts resolve.Query) error {
 	return nil
 }
 
-// sameSurface: a rule on a bare family (path) is composed into its two
-// directional members, either of which may report the decision.
-func sameSurface(composed, written string) bool {
-	fam, ok := resolve.Family(composed)
-	return composed == written || ok && fam == written
-}
-
 func describeFacts(q resolve.Query) string {
 	s := fmt.Sprintf("%s %q", q.Surface, q.Values)
 	if q.Agent != "" {
@@ -238,11 +231,3 @@ var scopes = []string{resolve.OriginGlobal, resolve.OriginProject, resolve.Origi
 
 // rank orders the scopes by precedence; 0 for any other origin.
 func rank(origin string) int { return slices.Index(scopes, origin) + 1 }
-
-// fileMode is the mode to keep for file, 0600 for a new one.
-func fileMode(file string) fs.FileMode {
-	if fi, err := os.Stat(file); err == nil {
-		return fi.Mode().Perm()
-	}
-	return 0o600
-}
