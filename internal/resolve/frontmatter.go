@@ -63,7 +63,7 @@ func ReadFrontmatter(text string) (Frontmatter, error) {
 		if trimmed == "" || trimmed[0] == '#' || colon < 1 {
 			continue
 		}
-		k := FrontmatterKey{Line: i, Lead: line[:len(line)-len(jsTrimLeft(line))], Parent: -1, Last: i,
+		k := FrontmatterKey{Line: i, Lead: line[:len(line)-len(strings.TrimLeftFunc(line, wire.IsJSSpace))], Parent: -1, Last: i,
 			Key: peelQuotes(jsTrim(trimmed[:colon])), Value: jsTrim(trimmed[colon+1:])}
 		indent := utf8.RuneCountInString(k.Lead)
 		for len(open) > 0 && open[len(open)-1].indent >= indent {
@@ -195,5 +195,4 @@ func frontmatterEntry(v fmValue) (entry, bool) {
 	return e, true
 }
 
-func jsTrim(s string) string     { return strings.TrimFunc(s, wire.IsJSSpace) }
-func jsTrimLeft(s string) string { return strings.TrimLeftFunc(s, wire.IsJSSpace) }
+func jsTrim(s string) string { return strings.TrimFunc(s, wire.IsJSSpace) }
