@@ -127,13 +127,9 @@ func (o *ordered[V]) sort() {
 // ArrayIndex reports whether k is a canonical array index ("0", or digits
 // without a leading zero, at most 2^32-2), which JavaScript orders first.
 func ArrayIndex(k string) (uint64, bool) {
-	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') {
-		return 0, false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < '0' || k[i] > '9' {
-			return 0, false
-		}
+	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') ||
+		strings.ContainsFunc(k, func(r rune) bool { return r < '0' || r > '9' }) {
+		return 0, false // and ParseUint, whose error allocates, is not called
 	}
 	n, err := strconv.ParseUint(k, 10, 64)
 	return n, err == nil && n <= 1<<32-2
