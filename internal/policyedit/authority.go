@@ -113,9 +113,7 @@ func AuthorityDiff(before, after *resolve.Policy, facts ...resolve.Query) ([]Loo
 func surfaceWitnesses(refs []resolve.RuleRef, home string) (*witnesses, error) {
 	surfaces := newWitnesses()
 	var wildSurfaces []string
-	for _, s := range resolve.BuiltinSurfaces() {
-		surfaces.add(s)
-	}
+	surfaces.add(resolve.BuiltinSurfaces()...)
 	for _, r := range refs {
 		p := resolve.CompilePattern(r.Surface, home)
 		if e := p.Expanded(); strings.ContainsAny(e, "*?") {
@@ -215,9 +213,7 @@ func valueWitnesses(s string, refs []resolve.RuleRef, home string) *witnesses {
 		}
 	}
 	if s == "mcp" {
-		for _, name := range resolve.MCPBaseline() {
-			w.add(name)
-		}
+		w.add(resolve.MCPBaseline()...)
 	}
 	return w
 }
@@ -248,10 +244,12 @@ type witnesses struct {
 
 func newWitnesses() *witnesses { return &witnesses{seen: map[string]bool{}} }
 
-func (w *witnesses) add(v string) {
-	if !w.seen[v] {
-		w.seen[v] = true
-		w.list = append(w.list, v)
+func (w *witnesses) add(vs ...string) {
+	for _, v := range vs {
+		if !w.seen[v] {
+			w.seen[v] = true
+			w.list = append(w.list, v)
+		}
 	}
 }
 
@@ -260,14 +258,11 @@ func (w *witnesses) add(v string) {
 // globs cut (regions; trimmed: values pi trims before matching).
 func (w *witnesses) globs(globs []string, trimmed bool) {
 	for _, g := range globs {
-		w.add(fill(g, "x"))
-		w.add(fill(g, ""))
+		w.add(fill(g, "x"), fill(g, ""))
 	}
 	vs, done := regions(globs, trimmed)
 	w.unfinished = w.unfinished || !done
-	for _, v := range vs {
-		w.add(v)
-	}
+	w.add(vs...)
 }
 
 // fill is g with every * replaced by star and every ? by one character.
@@ -413,19 +408,19 @@ func closeStars(g []rune, mask uint64) uint64 {
 // string spelled out, the MCP baseline switched on, a "*" that now shows
 // through), stays.
 func Unnamed(ls []Loosening, file string, rules ...Rule) []Loosening {
-	var out []Loosening
-	for _, l := range ls {
-		named := l.Before.Action == resolve.Ask && slices.ContainsFunc(rules, func(r Rule) bool { return isRule(l.After.Rule, file, r) })
-		if !named {
-			out = append(out, l)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(ls), func(l Loosening) bool {
+		return l.Before.Action == resolve.Ask && slices.ContainsFunc(rules, func(r Rule) bool { return isRule(l.After.Rule, file, r) })
+	})
 }
 
-// isRule: ref is rule r as written to file.
+// isRule: ref is rule r as written to file. A rule on a bare family (path)
+// is composed into its two directional members, either of which may be ref.
 func isRule(ref *resolve.RuleRef, file string, r Rule) bool {
-	return ref != nil && ref.File == file && ref.Pattern == r.Pattern && ref.Action == r.Action && sameSurface(ref.Surface, r.Surface)
+	if ref == nil || ref.File != file || ref.Pattern != r.Pattern || ref.Action != r.Action {
+		return false
+	}
+	fam, _ := resolve.Family(ref.Surface)
+	return ref.Surface == r.Surface || fam == r.Surface
 }
 
 // LooseningGroup is the loosenings that share the rule that decided before,

@@ -72,7 +72,7 @@ func BenchmarkAuthorityDiff(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	before, after := resolve.Load(e.opts), resolve.Load(ch.Candidate(e.opts))
+	before, after := ch.Current, ch.Edited
 	for b.Loop() {
 		if _, err := AuthorityDiff(before, after); err != nil {
 			b.Fatal(err)
@@ -148,7 +148,7 @@ func TestAReorderedRulePassingADenyOnAliasesIsNamed(t *testing.T) {
 			pair := []string{p + "/src/secret/k", "src/secret/k"}
 			for _, agent := range []string{"", "rev"} {
 				q := resolve.Query{Agent: agent, Surface: "read", Values: pair}
-				b, a := resolve.Load(e.opts).Evaluate(q, nil), resolve.Load(ch.Candidate(e.opts)).Evaluate(q, nil)
+				b, a := ch.Current.Evaluate(q, nil), ch.Edited.Evaluate(q, nil)
 				if b.Action != resolve.Deny || a.Action != resolve.Allow {
 					continue
 				}

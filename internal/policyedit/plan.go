@@ -24,9 +24,6 @@ type Change struct {
 	Old     []byte        // the file as read ("" when it does not exist)
 	New     []byte
 	Existed bool
-	// Before and After judge Facts under the policy as it is and as it
-	// would be with the edit.
-	Before, After resolve.Verdict
 	// Current and Edited are that policy as it is and with the edit, as Plan
 	// loaded them: judge with these rather than load each file again.
 	Current, Edited *resolve.Policy
@@ -80,12 +77,6 @@ func lineEdits(a, b string) []udiff.Edit {
 		edits = append(edits, udiff.Edit{Start: offset[d.Start], End: offset[d.End], New: strings.Join(bl[d.ReplStart:d.ReplEnd], "")})
 	}
 	return edits
-}
-
-// Candidate is the load options with the edit in place, for judging the
-// policy as it would be (coverage, simulation) before anything is written.
-func (c *Change) Candidate(opts resolve.LoadOptions) resolve.LoadOptions {
-	return withFile(opts, c.Target.File, c.New)
 }
 
 // withFile is opts with data standing in for file.
@@ -145,16 +136,14 @@ func Plan(opts resolve.LoadOptions, t Target, r Rule, facts resolve.Query) (*Cha
 		return nil, err
 	}
 	ch := &Change{Target: t, Real: real, Rule: r, Facts: facts, Old: old, New: next, Existed: existed, Current: cur}
-	ch.Before = cur.Evaluate(facts, nil)
-	after := resolve.Load(ch.Candidate(opts))
+	after := resolve.Load(withFile(opts, t.File, next))
 	ch.Edited = after
 	for _, pr := range after.Problems() {
 		if pr.File == t.File {
 			return nil, fmt.Errorf("pi would reject %s after the edit: %s", t.File, pr.Message)
 		}
 	}
-	ch.After = after.Evaluate(facts, nil)
-	if err := decides(ch.After, t, r, facts); err != nil {
+	if err := decides(after.Evaluate(facts, nil), t, r, facts); err != nil {
 		return nil, err
 	}
 	loosens, err := Loosenings(cur, after, facts)
@@ -174,7 +163,7 @@ func Edit(t Target, r Rule, text []byte, existed bool) ([]byte, error) {
 	}
 	var next []byte
 	var err error
-	if t.Frontmatter() {
+	if t.Scope == ScopeAgent { // the agent file's frontmatter, else a JSONC config
 		var s string
 		s, err = editFrontmatter(string(text), r)
 		next = []byte(s)
@@ -229,13 +218,6 @@ func decides(v resolve.Verdict, t Target, r Rule, facts resolve.Query) error {
 	return nil
 }
 
-// sameSurface: a rule on a bare family (path) is composed into its two
-// directional members, either of which may report the decision.
-func sameSurface(composed, written string) bool {
-	fam, ok := resolve.Family(composed)
-	return composed == written || ok && fam == written
-}
-
 func describeFacts(q resolve.Query) string {
 	s := fmt.Sprintf("%s %q", q.Surface, q.Values)
 	if q.Agent != "" {
@@ -249,11 +231,3 @@ var scopes = []string{resolve.OriginGlobal, resolve.OriginProject, resolve.Origi
 
 // rank orders the scopes by precedence; 0 for any other origin.
 func rank(origin string) int { return slices.Index(scopes, origin) + 1 }
-
-// fileMode is the mode to keep for file, 0600 for a new one.
-func fileMode(file string) fs.FileMode {
-	if fi, err := os.Stat(file); err == nil {
-		return fi.Mode().Perm()
-	}
-	return 0o600
-}

@@ -111,8 +111,8 @@ func TestPlacementUnderPiOrdering(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ch.After.Action != c.rule.Action || ch.After.Rule.Pattern != c.rule.Pattern {
-				t.Errorf("after: %+v", ch.After)
+			if after := ch.Edited.Evaluate(ch.Facts, nil); after.Action != c.rule.Action || after.Rule.Pattern != c.rule.Pattern {
+				t.Errorf("after: %+v", after)
 			}
 		})
 	}

@@ -183,7 +183,7 @@ func TestAuthorityDiffNamesEveryLoosening(t *testing.T) {
 		if len(ch.Loosens) > 0 {
 			loosening++
 		}
-		before, after := resolve.Load(e.opts), resolve.Load(ch.Candidate(e.opts))
+		before, after := ch.Current, ch.Edited
 		views := slices.Concat([]string{"", "nobody"}, before.Agents(), after.Agents())
 		dense := propValues(e.opts.Home)
 		pairs := rand.New(rand.NewPCG(seed, uint64(c)|1<<63)) // apart from the tree's stream
@@ -241,7 +241,7 @@ func TestAuthorityDiffNamesEveryLoosening(t *testing.T) {
 			// before and after the rule is written: then what holds for
 			// permtui's resolver holds for pi.
 			if facts.Surface != "mcp" {
-				asked, verdicts = append(asked, facts), append(verdicts, [2]resolve.Action{ch.Before.Action, rule.Action})
+				asked, verdicts = append(asked, facts), append(verdicts, [2]resolve.Action{ch.Current.Evaluate(facts, nil).Action, rule.Action})
 			}
 			was := pi.judge(t, e, asked)
 			if _, err := Apply(ch, e.opts, e.state, time.Now()); err != nil {

@@ -19,9 +19,6 @@ type Target struct {
 	Origin string // the origin pi gives its rules: global, project, agent, project-agent
 }
 
-// Frontmatter reports whether the target is an agent file (else a JSONC config).
-func (t Target) Frontmatter() bool { return t.Scope == ScopeAgent }
-
 // Locate finds the file pi reads for scope. An agent rule goes to the file pi
 // reads last for that agent: the project's agent file when it exists (and the
 // project is trusted), else the global one; but an allow while the project's

@@ -94,7 +94,7 @@ func TestRuleAddVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cand := resolve.Load(ch.Candidate(e.opts))
+			cand := ch.Edited
 			for _, l := range v.Loosens {
 				q := resolve.Query{Agent: l.Agent, Surface: l.Surface, Values: l.Values}
 				b, a := resolve.Load(e.opts).Evaluate(q, nil), cand.Evaluate(q, nil)

@@ -54,7 +54,10 @@ func Apply(ch *Change, opts resolve.LoadOptions, stateDir string, now time.Time)
 			return Written{}, err
 		}
 	}
-	mode := fileMode(file)
+	mode := fs.FileMode(0o600) // a new file's; an old one keeps its own
+	if fi, err := os.Stat(file); err == nil {
+		mode = fi.Mode().Perm()
+	}
 	if err := safefs.WriteFileSynced(file, ch.New, mode); err != nil {
 		return Written{}, err
 	}

@@ -98,9 +98,9 @@ func sugarMember(bare surfaceValue, perms *permissions, member string) surfaceVa
 	if !ok {
 		return bare
 	}
-	own := asPatterns(explicit)
+	own := explicit.patterns
 	merged := newOrdered[entry]()
-	baseKeys, baseVals := asPatterns(bare).all()
+	baseKeys, baseVals := bare.patterns.all()
 	for j, pat := range baseKeys {
 		if _, redefined := own.get(pat); !redefined {
 			merged.set(pat, baseVals[j])
@@ -113,16 +113,6 @@ func sugarMember(bare surfaceValue, perms *permissions, member string) surfaceVa
 	return surfaceValue{patterns: merged}
 }
 
-// asPatterns views a state string as {"*": state}.
-func asPatterns(v surfaceValue) *ordered[entry] {
-	if v.patterns != nil {
-		return v.patterns
-	}
-	m := newOrdered[entry]()
-	m.set("*", *v.str)
-	return m
-}
-
 // mergeScopes merges scopes low → high per top-level key (§4.1): two pattern
 // maps merge shallowly, a redefined pattern keeping its old slot; in every
 // other case the higher value replaces the lower one. Inputs are not changed.
@@ -133,7 +123,7 @@ func mergeScopes(scopes []*permissions) *permissions {
 		for i, key := range keys {
 			over := vals[i]
 			base, ok := merged.get(key)
-			if !ok || base.patterns == nil || over.patterns == nil {
+			if !ok || base.state || over.state {
 				merged.set(key, over)
 				continue
 			}
@@ -165,7 +155,7 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 		if key == "*" {
 			continue
 		}
-		patterns := asPatterns(vals[i])
+		patterns := vals[i].patterns
 		configCount += patterns.Len()
 		_, entries := patterns.all()
 		for _, e := range entries {
@@ -193,7 +183,7 @@ func compose(merged *permissions, floor []Problem, home string) *ruleset {
 			continue
 		}
 		surface := CompilePattern(key, home)
-		pats, entries := asPatterns(vals[i]).all()
+		pats, entries := vals[i].patterns.all()
 		for j, pat := range pats {
 			rules = append(rules, configRule(surface, key, pat, entries[j], home))
 		}
@@ -217,11 +207,11 @@ func defaultRule(merged *permissions, home string) rule {
 	// U is a "*" state string; its origin is that of the "*" → "*" entry,
 	// which pi also reads from a "*" pattern map whose action it ignores.
 	if u, ok := merged.get("*"); ok {
-		if u.str != nil {
-			def.action = u.str.action
-		}
-		if e, ok := asPatterns(u).get("*"); ok {
-			def.origin, def.mapFallback = e.origin, u.str == nil
+		if e, ok := u.patterns.get("*"); ok {
+			if u.state {
+				def.action = e.action
+			}
+			def.origin, def.mapFallback = e.origin, !u.state
 			def.ref.Action, def.ref.Origin, def.ref.File = def.action, e.origin, e.file
 		}
 	}

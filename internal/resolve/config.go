@@ -20,11 +20,18 @@ type entry struct {
 	file   string
 }
 
-// surfaceValue is a top-level permission value: a state string (str) or a
-// pattern map (patterns). Exactly one is set.
+// surfaceValue is a top-level permission value: a pattern map, or a state
+// string (state), which pi reads as {"*": state}.
 type surfaceValue struct {
-	str      *entry
 	patterns *ordered[entry]
+	state    bool
+}
+
+// stateValue is the value of a state string, e.
+func stateValue(e entry) surfaceValue {
+	m := newOrdered[entry]()
+	m.set("*", e)
+	return surfaceValue{patterns: m, state: true}
 }
 
 // permissions is one scope's (or the merged) permission object.
@@ -36,22 +43,14 @@ type configFile struct {
 	yolo  *bool        // nil when the file has no "yoloMode" key
 }
 
-// allowedTopLevel is the NEW schema's key set (V20 keys plus the NEW ones);
-// any other key rejects the file (ruleset-semantics §2.2).
-var allowedTopLevel = map[string]bool{
-	"$schema": true, "debugLog": true, "permissionReviewLog": true, "yoloMode": true,
-	"doublePressToConfirm": true, "toolInputPreviewMaxLength": true, "toolTextSummaryMaxLength": true,
-	"piInfrastructureReadPaths": true, "permission": true, "shellTools": true,
-	"authorizerChain": true, "forwardingTimeoutMs": true, "permissionDialogKeys": true,
-	"promptNotifications": true, "promptMaxRows": true, "promptFieldMaxWidth": true,
-	"reviewLogFieldMaxWidth": true, "commandEffects": true, "authorizerTrust": true,
-}
-
-// knobChecks validate the runtime keys' values as NEW's schema does, so a
-// file pi rejects for a bad value is rejected here too (decision 0024).
+// topLevel is the NEW schema's key set (V20 keys plus the NEW ones), any
+// other key rejecting the file (ruleset-semantics §2.2), each with the check
+// of its value as NEW's schema does it, so a file pi rejects for a bad value
+// is rejected here too (decision 0024). permission is read on its own;
 // promptNotifications and commandEffects have no published shape we know:
 // any value passes.
-var knobChecks = map[string]func(jsonparse.Value) error{
+var topLevel = map[string]func(jsonparse.Value) error{
+	"permission": nil, "promptNotifications": nil, "commandEffects": nil,
 	"$schema":                   kindIs(jsonparse.String),
 	"debugLog":                  kindIs(jsonparse.Bool),
 	"permissionReviewLog":       kindIs(jsonparse.Bool),
@@ -127,16 +126,15 @@ func recordOf(field func(jsonparse.Value) error) func(jsonparse.Value) error {
 		if v.Kind != jsonparse.Object {
 			return fmt.Errorf("is %s, not an object", v.Kind)
 		}
-		keys, vals := members(v)
-		for i, k := range keys {
-			if k == protoKey {
+		for _, m := range v.Members() {
+			if m.Key == protoKey {
 				continue // zod's record parser skips it unchecked
 			}
-			if k == "" {
+			if m.Key == "" {
 				return errors.New("has an empty key")
 			}
-			if err := field(vals[i]); err != nil {
-				return fmt.Errorf("[%q] %w", k, err)
+			if err := field(m.Value); err != nil {
+				return fmt.Errorf("[%q] %w", m.Key, err)
 			}
 		}
 		return nil
@@ -148,14 +146,13 @@ func strictObject(fields map[string]func(jsonparse.Value) error, required ...str
 		if v.Kind != jsonparse.Object {
 			return fmt.Errorf("is %s, not an object", v.Kind)
 		}
-		keys, vals := members(v)
-		for i, k := range keys {
-			check, ok := fields[k]
+		for _, m := range v.Members() {
+			check, ok := fields[m.Key]
 			if !ok {
-				return fmt.Errorf("has the unknown key %q", k)
+				return fmt.Errorf("has the unknown key %q", m.Key)
 			}
-			if err := check(vals[i]); err != nil {
-				return fmt.Errorf(".%s %w", k, err)
+			if err := check(m.Value); err != nil {
+				return fmt.Errorf(".%s %w", m.Key, err)
 			}
 		}
 		for _, k := range required {
@@ -188,13 +185,13 @@ func parseConfig(text, origin, file string) (configFile, error) {
 		return configFile{}, fmt.Errorf("the file holds %s, not an object", root.Kind)
 	}
 	var cfg configFile
-	keys, vals := members(root)
-	for i, key := range keys {
-		val := vals[i]
-		if !allowedTopLevel[key] {
+	for _, m := range root.Members() {
+		key, val := m.Key, m.Value
+		check, known := topLevel[key]
+		if !known {
 			return configFile{}, fmt.Errorf("unknown top-level key %q", key)
 		}
-		if check := knobChecks[key]; check != nil {
+		if check != nil {
 			if err := check(val); err != nil {
 				return configFile{}, fmt.Errorf("%s %w", key, err)
 			}
@@ -218,12 +215,11 @@ func parsePermission(val jsonparse.Value, origin, file string) (*permissions, er
 		return nil, fmt.Errorf("permission is %s, not an object", val.Kind)
 	}
 	perms := newOrdered[surfaceValue]()
-	surfaces, values := members(val)
-	for i, surface := range surfaces {
+	for _, m := range val.Members() {
+		surface, v := m.Key, m.Value
 		if surface == protoKey {
 			continue
 		}
-		v := values[i]
 		where := func() string { return fmt.Sprintf("permission[%q]", surface) }
 		if surface == "" {
 			return nil, fmt.Errorf("permission has an empty key")
@@ -238,15 +234,15 @@ func parsePermission(val jsonparse.Value, origin, file string) (*permissions, er
 			if !IsState(v.Str) {
 				return nil, fmt.Errorf("%s is %q, not allow, ask or deny", where(), v.Str)
 			}
-			perms.set(surface, surfaceValue{str: &entry{action: Action(v.Str), origin: origin, file: file}})
+			perms.set(surface, stateValue(entry{action: Action(v.Str), origin: origin, file: file}))
 		case jsonparse.Object:
 			patterns := newOrdered[entry]()
-			pats, raw := members(v)
-			for j, pat := range pats {
+			for _, pm := range v.Members() {
+				pat := pm.Key
 				if pat == protoKey {
 					continue
 				}
-				e, err := parsePatternEntry(raw[j])
+				e, err := parsePatternEntry(pm.Value)
 				if err != nil {
 					return nil, fmt.Errorf("%s[%q]%w", where(), pat, err)
 				}
@@ -275,10 +271,9 @@ func parsePatternEntry(v jsonparse.Value) (entry, error) {
 		return entry{action: Action(v.Str)}, nil
 	case jsonparse.Object:
 		e := entry{}
-		keys, fields := members(v)
-		for i, k := range keys {
-			f := fields[i]
-			switch k {
+		for _, m := range v.Members() {
+			f := m.Value
+			switch m.Key {
 			case "action":
 				if f.Kind != jsonparse.String || f.Str != string(Deny) {
 					return entry{}, errors.New(`.action must be "deny"`)
@@ -293,7 +288,7 @@ func parsePatternEntry(v jsonparse.Value) (entry, error) {
 				}
 				e.reason = f.Str
 			default:
-				return entry{}, fmt.Errorf(" has the unknown key %q (a deny object allows only action and reason)", k)
+				return entry{}, fmt.Errorf(" has the unknown key %q (a deny object allows only action and reason)", m.Key)
 			}
 		}
 		if e.action != Deny {

@@ -9,13 +9,6 @@ import (
 	"github.com/permtui/permtui/internal/wire"
 )
 
-// pathSurfaces are evaluated with matchValues as aliases (§6.4).
-var pathSurfaces = map[string]bool{
-	"read": true, "write": true, "edit": true, "find": true, "grep": true, "ls": true,
-	"path": true, "external_directory": true,
-	"path_read": true, "path_write": true, "external_directory_read": true, "external_directory_write": true,
-}
-
 // ValueSurface reports whether pi judges surface by its match values; every
 // other surface (an extension tool) is judged on the literal value "*".
 func ValueSurface(surface string) bool {
@@ -24,8 +17,11 @@ func ValueSurface(surface string) bool {
 }
 
 // AliasSurface reports whether pi judges every value of surface (a path
-// and its aliases, mcp's names), not only the first.
-func AliasSurface(surface string) bool { return pathSurfaces[surface] || surface == "mcp" }
+// and its aliases, mcp's names), not only the first (§6.4): every built-in
+// surface but bash and skill.
+func AliasSurface(surface string) bool {
+	return surface != "bash" && surface != "skill" && slices.Contains(builtinSurfaces, surface)
+}
 
 // starValues stands in for an empty value list, and is the only value of a
 // surface that carries no value of its own.
@@ -125,13 +121,7 @@ func bashValue(raw string) string {
 		}
 		return raw
 	}
-	lines := strings.Split(raw, "\n")
-	kept := lines[:0]
-	for _, line := range lines {
-		if t := jsTrim(line); !strings.HasPrefix(t, "#") {
-			kept = append(kept, line)
-		}
-	}
+	kept := slices.DeleteFunc(strings.Split(raw, "\n"), func(line string) bool { return strings.HasPrefix(jsTrim(line), "#") })
 	if t := jsTrim(strings.Join(kept, "\n")); t != "" {
 		return t
 	}
@@ -409,12 +399,10 @@ func writeAll(b *strings.Builder, parts ...string) {
 // writeQuoted writes s as a Go-quoted string, so control characters in
 // untrusted values stay visible and inert.
 func writeQuoted(b *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			var scratch [128]byte
-			b.Write(strconv.AppendQuote(scratch[:0], s))
-			return
-		}
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r >= 0x7f || r == '"' || r == '\\' }) {
+		var scratch [128]byte
+		b.Write(strconv.AppendQuote(scratch[:0], s))
+		return
 	}
 	b.WriteByte('"') // plain printable ASCII quotes as itself
 	b.WriteString(s)

@@ -8,12 +8,11 @@ import (
 	"github.com/permtui/permtui/internal/wire"
 )
 
-// fmValue is a node of pi's minimal frontmatter dialect: a plain string or a
-// nested map (isMap). Maps are JavaScript objects, so they keep JS key order.
+// fmValue is a node of pi's minimal frontmatter dialect: a plain string, or
+// a nested map m (a JavaScript object, so in JS key order).
 type fmValue struct {
-	str   string
-	isMap bool
-	m     *ordered[fmValue]
+	str string
+	m   *ordered[fmValue]
 }
 
 // FrontmatterKey is one line of an agent file's frontmatter that pi's parser
@@ -64,7 +63,7 @@ func ReadFrontmatter(text string) (Frontmatter, error) {
 		if trimmed == "" || trimmed[0] == '#' || colon < 1 {
 			continue
 		}
-		k := FrontmatterKey{Line: i, Lead: line[:len(line)-len(jsTrimLeft(line))], Parent: -1, Last: i,
+		k := FrontmatterKey{Line: i, Lead: line[:len(line)-len(strings.TrimLeftFunc(line, wire.IsJSSpace))], Parent: -1, Last: i,
 			Key: peelQuotes(jsTrim(trimmed[:colon])), Value: jsTrim(trimmed[colon+1:])}
 		indent := utf8.RuneCountInString(k.Lead)
 		for len(open) > 0 && open[len(open)-1].indent >= indent {
@@ -106,7 +105,7 @@ func parseFrontmatter(text string) *ordered[fmValue] {
 		case k.Value == "":
 			maps[i] = newOrdered[fmValue]()
 			if !proto {
-				parent.set(k.Key, fmValue{isMap: true, m: maps[i]})
+				parent.set(k.Key, fmValue{m: maps[i]})
 			}
 			continue
 		case proto:
@@ -149,15 +148,15 @@ func agentPermissions(text, origin, file string) *permissions {
 		return perms
 	}
 	block, ok := fm.get("permission")
-	if !ok || !block.isMap {
+	if !ok || block.m == nil {
 		return perms
 	}
 	surfaces, values := block.m.all()
 	for i, surface := range surfaces {
 		v := values[i]
-		if !v.isMap {
+		if v.m == nil {
 			if IsState(v.str) {
-				perms.set(surface, surfaceValue{str: &entry{action: Action(v.str), origin: origin, file: file}})
+				perms.set(surface, stateValue(entry{action: Action(v.str), origin: origin, file: file}))
 			}
 			continue
 		}
@@ -179,16 +178,16 @@ func agentPermissions(text, origin, file string) *permissions {
 // frontmatterEntry accepts a state, or a {action: deny, reason?} map whose
 // extra keys are tolerated.
 func frontmatterEntry(v fmValue) (entry, bool) {
-	if !v.isMap {
+	if v.m == nil {
 		return entry{action: Action(v.str)}, IsState(v.str)
 	}
 	action, ok := v.m.get("action")
-	if !ok || action.isMap || action.str != string(Deny) {
+	if !ok || action.m != nil || action.str != string(Deny) {
 		return entry{}, false
 	}
 	e := entry{action: Deny}
 	if reason, ok := v.m.get("reason"); ok {
-		if reason.isMap {
+		if reason.m != nil {
 			return entry{}, false
 		}
 		e.reason = reason.str
@@ -196,5 +195,4 @@ func frontmatterEntry(v fmValue) (entry, bool) {
 	return e, true
 }
 
-func jsTrim(s string) string     { return strings.TrimFunc(s, wire.IsJSSpace) }
-func jsTrimLeft(s string) string { return strings.TrimLeftFunc(s, wire.IsJSSpace) }
+func jsTrim(s string) string { return strings.TrimFunc(s, wire.IsJSSpace) }

@@ -54,10 +54,8 @@ type ordered[V any] struct {
 	ks    []string
 	vs    []V
 	index map[string]int
-	ints  int    // integer-like keys stored
-	strs  int    // other keys stored
-	top   uint64 // the largest integer-like key stored
-	// unsorted: an integer-like key arrived after a key it must precede.
+	ints  int // integer-like keys stored
+	// unsorted: an integer-like key arrived since the keys were last ordered.
 	unsorted bool
 }
 
@@ -88,14 +86,9 @@ func (o *ordered[V]) set(k string, v V) {
 		o.vs[i] = v
 		return
 	}
-	if n, isIndex := ArrayIndex(k); isIndex {
-		if o.strs > 0 || (o.ints > 0 && n < o.top) {
-			o.unsorted = true
-		}
+	if _, isIndex := ArrayIndex(k); isIndex {
 		o.ints++
-		o.top = max(o.top, n)
-	} else {
-		o.strs++
+		o.unsorted = true
 	}
 	o.index[k] = len(o.ks)
 	o.ks = append(o.ks, k)
@@ -105,9 +98,25 @@ func (o *ordered[V]) set(k string, v V) {
 // sort moves the integer-like keys to the front in ascending numeric order,
 // keeping the other keys in insertion order.
 func (o *ordered[V]) sort() {
+	type intKey struct {
+		n  uint64
+		at int
+	}
+	nums := make([]intKey, 0, o.ints)
+	for i, k := range o.ks {
+		if n, ok := ArrayIndex(k); ok {
+			nums = append(nums, intKey{n, i})
+		}
+	}
+	slices.SortFunc(nums, func(a, b intKey) int { return cmp.Compare(a.n, b.n) })
 	ks, vs := make([]string, 0, len(o.ks)), make([]V, 0, len(o.vs))
-	for _, at := range jsOrder(o.ks, o.ints) {
-		ks, vs = append(ks, o.ks[at]), append(vs, o.vs[at])
+	for _, n := range nums {
+		ks, vs = append(ks, o.ks[n.at]), append(vs, o.vs[n.at])
+	}
+	for i, k := range o.ks {
+		if _, ok := ArrayIndex(k); !ok {
+			ks, vs = append(ks, k), append(vs, o.vs[i])
+		}
 	}
 	o.ks, o.vs, o.unsorted = ks, vs, false
 	for i, k := range ks {
@@ -115,43 +124,12 @@ func (o *ordered[V]) sort() {
 	}
 }
 
-// jsOrder is the order in which JavaScript lists an object of the distinct
-// keys ks, as indexes into ks: the ints integer-like keys in ascending
-// numeric order, then the others as they stand.
-func jsOrder(ks []string, ints int) []int {
-	type intKey struct {
-		n  uint64
-		at int
-	}
-	nums := make([]intKey, 0, ints)
-	for i, k := range ks {
-		if n, ok := ArrayIndex(k); ok {
-			nums = append(nums, intKey{n, i})
-		}
-	}
-	slices.SortFunc(nums, func(a, b intKey) int { return cmp.Compare(a.n, b.n) })
-	order := make([]int, 0, len(ks))
-	for _, n := range nums {
-		order = append(order, n.at)
-	}
-	for i, k := range ks {
-		if _, ok := ArrayIndex(k); !ok {
-			order = append(order, i)
-		}
-	}
-	return order
-}
-
 // ArrayIndex reports whether k is a canonical array index ("0", or digits
 // without a leading zero, at most 2^32-2), which JavaScript orders first.
 func ArrayIndex(k string) (uint64, bool) {
-	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') {
-		return 0, false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < '0' || k[i] > '9' {
-			return 0, false
-		}
+	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') ||
+		strings.ContainsFunc(k, func(r rune) bool { return r < '0' || r > '9' }) {
+		return 0, false // and ParseUint, whose error allocates, is not called
 	}
 	n, err := strconv.ParseUint(k, 10, 64)
 	return n, err == nil && n <= 1<<32-2
@@ -171,21 +149,6 @@ func parseJSON(text string) (jsonparse.Value, error) {
 		return v, fmt.Errorf("JSON syntax error at line %d: %s", line, se.Msg)
 	}
 	return v, err
-}
-
-// members are an object's keys and values in JavaScript order (the reader
-// keeps each key once, where it first stood).
-func members(v jsonparse.Value) ([]string, []jsonparse.Value) {
-	ks := make([]string, len(v.Members()))
-	for i, m := range v.Members() {
-		ks[i] = m.Key
-	}
-	order := jsOrder(ks, 0)
-	keys, vals := make([]string, len(order)), make([]jsonparse.Value, len(order))
-	for i, at := range order {
-		keys[i], vals[i] = ks[at], v.Members()[at].Value
-	}
-	return keys, vals
 }
 
 // quotedEnd is the index just past the string literal opening at text[i]

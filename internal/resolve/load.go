@@ -567,7 +567,7 @@ func ruleCount(merged *permissions) int {
 	n := 1 + len(mcpBaseline)
 	keys, vals := merged.all()
 	for i := range keys {
-		n += asPatterns(vals[i]).Len()
+		n += vals[i].patterns.Len()
 	}
 	return n
 }

@@ -75,11 +75,7 @@ func compileGlob(expr string) glob {
 	g.anyMid = strings.Trim(g.mid, "*") == ""
 	g.byUnits = strings.IndexByte(g.mid, '?') >= 0
 	if !g.byUnits {
-		for _, seg := range strings.Split(g.mid, "*") {
-			if seg != "" {
-				g.segments = append(g.segments, seg)
-			}
-		}
+		g.segments = strings.FieldsFunc(g.mid, func(r rune) bool { return r == '*' })
 	}
 	return g
 }

@@ -93,12 +93,9 @@ func (s *Store) changed() bool {
 // relevant: the event concerns a watched path, a file inside a watched
 // directory, or a directory on the way to one.
 func relevant(name string, paths []string) bool {
-	for _, p := range paths {
-		if name == p || filepath.Dir(name) == p || strings.HasPrefix(p, name+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(paths, func(p string) bool {
+		return name == p || filepath.Dir(name) == p || strings.HasPrefix(p, name+string(filepath.Separator))
+	})
 }
 
 // fingerprint summarises the metadata of the watched files and of the

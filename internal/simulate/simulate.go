@@ -71,11 +71,10 @@ func (c *Counts) add(a resolve.Action) {
 
 // Outcome is one recorded ask judged by both policies.
 type Outcome struct {
-	Record         serve.AuditRecord
-	Before, After  resolve.Verdict
-	PersonDecided  bool // a person answered it (not a rule, grant or shutdown)
-	PersonDenied   bool
-	PersonApproved bool
+	Record        serve.AuditRecord
+	Before, After resolve.Verdict
+	// A person answered it (not a rule, grant or shutdown), and how.
+	PersonDenied, PersonApproved bool
 }
 
 // Report is a replay of a log under the current and the candidate policy.
@@ -97,9 +96,9 @@ func Replay(l Log, current, candidate *resolve.Policy) Report {
 		f := r.Facts
 		req := judgment.FactsRequest(resolve.Query{Agent: f.Principal, Surface: f.Surface, Values: f.MatchValues, Floor: f.Floor, AskingUnits: f.AskingUnits})
 		o := Outcome{Record: r, Before: judgment.Verdict(current, req, nil, nil), After: judgment.Verdict(candidate, req, nil, nil)}
-		o.PersonDecided = r.DecidedBy != nil && r.DecidedBy.Kind == wire.DecidedByUser
-		o.PersonDenied = o.PersonDecided && !r.Approved
-		o.PersonApproved = o.PersonDecided && r.Approved
+		person := r.DecidedBy != nil && r.DecidedBy.Kind == wire.DecidedByUser
+		o.PersonDenied = person && !r.Approved
+		o.PersonApproved = person && r.Approved
 		rep.Current.add(o.Before.Action)
 		rep.Candidate.add(o.After.Action)
 		rep.Outcomes = append(rep.Outcomes, o)
@@ -115,12 +114,6 @@ func (r Report) Changed() []Outcome {
 // DeniedNowAllowed lists the asks a person denied that the candidate allows.
 func (r Report) DeniedNowAllowed() []Outcome {
 	return filter(r.Outcomes, func(o Outcome) bool { return o.PersonDenied && o.After.Action == resolve.Allow })
-}
-
-// DecidedBy lists the asks the candidate decides with a rule that match
-// accepts: a new rule's coverage.
-func (r Report) DecidedBy(match func(*resolve.RuleRef) bool) []Outcome {
-	return filter(r.Outcomes, func(o Outcome) bool { return o.After.Rule != nil && match(o.After.Rule) })
 }
 
 // filter is the outcomes keep accepts, in order (nil for none).
@@ -141,9 +134,11 @@ type Coverage struct {
 	Denied   []Outcome // of those, the ones a person denied
 }
 
-// CoverageOf is the coverage of the rule match accepts.
+// CoverageOf is the coverage of the rule match accepts: the asks the
+// candidate decides with it.
 func (r Report) CoverageOf(match func(*resolve.RuleRef) bool) Coverage {
-	c := Coverage{Replayed: r.Replayed, Decided: r.DecidedBy(match)}
+	decided := func(o Outcome) bool { return o.After.Rule != nil && match(o.After.Rule) }
+	c := Coverage{Replayed: r.Replayed, Decided: filter(r.Outcomes, decided)}
 	c.Denied = filter(c.Decided, func(o Outcome) bool { return o.PersonDenied })
 	return c
 }

@@ -82,9 +82,9 @@ func TestReplayRecordedLog(t *testing.T) {
 	if len(denied) != 1 || denied[0].Record.Facts.MatchValues[0] != "npm install evil" {
 		t.Errorf("denied now allowed: %+v", denied)
 	}
-	cov := rep.DecidedBy(func(r *resolve.RuleRef) bool { return r.Pattern == "npm install *" })
-	if len(cov) != 3 {
-		t.Errorf("coverage %d", len(cov))
+	cov := rep.CoverageOf(func(r *resolve.RuleRef) bool { return r.Pattern == "npm install *" })
+	if len(cov.Decided) != 3 {
+		t.Errorf("coverage %d", len(cov.Decided))
 	}
 
 	recent, err := ReadLog(path, time.Date(2026, 12, 1, 11, 30, 0, 0, time.UTC))
