@@ -158,9 +158,7 @@ func (d *scopeDialog) updateEdit(k tea.KeyMsg) (action, tea.Cmd) {
 			d.edited = ""
 		}
 	default:
-		var cmd tea.Cmd
-		d.input, cmd = d.input.Update(k)
-		return nil, cmd
+		return nil, typeInto(&d.input, k)
 	}
 	d.offset, d.seen = 0, map[int]bool{}
 	d.input.Blur()
