@@ -110,7 +110,7 @@ func AppendRuleRecord(stateDir string, rec RuleRecord) error {
 	if err := safefs.MkdirPrivate(stateDir); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(stateDir, "audit.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := safefs.OpenAppendPrivate(filepath.Join(stateDir, "audit.jsonl"))
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
@@ -285,7 +285,7 @@ func (l *auditLog) open() error {
 	if err := safefs.MkdirPrivate(filepath.Dir(l.path)); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := safefs.OpenAppendPrivate(l.path)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
@@ -300,8 +300,9 @@ func (l *auditLog) open() error {
 	l.idxMu.Lock()
 	defer l.idxMu.Unlock()
 	if l.indexFile == nil {
-		// A file of its own: the leader closes and reopens l.file.
-		rf, err := os.Open(l.path)
+		// A file of its own: the leader closes and reopens l.file. Only
+		// read, yet opened as l.file is: a symlink is not followed here either.
+		rf, err := safefs.OpenAppendPrivate(l.path)
 		if err != nil {
 			_ = f.Close()
 			return fmt.Errorf("audit: %w", err)

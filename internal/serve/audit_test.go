@@ -207,3 +207,51 @@ func TestASubagentApprovalRecordsWhatTheChildRecords(t *testing.T) {
 		t.Errorf("an older record reads as %+v", read[0])
 	}
 }
+
+// The audit log opens without following a symlink, and refuses a file that
+// is no regular file or that others can read: decisions and rules are not
+// appended to another file, nor kept where others read them. The serving
+// log reports it degraded (answers wait) and a rule record is not written;
+// what was there is left as it was.
+func TestTheAuditLogRefusesALinkOrAFileOthersRead(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]func(path string) error{
+		"symlink":   func(path string) error { return os.Symlink(victim, path) },
+		"mode 0644": func(path string) error { return os.WriteFile(path, []byte("keep\n"), 0o644) },
+	}
+	for what, plant := range states {
+		stateDir := t.TempDir()
+		path := filepath.Join(stateDir, "audit.jsonl")
+		if err := plant(path); err != nil {
+			t.Fatal(err)
+		}
+		var problem string
+		l := newAuditLog(stateDir, func(ev Event) {
+			if d, ok := ev.(Degraded); ok && d.Area == AreaAudit {
+				problem = d.Problem
+			}
+		})
+		if err := l.append(AuditRecord{RequestID: "r", State: wire.StateDenied}); err == nil {
+			t.Errorf("%s: a decision was recorded", what)
+		}
+		l.close()
+		if !strings.Contains(problem, path) || !strings.Contains(problem, "answers wait") {
+			t.Errorf("%s: degraded %q", what, problem)
+		}
+		if err := AppendRuleRecord(stateDir, RuleRecord{Surface: "bash", Pattern: "ls", Action: "allow"}); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: rule record: %v", what, err)
+		}
+		for _, p := range []string{victim, path} {
+			if data, err := os.ReadFile(p); err != nil || string(data) != "keep\n" {
+				t.Fatalf("%s: %s holds %q %v", what, p, data, err)
+			}
+		}
+		if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o644 {
+			t.Fatalf("%s: mode %v %v", what, info.Mode(), err)
+		}
+	}
+}
