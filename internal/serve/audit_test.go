@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -252,6 +253,43 @@ func TestTheAuditLogRefusesALinkOrAFileOthersRead(t *testing.T) {
 		}
 		if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o644 {
 			t.Fatalf("%s: mode %v %v", what, info.Mode(), err)
+		}
+	}
+}
+
+// A line above maxAuditLine (one written by hand) is passed over by the
+// replay index as by ReadAudit, never held whole, and the decisions after
+// it are found: reading it whole took its size in memory at every open.
+func TestTheReplayIndexPassesOverALineAboveTheCap(t *testing.T) {
+	dir := t.TempDir()
+	var log []byte
+	for _, part := range []any{indexedRec("before"), strings.Repeat("x", 10*maxAuditLine), indexedRec("after")} {
+		line, ok := part.(string)
+		if !ok {
+			data, err := json.Marshal(part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line = string(data)
+		}
+		log = append(append(log, line...), '\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "audit.jsonl"), log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	l := newAuditLog(dir, func(Event) {})
+	runtime.ReadMemStats(&after)
+	defer l.close()
+	// Growing the one line buffer to the cap allocates about 5 times
+	// the cap over all; reading the line whole took 3 times its size.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8*maxAuditLine {
+		t.Errorf("opening the log took %d MiB for a %d MiB line", grew>>20, len(log)>>20)
+	}
+	for _, id := range []string{"before", "after"} {
+		if got, ok, looked := l.recorded(keyOf("s", id, "c", 1)); !ok || !looked || got.RequestID != id {
+			t.Errorf("recorded(%s) = %+v, %v, %v", id, got, ok, looked)
 		}
 	}
 }
