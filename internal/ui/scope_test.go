@@ -820,3 +820,38 @@ func TestAPastedScopeEditIsShownSafeAndGatedAsTyped(t *testing.T) {
 	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: []wire.Grant{{Surface: "bash", Pattern: "*"}},
 		EditDenies: []wire.Grant{{Surface: "bash", Pattern: "rm -rf *"}}})
 }
+
+// ↑ on the first choice and ↓ on the last move nowhere, so they change
+// nothing: the lines seen of a tall choice stay seen and a kept edit stays
+// (they started the choice over, so an extra ↓ dropped the edit unseen).
+func TestArrowsAtTheEndsOfTheScopeDialogChangeNothing(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 60, Height: 20})
+	a := wideSuggestion(t)
+	var gs []wire.Grant
+	for i := range 30 {
+		gs = append(gs, wire.Grant{Surface: "bash", Pattern: "npm test:" + itoa(i)})
+	}
+	a.Request.SessionApproval.Grants = gs
+	a.Scopes = serve.OfferedScopes(a.Request, reachPolicy(t))
+	h.queue(a)
+	chooseScope(h, serve.ScopeSubagent)
+	h.keys("enter")
+	seeWhole(h)
+	h.keys("up")
+	if !h.m.scope.seenWhole() {
+		t.Fatal("↑ on the first choice forgot the lines seen")
+	}
+
+	e := newHarness(t)
+	e.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	e.queue(suggesting("ls -la", []wire.Grant{{Surface: "bash", Pattern: "ls *"}}, reachPolicy(t)))
+	chooseScope(e, serve.ScopeSession)
+	if last := len(e.m.scope.scopes.Options) - 1; e.m.scope.chosen != last {
+		t.Fatalf("the whole session is choice %d of %d", e.m.scope.chosen, last)
+	}
+	e.keys("e", "ctrl+u", "ls -l*", "enter", "down")
+	if got := e.m.scope.edited; got != "ls -l*" {
+		t.Fatalf("↓ on the last choice left the edit %q", got)
+	}
+}
