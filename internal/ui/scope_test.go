@@ -801,6 +801,10 @@ func TestAPastedScopeEditIsShownSafeAndGatedAsTyped(t *testing.T) {
 	}
 	h.queue(a)
 	chooseScope(h, serve.ScopeSession)
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("e*"), Paste: true}) // not editing: no key
+	if h.m.scope.editing || h.m.scope.pattern() != "" {
+		t.Fatalf("a paste outside the edit acted: editing %v, pattern %q", h.m.scope.editing, h.m.scope.pattern())
+	}
 	h.keys("e", "ctrl+u")
 	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(hostilePaste), Paste: true})
 	wantDrawnSafe(t, h.m.View())
