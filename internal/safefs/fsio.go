@@ -199,12 +199,13 @@ func readUpTo(fd int, size, max int64) ([]byte, error) {
 	return buf, nil
 }
 
-// OpenAppendPrivate opens path for appending, created 0600, without
-// following a symlink or blocking on a FIFO. An existing file must be a
+// OpenAppendPrivate opens path for appending and reading back (a log's
+// torn tail), created 0600, without following a symlink or blocking on a
+// FIFO. An existing file must be a
 // regular file that no one else may read or write: permtui writes what it
 // was told to keep private there, and must not widen another file with it.
 func OpenAppendPrivate(path string) (*os.File, error) {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 	if errors.Is(err, unix.ELOOP) {
 		return nil, fmt.Errorf("%s: %w (symlink)", path, ErrNotRegular)
 	}

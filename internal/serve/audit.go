@@ -113,7 +113,7 @@ func AppendRuleRecord(stateDir string, rec RuleRecord) error {
 	if err := safefs.MkdirPrivate(stateDir); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	f, err := os.OpenFile(AuditPath(stateDir), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := safefs.OpenAppendPrivate(AuditPath(stateDir))
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
@@ -163,32 +163,48 @@ func ReadAudit(r io.Reader, fn func(AuditRecord)) (bad int, err error) {
 }
 
 func readAudit(r io.Reader, fn func(AuditRecord), expiries bool) (bad int, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var line []byte
-	for {
-		// A line above the cap is passed over whole and counted bad (a
-		// child's values can grow past it when escaped), not an error that
-		// would end the reading of every later line.
-		chunk, rerr := br.ReadSlice('\n')
-		over := len(line) > maxAuditLine
-		if !over {
-			line = append(line, chunk...)
-		}
-		if rerr == bufio.ErrBufferFull {
-			continue
-		}
-		if rerr != nil && rerr != io.EOF {
-			return bad, rerr
-		}
-		if over || len(line) > maxAuditLine {
+	err = auditLines(r, func(line []byte, _ int64, _ bool) {
+		switch {
+		case line == nil:
 			bad++
-		} else if len(bytes.TrimSpace(line)) > 0 {
+		case len(bytes.TrimSpace(line)) > 0:
 			bad += readAuditLine(line, fn, expiries)
 		}
-		if rerr == io.EOF {
-			return bad, nil
+	})
+	return bad, err
+}
+
+// auditLines calls fn with each line of an audit log, its newline
+// included, its length, and whether it ended (the last may not). A line
+// above maxAuditLine is passed over, never held whole, and comes as nil: a
+// child's values can grow past the cap when escaped, and one such line
+// must not end the reading of every later line. The line is fn's only for
+// the call.
+func auditLines(r io.Reader, fn func(line []byte, n int64, ended bool)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	var n int64
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if n += int64(len(chunk)); n <= maxAuditLine {
+			line = append(line, chunk...)
 		}
-		line = line[:0]
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		switch {
+		case n > maxAuditLine:
+			fn(nil, n, err == nil)
+		case n > 0:
+			fn(line, n, err == nil)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		line, n = line[:0], 0
 	}
 }
 
@@ -289,7 +305,7 @@ func (l *auditLog) open() error {
 	if err := safefs.MkdirPrivate(filepath.Dir(l.path)); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := safefs.OpenAppendPrivate(l.path)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
@@ -304,8 +320,9 @@ func (l *auditLog) open() error {
 	l.idxMu.Lock()
 	defer l.idxMu.Unlock()
 	if l.indexFile == nil {
-		// A file of its own: the leader closes and reopens l.file.
-		rf, err := os.Open(l.path)
+		// A file of its own: the leader closes and reopens l.file. Only
+		// read, yet opened as l.file is: a symlink is not followed here either.
+		rf, err := safefs.OpenAppendPrivate(l.path)
 		if err != nil {
 			_ = f.Close()
 			return fmt.Errorf("audit: %w", err)

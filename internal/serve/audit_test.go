@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,90 @@ func TestASubagentApprovalRecordsWhatTheChildRecords(t *testing.T) {
 	}
 	if read[0].ChildGrants != nil || read[0].State != wire.StateApprovedForSession {
 		t.Errorf("an older record reads as %+v", read[0])
+	}
+}
+
+// The audit log opens without following a symlink, and refuses a file that
+// is no regular file or that others can read: decisions and rules are not
+// appended to another file, nor kept where others read them. The serving
+// log reports it degraded (answers wait) and a rule record is not written;
+// what was there is left as it was.
+func TestTheAuditLogRefusesALinkOrAFileOthersRead(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]func(path string) error{
+		"symlink":   func(path string) error { return os.Symlink(victim, path) },
+		"mode 0644": func(path string) error { return os.WriteFile(path, []byte("keep\n"), 0o644) },
+	}
+	for what, plant := range states {
+		stateDir := t.TempDir()
+		path := filepath.Join(stateDir, "audit.jsonl")
+		if err := plant(path); err != nil {
+			t.Fatal(err)
+		}
+		var problem string
+		l := newAuditLog(stateDir, func(ev Event) {
+			if d, ok := ev.(Degraded); ok && d.Area == AreaAudit {
+				problem = d.Problem
+			}
+		})
+		if err := l.append(AuditRecord{RequestID: "r", State: wire.StateDenied}); err == nil {
+			t.Errorf("%s: a decision was recorded", what)
+		}
+		l.close()
+		if !strings.Contains(problem, path) || !strings.Contains(problem, "answers wait") {
+			t.Errorf("%s: degraded %q", what, problem)
+		}
+		if err := AppendRuleRecord(stateDir, RuleRecord{Surface: "bash", Pattern: "ls", Action: "allow"}); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: rule record: %v", what, err)
+		}
+		for _, p := range []string{victim, path} {
+			if data, err := os.ReadFile(p); err != nil || string(data) != "keep\n" {
+				t.Fatalf("%s: %s holds %q %v", what, p, data, err)
+			}
+		}
+		if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o644 {
+			t.Fatalf("%s: mode %v %v", what, info.Mode(), err)
+		}
+	}
+}
+
+// A line above maxAuditLine (one written by hand) is passed over by the
+// replay index as by ReadAudit, never held whole, and the decisions after
+// it are found: reading it whole took its size in memory at every open.
+func TestTheReplayIndexPassesOverALineAboveTheCap(t *testing.T) {
+	dir := t.TempDir()
+	var log []byte
+	for _, part := range []any{indexedRec("before"), strings.Repeat("x", 10*maxAuditLine), indexedRec("after")} {
+		line, ok := part.(string)
+		if !ok {
+			data, err := json.Marshal(part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line = string(data)
+		}
+		log = append(append(log, line...), '\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "audit.jsonl"), log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	l := newAuditLog(dir, func(Event) {})
+	runtime.ReadMemStats(&after)
+	defer l.close()
+	// Growing the one line buffer to the cap allocates about 5 times
+	// the cap over all; reading the line whole took 3 times its size.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8*maxAuditLine {
+		t.Errorf("opening the log took %d MiB for a %d MiB line", grew>>20, len(log)>>20)
+	}
+	for _, id := range []string{"before", "after"} {
+		if got, ok, looked := l.recorded(keyOf("s", id, "c", 1)); !ok || !looked || got.RequestID != id {
+			t.Errorf("recorded(%s) = %+v, %v, %v", id, got, ok, looked)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"io"
@@ -145,31 +144,34 @@ func (n indexNote) apply(idx map[deliveryKey]linePos) {
 // indexFrom indexes the complete lines of the log from off on, keeping the
 // first decision recorded for each request until a delivered line says its
 // request is gone, and returns where it stopped (before a line still being
-// written). Lines that do not parse are skipped.
+// written). Lines that do not parse, or that are above the cap, are skipped.
 func indexFrom(f *os.File, off int64, idx map[deliveryKey]linePos) (int64, error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 64<<10)
-	for {
-		line, err := r.ReadBytes('\n')
-		if err == io.EOF {
-			return off, nil // an unterminated tail is not indexed yet
+	err := auditLines(io.NewSectionReader(f, off, 1<<62), func(line []byte, n int64, ended bool) {
+		if !ended {
+			return // an unterminated tail is not indexed yet
 		}
-		if err != nil {
-			return off, err
+		if line != nil {
+			indexLine(line, off, idx)
 		}
-		var head struct {
-			Kind             string  `json:"kind"`
-			RequestID        string  `json:"requestId"`
-			ServedSession    string  `json:"servedSession"`
-			RequesterSession string  `json:"requesterSession"`
-			CreatedAt        float64 `json:"createdAt"`
-			RequestGone      bool    `json:"requestGone"`
-		}
-		if json.Unmarshal(line, &head) == nil {
-			note := noteOf(head.Kind, head.RequestID, head.ServedSession, head.RequesterSession, head.CreatedAt, head.RequestGone)
-			note.pos = linePos{off: off, n: int32(len(line))}
-			note.apply(idx)
-		}
-		off += int64(len(line))
+		off += n
+	})
+	return off, err
+}
+
+// indexLine notes what the line at off says of its request, if it parses.
+func indexLine(line []byte, off int64, idx map[deliveryKey]linePos) {
+	var head struct {
+		Kind             string  `json:"kind"`
+		RequestID        string  `json:"requestId"`
+		ServedSession    string  `json:"servedSession"`
+		RequesterSession string  `json:"requesterSession"`
+		CreatedAt        float64 `json:"createdAt"`
+		RequestGone      bool    `json:"requestGone"`
+	}
+	if json.Unmarshal(line, &head) == nil {
+		note := noteOf(head.Kind, head.RequestID, head.ServedSession, head.RequesterSession, head.CreatedAt, head.RequestGone)
+		note.pos = linePos{off: off, n: int32(len(line))}
+		note.apply(idx)
 	}
 }
 

@@ -2,11 +2,15 @@ package ui
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/permtui/permtui/internal/termsafe"
 )
 
 // common is what the root model shares with every overlay, by pointer: the
@@ -43,6 +47,22 @@ func newInput(prompt string, charLimit int) textinput.Model {
 	ti.Prompt, ti.CharLimit = prompt, charLimit
 	ti.Cursor.SetMode(cursor.CursorStatic)
 	return ti
+}
+
+// typeInto gives a dialog's text input a key or a paste. The input drops
+// controls itself; a pasted bidi override or zero-width rune it keeps is
+// shown, not obeyed. Neutralize, not Sanitize: what is shown stays as the
+// person types on, and the cursor stays after what it was after (a
+// stand-in is longer).
+func typeInto(in *textinput.Model, msg tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	*in, cmd = in.Update(msg)
+	if v := in.Value(); termsafe.Neutralize(v) != v {
+		head := termsafe.Neutralize(string([]rune(v)[:in.Position()]))
+		in.SetValue(termsafe.Neutralize(v))
+		in.SetCursor(utf8.RuneCountInString(head))
+	}
+	return cmd
 }
 
 // wrapped word-wraps text in style under an indent.

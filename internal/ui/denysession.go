@@ -108,13 +108,10 @@ func (d *denyDialog) update(msg tea.Msg) (action, tea.Cmd) {
 				targets: []serve.AskID{d.ask}, d: serve.Decision{State: wire.StateDeniedWithReason, Reason: reason, DenyFor: &g}}, nil
 		}
 	}
-	var cmd tea.Cmd
 	if d.onPattern {
-		d.pattern, cmd = d.pattern.Update(msg)
-	} else {
-		d.reason, cmd = d.reason.Update(msg)
+		return nil, typeInto(&d.pattern, msg)
 	}
-	return nil, cmd
+	return nil, typeInto(&d.reason, msg)
 }
 
 // coverage is what the deny covers: this ask, and how many other waiting

@@ -370,7 +370,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case tea.MouseMsg:
 		return m.mouse(msg)
 	case tea.KeyMsg:
-		if msg.Type == tea.KeyRunes && m.mode != modeReason && m.mode != modeRule && m.mode != modeDenySession && !m.filtering {
+		if msg.Type == tea.KeyRunes && !m.typing() {
 			if msg.Paste {
 				return nil // pasted text never decides anything
 			}
@@ -384,6 +384,12 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.overlayMsg(o, msg) // a text input takes more than keys
 	}
 	return nil
+}
+
+// typing: a text input has the keys, so runes are text, a paste included.
+func (m *Model) typing() bool {
+	return m.mode == modeReason || m.mode == modeRule || m.mode == modeDenySession || m.filtering ||
+		(m.mode == modeScope && m.scope.editing)
 }
 
 // handleKeys applies keys typed faster than the terminal is read: Bubble Tea

@@ -14,6 +14,7 @@ import (
 
 	"github.com/permtui/permtui/internal/inbox"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/testkit"
 	"github.com/permtui/permtui/internal/wire"
 )
@@ -895,5 +896,46 @@ func TestAnUnreadAnswerIsNotCalledAWriteFault(t *testing.T) {
 	h.events(serve.WriteFailed{Ask: 8, Err: "the answer recorded before this permtui started is already in responses/", Unread: true})
 	if got := h.m.log[len(h.m.log)-1].note; got != "⚠ ask #8: the answer recorded before this permtui started is already in responses/" {
 		t.Errorf("unread answer logged as %q", got)
+	}
+}
+
+// hostilePaste is clipboard text that would drive or reorder the terminal:
+// escape sequences, C0 and C1 controls, a bidi override, a zero-width space.
+const hostilePaste = "\x1b]0;pwned\x07\x1b[2Jstop\u202e\u0085\u009b31m\u200bnow\x00"
+
+// wantDrawnSafe fails when the view holds a raw ESC, another C0 control
+// than a newline, or a C1 or format rune outside the console's own styling.
+func wantDrawnSafe(t *testing.T, view string) {
+	t.Helper()
+	plain := view
+	if i := strings.IndexFunc(plain, func(r rune) bool { return (r < 0x20 && r != '\n') || r == 0x7f || termsafe.Hidden(r) }); i >= 0 {
+		t.Fatalf("view holds %q at %d:\n%q", plain[i:min(i+8, len(plain))], i, plain)
+	}
+}
+
+// Text pasted into the reason dialog and into both inputs of the session
+// deny dialog is shown as the rule dialog shows it (termsafe.Neutralize),
+// and the reason sent is what was shown.
+func TestPastedTextInTheDenyDialogsIsShownSafe(t *testing.T) {
+	h := newHarness(t)
+	a := pathWrite()
+	h.queue(a)
+	h.keys("r")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(hostilePaste), Paste: true})
+	wantDrawnSafe(t, h.m.View())
+	h.keys("enter")
+	shown := "]0;pwned[2Jstop⟨U+202E⟩31m⟨U+200B⟩now" // the input drops C0 and C1 controls itself
+	h.wantDecisions(serve.Decision{Ask: a.ID, State: wire.StateDeniedWithReason, Reason: shown})
+
+	d := newHarness(t)
+	d.queue(a)
+	d.keys("N")
+	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(hostilePaste), Paste: true})
+	wantDrawnSafe(t, d.m.View())
+	d.keys("tab")
+	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("\u202e"), Paste: true})
+	wantDrawnSafe(t, d.m.View())
+	if got := d.m.denyDialog.deny().Pattern; got != "/w/p/src/*⟨U+202E⟩" {
+		t.Errorf("deny pattern %q, want the override shown", got)
 	}
 }

@@ -50,9 +50,7 @@ func (d *reasonDialog) update(msg tea.Msg) (action, tea.Cmd) {
 				d: serve.Decision{State: wire.StateDeniedWithReason, Reason: text}}, nil
 		}
 	}
-	var cmd tea.Cmd
-	d.input, cmd = d.input.Update(msg)
-	return nil, cmd
+	return nil, typeInto(&d.input, msg)
 }
 
 func (d *reasonDialog) gone() string {

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
-	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -245,21 +243,10 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		}
 	}
 	if d.counting {
-		var cmd tea.Cmd
-		d.count, cmd = d.count.Update(msg)
-		return nil, cmd
+		return nil, typeInto(&d.count, msg)
 	}
 	before := d.pattern.Value()
-	var cmd tea.Cmd
-	d.pattern, cmd = d.pattern.Update(msg)
-	if v := d.pattern.Value(); termsafe.Neutralize(v) != v {
-		// A pasted bidi override is shown, not obeyed. Neutralize, not
-		// Sanitize: what is shown stays as the person types on, and the
-		// cursor stays after what it was after (a stand-in is longer).
-		head := termsafe.Neutralize(string([]rune(v)[:d.pattern.Position()]))
-		d.pattern.SetValue(termsafe.Neutralize(v))
-		d.pattern.SetCursor(utf8.RuneCountInString(head))
-	}
+	cmd := typeInto(&d.pattern, msg)
 	if d.pattern.Value() != before {
 		return d.refresh(), cmd
 	}

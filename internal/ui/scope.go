@@ -158,9 +158,7 @@ func (d *scopeDialog) updateEdit(k tea.KeyMsg) (action, tea.Cmd) {
 			d.edited = ""
 		}
 	default:
-		var cmd tea.Cmd
-		d.input, cmd = d.input.Update(k)
-		return nil, cmd
+		return nil, typeInto(&d.input, k)
 	}
 	d.offset, d.seen = 0, map[int]bool{}
 	d.input.Blur()
@@ -195,10 +193,16 @@ func (d *scopeDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	switch {
 	case key.Matches(k, d.keys.Close):
 		return closeAction{"nothing decided"}, nil
+	// At the ends there is no other choice to mark: the marked one, its
+	// edit and the lines of it seen stay as they are.
 	case key.Matches(k, d.keys.Up):
-		d.choose(max(d.chosen-1, 0))
+		if d.chosen > 0 {
+			d.choose(d.chosen - 1)
+		}
 	case key.Matches(k, d.keys.Down):
-		d.choose(min(d.chosen+1, len(d.scopes.Options)-1))
+		if d.chosen < len(d.scopes.Options)-1 {
+			d.choose(d.chosen + 1)
+		}
 	case key.Matches(k, d.keys.PageDown):
 		d.offset = min(d.offset+max(d.page-4, 1), max(d.span-1, 0))
 	case key.Matches(k, d.keys.PageUp):

@@ -786,3 +786,76 @@ func TestTheScopeStatusShowsAPatternsBlanks(t *testing.T) {
 	h.keys("enter", "enter")
 	h.wantStatus("with ls␠␠-l*")
 }
+
+// A pattern pasted into the scope dialog's edit is taken (it was dropped),
+// shown as the rule dialog shows a paste, and gated as a typed one: wider
+// than the suggestion and past a deny rule, it takes a second enter and
+// the decision names the deny rules shown.
+func TestAPastedScopeEditIsShownSafeAndGatedAsTyped(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	policy := reachPolicy(t)
+	a := suggesting("ls -la", []wire.Grant{{Surface: "bash", Pattern: "ls *"}}, policy)
+	h.backend.reach = func(id serve.AskID, kind serve.ScopeKind, gs []wire.Grant) ([]serve.Reach, bool) {
+		return serve.EditedReach(a.Request, kind, gs, policy), id == a.ID
+	}
+	h.queue(a)
+	chooseScope(h, serve.ScopeSession)
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("e*"), Paste: true}) // not editing: no key
+	if h.m.scope.editing || h.m.scope.pattern() != "" {
+		t.Fatalf("a paste outside the edit acted: editing %v, pattern %q", h.m.scope.editing, h.m.scope.pattern())
+	}
+	h.keys("e", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(hostilePaste), Paste: true})
+	wantDrawnSafe(t, h.m.View())
+	if got := h.m.scope.pattern(); got != "]0;pwned[2Jstop⟨U+202E⟩31m⟨U+200B⟩now" {
+		t.Fatalf("pasted pattern %q, want it shown as pasted", got)
+	}
+	h.keys("ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("*"), Paste: true})
+	h.keys("enter")
+	if screen := strings.Join(strings.Fields(ansi.Strip(h.m.View())), " "); !strings.Contains(screen, "⚠ wider than the child's suggestion ls *") {
+		t.Fatalf("the pasted widening is not named:\n%s", screen)
+	}
+	h.keys("enter")
+	h.wantDecisions()
+	h.wantStatus("deny rule bash rm -rf *")
+	h.keys("enter")
+	h.wantDecisions(serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: []wire.Grant{{Surface: "bash", Pattern: "*"}},
+		EditDenies: []wire.Grant{{Surface: "bash", Pattern: "rm -rf *"}}})
+}
+
+// ↑ on the first choice and ↓ on the last move nowhere, so they change
+// nothing: the lines seen of a tall choice stay seen and a kept edit stays
+// (they started the choice over, so an extra ↓ dropped the edit unseen).
+func TestArrowsAtTheEndsOfTheScopeDialogChangeNothing(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 60, Height: 20})
+	a := wideSuggestion(t)
+	var gs []wire.Grant
+	for i := range 30 {
+		gs = append(gs, wire.Grant{Surface: "bash", Pattern: "npm test:" + itoa(i)})
+	}
+	a.Request.SessionApproval.Grants = gs
+	a.Scopes = serve.OfferedScopes(a.Request, reachPolicy(t))
+	h.queue(a)
+	chooseScope(h, serve.ScopeSubagent)
+	h.keys("enter")
+	seeWhole(h)
+	h.keys("up")
+	if !h.m.scope.seenWhole() {
+		t.Fatal("↑ on the first choice forgot the lines seen")
+	}
+
+	e := newHarness(t)
+	e.send(tea.WindowSizeMsg{Width: 100, Height: 40})
+	e.queue(suggesting("ls -la", []wire.Grant{{Surface: "bash", Pattern: "ls *"}}, reachPolicy(t)))
+	chooseScope(e, serve.ScopeSession)
+	if last := len(e.m.scope.scopes.Options) - 1; e.m.scope.chosen != last {
+		t.Fatalf("the whole session is choice %d of %d", e.m.scope.chosen, last)
+	}
+	e.keys("e", "ctrl+u", "ls -l*", "enter", "down")
+	if got := e.m.scope.edited; got != "ls -l*" {
+		t.Fatalf("↓ on the last choice left the edit %q", got)
+	}
+}
