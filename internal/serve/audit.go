@@ -130,10 +130,13 @@ func AppendRuleRecord(stateDir string, rec RuleRecord) error {
 	return nil
 }
 
-// maxAuditLine caps one line read back from audit.jsonl. A request is at
-// most 1 MiB and its values are recorded twice, but escaping ('<' becomes
-// \u003c) can grow them past any cap: a longer line is counted bad.
-const maxAuditLine = 4 << 20
+// maxAuditLine caps one line read back from audit.jsonl. It is above the
+// longest line permtui writes, so every decision recorded is replayed: a
+// request is at most wire.MaxFileSize, its values appear in a record at
+// most four times (matchValues, facts, grants, the shown value) and
+// escaping grows a byte to six at most ('<' becomes \u003c). Only a line
+// written by hand is longer; it is counted bad (decision 0282).
+const maxAuditLine = 32 * wire.MaxFileSize
 
 // AuditExpired marks the audit line of an ask that expired waiting for a
 // person, so the log after a restart shows it too.

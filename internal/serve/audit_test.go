@@ -84,20 +84,40 @@ func TestRuleRecordsSitBesideDecisions(t *testing.T) {
 // after it are read, so one hostile child cannot stop simulate, rule add and
 // the console's history from reading the log.
 func TestReadAuditSkipsAnOverlongLine(t *testing.T) {
-	big := strings.Repeat("<", wire.MaxFileSize*7/10)
-	rec := AuditRecord{RequestID: "big", MatchValues: []string{big}, Facts: &AuditFacts{MatchValues: []string{big}}}
-	line, err := json.Marshal(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(line) <= maxAuditLine {
-		t.Fatalf("the hostile line is only %d bytes", len(line))
-	}
-	log := `{"requestId":"a"}` + "\n" + string(line) + "\n" + `{"requestId":"b"}` + "\n"
+	long := `{"requestId":"` + strings.Repeat("x", maxAuditLine) + `"}`
+	log := `{"requestId":"a"}` + "\n" + long + "\n" + `{"requestId":"b"}` + "\n"
 	var ids []string
 	bad, err := ReadAudit(strings.NewReader(log), func(r AuditRecord) { ids = append(ids, r.RequestID) })
 	if err != nil || bad != 1 || strings.Join(ids, ",") != "a,b" {
 		t.Fatalf("ids %v, bad %d, err %v", ids, bad, err)
+	}
+}
+
+// The longest line permtui writes, a request of the largest size made of
+// characters that escape to six bytes each, recorded with its facts and a
+// whole-session grant of the same value, is under the cap: its decision is
+// replayed after a restart, not judged again (decision 0282).
+func TestTheLongestRecordPermtuiWritesIsReplayed(t *testing.T) {
+	big := strings.Repeat("<", wire.MaxFileSize)
+	rec := indexedRec("big")
+	rec.MatchValues, rec.Value = []string{big}, &big
+	rec.Facts = &AuditFacts{MatchValues: []string{big}}
+	rec.Grants = []wire.Grant{{Surface: "bash", Pattern: big}}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(line) <= 4*6*wire.MaxFileSize {
+		t.Fatalf("the record is only %d bytes", len(line))
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(AuditPath(dir), append(line, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := newAuditLog(dir, func(Event) {})
+	defer l.close()
+	if got, ok, looked := l.recorded(keyOf("s", "big", "c", 1)); !ok || !looked || got.RequestID != "big" {
+		t.Fatalf("recorded(big) = %v, %v; want the decision", ok, looked)
 	}
 }
 
@@ -263,7 +283,7 @@ func TestTheAuditLogRefusesALinkOrAFileOthersRead(t *testing.T) {
 func TestTheReplayIndexPassesOverALineAboveTheCap(t *testing.T) {
 	dir := t.TempDir()
 	var log []byte
-	for _, part := range []any{indexedRec("before"), strings.Repeat("x", 10*maxAuditLine), indexedRec("after")} {
+	for _, part := range []any{indexedRec("before"), strings.Repeat("x", 2*maxAuditLine), indexedRec("after")} {
 		line, ok := part.(string)
 		if !ok {
 			data, err := json.Marshal(part)
