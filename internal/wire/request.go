@@ -69,6 +69,15 @@ func (r *Request) RoutedTo(servedID string) bool {
 	return ok && target == served
 }
 
+// Agent is the agent the request speaks for: the facts' principal, or
+// without facts the child's own word (requesterAgentName).
+func (r *Request) Agent() string {
+	if r.AccessIntent != nil {
+		return r.AccessIntent.Principal.AgentName
+	}
+	return r.RequesterAgentName
+}
+
 // ParseRequest reads a request file with the newest pi reader's tolerance
 // (§4.4, §4.5), plus our policies: an id that is not ValidID and a file over
 // MaxFileSize are rejected, and a legacy sessionApproval is converted to
