@@ -426,7 +426,7 @@ func rowAgent(a serve.Ask) string {
 // may look like another agent's, its blanks shown (decision 0205).
 func agentName(r *wire.Request) string {
 	name := r.Agent()
-	shown := termsafe.Blanks(clip(name, nameBytes))
+	shown := termsafe.Blanks(termsafe.Clip(name, nameBytes))
 	if termsafe.Lookalike(name) {
 		return "⚠" + shown
 	}
