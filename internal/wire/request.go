@@ -398,20 +398,20 @@ func MarshalRequest(r *Request) ([]byte, error) {
 	}
 	if r.Payload != nil {
 		p := *r.Payload
-		p.Evidence, p.Annotations = nonNil(p.Evidence), nonNil(p.Annotations)
+		p.Evidence, p.Annotations = NonNil(p.Evidence), NonNil(p.Annotations)
 		out.Payload = &p
 	}
 	if r.AccessIntent != nil {
 		ai := *r.AccessIntent
-		ai.MatchValues = nonNil(ai.MatchValues)
+		ai.MatchValues = NonNil(ai.MatchValues)
 		out.AccessIntent = &ai
 	}
 	return marshalCompact(out)
 }
 
-// nonNil is s, or an empty slice for nil: an array the wire writes as [],
-// never null.
-func nonNil[T any](s []T) []T {
+// NonNil is s, or an empty slice for nil: an array JSON writes as [], never
+// null (the wire's, and headless lines').
+func NonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
 	}
