@@ -337,13 +337,8 @@ func checkCrashAnswers(t *testing.T, ids []string, kindOf map[string]string, chi
 
 func checkCrashAudit(t *testing.T, state string, ids []string, kindOf map[string]string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(state, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	decisions := map[string][]serve.AuditRecord{}
-	bad, err := serve.ReadAudit(f, func(rec serve.AuditRecord) { decisions[rec.RequestID] = append(decisions[rec.RequestID], rec) })
+	bad, err := serve.ReadAudit(filepath.Join(state, "audit.jsonl"), func(rec serve.AuditRecord) { decisions[rec.RequestID] = append(decisions[rec.RequestID], rec) })
 	if err != nil || bad != 0 {
 		t.Fatalf("audit log: %d bad lines, %v", bad, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/safefs"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -209,8 +210,8 @@ func (c *common) checkPolicyAgentDir() error {
 	if err := c.checkAgentDir(); err != nil {
 		return err
 	}
-	projectPi := realPath(filepath.Join(c.project, ".pi"))
-	if rel, err := filepath.Rel(projectPi, realPath(c.agentDir)); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	_, projectPi := safefs.RealPath(filepath.Join(c.project, ".pi"))
+	if _, agentDir := safefs.RealPath(c.agentDir); safefs.Within(agentDir, projectPi) {
 		return fmt.Errorf("agent dir %q is the project's config dir or inside it (%q): its global config %q is the project's config, not pi's global one; pass pi's agent dir (default ~/.pi/agent)",
 			c.agentDir, projectPi, resolve.GlobalConfigPath(c.agentDir))
 	}
@@ -221,18 +222,6 @@ func (c *common) checkPolicyAgentDir() error {
 	}
 	return fmt.Errorf("agent dir %q holds none of pi's agent-dir entries (looked for %s): pi's agent dir is ~/.pi/agent by default; check the path or start pi once",
 		c.agentDir, strings.Join(agentDirEntries, ", "))
-}
-
-// realPath is path absolute with its links resolved, as far as it exists.
-func realPath(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return filepath.Clean(path)
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		return r
-	}
-	return abs
 }
 
 // noPolicyNotice says, when no policy file was found, that pi's built-in

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/permtui/permtui/internal/hub"
 )
@@ -75,14 +74,10 @@ func runHubProvision(ctx context.Context, args []string, stdout, stderr io.Write
 		return fmt.Errorf("hub provision: %w", err)
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	// A cluster started just now elects its JetStream leader first.
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := hub.Provision(ctx, js, retention, replicas); err != nil {
+	if err := hub.Provision(ctx, nc, retention, replicas); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "permtui's streams are set up with %d replicas: %s, %s, %s\n", replicas, hub.AsksStream, hub.DecisionsStream, hub.GrantsStream)

@@ -206,7 +206,7 @@ func otherLine(ev serve.Event) map[string]any {
 	case serve.Serving:
 		return map[string]any{"event": "serving", "session": ev.Session}
 	case serve.PolicyStatus:
-		m := map[string]any{"event": "policy", "problems": nonNil(ev.Problems), "autoAllow": !ev.NoAutoAllow}
+		m := map[string]any{"event": "policy", "problems": wire.NonNil(ev.Problems), "autoAllow": !ev.NoAutoAllow}
 		if ev.NoFile != "" {
 			m["noFile"] = ev.NoFile
 		}
@@ -244,15 +244,8 @@ func askFields(event string, a serve.Ask, at string) *askLine {
 		Agent: a.Request.RequesterAgentName, Surface: serve.SurfaceOf(a.Request), Host: a.Host, At: at,
 	}
 	if ai := a.Request.AccessIntent; ai != nil {
-		values := nonNil(ai.MatchValues)
+		values := wire.NonNil(ai.MatchValues)
 		l.Values = &values
 	}
 	return l
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

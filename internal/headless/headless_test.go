@@ -236,6 +236,26 @@ func TestLinesNeverCarryTheMatchedSpelling(t *testing.T) {
 	}
 }
 
+// A policy line without problems, and an ask whose facts judge no values,
+// print empty lists, not null: a reader may take the field as a list.
+func TestEmptyListsPrintAsEmptyLists(t *testing.T) {
+	req := pichild.NewestBash(rootID, "impl", "c1", "/w", "ls")
+	req.AccessIntent.MatchValues = nil
+	ask := serve.Ask{Arrived: inbox.Arrived{ID: 1, Session: rootID, Request: req}}
+	for _, c := range []struct {
+		ev   serve.Event
+		want string
+	}{{serve.PolicyStatus{}, `"problems":[]`}, {serve.AskQueued{Ask: ask}, `"values":[]`}} {
+		data, err := json.Marshal(lineOf(c.ev, "2026-12-04T00:00:00Z"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), c.want) {
+			t.Errorf("want %s in %s", c.want, data)
+		}
+	}
+}
+
 // An ask judged without the project at its cwd says so on its arrived line,
 // where the verdict alone read "ask" (decision 0234).
 func TestAnArrivedLineNamesTheProjectJudgedWith(t *testing.T) {

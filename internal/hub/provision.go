@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/permtui/permtui/internal/safefs"
@@ -18,8 +19,12 @@ import (
 // node lost does not stall asks), here or on an existing deployment, and
 // reads them back, reporting what differs from what permtui needs: a
 // setting the server did not take (an older server without per-subject
-// discard), or fewer replicas than asked for.
-func Provision(ctx context.Context, js jetstream.JetStream, retention time.Duration, replicas int) error {
+// discard), or fewer replicas than asked for. nc stays the caller's.
+func Provision(ctx context.Context, nc *nats.Conn, retention time.Duration, replicas int) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
 	if err := awaitJetStream(ctx, js); err != nil {
 		return err
 	}

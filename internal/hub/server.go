@@ -160,13 +160,9 @@ func (h *Hub) setUp(retention time.Duration) error {
 		return fmt.Errorf("hub: %w", err)
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return Provision(ctx, js, retention, 1)
+	return Provision(ctx, nc, retention, 1)
 }
 
 // Admin connects in process as the hub's own user, whose key is never

@@ -5,6 +5,7 @@
 package inbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -231,12 +232,8 @@ func New(cfg Config) (*Inbox, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.PID == 0 {
-		cfg.PID = os.Getpid()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.PID = cmp.Or(cfg.PID, os.Getpid())
 	setDefault(&cfg.MaxDiscovered, DefaultMaxDiscovered)
 	setDefault(&cfg.Rescan, DefaultRescan)
 	setDefault(&cfg.PollRescan, DefaultPollRescan)

@@ -53,7 +53,7 @@ func Verdict(j Judge, req *wire.Request, sessionGrants []wire.Grant, denies []gr
 // ask while a policy file is broken (decision 0052). v is the judge's verdict with sessionGrants.
 // 'permtui resolve' prints v, pi's answer, and exits with Served's.
 func Served(j Judge, req *wire.Request, sessionGrants []wire.Grant, v resolve.Verdict) resolve.Verdict {
-	if agent := agentOf(req); strings.ContainsAny(agent, `/\`) {
+	if agent := req.Agent(); strings.ContainsAny(agent, `/\`) {
 		return resolve.Verdict{Action: resolve.Deny, Surface: v.Surface, Reason: "the agent name " + strconv.Quote(agent) +
 			" is a path: pi would read its policy from a file under it that permtui does not judge by",
 			Explanation: v.Explanation + " But permtui denies: pi loads agents/<name>.md by joining the name, so the agent " + strconv.Quote(agent) +
@@ -148,22 +148,13 @@ func unheldFile(j Judge, req *wire.Request) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	agent := agentOf(req)
+	agent := req.Agent()
 	for _, pr := range pl.Problems() {
 		if pr.Unheld && (pr.Agent == "" || strings.EqualFold(pr.Agent, agent)) {
 			return pr.File, true
 		}
 	}
 	return "", false
-}
-
-// agentOf is the agent req speaks for: the facts' principal, or without
-// facts the child's own word, which is enough to deny on.
-func agentOf(req *wire.Request) string {
-	if req.AccessIntent != nil {
-		return req.AccessIntent.Principal.AgentName
-	}
-	return req.RequesterAgentName
 }
 
 // FactsRequest is a request that carries only q's facts: for judging facts

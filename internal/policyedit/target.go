@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/safefs"
 )
 
 // Target is the file a rule is written to.
@@ -130,7 +131,7 @@ func checkRealFile(opts resolve.LoadOptions, t Target, real string) error {
 	if err != nil {
 		return err
 	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if !safefs.Within(real, root) {
 		return fmt.Errorf("%s is really %s, outside the project %s: a link the repository brings must not decide where a %s rule goes; nothing written", t.File, real, root, t.Scope)
 	}
 	return nil

@@ -106,15 +106,11 @@ func startCluster(t *testing.T, relays, approvers []string) *testCluster {
 		}
 	})
 	nc := c.admin()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Right after the nodes start, as the recipe does: Provision waits for
 	// the cluster to elect its JetStream leader.
 	ctx, cancel := context.WithTimeout(context.Background(), formation)
 	defer cancel()
-	if err := hub.Provision(ctx, js, 0, 3); err != nil {
+	if err := hub.Provision(ctx, nc, 0, 3); err != nil {
 		t.Fatal(err)
 	}
 	return c

@@ -3,9 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -70,17 +68,9 @@ func NewGrants() *Grants {
 // audit log in stateDir records and does not record revoked since, so
 // that after a restart the bucket's copy of them applies again.
 func (g *Grants) ReadRecorded(stateDir string) error {
-	f, err := os.Open(serve.AuditPath(stateDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	_, err = serve.ReadAuditHistory(f, func(rec serve.AuditRecord) {
+	_, err := serve.ReadAuditHistory(serve.AuditPath(stateDir), func(rec serve.AuditRecord) {
 		switch {
 		case rec.Kind == serve.AuditRevoked:
 			g.own[rec.ServedSession] = slices.DeleteFunc(g.own[rec.ServedSession], func(x wire.Grant) bool { return slices.Contains(rec.Grants, x) })

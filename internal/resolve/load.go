@@ -164,13 +164,7 @@ func (p *Policy) OutsideProject(cwd string) (project, own string) {
 
 // underProject: path (absolute, clean) is a project root or under one.
 func (p *Policy) underProject(path string) bool {
-	return slices.ContainsFunc(p.projectRoots, func(root string) bool { return within(path, root) })
-}
-
-// within: path is root or under it, both absolute and clean.
-func within(path, root string) bool {
-	rest, ok := strings.CutPrefix(path, root)
-	return ok && (rest == "" || rest[0] == filepath.Separator || strings.HasSuffix(root, string(filepath.Separator)))
+	return slices.ContainsFunc(p.projectRoots, func(root string) bool { return safefs.Within(path, root) })
 }
 
 // outsideReal marks a located cwd whose real path leaves the project, or
@@ -220,7 +214,7 @@ func nestedProject(cwd, realRoot string) string {
 		switch {
 		case real == realRoot:
 			return ""
-		case !within(real, realRoot):
+		case !safefs.Within(real, realRoot):
 			return outsideReal
 		}
 		if _, err := os.Lstat(filepath.Join(real, ".pi")); !errors.Is(err, fs.ErrNotExist) {
@@ -237,11 +231,8 @@ func projectRoots(dir string) []string {
 	if dir == "" {
 		return nil
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return []string{filepath.Clean(dir)}
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+	abs, real := safefs.RealPath(dir)
+	if real != abs {
 		return []string{abs, real}
 	}
 	return []string{abs}

@@ -227,3 +227,23 @@ func OpenAppendPrivate(path string) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
+
+// Within: path is root or under it, both clean and both absolute or both
+// relative; the one test of containment for the project and agent dirs.
+func Within(path, root string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// RealPath is path made absolute (only cleaned when the working dir is
+// unknown) and that with its links resolved, as far as it exists.
+func RealPath(path string) (abs, real string) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path), filepath.Clean(path)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return abs, real
+	}
+	return abs, abs
+}

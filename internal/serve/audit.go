@@ -152,17 +152,34 @@ const ReplacedReason = "the request file was replaced; a new ask follows"
 const AuditRevoked = "revoked"
 
 // ReadAuditHistory calls fn with every decision record, expiry and
-// revocation of an audit log, in order: what a restarted console's log
-// shows.
-func ReadAuditHistory(r io.Reader, fn func(AuditRecord)) (bad int, err error) {
-	return readAudit(r, fn, true)
+// revocation of the audit log at path, in order: what a restarted
+// console's log shows.
+func ReadAuditHistory(path string, fn func(AuditRecord)) (bad int, err error) {
+	return readAuditFile(path, fn, true)
 }
 
-// ReadAudit calls fn with every decision record of an audit log, in order.
-// Rule lines are not decisions and are passed over; a line that does not
-// parse (a log cut short by a crash) is counted in bad, never guessed at.
-func ReadAudit(r io.Reader, fn func(AuditRecord)) (bad int, err error) {
-	return readAudit(r, fn, false)
+// ReadAudit calls fn with every decision record of the audit log at path,
+// in order. Rule lines are not decisions and are passed over; a line that
+// does not parse (a log cut short by a crash) is counted in bad, never
+// guessed at.
+func ReadAudit(path string, fn func(AuditRecord)) (bad int, err error) {
+	return readAuditFile(path, fn, false)
+}
+
+// readAuditFile reads the log at path; a missing log is an empty one.
+func readAuditFile(path string, fn func(AuditRecord), expiries bool) (bad int, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if bad, err = readAudit(f, fn, expiries); err != nil {
+		return bad, fmt.Errorf("%s: %w", path, err)
+	}
+	return bad, nil
 }
 
 func readAudit(r io.Reader, fn func(AuditRecord), expiries bool) (bad int, err error) {

@@ -37,12 +37,7 @@ func TestAuditRecordsTheFactsForReplay(t *testing.T) {
 	h.await("1791279012345-facts-2")
 
 	var recs []AuditRecord
-	f, err := os.Open(filepath.Join(h.state, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if bad, err := ReadAudit(f, func(r AuditRecord) { recs = append(recs, r) }); bad != 0 || err != nil {
+	if bad, err := ReadAudit(filepath.Join(h.state, "audit.jsonl"), func(r AuditRecord) { recs = append(recs, r) }); bad != 0 || err != nil {
 		t.Fatalf("bad %d, err %v", bad, err)
 	}
 	if len(recs) != 2 {
@@ -72,7 +67,7 @@ func TestRuleRecordsSitBesideDecisions(t *testing.T) {
 	}
 	log := string(data) + `{"requestId":"r","state":"denied"}` + "\n" + `{"requestId":` + "\n"
 	var n int
-	bad, err := ReadAudit(strings.NewReader(log), func(r AuditRecord) { n++ })
+	bad, err := readAudit(strings.NewReader(log), func(r AuditRecord) { n++ }, false)
 	if n != 1 || bad != 1 || err != nil {
 		t.Errorf("decisions %d, bad %d, err %v", n, bad, err)
 	}
@@ -87,7 +82,7 @@ func TestReadAuditSkipsAnOverlongLine(t *testing.T) {
 	long := `{"requestId":"` + strings.Repeat("x", maxAuditLine) + `"}`
 	log := `{"requestId":"a"}` + "\n" + long + "\n" + `{"requestId":"b"}` + "\n"
 	var ids []string
-	bad, err := ReadAudit(strings.NewReader(log), func(r AuditRecord) { ids = append(ids, r.RequestID) })
+	bad, err := readAudit(strings.NewReader(log), func(r AuditRecord) { ids = append(ids, r.RequestID) }, false)
 	if err != nil || bad != 1 || strings.Join(ids, ",") != "a,b" {
 		t.Fatalf("ids %v, bad %d, err %v", ids, bad, err)
 	}
@@ -221,7 +216,7 @@ func TestASubagentApprovalRecordsWhatTheChildRecords(t *testing.T) {
 
 	old := `{"askId":7,"requestId":"1791279012345-old-1","servedSession":"` + rootID + `","state":"approved_for_session","approved":true,"createdAt":1791279012345,"decidedAt":1791279012399}` + "\n"
 	var read []AuditRecord
-	if bad, err := ReadAuditHistory(strings.NewReader(old), func(r AuditRecord) { read = append(read, r) }); bad != 0 || err != nil || len(read) != 1 {
+	if bad, err := readAudit(strings.NewReader(old), func(r AuditRecord) { read = append(read, r) }, true); bad != 0 || err != nil || len(read) != 1 {
 		t.Fatalf("an older record: bad %d, err %v, %d read", bad, err, len(read))
 	}
 	if read[0].ChildGrants != nil || read[0].State != wire.StateApprovedForSession {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -183,9 +182,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	s := &Server{cfg: cfg, asks: map[AskID]*pending{}, postponed: map[AskID]told{}, answering: answerQueue{ready: make(chan struct{}, 1)}}
 	icfg := cfg.Inbox
 	icfg.Layout, icfg.Sessions, icfg.Poll = cfg.Layout, cfg.Sessions, cfg.Poll
@@ -413,16 +410,8 @@ const HistoryCap = 500
 // log, so a restarted console's log is not empty. Unreadable history is
 // only logged: it decides nothing.
 func (s *Server) emitHistory() {
-	f, err := os.Open(AuditPath(s.cfg.StateDir))
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			s.cfg.Logger.Warn("audit history unreadable", "err", err)
-		}
-		return
-	}
-	defer f.Close()
 	var recs []AuditRecord
-	if _, err := ReadAuditHistory(f, func(r AuditRecord) {
+	if _, err := ReadAuditHistory(AuditPath(s.cfg.StateDir), func(r AuditRecord) {
 		recs = append(recs, r)
 		if len(recs) > 2*HistoryCap {
 			recs = append(recs[:0], recs[len(recs)-HistoryCap:]...)

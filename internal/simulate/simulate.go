@@ -4,10 +4,7 @@
 package simulate
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/permtui/permtui/internal/judgment"
@@ -27,16 +24,9 @@ type Log struct {
 // since (zero: all). A missing log is an empty one.
 func ReadLog(path string, since time.Time) (Log, error) {
 	var l Log
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return l, nil
-	}
-	if err != nil {
-		return l, err
-	}
-	defer f.Close()
 	cut := since.UnixMilli()
-	l.Bad, err = serve.ReadAudit(f, func(r serve.AuditRecord) {
+	var err error
+	l.Bad, err = serve.ReadAudit(path, func(r serve.AuditRecord) {
 		switch {
 		case !since.IsZero() && r.DecidedAt < cut:
 		case r.Facts == nil:
@@ -45,10 +35,7 @@ func ReadLog(path string, since time.Time) (Log, error) {
 			l.Asks = append(l.Asks, r)
 		}
 	})
-	if err != nil {
-		return l, fmt.Errorf("%s: %w", path, err)
-	}
-	return l, nil
+	return l, err
 }
 
 // Counts is how many asks a policy answers each way.

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"io"
 	"log/slog"
 	"time"
@@ -43,9 +44,7 @@ func Run(events <-chan serve.Event, o Options) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = HeartbeatEvery
 	}

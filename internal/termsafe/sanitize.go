@@ -116,7 +116,8 @@ const maxShown = 10
 // keeping it never keeps the request alive (a substring would).
 func Clip(s string, limit int) string { return clip(s, limit, true) }
 
-// ClipNeutral is Clip for text the console composed (Neutralize).
+// ClipNeutral is Clip for text composed around values already shown (a
+// status, a log note), which Clip would spell again (Neutralize, 0253).
 func ClipNeutral(s string, limit int) string { return clip(s, limit, false) }
 
 func clip(s string, limit int, spell bool) string {

@@ -121,3 +121,22 @@ func TestClipKeepsSurrogatesWhole(t *testing.T) {
 		}
 	}
 }
+
+// Clip keeps the head and the tail of what Sanitize shows, at most about
+// the limit, and says how many bytes of the string it left out.
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		limit int
+		want  string
+	}{
+		{"git status", 8, "git status"}, // less left out than the note would take: whole
+		{strings.Repeat("abcdefghij", 6), 8, "abcd…[52 bytes left out]…ghij"},
+		{"\x1b[2J" + strings.Repeat("é", 30), 12, "␛[2J…[54 bytes left out]…ééé"},
+		{"ab\x1b", 100, "ab␛"},
+	} {
+		if got := Clip(tc.in, tc.limit); got != tc.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.in, tc.limit, got, tc.want)
+		}
+	}
+}

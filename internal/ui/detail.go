@@ -425,8 +425,8 @@ func rowAgent(a serve.Ask) string {
 // agentName is an agent as the console names it anywhere: marked when it
 // may look like another agent's, its blanks shown (decision 0205).
 func agentName(r *wire.Request) string {
-	name := agentOf(r)
-	shown := termsafe.Blanks(clip(name, nameBytes))
+	name := r.Agent()
+	shown := termsafe.Blanks(termsafe.Clip(name, nameBytes))
 	if termsafe.Lookalike(name) {
 		return "⚠" + shown
 	}
@@ -437,7 +437,7 @@ func agentName(r *wire.Request) string {
 // when it is not plain ASCII, and whether an agent file has that name (an
 // agent without one is judged by the shared policy alone).
 func agentField(a serve.Ask) field {
-	name := agentOf(a.Request)
+	name := a.Request.Agent()
 	f := field{label: "agent", text: blanked(name), kind: kindPlain}
 	var notes []string
 	switch {
@@ -456,14 +456,6 @@ func agentField(a serve.Ask) field {
 		f.text, f.kind = f.text+"  "+strings.Join(notes, " · "), kindWarning
 	}
 	return f
-}
-
-// agentOf names who is asking: the principal when the child fixed one.
-func agentOf(r *wire.Request) string {
-	if r.AccessIntent != nil {
-		return r.AccessIntent.Principal.AgentName
-	}
-	return r.RequesterAgentName
 }
 
 // judgedValue is what a row or label names: the child's display value when

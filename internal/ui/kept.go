@@ -92,13 +92,13 @@ func (m *Model) countAuto(name string, approved bool) {
 func decidedEntry(ev serve.Decided) (logEntry, autoAnswer) {
 	agent, surface, value, label := askParts(ev.Ask)
 	l := logEntry{outcome: outcomeOf(ev.Response), label: label,
-		by: decidedBy(ev.Response.DecidedBy, ev.Auto, ev.Response.Approved), reason: clip(ev.Response.DenialReason, textBytes)}
+		by: decidedBy(ev.Response.DecidedBy, ev.Auto, ev.Response.Approved), reason: termsafe.Clip(ev.Response.DenialReason, textBytes)}
 	if ev.Approver != "" && !ev.Auto { // where the person answered: the approve page, a hub approver
 		if ds := ev.Response.DecidedBy; ds == nil || ds.Kind == wire.DecidedByUser {
 			// Another approver at the hub may have answered: the name says who, not "you".
 			l.by = "a person"
 		}
-		l.by += " · " + clip(ev.Approver, nameBytes)
+		l.by += " · " + termsafe.Clip(ev.Approver, nameBytes)
 	}
 	return l, autoAnswer{outcome: l.outcome, agent: agent, by: l.by, surface: surface, value: value}
 }
@@ -112,10 +112,10 @@ func askParts(a serve.Ask) (agent, surface, value, label string) {
 		return "", "", n, n
 	}
 	v, _ := rawRowValue(a)
-	agent, surface, value = agentName(a.Request), clip(serve.SurfaceOf(a.Request), nameBytes), termsafe.Blanks(clip(v, textBytes))
+	agent, surface, value = agentName(a.Request), termsafe.Clip(serve.SurfaceOf(a.Request), nameBytes), termsafe.Blanks(termsafe.Clip(v, textBytes))
 	label = agent + " · " + surface + " · " + value
 	if _, child := judgedValue(a); child != "" {
-		label += " (the child's label: " + termsafe.Blanks(clip(child, textBytes)) + ")"
+		label += " (the child's label: " + termsafe.Blanks(termsafe.Clip(child, textBytes)) + ")"
 	}
 	return agent, surface, value, label
 }

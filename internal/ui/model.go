@@ -25,6 +25,7 @@ import (
 	"github.com/permtui/permtui/internal/preview"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -548,7 +549,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 	}
 	s, sent := m.sent[ev.Ask.ID]
 	if sent && !ev.Auto {
-		l.choice = clipComposed(choiceWords(s.d, ev.Ask), textBytes)
+		l.choice = termsafe.ClipNeutral(choiceWords(s.d, ev.Ask), textBytes)
 	}
 	delete(m.sent, ev.Ask.ID)
 	if sent && wasQueued && !ev.Auto {
@@ -564,7 +565,7 @@ func (m *Model) applyResponse(ev serve.Decided) {
 		} else {
 			m.streak.add(ev.Response.Approved)
 		}
-		m.status, m.statusAt = clipComposed(m.streak.String(), textBytes), m.opts.Now()
+		m.status, m.statusAt = termsafe.ClipNeutral(m.streak.String(), textBytes), m.opts.Now()
 	}
 }
 
@@ -806,7 +807,7 @@ func (m *Model) pendingCount() int {
 
 // setStatus replaces the status line and ends any run of automatic answers.
 func (m *Model) setStatus(s string) {
-	m.status, m.statusAt, m.statusSettle, m.statusHolds = clipComposed(s, textBytes), m.opts.Now(), false, nil
+	m.status, m.statusAt, m.statusSettle, m.statusHolds = termsafe.ClipNeutral(s, textBytes), m.opts.Now(), false, nil
 	m.streak = autoStreak{}
 }
 
@@ -821,7 +822,7 @@ func (m *Model) warn(note string) {
 const statusTTL = 10 * time.Second
 
 func (m *Model) addLog(l logEntry) {
-	l.note = clipComposed(l.note, textBytes)
+	l.note = termsafe.ClipNeutral(l.note, textBytes)
 	if l.at.IsZero() {
 		l.at = m.opts.Now()
 	}
@@ -861,9 +862,9 @@ func (m *Model) servedIDs() (serving, elsewhere []string) {
 func (m *Model) addHistory(recs []serve.AuditRecord) {
 	for _, r := range recs {
 		at := time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location())
-		label := clip(r.Agent, nameBytes) + " · " + clip(r.Surface, nameBytes)
+		label := termsafe.Clip(r.Agent, nameBytes) + " · " + termsafe.Clip(r.Surface, nameBytes)
 		if len(r.MatchValues) > 0 {
-			label += " · " + clip(r.MatchValues[0], textBytes)
+			label += " · " + termsafe.Clip(r.MatchValues[0], textBytes)
 		}
 		if r.Kind == serve.AuditRevoked {
 			rule := sessionRule{session: r.ServedSession, deny: r.SessionDeny != nil}
@@ -890,12 +891,12 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 		}
 		l := logEntry{at: at, label: label,
 			outcome: outcomeOf(wire.Response{Approved: r.Approved, State: state}),
-			by:      decidedBy(r.DecidedBy, r.Auto, r.Approved), reason: clip(r.Reason, textBytes)}
+			by:      decidedBy(r.DecidedBy, r.Auto, r.Approved), reason: termsafe.Clip(r.Reason, textBytes)}
 		switch {
 		case len(r.Grants) > 0:
-			l.choice = clipComposed("recorded for the whole session "+grantsText(r.Grants), textBytes)
+			l.choice = termsafe.ClipNeutral("recorded for the whole session "+grantsText(r.Grants), textBytes)
 		case len(r.ChildGrants) > 0:
-			l.choice = clipComposed("for this subagent; the child records "+grantsText(r.ChildGrants), textBytes)
+			l.choice = termsafe.ClipNeutral("for this subagent; the child records "+grantsText(r.ChildGrants), textBytes)
 		}
 		m.addLog(l)
 	}

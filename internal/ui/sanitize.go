@@ -19,15 +19,6 @@ func blanked(s string) string { return termsafe.Blanks(Sanitize(s)) }
 // grantText is a grant on one line: surface and pattern.
 func grantText(g wire.Grant) string { return Sanitize(g.Surface) + " " + blanked(g.Pattern) }
 
-// clip is termsafe.Clip: the sanitized head and tail of s in about limit
-// bytes.
-func clip(s string, limit int) string { return termsafe.Clip(s, limit) }
-
-// clipComposed is clip for text the console composed around values it already
-// showed (a status, a log note), which Sanitize would spell again
-// (termsafe.ClipNeutral, decision 0253).
-func clipComposed(s string, limit int) string { return termsafe.ClipNeutral(s, limit) }
-
 // SanitizeLines splits an untrusted multi-line text at its newlines and
 // sanitizes each line, for contexts that show text over several rows.
 func SanitizeLines(s string) []string {

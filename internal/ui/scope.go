@@ -14,6 +14,7 @@ import (
 
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
+	"github.com/permtui/permtui/internal/termsafe"
 	"github.com/permtui/permtui/internal/wire"
 )
 
@@ -44,7 +45,7 @@ func decisionWords(d serve.Decision, a serve.Ask) string {
 	case d.State == wire.StateApproved:
 		return "approve once"
 	case d.State == wire.StateDeniedWithReason:
-		return "deny with the reason " + strconv.Quote(clip(d.Reason, nameBytes))
+		return "deny with the reason " + strconv.Quote(termsafe.Clip(d.Reason, nameBytes))
 	}
 	return "deny"
 }

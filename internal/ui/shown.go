@@ -82,7 +82,7 @@ func (m *Model) buildShown() {
 }
 
 func groupKey(e *entry) string {
-	return e.ask.Session + "\x00" + agentOf(e.ask.Request)
+	return e.ask.Session + "\x00" + e.ask.Request.Agent()
 }
 
 // lineOf is the index of an ask's line in the queue list, or -1.

@@ -849,16 +849,16 @@ func decidedBy(ds *wire.DecisionSource, auto, approved bool) string {
 		return "you"
 	case wire.DecidedByRule:
 		origin := deref(ds.Origin)
-		pattern := termsafe.Blanks(clip(deref(ds.Pattern), textBytes))
+		pattern := termsafe.Blanks(termsafe.Clip(deref(ds.Pattern), textBytes))
 		if origin == "session" { // a session rule: a grant, or a session deny (decision 0104)
 			kind := map[bool]string{true: "session grant ", false: "session deny "}[approved]
-			return kind + clip(ds.Surface, nameBytes) + " " + pattern
+			return kind + termsafe.Clip(ds.Surface, nameBytes) + " " + pattern
 		}
-		return "rule (" + clip(origin, nameBytes) + ") " + clip(ds.Surface, nameBytes) + ": " + pattern
+		return "rule (" + termsafe.Clip(origin, nameBytes) + ") " + termsafe.Clip(ds.Surface, nameBytes) + ": " + pattern
 	}
-	s := clip(ds.Kind, nameBytes)
+	s := termsafe.Clip(ds.Kind, nameBytes)
 	if ds.Reason != nil {
-		s += ": " + clip(*ds.Reason, textBytes)
+		s += ": " + termsafe.Clip(*ds.Reason, textBytes)
 	}
 	return s
 }

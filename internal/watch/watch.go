@@ -13,6 +13,7 @@
 package watch
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"os"
@@ -114,9 +115,7 @@ func newWatcher(cfg Config) *Watcher {
 	if cfg.MaxEvents <= 0 {
 		cfg.MaxEvents = defaultMaxEvents
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Watcher{cfg: cfg, changes: make(chan Change), done: make(chan struct{}), watched: map[string]bool{}}
 }
 

@@ -179,6 +179,19 @@ func TestNormalizeAndRouting(t *testing.T) {
 	}
 }
 
+// A request speaks for the facts' principal, not the requester it names,
+// and for the requester only without facts.
+func TestRequestAgent(t *testing.T) {
+	r := &Request{RequesterAgentName: "scout"}
+	if got := r.Agent(); got != "scout" {
+		t.Errorf("without facts: %q", got)
+	}
+	r.AccessIntent = &AccessIntent{Principal: Principal{AgentName: "builder"}}
+	if got := r.Agent(); got != "builder" {
+		t.Errorf("with facts: %q", got)
+	}
+}
+
 func TestMarshalRequestShapes(t *testing.T) {
 	msg := "Agent 'researcher' wants to run bash command: npm install left-pad"
 	legacy := &Request{

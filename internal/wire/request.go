@@ -69,6 +69,15 @@ func (r *Request) RoutedTo(servedID string) bool {
 	return ok && target == served
 }
 
+// Agent is the agent the request speaks for: the facts' principal, or
+// without facts the child's own word (requesterAgentName).
+func (r *Request) Agent() string {
+	if r.AccessIntent != nil {
+		return r.AccessIntent.Principal.AgentName
+	}
+	return r.RequesterAgentName
+}
+
 // ParseRequest reads a request file with the newest pi reader's tolerance
 // (§4.4, §4.5), plus our policies: an id that is not ValidID and a file over
 // MaxFileSize are rejected, and a legacy sessionApproval is converted to
@@ -389,20 +398,20 @@ func MarshalRequest(r *Request) ([]byte, error) {
 	}
 	if r.Payload != nil {
 		p := *r.Payload
-		p.Evidence, p.Annotations = nonNil(p.Evidence), nonNil(p.Annotations)
+		p.Evidence, p.Annotations = NonNil(p.Evidence), NonNil(p.Annotations)
 		out.Payload = &p
 	}
 	if r.AccessIntent != nil {
 		ai := *r.AccessIntent
-		ai.MatchValues = nonNil(ai.MatchValues)
+		ai.MatchValues = NonNil(ai.MatchValues)
 		out.AccessIntent = &ai
 	}
 	return marshalCompact(out)
 }
 
-// nonNil is s, or an empty slice for nil: an array the wire writes as [],
-// never null.
-func nonNil[T any](s []T) []T {
+// NonNil is s, or an empty slice for nil: an array JSON writes as [], never
+// null (the wire's, and headless lines').
+func NonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
 	}
