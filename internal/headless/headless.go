@@ -241,7 +241,7 @@ func otherLine(ev serve.Event) map[string]any {
 func askFields(event string, a serve.Ask, at string) *askLine {
 	l := &askLine{
 		Event: event, Ask: a.ID, Session: a.Session, ID: a.Request.ID,
-		Agent: a.Request.RequesterAgentName, Surface: serve.SurfaceOf(a.Request), Host: a.Host, At: at,
+		Agent: a.Request.Agent(), Surface: serve.SurfaceOf(a.Request), Host: a.Host, At: at,
 	}
 	if ai := a.Request.AccessIntent; ai != nil {
 		values := wire.NonNil(ai.MatchValues)

@@ -38,7 +38,7 @@ func queued(id serve.AskID, agent string) serve.AskQueued {
 	return serve.AskQueued{Ask: serve.Ask{
 		Arrived: inbox.Arrived{ID: id, Session: "0198c3a4-5b6d-7e8f-9a0b-1c2d3e4f5a6b", Path: "/home/ann/.pi/x.json", Request: &wire.Request{
 			RequesterAgentName: agent, Value: &v,
-			AccessIntent: &wire.AccessIntent{Surface: "bash", MatchValues: []string{secretCommand}, RequesterCwd: "/home/ann/secret"},
+			AccessIntent: &wire.AccessIntent{Surface: "bash", MatchValues: []string{secretCommand}, RequesterCwd: "/home/ann/secret", Principal: wire.Principal{AgentName: agent}},
 		}},
 		Verdict: resolve.Verdict{Action: resolve.Ask, Surface: "bash", Explanation: "no rule allows " + secretCommand},
 	}}

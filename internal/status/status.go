@@ -181,7 +181,7 @@ func (t *Tracker) line(kind string, a serve.Ask, outcome string, at time.Time) L
 		Waiting: len(t.waiting), BySession: map[string]int{}, ByAgent: map[string]int{}, Decisions: maps.Clone(t.decisions),
 	}
 	if r := a.Request; r != nil {
-		l.Agent = name(r.RequesterAgentName)
+		l.Agent = name(r.Agent())
 		l.Surface = name(a.Verdict.Surface)
 		if t.detail == Full {
 			l.Why = text(a.Verdict.Explanation)
@@ -213,10 +213,10 @@ func name(s string) string { return termsafe.Clip(s, nameLimit) }
 func text(s string) string { return termsafe.Clip(s, textLimit) }
 
 func agentOf(a serve.Ask) string {
-	if a.Request == nil || a.Request.RequesterAgentName == "" {
+	if a.Request == nil || a.Request.Agent() == "" {
 		return "?"
 	}
-	return a.Request.RequesterAgentName
+	return a.Request.Agent()
 }
 
 // shownAgents is how many agents the summary names before "+N".

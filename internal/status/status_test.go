@@ -33,9 +33,22 @@ func ask(id serve.AskID, session, agent string) serve.Ask {
 	return serve.Ask{
 		Arrived: inbox.Arrived{ID: id, Session: session, Path: secretPath, Request: &wire.Request{
 			ID: "r", RequesterAgentName: agent, Value: &v, Message: &msg,
-			AccessIntent: &wire.AccessIntent{Surface: "bash", MatchValues: []string{secretValue}, RequesterCwd: secretCwd},
+			AccessIntent: &wire.AccessIntent{Surface: "bash", MatchValues: []string{secretValue}, RequesterCwd: secretCwd, Principal: wire.Principal{AgentName: agent}},
 		}},
 		Verdict: resolve.Verdict{Action: resolve.Ask, Surface: "bash", Explanation: secretWhy},
+	}
+}
+
+// An ask is counted under the agent its facts name (the principal the
+// policy was scoped to), the name the console shows, not under the
+// requester name the child also sent.
+func TestLinesNameTheAgentTheConsoleShows(t *testing.T) {
+	a := ask(1, "s1", "scout")
+	a.Request.RequesterAgentName = "builder"
+	tr := NewTracker(Full)
+	l, ok := tr.Apply(serve.AskQueued{Ask: a}, time.Unix(0, 0))
+	if !ok || l.Agent != "scout" || l.ByAgent["scout"] != 1 || l.ByAgent["builder"] != 0 {
+		t.Fatalf("line %+v (%v), want the ask counted under scout", l, ok)
 	}
 }
 
