@@ -150,6 +150,9 @@ func (m *Model) apply(act action) tea.Cmd {
 	case copyAction:
 		return m.copyCmd(a.text)
 	case previewRuleAction:
+		if a.note != "" {
+			m.setStatus(a.note)
+		}
 		rules := m.opts.Rules
 		return func() tea.Msg { return rulePreviewMsg{seq: a.seq, preview: rules.PreviewRule(a.draft)} }
 	case writeRuleAction:

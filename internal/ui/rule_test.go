@@ -183,6 +183,27 @@ func TestRuleDialogBroadRuleNeedsTheCount(t *testing.T) {
 	}
 }
 
+// TestRuleDialogCountEndsWhenTheWaitingAsksChange: an ask arriving while the
+// count is open redoes the preview, so the count it named no longer holds.
+// The status says so instead of still asking for the count, and keys go to
+// the pattern field, as they do with the count closed by esc.
+func TestRuleDialogCountEndsWhenTheWaitingAsksChange(t *testing.T) {
+	rules := &fakeRules{preview: RulePreview{Broad: true, Confirm: 2}}
+	h := newHarness(t, withRules(rules))
+	h.queue(pathWrite())
+	h.keys("R", "enter")
+	h.wantStatus("type 2")
+	h.queue(bashChain())
+	if h.m.ruleDialog.counting || strings.Contains(h.m.status, "type 2") {
+		t.Fatalf("after an ask arrived: counting %v, status %q", h.m.ruleDialog.counting, h.m.status)
+	}
+	h.wantStatus("the preview is redone")
+	h.keys("x")
+	if got := rules.last().Pattern; !strings.HasSuffix(got, "x") {
+		t.Fatalf("a key after the count ended did not reach the pattern: %q", got)
+	}
+}
+
 func TestRuleDialogRefusalAndErrorsWriteNothing(t *testing.T) {
 	rules := &fakeRules{preview: RulePreview{Refused: "under pi's ordering the new rule would not decide"}}
 	h := newHarness(t, withRules(rules))
