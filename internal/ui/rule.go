@@ -77,10 +77,13 @@ type (
 		status string
 		err    error
 	}
+	// wroteRuleAction closes the dialog with the write's report.
+	wroteRuleAction struct{ report string }
 )
 
 func (previewRuleAction) isAction() {}
 func (writeRuleAction) isAction()   {}
+func (wroteRuleAction) isAction()   {}
 
 // ruleScopes are the dialog's scopes, in the order tab visits them.
 var ruleScopes = []struct{ scope, title string }{
@@ -234,7 +237,7 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		if msg.err != nil {
 			return statusAction{"rule not written: " + Sanitize(msg.err.Error())}, nil
 		}
-		return closeAction{msg.status}, nil
+		return wroteRuleAction{msg.status}, nil
 	case tea.KeyMsg:
 		switch {
 		case d.writing: // its answer closes the dialog and names what was written
