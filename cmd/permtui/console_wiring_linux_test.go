@@ -174,13 +174,19 @@ func (c *console) waitForAnyAfter(mark int, texts ...string) string {
 	return ""
 }
 
-// confirmRule presses enter in the rule dialog until the preview of the
-// latest edit is ready (it is computed in a command), and waits for want.
-func (c *console) confirmRule(keys []string, want string) {
+// confirmRule presses enter in the rule dialog once the preview of the
+// draft as it is was drawn — ready, a text only that preview shows, drawn
+// after mark (taken before the key that last changed the draft) — and waits
+// for want. Enter writes nothing until the preview is shown, and an enter
+// that finds it not ready may draw nothing new: "the preview is not ready
+// yet" may be the status line already, and the console redraws only what
+// changed. So each enter waits for the preview, not for the last status.
+func (c *console) confirmRule(mark int, ready, want string) {
 	c.t.Helper()
 	for {
-		mark := c.mark()
-		c.press(keys...)
+		c.waitForAfter(mark, ready)
+		mark = c.mark()
+		c.press("\r")
 		if c.waitForAnyAfter(mark, want, "the preview is not ready yet") == want {
 			return
 		}
@@ -394,8 +400,10 @@ func TestConsoleWiringRuleFromAnAsk(t *testing.T) {
 	c.waitForAfter(mark, "pattern")
 	c.press("\x15")
 	c.press(strings.Split("pnpm install *", "")...)
+	mark = c.mark()
 	c.press("\t") // this agent → all agents (global)
-	c.confirmRule([]string{"\r"}, "rule written")
+	// Only the global draft's preview decides both asks.
+	c.confirmRule(mark, "2 waiting asks it would decide now", "rule written")
 	c.wantApproved(first, wire.StateApproved)
 	c.wantApproved(second, wire.StateApproved)
 	policy, err := os.ReadFile(c.policyFile())
@@ -413,13 +421,16 @@ func TestConsoleWiringRuleFromAnAsk(t *testing.T) {
 func TestDemoConsoleWritesRules(t *testing.T) {
 	c := newConsole(t)
 	c.start("demo")
-	c.waitFor("plan.md")
+	// The script's first seconds queue six asks for a person, plan.md the
+	// first; each arrival redoes an open dialog's preview, so R waits for
+	// them all.
+	c.waitFor("6 pending")
 	mark := c.mark()
 	c.press("R")
 	c.waitForAfter(mark, "this agent (researcher)")
 	// The rule passes the global *.env deny inside notes/ (the authority
 	// diff names it): writing it takes the count the warning gives.
-	c.confirmRule([]string{"\r"}, "this rule is broad: type 1 and enter")
+	c.confirmRule(mark, "it would decide now", "this rule is broad: type 1 and enter")
 	mark = c.mark()
 	c.press("1", "\r")
 	c.waitForAfter(mark, "rule written to")

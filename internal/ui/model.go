@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -559,6 +560,9 @@ func (m *Model) applyResponse(ev serve.Decided) {
 		m.addLog(l)
 	}
 	if ev.Auto && wasQueued {
+		if !strings.HasPrefix(m.status, m.streak.lead) {
+			m.streak.lead = "" // the status line moved on from the report
+		}
 		if m.byYourDeny(ev) {
 			m.streak.byDeny++
 			m.streak.denyWords = "session deny " + grantText(m.yourDeny.grant)
@@ -906,17 +910,22 @@ func (m *Model) addHistory(recs []serve.AuditRecord) {
 // autoStreak counts the automatic answers to queued asks since the status
 // line last said anything else; byDeny counts those denied by the person's
 // own latest session deny (denyWords names it), which serve answers at once
-// when it is recorded.
+// when it is recorded. lead is a rule write's report, which the answers of
+// the reload it causes follow.
 type autoStreak struct {
 	autoCount
 	byDeny    int
 	denyWords string
+	lead      string
 }
 
 func (s autoStreak) String() string {
 	var yours string
+	if s.lead != "" {
+		yours = s.lead + "; "
+	}
 	if s.byDeny > 0 {
-		yours = "✗ " + plural(s.byDeny, "waiting ask") + " denied by your N (" + s.denyWords + "); "
+		yours += "✗ " + plural(s.byDeny, "waiting ask") + " denied by your N (" + s.denyWords + "); "
 	}
 	n := s.approved + s.denied
 	if n == 0 {

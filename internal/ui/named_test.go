@@ -321,7 +321,7 @@ func TestGoldenEditAsk80x24(t *testing.T) { goldenEditAsk(t, 80, 24) }
 func TestGoldenEditAsk60x20(t *testing.T) { goldenEditAsk(t, 60, 20) }
 
 func goldenEditAsk(t *testing.T, width, height int) {
-	screen(t, width, height, "was 1", func(tm *teatest.TestModel) {
+	screen(t, width, height, hunkHeader, func(tm *teatest.TestModel) {
 		serving(tm)
 		queued(tm, editAsk(), bashChain())
 	}, func(o *Options) { o.ReadFile = oneFile("/w/p/src/app.ts", appSource) })

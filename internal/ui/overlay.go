@@ -150,8 +150,16 @@ func (m *Model) apply(act action) tea.Cmd {
 	case copyAction:
 		return m.copyCmd(a.text)
 	case previewRuleAction:
+		if a.note != "" {
+			m.setStatus(a.note)
+		}
 		rules := m.opts.Rules
 		return func() tea.Msg { return rulePreviewMsg{seq: a.seq, preview: rules.PreviewRule(a.draft)} }
+	case wroteRuleAction:
+		m.closeOverlay(a.report)
+		// The reload answers the waiting asks the rule covers within
+		// milliseconds: they are counted after the report, not in its place.
+		m.streak.lead = m.status
 	case writeRuleAction:
 		if a.draft.Action != resolve.Allow {
 			return m.writeRule(a)

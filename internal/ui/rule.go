@@ -53,10 +53,12 @@ type RulePreview struct {
 }
 
 type (
-	// previewRuleAction asks the root for a preview of draft, numbered seq.
+	// previewRuleAction asks the root for a preview of draft, numbered seq,
+	// and puts note, if any, on the status line.
 	previewRuleAction struct {
 		seq   int
 		draft RuleDraft
+		note  string
 	}
 	// writeRuleAction asks the root to write draft.
 	writeRuleAction struct {
@@ -73,10 +75,13 @@ type (
 		status string
 		err    error
 	}
+	// wroteRuleAction closes the dialog with the write's report.
+	wroteRuleAction struct{ report string }
 )
 
 func (previewRuleAction) isAction() {}
 func (writeRuleAction) isAction()   {}
+func (wroteRuleAction) isAction()   {}
 
 // ruleScopes are the dialog's scopes, in the order tab visits them.
 var ruleScopes = []struct{ scope, title string }{
@@ -142,13 +147,20 @@ func (d *ruleDialog) takeWaiting(waiting []*entry) {
 // setWaiting takes the waiting asks as they are now; when they changed (an
 // ask arrived or left) the preview is asked for again, and until it is
 // shown enter writes nothing ("the preview is not ready yet"), so a rule is
-// never written on a count of asks the screen did not name.
+// never written on a count of asks the screen did not name. An open count
+// ends with the preview it was asked for, and the status says so rather
+// than still asking for it.
 func (d *ruleDialog) setWaiting(waiting []*entry) action {
 	if d.writing || slices.EqualFunc(d.waiting, waiting, func(id serve.AskID, e *entry) bool { return id == e.ask.ID }) {
 		return nil
 	}
+	counting := d.counting
 	d.takeWaiting(waiting)
-	return d.refresh()
+	a := d.refresh()
+	if counting {
+		a.note = "the waiting asks changed, so the preview is redone and its count with it: look at it, then press enter"
+	}
+	return a
 }
 
 // factsOf is an accessIntent as the resolver takes it.
@@ -192,11 +204,22 @@ func (d *ruleDialog) draft() RuleDraft {
 }
 
 // refresh asks for a preview of the draft as it is now; the one shown no
-// longer holds, and older previews are dropped when they arrive.
-func (d *ruleDialog) refresh() action {
+// longer holds, nor a count it named, and older previews are dropped when
+// they arrive.
+func (d *ruleDialog) refresh() previewRuleAction {
 	d.seq++
-	d.counting, d.preview = false, nil
+	d.preview = nil
+	if d.counting {
+		d.closeCount() // no key is pending to blink the cursor for
+	}
 	return previewRuleAction{seq: d.seq, draft: d.draft()}
+}
+
+// closeCount goes back from the count to the pattern field.
+func (d *ruleDialog) closeCount() tea.Cmd {
+	d.counting = false
+	d.count.Blur()
+	return d.pattern.Focus()
 }
 
 func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
@@ -212,16 +235,14 @@ func (d *ruleDialog) update(msg tea.Msg) (action, tea.Cmd) {
 		if msg.err != nil {
 			return statusAction{"rule not written: " + Sanitize(msg.err.Error())}, nil
 		}
-		return closeAction{msg.status}, nil
+		return wroteRuleAction{msg.status}, nil
 	case tea.KeyMsg:
 		switch {
 		case d.writing: // its answer closes the dialog and names what was written
 			return statusAction{"writing the rule…"}, nil
 		case key.Matches(msg, d.keys.Close):
 			if d.counting {
-				d.counting = false
-				d.count.Blur()
-				return nil, d.pattern.Focus()
+				return nil, d.closeCount()
 			}
 			return closeAction{"no rule written"}, nil
 		case key.Matches(msg, d.keys.Confirm):

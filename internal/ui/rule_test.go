@@ -10,7 +10,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/permtui/permtui/internal/resolve"
+	"github.com/permtui/permtui/internal/serve"
 	"github.com/permtui/permtui/internal/termsafe"
+	"github.com/permtui/permtui/internal/wire"
 )
 
 // fakeRules answers previews with preview (its Coverage names the pattern)
@@ -125,6 +127,19 @@ func TestRuleDialogWritesAndCloses(t *testing.T) {
 		t.Errorf("mode %d, status %q", h.m.mode, h.m.status)
 	}
 	h.wantDecisions() // the rule answers the ask through serve's reload, not the console
+	// The reload's answer follows the report within milliseconds; the status
+	// counts it after the report, not in its place (decision 0285).
+	h.events(serve.Decided{Ask: a, Response: wire.Response{Approved: true, State: wire.StateApproved}, Auto: true})
+	h.wantStatus("rule written; 1 queued ask answered by recorded authority")
+	// Once the status line said something else, a later answer is not
+	// put after the report.
+	b := bashChain()
+	h.queue(b)
+	h.keys("j")
+	h.events(serve.Decided{Ask: b, Response: wire.Response{Approved: true, State: wire.StateApproved}, Auto: true})
+	if strings.Contains(h.m.status, "rule written") {
+		t.Errorf("a later answer brought the report back: %q", h.m.status)
+	}
 }
 
 // Keys pressed while the rule is written change nothing: esc closed the
@@ -180,6 +195,27 @@ func TestRuleDialogBroadRuleNeedsTheCount(t *testing.T) {
 	h.keys("backspace", "2", "enter")
 	if len(rules.writes) != 1 || rules.confirms[0] != 2 {
 		t.Fatalf("writes %+v confirms %v", rules.writes, rules.confirms)
+	}
+}
+
+// TestRuleDialogCountEndsWhenTheWaitingAsksChange: an ask arriving while the
+// count is open redoes the preview, so the count it named no longer holds.
+// The status says so instead of still asking for the count, and keys go to
+// the pattern field, as they do with the count closed by esc.
+func TestRuleDialogCountEndsWhenTheWaitingAsksChange(t *testing.T) {
+	rules := &fakeRules{preview: RulePreview{Broad: true, Confirm: 2}}
+	h := newHarness(t, withRules(rules))
+	h.queue(pathWrite())
+	h.keys("R", "enter")
+	h.wantStatus("type 2")
+	h.queue(bashChain())
+	if h.m.ruleDialog.counting || strings.Contains(h.m.status, "type 2") {
+		t.Fatalf("after an ask arrived: counting %v, status %q", h.m.ruleDialog.counting, h.m.status)
+	}
+	h.wantStatus("the preview is redone")
+	h.keys("x")
+	if got := rules.last().Pattern; !strings.HasSuffix(got, "x") {
+		t.Fatalf("a key after the count ended did not reach the pattern: %q", got)
 	}
 }
 
