@@ -376,25 +376,28 @@ func TestConcurrentRuleAddsLoseNoRule(t *testing.T) {
 	}
 }
 
-// TestRuleAddSaysTheRuleWasWrittenWhenTheAuditFails (issue 18): the audit
-// record comes before written:, and a failure after the write says the
-// rule is in force.
-func TestRuleAddSaysTheRuleWasWrittenWhenTheAuditFails(t *testing.T) {
-	e := newRuleEnv(t, commented)
-	// The log reads as empty, and appending to it fails: a link is
-	// refused (decision 0281), so also as root.
-	if err := os.MkdirAll(e.state, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(e.state, "gone", "audit.jsonl"), filepath.Join(e.state, "audit.jsonl")); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "bash", "--pattern", "ls", "--action", "allow", "--yes")...)
-	if code != 1 || strings.Contains(out, "written:") {
-		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
-	}
-	if !strings.Contains(readFile(t, e.global()), `"ls": "allow"`) || !strings.Contains(errOut, "the rule WAS written to "+e.global()) || !strings.Contains(errOut, "(symlink)") {
-		t.Fatalf("the error does not say the rule is in force: %s", errOut)
+// TestRuleAddRefusesUpFrontWhenTheAuditLogIsRefused (issue 22): a log
+// that would refuse the rule's record (a link, a file others read: decision
+// 0281) is found before the rule is written, so nothing is written.
+func TestRuleAddRefusesUpFrontWhenTheAuditLogIsRefused(t *testing.T) {
+	for what, plant := range map[string]func(path string) error{
+		"(symlink)": func(path string) error { return os.Symlink(path+".elsewhere", path) },
+		"mode 0644": func(path string) error { return os.WriteFile(path, nil, 0o644) },
+	} {
+		e := newRuleEnv(t, commented)
+		if err := os.MkdirAll(e.state, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := plant(filepath.Join(e.state, "audit.jsonl")); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "bash", "--pattern", "ls", "--action", "allow", "--yes")...)
+		if code != 1 || strings.Contains(out, "written:") || !strings.Contains(errOut, "nothing written") || !strings.Contains(errOut, what) {
+			t.Fatalf("%s: exit %d:\n%s\n%s", what, code, out, errOut)
+		}
+		if got := readFile(t, e.global()); got != commented {
+			t.Fatalf("%s: the rule was written:\n%s", what, got)
+		}
 	}
 }
 
