@@ -523,3 +523,34 @@ func TestRuleAddSaysAProjectAllowIsHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateGroupsChangesByAgent: the changed asks are listed under one
+// header per agent, agents in order, each agent's asks in the log's order.
+func TestSimulateGroupsChangesByAgent(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	e.record(t, asked("b", "git log", true, nil), asked("a", "git diff", true, nil), asked("b", "git add", true, nil), asked("", "git init", true, nil))
+	_, out, _ := runCmd(t, "", e.args("simulate", "--rule", "bash", "git *", "allow")...)
+	var got []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "  agent ") || strings.HasPrefix(line, "    ask → allow") {
+			got = append(got, strings.TrimSpace(line))
+		}
+	}
+	want := []string{`agent ""`, `ask → allow  "bash" ["git init"]`, `agent "a"`, `ask → allow  "bash" ["git diff"]`,
+		`agent "b"`, `ask → allow  "bash" ["git log"]`, `ask → allow  "bash" ["git add"]`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q\n%s", got, want, out)
+	}
+	_, out, _ = runCmd(t, "", e.args("simulate", "--rule", "bash", "git *", "allow", "--json")...)
+	var rep reportJSON
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err, out)
+	}
+	var ids []string
+	for _, c := range rep.Changed {
+		ids = append(ids, c.RequestID)
+	}
+	if want := []string{"r-git init", "r-git diff", "r-git log", "r-git add"}; !slices.Equal(ids, want) {
+		t.Fatalf("--json order %q, want %q", ids, want)
+	}
+}
