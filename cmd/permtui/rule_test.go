@@ -378,7 +378,8 @@ func TestConcurrentRuleAddsLoseNoRule(t *testing.T) {
 
 // TestRuleAddRefusesUpFrontWhenTheAuditLogIsRefused (issue 22): a log
 // that would refuse the rule's record (a link, a file others read: decision
-// 0281) is found before the rule is written, so nothing is written.
+// 0281) is found before the rule is written, so nothing is written, by
+// 'rule add' or by the console's rule dialog.
 func TestRuleAddRefusesUpFrontWhenTheAuditLogIsRefused(t *testing.T) {
 	for what, plant := range map[string]func(path string) error{
 		"(symlink)": func(path string) error { return os.Symlink(path+".elsewhere", path) },
@@ -394,6 +395,13 @@ func TestRuleAddRefusesUpFrontWhenTheAuditLogIsRefused(t *testing.T) {
 		code, out, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "bash", "--pattern", "ls", "--action", "allow", "--yes")...)
 		if code != 1 || strings.Contains(out, "written:") || !strings.Contains(errOut, "nothing written") || !strings.Contains(errOut, what) {
 			t.Fatalf("%s: exit %d:\n%s\n%s", what, code, out, errOut)
+		}
+		// The console's rule dialog writes through the same service.
+		c := consoleRules{ruleService{opts: resolve.LoadOptions{AgentDir: e.agentDir, ProjectDir: e.project, TrustProject: true}, stateDir: e.state}}
+		d := ui.RuleDraft{Scope: "global", Surface: "bash", Pattern: "ls", Action: resolve.Allow, Facts: resolve.Query{Surface: "bash", Values: []string{"ls"}}}
+		p := c.PreviewRule(d)
+		if _, err := c.WriteRule(d, p.Confirm, p.Digest); err == nil || !strings.Contains(err.Error(), "nothing written") || !strings.Contains(err.Error(), what) {
+			t.Fatalf("%s: console WriteRule: %v (preview %+v)", what, err, p)
 		}
 		if got := readFile(t, e.global()); got != commented {
 			t.Fatalf("%s: the rule was written:\n%s", what, got)
