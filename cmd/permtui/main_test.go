@@ -390,6 +390,28 @@ func TestResolveExitCode(t *testing.T) {
 	}
 }
 
+// TestResolveBatchReadsLinesAsJSONParse (issue 22): a --batch line is read
+// by the one JSON reader: the last of duplicate keys counts, a null field is
+// one not given, and a null inside a list is the wrong type rather than an
+// empty value or command (decision 0288).
+func TestResolveBatchReadsLinesAsJSONParse(t *testing.T) {
+	flags := resolveFixture(t)
+	for in, want := range map[string]string{
+		`{"surface":"bash","values":"x","values":["git status"]}`:                                                     `"state":"allow"`,
+		`{"surface":"bash","agent":1,"agent":"a","values":["git status"]}`:                                            `"state":"allow"`,
+		`{"agent":null,"surface":"bash","values":["git status"],"floor":null}`:                                        `"state":"allow"`,
+		`{"surface":"bash","values":["git status",null]}`:                                                             `"error":"line 1: field \"values\" has the wrong type`,
+		`{"surface":"bash","values":["ls"],"askingUnits":[null]}`:                                                     `"error":"line 1: field \"askingUnits\" has the wrong type`,
+		`{"surface":"bash","values":["ls"],"askingUnits":[{"command":null}]}`:                                         `"error":"line 1: field \"askingUnits\" has the wrong type`,
+		`{"surface":"bash","values":["ls"],"askingUnits":[{"command":"rm x"}],"askingUnits":[{"command":"git log"}]}`: `"state":"allow"`,
+	} {
+		_, out, _ := runCmd(t, in+"\n", append(append([]string{"resolve"}, flags...), "--batch")...)
+		if !strings.Contains(out, want) {
+			t.Errorf("%s: %q; want %s", in, out, want)
+		}
+	}
+}
+
 func TestResolveBatchErrorsSayWhatIsWrong(t *testing.T) {
 	flags := resolveFixture(t)
 	for in, want := range map[string]string{

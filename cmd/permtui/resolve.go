@@ -7,14 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	json "github.com/goccy/go-json"
 
 	"github.com/permtui/permtui/internal/grants"
+	"github.com/permtui/permtui/internal/jsonparse"
 	"github.com/permtui/permtui/internal/judgment"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/safefs"
@@ -75,15 +73,6 @@ type verdictJSON struct {
 // batchError stands in the output for a batch line that could not be judged.
 type batchError struct {
 	Error string `json:"error"`
-}
-
-// batchLine is one --batch input.
-type batchLine struct {
-	Agent       string            `json:"agent"`
-	Surface     string            `json:"surface"`
-	Values      []string          `json:"values"`
-	Floor       *string           `json:"floor"`
-	AskingUnits []wire.AskingUnit `json:"askingUnits"`
 }
 
 // resolveFlags are resolve's flags: one of three forms (a request file,
@@ -270,7 +259,7 @@ func resolveBatch(policy *resolve.Policy, session sessionRules, stdin io.Reader,
 	failed := 0
 	served.Action = resolve.Allow
 	for lineNo := 1; in.Scan(); lineNo++ {
-		line, err := parseBatchLine(in.Bytes())
+		q, err := parseBatchLine(in.Bytes())
 		if err != nil {
 			failed++
 			if err := writeJSONLine(out, batchError{Error: fmt.Sprintf("line %d: %v", lineNo, err)}); err != nil {
@@ -278,7 +267,6 @@ func resolveBatch(policy *resolve.Policy, session sessionRules, stdin io.Reader,
 			}
 			continue
 		}
-		q := resolve.Query{Agent: line.Agent, Surface: line.Surface, Values: line.Values, Floor: line.Floor, AskingUnits: line.AskingUnits}
 		v, s := judgeFacts(policy, q, session)
 		lineDiffers := s.Action != v.Action
 		if resolve.Restrictiveness(s.Action) > resolve.Restrictiveness(served.Action) || (lineDiffers && !differs && s.Action == served.Action) {
@@ -325,74 +313,102 @@ func readSession(store *grants.Store, session string) (sessionRules, error) {
 	return sessionRules{grants: store.For(session), denies: denies}, nil
 }
 
-// parseBatchLine reads one line of facts strictly (an unknown field such as
-// "value" would otherwise judge no values), with errors in the user's terms
-// rather than the decoder's.
-func parseBatchLine(data []byte) (batchLine, error) {
-	var line batchLine
-	err := json.Unmarshal(wire.KeepLoneSurrogates(data), &line) // facts keep lone surrogates, as from a request file
+// parseBatchLine reads one line of facts with the one JSON reader, as
+// JSON.parse would (the last of duplicate keys, lone surrogates kept:
+// decision 0190), strictly: an unknown field such as "value" would
+// otherwise judge no values. A null field is one not given, a null in a
+// list the wrong type (decision 0288). Errors are in the user's terms.
+func parseBatchLine(data []byte) (q resolve.Query, err error) {
 	const want = `want one JSON object per line, such as {"agent":"a","surface":"bash","values":["ls"]}`
-	trimmed := bytes.TrimSpace(data)
+	line, err := jsonparse.Parse(string(data), maxBatchDepth)
 	switch {
-	case len(trimmed) == 0:
-		return line, errors.New("empty line; " + want)
-	case err != nil && !json.Valid(trimmed):
-		return line, errors.New("not valid JSON; " + want)
-	case trimmed[0] != '{': // null decodes into no facts
-		return line, errors.New("not a JSON object; " + want)
+	case len(bytes.TrimSpace(data)) == 0:
+		return q, errors.New("empty line; " + want)
 	case err != nil:
-		return line, wrongField(trimmed, err)
+		return q, errors.New("not valid JSON; " + want)
+	case line.Kind != jsonparse.Object:
+		return q, errors.New("not a JSON object; " + want)
 	}
-	var fields map[string]skipValue
-	if err := json.Unmarshal(trimmed, &fields); err != nil {
-		return line, errors.New(strings.TrimPrefix(err.Error(), "json: "))
-	}
-	for name := range fields {
-		if _, ok := batchFieldTypes[name]; !ok {
-			return line, fmt.Errorf("unknown field %q; the fields are agent, surface, values, floor and askingUnits", name)
+	for _, m := range line.Members() {
+		v, ok := m.Value, true
+		if _, known := batchFieldTypes[m.Key]; !known {
+			return q, fmt.Errorf("unknown field %q; the fields are agent, surface, values, floor and askingUnits", m.Key)
+		} else if v.Kind == jsonparse.Null {
+			continue
 		}
-	}
-	// A unit's misspelt field would judge an empty command.
-	var units struct {
-		AskingUnits []map[string]skipValue `json:"askingUnits"`
-	}
-	if len(line.AskingUnits) > 0 && json.Unmarshal(trimmed, &units) == nil {
-		for i, u := range units.AskingUnits {
-			for name := range u {
-				if name != "command" && name != "floor" {
-					return line, fmt.Errorf("unknown field %q in askingUnits[%d]; a unit's fields are command and floor", name, i)
-				}
+		switch m.Key {
+		case "agent":
+			q.Agent, ok = jsonString(v)
+		case "surface":
+			q.Surface, ok = jsonString(v)
+		case "values":
+			q.Values, ok = jsonStrings(v)
+		case "floor":
+			q.Floor, ok = jsonNullableString(v)
+		case "askingUnits":
+			if q.AskingUnits, ok, err = readUnits(v); err != nil {
+				return q, err
 			}
 		}
+		if !ok {
+			return q, fmt.Errorf("field %q has the wrong type; want %s", m.Key, batchFieldTypes[m.Key])
+		}
 	}
-	return line, nil
+	return q, nil
 }
 
-// wrongField names the field whose value has the wrong type; the decoder's
-// own message does not always say ("slice unexpected end of JSON input").
-func wrongField(object []byte, err error) error {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(object, &fields) == nil {
-		for _, name := range slices.Sorted(maps.Keys(fields)) {
-			if _, known := batchFieldTypes[name]; !known {
-				continue
-			}
-			raw := fields[name]
-			var probe batchLine
-			if json.Unmarshal([]byte(`{"`+name+`":`+string(raw)+`}`), &probe) != nil {
-				return fmt.Errorf("field %q has the wrong type; want %s", name, batchFieldTypes[name])
-			}
-		}
-	}
-	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
-}
-
-// skipValue decodes any JSON value into nothing.
-type skipValue struct{}
-
-func (*skipValue) UnmarshalJSON([]byte) error { return nil }
+// maxBatchDepth bounds a line's nesting: facts nest three deep (the line,
+// askingUnits, a unit), so a deeper line is no line of facts.
+const maxBatchDepth = 64
 
 var batchFieldTypes = map[string]string{
 	"agent": "a string", "surface": "a string", "values": "a list of strings",
 	"floor": "a string or null", "askingUnits": "a list of {\"command\",\"floor\"}",
+}
+
+func jsonString(v jsonparse.Value) (string, bool) { return v.Str, v.Kind == jsonparse.String }
+
+func jsonNullableString(v jsonparse.Value) (*string, bool) {
+	if v.Kind == jsonparse.Null {
+		return nil, true
+	}
+	s, ok := jsonString(v)
+	return &s, ok
+}
+
+func jsonStrings(v jsonparse.Value) ([]string, bool) {
+	out := make([]string, 0, len(v.Items()))
+	for _, item := range v.Items() {
+		s, ok := jsonString(item)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, v.Kind == jsonparse.Array
+}
+
+// readUnits reads askingUnits; a unit's misspelt field would judge an empty
+// command, so it is refused by name.
+func readUnits(v jsonparse.Value) (units []wire.AskingUnit, ok bool, err error) {
+	units = make([]wire.AskingUnit, len(v.Items()))
+	for i, item := range v.Items() {
+		if item.Kind != jsonparse.Object {
+			return nil, false, nil
+		}
+		for _, m := range item.Members() {
+			switch m.Key {
+			case "command":
+				units[i].Command, ok = jsonString(m.Value)
+			case "floor":
+				units[i].Floor, ok = jsonNullableString(m.Value)
+			default:
+				return nil, false, fmt.Errorf("unknown field %q in askingUnits[%d]; a unit's fields are command and floor", m.Key, i)
+			}
+			if !ok {
+				return nil, false, nil
+			}
+		}
+	}
+	return units, v.Kind == jsonparse.Array, nil
 }

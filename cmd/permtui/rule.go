@@ -254,13 +254,19 @@ func (p rulePlan) warnings() []string {
 }
 
 // write applies the plan and records who wrote which rule to which file.
+// The log is opened first: one that refuses the record refuses the rule.
 func (s ruleService) write(p rulePlan, via string) (policyedit.Written, error) {
+	log, err := serve.OpenRuleLog(s.stateDir)
+	if err != nil {
+		return policyedit.Written{}, fmt.Errorf("nothing written: %w", err)
+	}
 	w, err := policyedit.Apply(p.ch, s.opts, s.stateDir, time.Now())
 	if err != nil {
+		log.Close()
 		return w, err
 	}
 	r, t := p.ch.Rule, p.ch.Target
-	err = serve.AppendRuleRecord(s.stateDir, serve.RuleRecord{
+	err = log.Append(serve.RuleRecord{
 		Surface: r.Surface, Pattern: r.Pattern, Action: string(r.Action), Reason: r.Reason,
 		Scope: string(t.Scope), Agent: t.Agent, File: w.File, Backup: w.Backup,
 		By: whoami(), Via: via, WrittenAt: time.Now().UnixMilli(),

@@ -376,25 +376,36 @@ func TestConcurrentRuleAddsLoseNoRule(t *testing.T) {
 	}
 }
 
-// TestRuleAddSaysTheRuleWasWrittenWhenTheAuditFails (issue 18): the audit
-// record comes before written:, and a failure after the write says the
-// rule is in force.
-func TestRuleAddSaysTheRuleWasWrittenWhenTheAuditFails(t *testing.T) {
-	e := newRuleEnv(t, commented)
-	// The log reads as empty, and appending to it fails: a link is
-	// refused (decision 0281), so also as root.
-	if err := os.MkdirAll(e.state, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(e.state, "gone", "audit.jsonl"), filepath.Join(e.state, "audit.jsonl")); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "bash", "--pattern", "ls", "--action", "allow", "--yes")...)
-	if code != 1 || strings.Contains(out, "written:") {
-		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
-	}
-	if !strings.Contains(readFile(t, e.global()), `"ls": "allow"`) || !strings.Contains(errOut, "the rule WAS written to "+e.global()) || !strings.Contains(errOut, "(symlink)") {
-		t.Fatalf("the error does not say the rule is in force: %s", errOut)
+// TestRuleAddRefusesUpFrontWhenTheAuditLogIsRefused (issue 22): a log
+// that would refuse the rule's record (a link, a file others read: decision
+// 0281) is found before the rule is written, so nothing is written, by
+// 'rule add' or by the console's rule dialog.
+func TestRuleAddRefusesUpFrontWhenTheAuditLogIsRefused(t *testing.T) {
+	for what, plant := range map[string]func(path string) error{
+		"(symlink)": func(path string) error { return os.Symlink(path+".elsewhere", path) },
+		"mode 0644": func(path string) error { return os.WriteFile(path, nil, 0o644) },
+	} {
+		e := newRuleEnv(t, commented)
+		if err := os.MkdirAll(e.state, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := plant(filepath.Join(e.state, "audit.jsonl")); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runCmd(t, "", e.args("rule", "add", "--surface", "bash", "--pattern", "ls", "--action", "allow", "--yes")...)
+		if code != 1 || strings.Contains(out, "written:") || !strings.Contains(errOut, "nothing written") || !strings.Contains(errOut, what) {
+			t.Fatalf("%s: exit %d:\n%s\n%s", what, code, out, errOut)
+		}
+		// The console's rule dialog writes through the same service.
+		c := consoleRules{ruleService{opts: resolve.LoadOptions{AgentDir: e.agentDir, ProjectDir: e.project, TrustProject: true}, stateDir: e.state}}
+		d := ui.RuleDraft{Scope: "global", Surface: "bash", Pattern: "ls", Action: resolve.Allow, Facts: resolve.Query{Surface: "bash", Values: []string{"ls"}}}
+		p := c.PreviewRule(d)
+		if _, err := c.WriteRule(d, p.Confirm, p.Digest); err == nil || !strings.Contains(err.Error(), "nothing written") || !strings.Contains(err.Error(), what) {
+			t.Fatalf("%s: console WriteRule: %v (preview %+v)", what, err, p)
+		}
+		if got := readFile(t, e.global()); got != commented {
+			t.Fatalf("%s: the rule was written:\n%s", what, got)
+		}
 	}
 }
 
@@ -518,5 +529,36 @@ func TestRuleAddSaysAProjectAllowIsHeld(t *testing.T) {
 		if held := strings.Contains(out, "until it runs with --trust-project"); held != c.held {
 			t.Errorf("%s %v: says held %v, want %v:\n%s", c.action, c.extra, held, c.held, out)
 		}
+	}
+}
+
+// TestSimulateGroupsChangesByAgent: the changed asks are listed under one
+// header per agent, agents in order, each agent's asks in the log's order.
+func TestSimulateGroupsChangesByAgent(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	e.record(t, asked("b", "git log", true, nil), asked("a", "git diff", true, nil), asked("b", "git add", true, nil), asked("", "git init", true, nil))
+	_, out, _ := runCmd(t, "", e.args("simulate", "--rule", "bash", "git *", "allow")...)
+	var got []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "  agent ") || strings.HasPrefix(line, "    ask → allow") {
+			got = append(got, strings.TrimSpace(line))
+		}
+	}
+	want := []string{`agent ""`, `ask → allow  "bash" ["git init"]`, `agent "a"`, `ask → allow  "bash" ["git diff"]`,
+		`agent "b"`, `ask → allow  "bash" ["git log"]`, `ask → allow  "bash" ["git add"]`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q\n%s", got, want, out)
+	}
+	_, out, _ = runCmd(t, "", e.args("simulate", "--rule", "bash", "git *", "allow", "--json")...)
+	var rep reportJSON
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err, out)
+	}
+	var ids []string
+	for _, c := range rep.Changed {
+		ids = append(ids, c.RequestID)
+	}
+	if want := []string{"r-git init", "r-git diff", "r-git log", "r-git add"}; !slices.Equal(ids, want) {
+		t.Fatalf("--json order %q, want %q", ids, want)
 	}
 }

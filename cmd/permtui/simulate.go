@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -196,22 +196,22 @@ func printReport(w io.Writer, rep simulate.Report, loosened []policyedit.Looseni
 	}{{"current", rep.Current}, {"candidate", rep.Candidate}} {
 		fmt.Fprintf(w, "%-10s %6d %6d %6d\n", row.name, row.c.Allow, row.c.Deny, row.c.Ask)
 	}
-	changed := rep.Changed()
+	changed := byAgent(rep.Changed())
 	if len(changed) == 0 {
 		fmt.Fprintln(w, "\nno answer changes")
 		return
 	}
 	fmt.Fprintf(w, "\n%d answers change:\n", len(changed))
-	for _, g := range byAgent(changed) {
-		fmt.Fprintf(w, "  agent %s\n", strconv.Quote(g.agent))
-		for _, o := range g.asks {
-			f := o.Record.Facts
-			note := ""
-			if p := personAnswer(o); p != "" {
-				note = "  (a person " + p + " it)"
-			}
-			fmt.Fprintf(w, "    %s → %s  %s %q%s\n      by %s\n", o.Before.Action, o.After.Action, strconv.Quote(f.Surface), f.MatchValues, note, policyedit.DescribeVerdict(o.After))
+	for i, o := range changed {
+		f := o.Record.Facts
+		if i == 0 || f.Principal != changed[i-1].Record.Facts.Principal {
+			fmt.Fprintf(w, "  agent %s\n", strconv.Quote(f.Principal))
 		}
+		note := ""
+		if p := personAnswer(o); p != "" {
+			note = "  (a person " + p + " it)"
+		}
+		fmt.Fprintf(w, "    %s → %s  %s %q%s\n      by %s\n", o.Before.Action, o.After.Action, strconv.Quote(f.Surface), f.MatchValues, note, policyedit.DescribeVerdict(o.After))
 	}
 	if denied := rep.DeniedNowAllowed(); len(denied) > 0 {
 		fmt.Fprintf(w, "\n%d asks a person denied would now be allowed\n", len(denied))
@@ -241,26 +241,12 @@ func personAnswer(o simulate.Outcome) string {
 	return ""
 }
 
-type agentGroup struct {
-	agent string
-	asks  []simulate.Outcome
-}
-
-func byAgent(outs []simulate.Outcome) []agentGroup {
-	idx := map[string]int{}
-	var groups []agentGroup
-	for _, o := range outs {
-		a := o.Record.Facts.Principal
-		i, ok := idx[a]
-		if !ok {
-			i = len(groups)
-			idx[a] = i
-			groups = append(groups, agentGroup{agent: a})
-		}
-		groups[i].asks = append(groups[i].asks, o)
-	}
-	sort.SliceStable(groups, func(i, j int) bool { return groups[i].agent < groups[j].agent })
-	return groups
+// byAgent sorts outs by agent in place, keeping the log's order within one.
+func byAgent(outs []simulate.Outcome) []simulate.Outcome {
+	slices.SortStableFunc(outs, func(a, b simulate.Outcome) int {
+		return strings.Compare(a.Record.Facts.Principal, b.Record.Facts.Principal)
+	})
+	return outs
 }
 
 // reportJSON is the --json form of a report.
@@ -325,12 +311,10 @@ func printReportJSON(w io.Writer, rep simulate.Report, loosened []policyedit.Loo
 		out.Loosened = append(out.Loosened, loosenedJSON{Agents: g.Views, Surface: l.Surface, Value: l.Value,
 			Before: l.Before.Action, After: l.After.Action, Was: toRuleJSON(l.Before), Now: toRuleJSON(l.After), Witnesses: g.Count})
 	}
-	for _, g := range byAgent(rep.Changed()) {
-		for _, o := range g.asks {
-			f := o.Record.Facts
-			out.Changed = append(out.Changed, changedAskJSON{RequestID: o.Record.RequestID, Agent: f.Principal, Surface: f.Surface,
-				Values: f.MatchValues, Before: o.Before.Action, After: o.After.Action, Person: personAnswer(o), Rule: toRuleJSON(o.After)})
-		}
+	for _, o := range byAgent(rep.Changed()) {
+		f := o.Record.Facts
+		out.Changed = append(out.Changed, changedAskJSON{RequestID: o.Record.RequestID, Agent: f.Principal, Surface: f.Surface,
+			Values: f.MatchValues, Before: o.Before.Action, After: o.After.Action, Person: personAnswer(o), Rule: toRuleJSON(o.After)})
 	}
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {

@@ -112,7 +112,11 @@ func TestAnOlderListDoesNotUndoARevocationToNothing(t *testing.T) {
 func TestTheBucketOnlyNarrowsARelaysGrants(t *testing.T) {
 	everything, npm, make := wire.Grant{Surface: "*", Pattern: "*"}, wire.Grant{Surface: "bash", Pattern: "npm *"}, wire.Grant{Surface: "bash", Pattern: "make *"}
 	dir := t.TempDir()
-	if err := serve.AppendRuleRecord(dir, serve.RuleRecord{}); err != nil { // a log with other lines
+	rules, err := serve.OpenRuleLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rules.Append(serve.RuleRecord{}); err != nil { // a log with other lines
 		t.Fatal(err)
 	}
 	g := NewGrants()

@@ -242,14 +242,12 @@ func (p *Policy) Resolve(req *wire.Request, grants []wire.Grant) Verdict {
 		return Verdict{Action: Ask, Explanation: "Ask. A person decides: the request carries no facts (" + missing +
 			"), and recorded policy never auto-answers a request without facts (pi-permission-system's ADR 0008 §4)."}
 	}
-	ai := req.AccessIntent
-	return p.Evaluate(Query{
-		Agent:       ai.Principal.AgentName,
-		Surface:     ai.Surface,
-		Values:      ai.MatchValues,
-		Floor:       ai.Floor,
-		AskingUnits: ai.AskingUnits,
-	}, grants)
+	return p.Evaluate(QueryOf(req.AccessIntent), grants)
+}
+
+// QueryOf is a request's facts as Evaluate takes them.
+func QueryOf(ai *wire.AccessIntent) Query {
+	return Query{Agent: ai.Principal.AgentName, Surface: ai.Surface, Values: ai.MatchValues, Floor: ai.Floor, AskingUnits: ai.AskingUnits}
 }
 
 // LegacyHint judges a request without accessIntent on its legacy surface

@@ -101,27 +101,35 @@ type RuleRecord struct {
 // AuditPath is the audit log of a state directory: its one spelling.
 func AuditPath(stateDir string) string { return filepath.Join(stateDir, "audit.jsonl") }
 
-// AppendRuleRecord appends rec to <stateDir>/audit.jsonl and fsyncs it. A
-// serving permtui may be appending decisions at the same time: O_APPEND
-// keeps each line whole.
-func AppendRuleRecord(stateDir string, rec RuleRecord) error {
-	rec.Kind = "rule"
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("audit: encode: %w", err)
-	}
+// RuleLog is audit.jsonl opened to take one rule record. A serving permtui
+// may be appending decisions at the same time: O_APPEND keeps each line
+// whole.
+type RuleLog struct{ f *os.File }
+
+// OpenRuleLog opens <stateDir>/audit.jsonl for a rule record. Opened before
+// the rule is written, a log that refuses it (decision 0281) stops the write.
+func OpenRuleLog(stateDir string) (*RuleLog, error) {
 	if err := safefs.MkdirPrivate(stateDir); err != nil {
-		return fmt.Errorf("audit: %w", err)
+		return nil, fmt.Errorf("audit: %w", err)
 	}
 	f, err := safefs.OpenAppendPrivate(AuditPath(stateDir))
 	if err != nil {
-		return fmt.Errorf("audit: %w", err)
+		return nil, fmt.Errorf("audit: %w", err)
 	}
-	_, err = f.Write(append(line, '\n'))
+	return &RuleLog{f}, nil
+}
+
+// Append writes rec, fsyncs and closes the log.
+func (l *RuleLog) Append(rec RuleRecord) error {
+	rec.Kind = "rule"
+	line, err := json.Marshal(rec)
 	if err == nil {
-		err = f.Sync()
+		_, err = l.f.Write(append(line, '\n'))
 	}
-	if cerr := f.Close(); err == nil {
+	if err == nil {
+		err = l.f.Sync()
+	}
+	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -129,6 +137,9 @@ func AppendRuleRecord(stateDir string, rec RuleRecord) error {
 	}
 	return nil
 }
+
+// Close closes the log unwritten: the rule was not written either.
+func (l *RuleLog) Close() { l.f.Close() }
 
 // maxAuditLine caps one line read back from audit.jsonl. It is above the
 // longest line permtui writes, so every decision recorded is replayed: a

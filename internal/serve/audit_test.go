@@ -53,9 +53,18 @@ func TestAuditRecordsTheFactsForReplay(t *testing.T) {
 	}
 }
 
+// appendRuleRecord records rec as 'rule add' does.
+func appendRuleRecord(stateDir string, rec RuleRecord) error {
+	l, err := OpenRuleLog(stateDir)
+	if err != nil {
+		return err
+	}
+	return l.Append(rec)
+}
+
 func TestRuleRecordsSitBesideDecisions(t *testing.T) {
 	dir := t.TempDir()
-	if err := AppendRuleRecord(dir, RuleRecord{Surface: "bash", Pattern: "ls", Action: "allow", Scope: "global", File: "/x", By: "me", Via: "rule add"}); err != nil {
+	if err := appendRuleRecord(dir, RuleRecord{Surface: "bash", Pattern: "ls", Action: "allow", Scope: "global", File: "/x", By: "me", Via: "rule add"}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
@@ -258,7 +267,7 @@ func TestTheAuditLogRefusesALinkOrAFileOthersRead(t *testing.T) {
 		if !strings.Contains(problem, path) || !strings.Contains(problem, "answers wait") {
 			t.Errorf("%s: degraded %q", what, problem)
 		}
-		if err := AppendRuleRecord(stateDir, RuleRecord{Surface: "bash", Pattern: "ls", Action: "allow"}); err == nil || !strings.Contains(err.Error(), path) {
+		if err := appendRuleRecord(stateDir, RuleRecord{Surface: "bash", Pattern: "ls", Action: "allow"}); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: rule record: %v", what, err)
 		}
 		for _, p := range []string{victim, path} {

@@ -657,7 +657,7 @@ func TestAuditIndexFindsDecisionsAroundForeignAppends(t *testing.T) {
 	if err := l.appendAll([]AuditRecord{indexedRec("b"), indexedRec("c")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := AppendRuleRecord(dir, RuleRecord{Surface: "bash", Pattern: "ls", Action: "allow"}); err != nil {
+	if err := appendRuleRecord(dir, RuleRecord{Surface: "bash", Pattern: "ls", Action: "allow"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.append(indexedRec("d")); err != nil {

@@ -123,7 +123,7 @@ func (d *ruleDialog) open(e *entry, waiting []*entry) action {
 	in := e.ask.Request.AccessIntent
 	d.resize()
 	d.title, d.ask = label(e), e.ask.ID
-	d.base = RuleDraft{Agent: in.Principal.AgentName, Surface: in.Surface, Facts: factsOf(in)}
+	d.base = RuleDraft{Agent: in.Principal.AgentName, Surface: in.Surface, Facts: resolve.QueryOf(in)}
 	d.takeWaiting(waiting)
 	d.scope, d.action, d.counting, d.writing, d.preview = 0, 0, false, false, nil
 	if d.base.Agent == "" {
@@ -140,7 +140,7 @@ func (d *ruleDialog) takeWaiting(waiting []*entry) {
 	d.waiting, d.base.Waiting = nil, nil
 	for _, w := range waiting {
 		d.waiting = append(d.waiting, w.ask.ID)
-		d.base.Waiting = append(d.base.Waiting, factsOf(w.ask.Request.AccessIntent))
+		d.base.Waiting = append(d.base.Waiting, resolve.QueryOf(w.ask.Request.AccessIntent))
 	}
 }
 
@@ -161,12 +161,6 @@ func (d *ruleDialog) setWaiting(waiting []*entry) action {
 		a.note = "the waiting asks changed, so the preview is redone and its count with it: look at it, then press enter"
 	}
 	return a
-}
-
-// factsOf is an accessIntent as the resolver takes it.
-func factsOf(in *wire.AccessIntent) resolve.Query {
-	return resolve.Query{Agent: in.Principal.AgentName, Surface: in.Surface, Values: in.MatchValues,
-		Floor: in.Floor, AskingUnits: in.AskingUnits}
 }
 
 // suggestedPattern is the child's suggested pattern for the ask's surface,

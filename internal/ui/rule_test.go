@@ -69,8 +69,8 @@ func TestRuleDialogPrefillsFromTheAsk(t *testing.T) {
 	}
 	d := rules.last()
 	want := RuleDraft{Scope: "agent", Agent: "reviewer", Surface: "path_write", Pattern: "/w/p/src/*", Action: resolve.Allow,
-		Facts:   factsOf(a.Request.AccessIntent),
-		Waiting: []resolve.Query{factsOf(a.Request.AccessIntent), factsOf(b.Request.AccessIntent)}}
+		Facts:   resolve.QueryOf(a.Request.AccessIntent),
+		Waiting: []resolve.Query{resolve.QueryOf(a.Request.AccessIntent), resolve.QueryOf(b.Request.AccessIntent)}}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("draft\n%+v\nwant\n%+v", d, want)
 	}

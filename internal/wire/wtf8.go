@@ -1,11 +1,8 @@
 package wire
 
 import (
-	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/permtui/permtui/internal/jsonparse"
 )
 
 // Strings keep what JavaScript keeps (decision 0175). A JavaScript string is
@@ -78,61 +75,18 @@ func ToValidWTF8(s string) string {
 	return string(out)
 }
 
-// KeepLoneSurrogates prepares a JSON text for a decoder that writes U+FFFD
-// for a lone surrogate escape (goccy/go-json, encoding/json): each string
-// value holding one is written again with the surrogate as its raw WTF-8
-// bytes, which the decoder copies, so decoded it holds what JSON.parse
-// keeps. Object keys name fields and are left alone. A text that is not
-// valid JSON is returned as it is.
-func KeepLoneSurrogates(data []byte) []byte {
-	v, err := decodeJSON(data)
-	if err != nil {
-		return data
-	}
-	var kept []jsonparse.Value
-	var walk func(v jsonparse.Value)
-	walk = func(v jsonparse.Value) {
-		switch {
-		case v.Kind == jsonparse.String && HasSurrogate(v.Str):
-			kept = append(kept, v)
-		case v.Kind == jsonparse.Array:
-			for _, e := range v.Items() {
-				walk(e)
-			}
-		case v.Kind == jsonparse.Object:
-			for _, m := range v.Members() {
-				walk(m.Value)
-			}
-		}
-	}
-	walk(v)
-	if len(kept) == 0 {
-		return data
-	}
-	// A repeated key's value stands where the key last did, out of order.
-	slices.SortFunc(kept, func(a, b jsonparse.Value) int { return a.Start - b.Start })
-	var out []byte
-	copied := 0
-	for _, s := range kept {
-		out = appendJSONString(append(out, data[copied:s.Start]...), s.Str, true)
-		copied = s.End
-	}
-	return append(out, data[copied:]...)
-}
-
 // JSString is a string that JSON output writes as JSON.stringify does: a
 // lone surrogate as its \u escape, where an encoder writes U+FFFD for each
 // of its bytes.
 type JSString string
 
 // MarshalJSON implements json.Marshaler.
-func (s JSString) MarshalJSON() ([]byte, error) { return appendJSONString(nil, string(s), false), nil }
+func (s JSString) MarshalJSON() ([]byte, error) { return appendJSONString(nil, string(s)), nil }
 
 // appendJSONString appends s as a JSON string: a quote, a backslash and a
-// control character escaped, a lone surrogate as \uXXXX (with rawSurrogates
-// as its WTF-8 bytes), any other invalid byte as \ufffd, everything else as
-// it is.
-func appendJSONString(b []byte, s string, rawSurrogates bool) []byte {
+// control character escaped, a lone surrogate as \uXXXX, any other invalid
+// byte as \ufffd, everything else as it is.
+func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); {
@@ -149,11 +103,7 @@ func appendJSONString(b []byte, s string, rawSurrogates bool) []byte {
 			i++
 		default:
 			if u, ok := SurrogateAt(s[i:]); ok {
-				if rawSurrogates {
-					b = append(b, s[i:i+3]...)
-				} else {
-					b = append(b, '\\', 'u', hex[u>>12], hex[u>>8&0xF], hex[u>>4&0xF], hex[u&0xF])
-				}
+				b = append(b, '\\', 'u', hex[u>>12], hex[u>>8&0xF], hex[u>>4&0xF], hex[u&0xF])
 				i += 3
 				continue
 			}
