@@ -204,6 +204,29 @@ func TestServeWithoutATerminalPointsToHeadless(t *testing.T) {
 	}
 }
 
+// permtui.log is opened as the audit log is (decision 0281): a symlink
+// planted in its place, or a file others can read, is refused at start,
+// and nothing is written through it.
+func TestServeRefusesALogThatIsALinkOrReadableByOthers(t *testing.T) {
+	for what, plant := range map[string]func(path string) error{
+		"(symlink)": func(path string) error { return os.Symlink(path+".elsewhere", path) },
+		"mode 0644": func(path string) error { return os.WriteFile(path, nil, 0o644) },
+	} {
+		state := t.TempDir()
+		log := filepath.Join(state, "permtui.log")
+		if err := plant(log); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runCmd(t, "", "serve", "--headless", "--state-dir", state, "--agent-dir", t.TempDir())
+		if code != 1 || !strings.Contains(errOut, what) {
+			t.Fatalf("%s: exit %d: %q", what, code, errOut)
+		}
+		if _, err := os.Lstat(log + ".elsewhere"); !os.IsNotExist(err) {
+			t.Fatalf("%s: the link was followed: %v", what, err)
+		}
+	}
+}
+
 func TestServeRefusesAMissingAgentDir(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "agnet")
 	code, _, errOut := runCmd(t, "", "serve", "--headless", "--state-dir", t.TempDir(), "--agent-dir", missing)

@@ -278,7 +278,7 @@ func policyStatus(p *resolve.Policy) serve.PolicyStatus {
 // openLog opens permtui's own log: JSON lines in a 0600 file, never the
 // terminal the console owns.
 func openLog(path string) (*slog.Logger, func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := safefs.OpenAppendPrivate(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("log: %w", err)
 	}
