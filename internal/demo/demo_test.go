@@ -150,3 +150,11 @@ func TestAChildAnswersWhatItsOwnGrantCovers(t *testing.T) {
 		t.Errorf("another child's ask: want it forwarded to the person, got %s", r)
 	}
 }
+
+// A child the demo stopped at its end says so, not Go's "context canceled".
+func TestAChildStillWaitingAtTheEndSaysSo(t *testing.T) {
+	r := Report{Step: Step{Agent: "scout"}, Command: "make", Err: context.Canceled}
+	if got, want := r.String(), "· scout: make → still waiting when the demo ended"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

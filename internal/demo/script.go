@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -140,6 +141,8 @@ func (r Report) String() string {
 	switch {
 	case r.Own != nil:
 		return "✓ " + head + "allowed (by its own session grant " + r.Own.Surface + " " + r.Own.Pattern + "; not forwarded)"
+	case errors.Is(r.Err, context.Canceled): // the demo ended before an answer came
+		return "· " + head + "still waiting when the demo ended"
 	case r.Err != nil:
 		return "· " + head + "gave up: " + r.Err.Error()
 	case r.Result.Outcome != pichild.Answered:
