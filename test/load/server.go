@@ -155,12 +155,18 @@ func readHeartbeat(w *world, id string) (wire.Heartbeat, bool) {
 }
 
 // stop ends the server's process group as a terminal would (SIGTERM) and
-// waits for it.
+// waits for it. pi's node is a shell script running tsx running node, and
+// every one of them gets the signal: which ends first decides whether the
+// script exits 0 or 143 (128 + SIGTERM), so for pi both are a stop.
 func (s *server) stop() error {
 	pgid := -s.cmd.Process.Pid
 	_ = syscall.Kill(pgid, syscall.SIGTERM)
 	select {
 	case err := <-s.exit:
+		var exit *exec.ExitError
+		if s.name == "pi" && errors.As(err, &exit) && exit.ExitCode() == 128+int(syscall.SIGTERM) {
+			return nil
+		}
 		return err
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(pgid, syscall.SIGKILL)
