@@ -298,3 +298,32 @@ func TestAHubChoiceRacingAReloadIsAskedAgain(t *testing.T) {
 	again := rejudged(t, ann, old, "npm publish *")
 	sessionChosen(t, alpha, ann, again, child)
 }
+
+// Adversarial pass s21: a reload that changes an ask's reach, undone by
+// the next (a deny rule added and taken out again, a policy file saved
+// with a mistake and then mended), brings the ask back to the name it was
+// first sent under. The relay sent it there again with the message id of
+// its first send, which the hub dropped as a duplicate for two minutes:
+// consoles, which had let go of that name, never showed the ask again,
+// and nobody could answer the child.
+func TestAReloadUndoneShowsTheAskAgain(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	const before = `{"permission":{"bash":{"*":"ask"}}}`
+	alpha.withPolicy(th, before)
+	ann := newApprover(t, th, "ann")
+
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	first := ann.queued(t, "alpha-1")
+	alpha.reload(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`)
+	second := rejudged(t, ann, first, "npm publish *")
+	alpha.reload(before)
+	third := ann.events.WaitFor(t, "alpha-1 shown a third time", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.ID > second.ID
+	}).(serve.AskQueued).Ask
+	if passes(third, serve.ScopeSession, "npm publish *") {
+		t.Fatalf("the deny taken out is still named: %+v", third.Scopes)
+	}
+	sessionChosen(t, alpha, ann, third, child)
+}

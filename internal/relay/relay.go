@@ -98,6 +98,7 @@ type Relay struct {
 	finished map[string]bool        // keys answered or withdrawn in this process
 	tooLarge map[serve.AskID]askMsg // cut asks denied as too large, until their gone message
 	queue    []outMsg               // messages to publish, in order
+	made     uint64                 // messages made (message)
 	wake     chan struct{}
 
 	onDisk     bool          // asks for a person wait on disk, beyond serve's memory budget
@@ -214,7 +215,7 @@ func (r *Relay) sweep() {
 		return
 	}
 	r.swept = true
-	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, hub.SweepKey), msgID: hub.MsgID("gone", r.host, hub.SweepKey, r.run), key: hub.SweepKey, data: data})
+	r.queue = append(r.queue, r.message(false, hub.SweepKey, data))
 	r.mu.Unlock()
 	notify(r.wake)
 }
@@ -271,7 +272,7 @@ func (r *Relay) queued(a serve.Ask) {
 		return
 	}
 	r.mu.Lock()
-	out := outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key, r.run), key: key, data: data, ask: true}
+	out := r.message(true, key, data)
 	r.open[key] = &openAsk{id: a.ID, msg: out, ask: a, offered: offered, asked: requestDigest(raw)}
 	r.keys[a.ID] = key
 	r.queue = append(r.queue, out)
@@ -349,9 +350,23 @@ func (r *Relay) sendGone(key string, m goneMsg) {
 		clear(r.finished) // a decision for a key forgotten here is acked after its retries
 	}
 	r.finished[key] = true
-	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key, r.run), key: key, data: data})
+	r.queue = append(r.queue, r.message(false, key, data))
 	r.mu.Unlock()
 	notify(r.wake)
+}
+
+// message makes an ask (else a gone message) about key, with the next of
+// this process's message ids: its retries and its sending again after a
+// reconnect are stored once, while the key sent anew, as an ask a reload
+// brought back to a name it had, is another message (decision 0290).
+// r.mu is held.
+func (r *Relay) message(ask bool, key string, data []byte) outMsg {
+	r.made++
+	kind, subject := "gone", hub.GoneSubject(r.host, key)
+	if ask {
+		kind, subject = "ask", hub.AskSubject(r.host, key)
+	}
+	return outMsg{subject: subject, msgID: hub.MsgID(kind, r.host, key, r.made, r.run), key: key, data: data, ask: ask}
 }
 
 // rescoped sends again, as another ask, one whose scopes a policy reload
@@ -791,11 +806,10 @@ func (r *Relay) askAgain(key string, seq uint64, msg jetstream.Msg, oa *openAsk,
 	r.refused[key] = oa
 	delete(r.open, key)
 	next := fmt.Sprintf("%s-%d", oa.earlier[0], len(oa.earlier))
-	oa.msg = outMsg{subject: hub.AskSubject(r.host, next), msgID: hub.MsgID("ask", r.host, next, r.run), key: next, data: oa.msg.data, ask: true}
+	gone := r.message(false, key, data)
+	oa.msg = r.message(true, next, oa.msg.data)
 	r.open[next], r.keys[oa.id] = oa, next
-	r.queue = append(r.queue,
-		outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key, r.run), key: key, data: data},
-		oa.msg)
+	r.queue = append(r.queue, gone, oa.msg)
 	return true
 }
 
