@@ -159,12 +159,7 @@ func sessionChosen(t *testing.T, tr *testRelay, ta *testApprover, a serve.Ask, c
 	if err := ta.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession}); err != nil {
 		t.Fatal(err)
 	}
-	if resp := answered(t, child); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
-	if recs := tr.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
-		t.Fatalf("audit %+v", recs)
-	}
+	sessionChosenAt(t, tr, child)
 }
 
 // A reload while the ask waits at the hub that changes what its grants
@@ -326,4 +321,45 @@ func TestAReloadUndoneShowsTheAskAgain(t *testing.T) {
 		t.Fatalf("the deny taken out is still named: %+v", third.Scopes)
 	}
 	sessionChosen(t, alpha, ann, third, child)
+}
+
+// The same pass: ann chose the whole session on the copy a reload then
+// let go of (the choice raced the reload, decision 0272). Her choice,
+// offered again after the copy went, was acked unused; the reload undone,
+// the ask was back under the name whose one decision she had taken, and
+// nobody could decide it. Her choice is now kept with the ask, and once
+// the ask is sent under that name again it is judged on the reach she was
+// shown, which is again the one in force.
+func TestAChoiceOnACopyAnUndoneReloadLetGoOfAnswersIt(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	const before = `{"permission":{"bash":{"*":"ask"}}}`
+	alpha.withPolicy(th, before)
+	ann := newApprover(t, th, "ann")
+
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	first := ann.queued(t, "alpha-1")
+	testkit.WriteFile(t, resolve.GlobalConfigPath(alpha.agentDir), []byte(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`))
+	alpha.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: alpha.agentDir, Home: alpha.agentDir}))
+	if err := ann.decide(t, serve.Decision{Ask: first.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	alpha.logs.WaitFor(t, "the choice refused", func(m string) bool { return strings.HasPrefix(m, "hub decision refused") })
+	alpha.srv.PolicyLoaded(serve.PolicyStatus{})
+	rejudged(t, ann, first, "npm publish *")
+	alpha.logs.WaitFor(t, "the choice kept with its ask", func(m string) bool { return strings.HasPrefix(m, "hub decision for a name its ask had before") })
+	alpha.reload(before)
+	sessionChosenAt(t, alpha, child)
+}
+
+// sessionChosenAt checks that the child is approved and tr's one record is
+// ann's choice of the whole session.
+func sessionChosenAt(t *testing.T, tr *testRelay, child <-chan pichild.Result) {
+	t.Helper()
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := tr.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
+	}
 }

@@ -93,7 +93,7 @@ type Relay struct {
 
 	mu       sync.Mutex
 	open     map[string]*openAsk // by hub key: asks waiting at the hub
-	refused  map[string]*openAsk // by the keys an open ask had before (openAsk.earlier)
+	before   map[string]*openAsk // by the keys an open ask had before (openAsk.earlier, moved)
 	keys     map[serve.AskID]string
 	finished map[string]bool        // keys answered or withdrawn in this process
 	tooLarge map[serve.AskID]askMsg // cut asks denied as too large, until their gone message
@@ -127,6 +127,10 @@ type openAsk struct {
 	// Their decisions are held: a relay started again meets them again
 	// in the same order and so asks under the same names.
 	earlier []string
+	// moved: its hub keys before a reload judged its reach again, the
+	// refused ones among them; their decisions are held too, and offered
+	// again once a later reload brings it back to one (decision 0290).
+	moved []string
 }
 
 type outMsg struct {
@@ -146,7 +150,7 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 	r := &Relay{
 		srv: srv, nc: nc, js: js, host: host, run: rand.Text(), grants: grants, log: cmp.Or(log, slog.New(slog.DiscardHandler)),
 		open:     map[string]*openAsk{},
-		refused:  map[string]*openAsk{},
+		before:   map[string]*openAsk{},
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
 		tooLarge: map[serve.AskID]askMsg{},
@@ -179,7 +183,7 @@ func (r *Relay) Run(ctx context.Context) {
 func (r *Relay) handle(ev serve.Event) {
 	switch ev := ev.(type) {
 	case serve.AskQueued:
-		r.queued(ev.Ask)
+		r.queued(ev.Ask, nil)
 	case serve.Decided:
 		r.gone(ev.Ask.ID, goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver})
 	case serve.Withdrawn:
@@ -243,7 +247,9 @@ func askKey(a serve.Ask) string {
 // with them: the hub can approve it once or deny it.
 const noScopesSent = "no approval for longer than once is offered: the ask with what its grants reach is larger than the hub carries"
 
-func (r *Relay) queued(a serve.Ask) {
+// queued sends a to the hub; oa is its open ask when a reload judged its
+// reach again (rescoped), nil for a new one.
+func (r *Relay) queued(a serve.Ask, oa *openAsk) {
 	req := a.Request
 	key := askKey(a)
 	offered := a.Scopes
@@ -267,17 +273,73 @@ func (r *Relay) queued(a serve.Ask) {
 	if err != nil || len(data) > hub.MaxAskBytes {
 		r.mu.Lock()
 		r.keys[a.ID] = key // for its gone message
+		held := r.release(oa)
 		r.mu.Unlock()
+		r.ack(held)
 		r.denyTooLarge(a.ID, m, req, len(data), hub.MaxAskBytes, "the largest ask", err)
 		return
 	}
 	r.mu.Lock()
 	out := r.message(true, key, data)
-	r.open[key] = &openAsk{id: a.ID, msg: out, ask: a, offered: offered, asked: requestDigest(raw)}
+	if oa == nil {
+		oa = &openAsk{}
+	}
+	oa.id, oa.msg, oa.ask, oa.offered, oa.asked = a.ID, out, a, offered, requestDigest(raw)
+	again := r.reopen(oa, key)
+	r.open[key] = oa
 	r.keys[a.ID] = key
 	r.queue = append(r.queue, out)
 	r.mu.Unlock()
+	nakAll(again)
 	notify(r.wake)
+}
+
+// reopen takes key out of the names oa had before, as it is sent under it
+// again, and returns the decisions held for it, to be offered again: they
+// were made on the reach it names again (decision 0290). r.mu is held.
+func (r *Relay) reopen(oa *openAsk, key string) []jetstream.Msg {
+	if r.before[key] != oa {
+		return nil
+	}
+	delete(r.before, key)
+	oa.moved = slices.DeleteFunc(oa.moved, func(k string) bool { return k == key })
+	var again []jetstream.Msg
+	for seq, msg := range oa.held {
+		if r.decisionKey(msg) == key {
+			again = append(again, msg)
+			delete(oa.held, seq)
+		}
+	}
+	return again
+}
+
+// release forgets the names oa (nil: none) had before and returns the
+// decisions it held, to be acked: it is answered or let go of. r.mu is
+// held.
+func (r *Relay) release(oa *openAsk) map[uint64]jetstream.Msg {
+	if oa == nil {
+		return nil
+	}
+	for _, k := range slices.Concat(oa.earlier, oa.moved) {
+		delete(r.before, k)
+	}
+	held := oa.held
+	oa.held = nil
+	return held
+}
+
+// ack acks decisions held until their ask ended.
+func (r *Relay) ack(held map[uint64]jetstream.Msg) {
+	for seq, msg := range held {
+		r.finishDecision(seq, msg.Ack)
+	}
+}
+
+// nakAll hands decisions back to the hub, which offers them again at once.
+func nakAll(msgs []jetstream.Msg) {
+	for _, msg := range msgs {
+		_ = msg.Nak()
+	}
 }
 
 // payloadLimit is the largest message the hub's server takes, from its
@@ -320,19 +382,12 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 	key, ok := r.keys[id]
 	var held map[uint64]jetstream.Msg
 	if ok {
-		if oa := r.open[key]; oa != nil {
-			held = oa.held
-			for _, k := range oa.earlier {
-				delete(r.refused, k)
-			}
-		}
+		held = r.release(r.open[key])
 		delete(r.keys, id)
 		delete(r.open, key)
 	}
 	r.mu.Unlock()
-	for seq, msg := range held {
-		r.finishDecision(seq, msg.Ack)
-	}
+	r.ack(held)
 	if ok {
 		r.sendGone(key, m)
 	}
@@ -375,15 +430,26 @@ func (r *Relay) message(ask bool, key string, data []byte) outMsg {
 // it is never delivered; consoles are shown the new reach (decision 0246).
 func (r *Relay) rescoped(ev serve.ScopesChanged) {
 	r.mu.Lock()
-	oa := r.open[r.keys[ev.Ask]]
-	r.mu.Unlock()
+	key := r.keys[ev.Ask]
+	oa := r.open[key]
 	if oa == nil {
+		r.mu.Unlock()
 		return
 	}
+	// The decisions made on its names stay with the ask: a later reload
+	// may bring it back to one (decision 0290). Asked again from the new
+	// name, it counts its refusals anew.
+	delete(r.open, key)
+	oa.moved = slices.Concat(oa.moved, oa.earlier, []string{key})
+	oa.earlier = nil
+	for _, k := range oa.moved {
+		r.before[k] = oa
+	}
+	r.mu.Unlock()
+	r.sendGone(key, goneMsg{Rejudged: true})
 	a := oa.ask
 	a.Scopes = ev.Scopes
-	r.gone(ev.Ask, goneMsg{Rejudged: true})
-	r.queued(a)
+	r.queued(a, oa)
 }
 
 func (r *Relay) republish() {
@@ -683,8 +749,13 @@ func (r *Relay) finishDecision(seq uint64, finish func() error) {
 	}
 }
 
+// decisionKey is the ask key a decision message of this host is for.
+func (r *Relay) decisionKey(msg jetstream.Msg) string {
+	return strings.TrimPrefix(msg.Subject(), hub.DecisionSubjectPrefix+r.host+".")
+}
+
 func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
-	key := strings.TrimPrefix(msg.Subject(), hub.DecisionSubjectPrefix+r.host+".")
+	key := r.decisionKey(msg)
 	meta, merr := msg.Metadata()
 	var seq uint64
 	if merr == nil {
@@ -703,13 +774,14 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	}
 	r.mu.Lock()
 	oa, finished, onDisk := r.open[key], r.finished[key], r.onDisk
-	was := r.refused[key]
+	was := r.before[key]
 	if was != nil {
-		was.keep(seq, msg) // refused, offered again: kept with its ask
+		was.keep(seq, msg) // for a name it had before: kept with its ask
 	}
 	r.mu.Unlock()
 	switch {
 	case was != nil:
+		r.log.Debug("hub decision for a name its ask had before kept with it", "key", key)
 	case oa != nil:
 		// Delivered outside the consumer's callback, so that decisions
 		// arriving together share the audit log's fsync.
@@ -788,9 +860,14 @@ func (r *Relay) askAgain(key string, seq uint64, msg jetstream.Msg, oa *openAsk,
 	data, _ := json.Marshal(goneMsg{Refused: refusedWhy(approver, err)}) // plain data: it always encodes
 	r.mu.Lock()
 	switch {
+	case r.before[key] == oa:
+		// Judged again meanwhile: kept with the ask (decision 0290).
+		oa.keep(seq, msg)
+		r.mu.Unlock()
+		return true
 	case r.open[key] != oa:
-		// Let go of meanwhile (answered, withdrawn, judged again): a
-		// decision made on this copy answers nothing.
+		// Let go of meanwhile (answered, withdrawn): a decision made on
+		// this copy answers nothing.
 		r.mu.Unlock()
 		r.finishDecision(seq, msg.Ack)
 		return true
@@ -799,17 +876,19 @@ func (r *Relay) askAgain(key string, seq uint64, msg jetstream.Msg, oa *openAsk,
 		return false
 	}
 	r.log.Warn("hub decision refused; the ask is asked again", "ask", oa.id, "approver", approver, "err", err)
-	defer notify(r.wake)
-	defer r.mu.Unlock()
 	oa.keep(seq, msg)
 	oa.earlier = append(oa.earlier, key)
-	r.refused[key] = oa
+	r.before[key] = oa
 	delete(r.open, key)
 	next := fmt.Sprintf("%s-%d", oa.earlier[0], len(oa.earlier))
 	gone := r.message(false, key, data)
 	oa.msg = r.message(true, next, oa.msg.data)
+	again := r.reopen(oa, next)
 	r.open[next], r.keys[oa.id] = oa, next
 	r.queue = append(r.queue, gone, oa.msg)
+	r.mu.Unlock()
+	nakAll(again)
+	notify(r.wake)
 	return true
 }
 
