@@ -1,11 +1,16 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
@@ -360,6 +365,72 @@ func sessionChosenAt(t *testing.T, tr *testRelay, child <-chan pichild.Result) {
 		t.Fatalf("%+v", resp)
 	}
 	if recs := tr.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// offeredAgain has the hub offer host's decisions not acked n times more,
+// as when its relay held them for n ack waits (a refused decision is held
+// until its ask ends, decision 0273).
+func offeredAgain(t *testing.T, th *testHub, host string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
+	defer cancel()
+	c, err := th.admin(t).Consumer(ctx, hub.DecisionsStream, hub.RelayConsumer(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		batch, err := c.Fetch(16, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for msg := range batch.Messages() {
+			if err := msg.Nak(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// Adversarial pass s21: an ask asked again twice (two refused decisions,
+// held with it) waited at the hub for minutes, each held decision offered
+// again every ack wait; then its relay started again. The restarted relay
+// met the second refusal, for a name it had not asked under yet, as a
+// decision for an ask no longer here offered 30 times already, and gave it
+// up at once; asked under that name again after the first refusal, the ask
+// could be decided there by nobody. A decision for an unknown ask is now
+// given up after it was offered 30 times to this relay process.
+func TestARestartedRelayMeetsLongHeldRefusalsAgain(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	a := ann.queued(t, "alpha-1")
+	wrong := []wire.Grant{{Surface: "bash", Pattern: "make *"}}
+	for range 2 {
+		if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: wrong}); err != nil {
+			t.Fatal(err)
+		}
+		a = askedAgain(t, ann, a, "does not cover this ask")
+	}
+	alpha.stop()
+	offeredAgain(t, th, "alpha", maxUnknownDeliveries)
+	alpha.start(th)
+	// Shown under its first name, then asked again twice as before.
+	shown := ann.events.WaitForN(t, "alpha-1 shown three times again", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.ID > a.ID
+	}, 3)
+	last := shown[2].(serve.AskQueued).Ask
+	if err := ann.decide(t, serve.Decision{Ask: last.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApproved || recs[0].Approver != "ann" {
 		t.Fatalf("audit %+v", recs)
 	}
 }

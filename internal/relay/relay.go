@@ -97,6 +97,7 @@ type Relay struct {
 	keys     map[serve.AskID]string
 	finished map[string]bool        // keys answered or withdrawn in this process
 	tooLarge map[serve.AskID]askMsg // cut asks denied as too large, until their gone message
+	unknown  map[uint64]uint64      // by stream sequence: offers here of a decision for an ask not known (unknownDecision)
 	queue    []outMsg               // messages to publish, in order
 	made     uint64                 // messages made (message)
 	wake     chan struct{}
@@ -154,6 +155,7 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
 		tooLarge: map[serve.AskID]askMsg{},
+		unknown:  map[uint64]uint64{},
 		wake:     make(chan struct{}, 1),
 		consumer: make(chan struct{}),
 	}
@@ -746,6 +748,9 @@ func (r *Relay) finishDecision(seq uint64, finish func() error) {
 	_ = finish()
 	if seq != 0 {
 		r.floor.finished(seq)
+		r.mu.Lock()
+		delete(r.unknown, seq)
+		r.mu.Unlock()
 	}
 }
 
@@ -778,6 +783,11 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	if was != nil {
 		was.keep(seq, msg) // for a name it had before: kept with its ask
 	}
+	var offered uint64
+	if oa == nil && !finished && was == nil && seq != 0 {
+		r.unknown[seq]++
+		offered = r.unknown[seq]
+	}
 	r.mu.Unlock()
 	switch {
 	case was != nil:
@@ -789,10 +799,6 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	case finished:
 		done(msg.Ack)
 	default:
-		var offered uint64
-		if merr == nil {
-			offered = meta.NumDelivered
-		}
 		r.unknownAsk(key, msg, offered, onDisk, done)
 	}
 }
@@ -917,7 +923,10 @@ func (r *Relay) deliver(oa *openAsk, d decisionMsg) error {
 }
 
 // unknownDecision says what becomes of a decision for an ask this relay
-// does not know, offered n times: offered again after delay, or given up.
+// does not know, offered n times to this relay process: offered again
+// after delay, or given up. Counted by the hub, the offers of an earlier
+// process (a held decision, offered again every ack wait) gave it up
+// before the ask it answers was sent again (decision 0291).
 // While asks for a person wait on disk (beyond serve's memory budget) the
 // ask may be one of them, queued only as room frees, so its decision waits
 // as long: given up, the person's answer would be lost and the child left to
