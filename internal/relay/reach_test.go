@@ -29,9 +29,27 @@ func (tr *testRelay) withPolicy(th hubAt, policy string) {
 // reload makes policy tr's global config while it runs, as a watched
 // file's change does.
 func (tr *testRelay) reload(policy string) {
+	tr.loadPolicy(policy)
+	tr.srv.PolicyLoaded(serve.PolicyStatus{})
+}
+
+// loadPolicy puts policy in force on tr, as the first half of a reload:
+// its server has not judged the scopes of the waiting asks again.
+func (tr *testRelay) loadPolicy(policy string) {
 	testkit.WriteFile(tr.t, resolve.GlobalConfigPath(tr.agentDir), []byte(policy))
 	tr.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: tr.agentDir, Home: tr.agentDir}))
-	tr.srv.PolicyLoaded(serve.PolicyStatus{})
+}
+
+// choiceRacingAReload has ta choose the whole session for a once tr's
+// policy denies npm publish *, before its server judged a's scopes again,
+// and waits until the server refused the choice (decision 0272).
+func choiceRacingAReload(t *testing.T, tr *testRelay, ta *testApprover, a serve.Ask) {
+	t.Helper()
+	tr.loadPolicy(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`)
+	if err := ta.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	tr.logs.WaitFor(t, "the choice refused", func(m string) bool { return strings.HasPrefix(m, "hub decision refused") })
 }
 
 // gitFetch asks git fetch origin with the suggestion bash git *.
@@ -240,6 +258,17 @@ func askedAgain(t *testing.T, ta *testApprover, a serve.Ask, refusal string) ser
 	}).(serve.AskQueued).Ask
 }
 
+// refusedEdit has ta edit a's whole session to make *, which does not
+// cover it, and returns the ask shown again once its relay refused that.
+func refusedEdit(t *testing.T, ta *testApprover, a serve.Ask) serve.Ask {
+	t.Helper()
+	wrong := []wire.Grant{{Surface: "bash", Pattern: "make *"}}
+	if err := ta.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: wrong}); err != nil {
+		t.Fatal(err)
+	}
+	return askedAgain(t, ta, a, "does not cover this ask")
+}
+
 // The refused decision stays with its ask: a relay started again meets it
 // again, asks again under the same name, and the decision made on the copy
 // shown again answers the child (decision 0273).
@@ -249,12 +278,7 @@ func TestAnAskAskedAgainStaysDecidableAcrossARelayRestart(t *testing.T) {
 	ann := newApprover(t, th, "ann")
 
 	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
-	a := ann.queued(t, "alpha-1")
-	wrong := []wire.Grant{{Surface: "bash", Pattern: "make *"}}
-	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: wrong}); err != nil {
-		t.Fatal(err)
-	}
-	again := askedAgain(t, ann, a, "does not cover this ask")
+	again := refusedEdit(t, ann, ann.queued(t, "alpha-1"))
 	alpha.stop()
 	alpha.start(th)
 	if err := ann.decide(t, serve.Decision{Ask: again.ID, State: wire.StateApproved}); err != nil {
@@ -281,14 +305,7 @@ func TestAHubChoiceRacingAReloadIsAskedAgain(t *testing.T) {
 
 	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
 	old := ann.queued(t, "alpha-1")
-	// The reload's first half: the policy is in force, its re-scoping not
-	// yet sent.
-	testkit.WriteFile(t, resolve.GlobalConfigPath(alpha.agentDir), []byte(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`))
-	alpha.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: alpha.agentDir, Home: alpha.agentDir}))
-	if err := ann.decide(t, serve.Decision{Ask: old.ID, Scope: serve.ScopeSession}); err != nil {
-		t.Fatal(err)
-	}
-	alpha.logs.WaitFor(t, "the choice refused", func(m string) bool { return strings.HasPrefix(m, "hub decision refused") })
+	choiceRacingAReload(t, alpha, ann, old)
 	select {
 	case res := <-child:
 		t.Fatalf("the child was answered: %+v", res.Response)
@@ -299,6 +316,22 @@ func TestAHubChoiceRacingAReloadIsAskedAgain(t *testing.T) {
 	sessionChosen(t, alpha, ann, again, child)
 }
 
+// plainPolicy asks for every bash command and denies none.
+const plainPolicy = `{"permission":{"bash":{"*":"ask"}}}`
+
+// askedUnderAPlainPolicy starts a hub, relay alpha judging with
+// plainPolicy and approver ann; a child there asks npm ci, suggesting
+// npm *. It returns ann's first copy of the ask.
+func askedUnderAPlainPolicy(t *testing.T) (*testRelay, *testApprover, <-chan pichild.Result, serve.Ask) {
+	t.Helper()
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	alpha.withPolicy(th, plainPolicy)
+	ann := newApprover(t, th, "ann")
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	return alpha, ann, child, ann.queued(t, "alpha-1")
+}
+
 // Adversarial pass s21: a reload that changes an ask's reach, undone by
 // the next (a deny rule added and taken out again, a policy file saved
 // with a mistake and then mended), brings the ask back to the name it was
@@ -307,17 +340,10 @@ func TestAHubChoiceRacingAReloadIsAskedAgain(t *testing.T) {
 // consoles, which had let go of that name, never showed the ask again,
 // and nobody could answer the child.
 func TestAReloadUndoneShowsTheAskAgain(t *testing.T) {
-	th := startHub(t)
-	alpha := newRelay(t, th, "alpha")
-	const before = `{"permission":{"bash":{"*":"ask"}}}`
-	alpha.withPolicy(th, before)
-	ann := newApprover(t, th, "ann")
-
-	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
-	first := ann.queued(t, "alpha-1")
+	alpha, ann, child, first := askedUnderAPlainPolicy(t)
 	alpha.reload(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`)
 	second := rejudged(t, ann, first, "npm publish *")
-	alpha.reload(before)
+	alpha.reload(plainPolicy)
 	third := ann.events.WaitFor(t, "alpha-1 shown a third time", func(ev serve.Event) bool {
 		q, ok := ev.(serve.AskQueued)
 		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.ID > second.ID
@@ -336,24 +362,12 @@ func TestAReloadUndoneShowsTheAskAgain(t *testing.T) {
 // the ask is sent under that name again it is judged on the reach she was
 // shown, which is again the one in force.
 func TestAChoiceOnACopyAnUndoneReloadLetGoOfAnswersIt(t *testing.T) {
-	th := startHub(t)
-	alpha := newRelay(t, th, "alpha")
-	const before = `{"permission":{"bash":{"*":"ask"}}}`
-	alpha.withPolicy(th, before)
-	ann := newApprover(t, th, "ann")
-
-	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
-	first := ann.queued(t, "alpha-1")
-	testkit.WriteFile(t, resolve.GlobalConfigPath(alpha.agentDir), []byte(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`))
-	alpha.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: alpha.agentDir, Home: alpha.agentDir}))
-	if err := ann.decide(t, serve.Decision{Ask: first.ID, Scope: serve.ScopeSession}); err != nil {
-		t.Fatal(err)
-	}
-	alpha.logs.WaitFor(t, "the choice refused", func(m string) bool { return strings.HasPrefix(m, "hub decision refused") })
+	alpha, ann, child, first := askedUnderAPlainPolicy(t)
+	choiceRacingAReload(t, alpha, ann, first)
 	alpha.srv.PolicyLoaded(serve.PolicyStatus{})
 	rejudged(t, ann, first, "npm publish *")
 	alpha.logs.WaitFor(t, "the choice kept with its ask", func(m string) bool { return strings.HasPrefix(m, "hub decision for a name its ask had before") })
-	alpha.reload(before)
+	alpha.reload(plainPolicy)
 	sessionChosenAt(t, alpha, child)
 }
 
@@ -407,14 +421,7 @@ func TestARestartedRelayMeetsLongHeldRefusalsAgain(t *testing.T) {
 	ann := newApprover(t, th, "ann")
 
 	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
-	a := ann.queued(t, "alpha-1")
-	wrong := []wire.Grant{{Surface: "bash", Pattern: "make *"}}
-	for range 2 {
-		if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: wrong}); err != nil {
-			t.Fatal(err)
-		}
-		a = askedAgain(t, ann, a, "does not cover this ask")
-	}
+	a := refusedEdit(t, ann, refusedEdit(t, ann, ann.queued(t, "alpha-1")))
 	alpha.stop()
 	offeredAgain(t, th, "alpha", maxUnknownDeliveries)
 	alpha.start(th)
