@@ -3,10 +3,10 @@ package relay
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -383,26 +383,30 @@ func sessionChosenAt(t *testing.T, tr *testRelay, child <-chan pichild.Result) {
 	}
 }
 
-// offeredAgain has the hub offer host's decisions not acked n times more,
-// as when its relay held them for n ack waits (a refused decision is held
-// until its ask ends, decision 0273).
-func offeredAgain(t *testing.T, th *testHub, host string, n int) {
+// offeredAgain has the hub offer host's held decisions, not acked, until
+// each was offered n times, as when its relay held them for n ack waits (a
+// refused decision is held until its ask ends, decision 0273). One
+// message at a time: a pull left waiting would take the last ones offered
+// and hold them for an ack wait.
+func offeredAgain(t *testing.T, th *testHub, host string, held int, n uint64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitLimit)
-	defer cancel()
-	c, err := th.admin(t).Consumer(ctx, hub.DecisionsStream, hub.RelayConsumer(host))
+	c, err := th.admin(t).Consumer(context.Background(), hub.DecisionsStream, hub.RelayConsumer(host))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range n {
-		batch, err := c.Fetch(16, jetstream.FetchMaxWait(time.Second))
+	offered := map[uint64]uint64{}
+	for len(offered) < held || slices.Min(slices.Collect(maps.Values(offered))) < n {
+		msg, err := c.Next(jetstream.FetchMaxWait(testkit.WaitLimit))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for msg := range batch.Messages() {
-			if err := msg.Nak(); err != nil {
-				t.Fatal(err)
-			}
+		meta, err := msg.Metadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		offered[meta.Sequence.Stream] = meta.NumDelivered
+		if err := msg.Nak(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -423,7 +427,7 @@ func TestARestartedRelayMeetsLongHeldRefusalsAgain(t *testing.T) {
 	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
 	a := refusedEdit(t, ann, refusedEdit(t, ann, ann.queued(t, "alpha-1")))
 	alpha.stop()
-	offeredAgain(t, th, "alpha", maxUnknownDeliveries)
+	offeredAgain(t, th, "alpha", 2, maxUnknownDeliveries)
 	alpha.start(th)
 	// Shown under its first name, then asked again twice as before.
 	shown := ann.events.WaitForN(t, "alpha-1 shown three times again", func(ev serve.Event) bool {
