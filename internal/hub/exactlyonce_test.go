@@ -126,7 +126,7 @@ func TestAnAsksMessageIDDeduplicatesWithinOneRelayRun(t *testing.T) {
 	subject := AskSubject("alpha", "k1")
 	publish := func(run string) *jetstream.PubAck {
 		t.Helper()
-		ack, err := js.Publish(ctx, subject, []byte(`{}`), jetstream.WithMsgID(MsgID("ask", "alpha", "k1", run)))
+		ack, err := js.Publish(ctx, subject, []byte(`{}`), jetstream.WithMsgID(MsgID("ask", "alpha", "k1", 1, run)))
 		if err != nil {
 			t.Fatal(err)
 		}

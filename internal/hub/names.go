@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -70,9 +71,13 @@ func GoneSubject(host, key string) string { return "permtui.gone." + host + "." 
 func DecisionKey(host, key string) string { return host + "." + key }
 func RelayConsumer(host string) string    { return "relay_" + host }
 
-// MsgID is a message's deduplication id: one per relay process (run), so
-// that a restarted relay's ask is stored and shown again (decision 0245).
-func MsgID(kind, host, key, run string) string { return kind + "." + host + "." + key + "." + run }
+// MsgID is a message's deduplication id: n numbers the messages of one
+// relay process (run), so that a retry of one is stored once while the
+// same key sent anew, by a restarted relay (decision 0245) or after a
+// reload brought an ask back to it (decision 0290), is stored and shown.
+func MsgID(kind, host, key string, n uint64, run string) string {
+	return kind + "." + host + "." + key + "." + strconv.FormatUint(n, 10) + "." + run
+}
 
 // RunOf is the relay process part of a MsgID.
 func RunOf(msgID string) string { return msgID[strings.LastIndexByte(msgID, '.')+1:] }

@@ -1,11 +1,16 @@
 package relay
 
 import (
+	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/permtui/permtui/internal/hub"
 	"github.com/permtui/permtui/internal/pichild"
 	"github.com/permtui/permtui/internal/resolve"
 	"github.com/permtui/permtui/internal/serve"
@@ -24,9 +29,27 @@ func (tr *testRelay) withPolicy(th hubAt, policy string) {
 // reload makes policy tr's global config while it runs, as a watched
 // file's change does.
 func (tr *testRelay) reload(policy string) {
+	tr.loadPolicy(policy)
+	tr.srv.PolicyLoaded(serve.PolicyStatus{})
+}
+
+// loadPolicy puts policy in force on tr, as the first half of a reload:
+// its server has not judged the scopes of the waiting asks again.
+func (tr *testRelay) loadPolicy(policy string) {
 	testkit.WriteFile(tr.t, resolve.GlobalConfigPath(tr.agentDir), []byte(policy))
 	tr.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: tr.agentDir, Home: tr.agentDir}))
-	tr.srv.PolicyLoaded(serve.PolicyStatus{})
+}
+
+// choiceRacingAReload has ta choose the whole session for a once tr's
+// policy denies npm publish *, before its server judged a's scopes again,
+// and waits until the server refused the choice (decision 0272).
+func choiceRacingAReload(t *testing.T, tr *testRelay, ta *testApprover, a serve.Ask) {
+	t.Helper()
+	tr.loadPolicy(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`)
+	if err := ta.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	tr.logs.WaitFor(t, "the choice refused", func(m string) bool { return strings.HasPrefix(m, "hub decision refused") })
 }
 
 // gitFetch asks git fetch origin with the suggestion bash git *.
@@ -159,12 +182,7 @@ func sessionChosen(t *testing.T, tr *testRelay, ta *testApprover, a serve.Ask, c
 	if err := ta.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession}); err != nil {
 		t.Fatal(err)
 	}
-	if resp := answered(t, child); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
-	if recs := tr.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
-		t.Fatalf("audit %+v", recs)
-	}
+	sessionChosenAt(t, tr, child)
 }
 
 // A reload while the ask waits at the hub that changes what its grants
@@ -240,6 +258,17 @@ func askedAgain(t *testing.T, ta *testApprover, a serve.Ask, refusal string) ser
 	}).(serve.AskQueued).Ask
 }
 
+// refusedEdit has ta edit a's whole session to make *, which does not
+// cover it, and returns the ask shown again once its relay refused that.
+func refusedEdit(t *testing.T, ta *testApprover, a serve.Ask) serve.Ask {
+	t.Helper()
+	wrong := []wire.Grant{{Surface: "bash", Pattern: "make *"}}
+	if err := ta.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: wrong}); err != nil {
+		t.Fatal(err)
+	}
+	return askedAgain(t, ta, a, "does not cover this ask")
+}
+
 // The refused decision stays with its ask: a relay started again meets it
 // again, asks again under the same name, and the decision made on the copy
 // shown again answers the child (decision 0273).
@@ -249,12 +278,7 @@ func TestAnAskAskedAgainStaysDecidableAcrossARelayRestart(t *testing.T) {
 	ann := newApprover(t, th, "ann")
 
 	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
-	a := ann.queued(t, "alpha-1")
-	wrong := []wire.Grant{{Surface: "bash", Pattern: "make *"}}
-	if err := ann.decide(t, serve.Decision{Ask: a.ID, Scope: serve.ScopeSession, Grants: wrong}); err != nil {
-		t.Fatal(err)
-	}
-	again := askedAgain(t, ann, a, "does not cover this ask")
+	again := refusedEdit(t, ann, ann.queued(t, "alpha-1"))
 	alpha.stop()
 	alpha.start(th)
 	if err := ann.decide(t, serve.Decision{Ask: again.ID, State: wire.StateApproved}); err != nil {
@@ -281,14 +305,7 @@ func TestAHubChoiceRacingAReloadIsAskedAgain(t *testing.T) {
 
 	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
 	old := ann.queued(t, "alpha-1")
-	// The reload's first half: the policy is in force, its re-scoping not
-	// yet sent.
-	testkit.WriteFile(t, resolve.GlobalConfigPath(alpha.agentDir), []byte(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`))
-	alpha.policy.Store(resolve.Load(resolve.LoadOptions{AgentDir: alpha.agentDir, Home: alpha.agentDir}))
-	if err := ann.decide(t, serve.Decision{Ask: old.ID, Scope: serve.ScopeSession}); err != nil {
-		t.Fatal(err)
-	}
-	alpha.logs.WaitFor(t, "the choice refused", func(m string) bool { return strings.HasPrefix(m, "hub decision refused") })
+	choiceRacingAReload(t, alpha, ann, old)
 	select {
 	case res := <-child:
 		t.Fatalf("the child was answered: %+v", res.Response)
@@ -297,4 +314,134 @@ func TestAHubChoiceRacingAReloadIsAskedAgain(t *testing.T) {
 	alpha.srv.PolicyLoaded(serve.PolicyStatus{})
 	again := rejudged(t, ann, old, "npm publish *")
 	sessionChosen(t, alpha, ann, again, child)
+}
+
+// plainPolicy asks for every bash command and denies none.
+const plainPolicy = `{"permission":{"bash":{"*":"ask"}}}`
+
+// askedUnderAPlainPolicy starts a hub, relay alpha judging with
+// plainPolicy and approver ann; a child there asks npm ci, suggesting
+// npm *. It returns ann's first copy of the ask.
+func askedUnderAPlainPolicy(t *testing.T) (*testRelay, *testApprover, <-chan pichild.Result, serve.Ask) {
+	t.Helper()
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	alpha.withPolicy(th, plainPolicy)
+	ann := newApprover(t, th, "ann")
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	return alpha, ann, child, ann.queued(t, "alpha-1")
+}
+
+// Adversarial pass s21: a reload that changes an ask's reach, undone by
+// the next (a deny rule added and taken out again, a policy file saved
+// with a mistake and then mended), brings the ask back to the name it was
+// first sent under. The relay sent it there again with the message id of
+// its first send, which the hub dropped as a duplicate for two minutes:
+// consoles, which had let go of that name, never showed the ask again,
+// and nobody could answer the child.
+func TestAReloadUndoneShowsTheAskAgain(t *testing.T) {
+	alpha, ann, child, first := askedUnderAPlainPolicy(t)
+	alpha.reload(`{"permission":{"bash":{"*":"ask","npm publish *":"deny"}}}`)
+	second := rejudged(t, ann, first, "npm publish *")
+	alpha.reload(plainPolicy)
+	third := ann.events.WaitFor(t, "alpha-1 shown a third time", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.ID > second.ID
+	}).(serve.AskQueued).Ask
+	if passes(third, serve.ScopeSession, "npm publish *") {
+		t.Fatalf("the deny taken out is still named: %+v", third.Scopes)
+	}
+	sessionChosen(t, alpha, ann, third, child)
+}
+
+// The same pass: ann chose the whole session on the copy a reload then
+// let go of (the choice raced the reload, decision 0272). Her choice,
+// offered again after the copy went, was acked unused; the reload undone,
+// the ask was back under the name whose one decision she had taken, and
+// nobody could decide it. Her choice is now kept with the ask, and once
+// the ask is sent under that name again it is judged on the reach she was
+// shown, which is again the one in force.
+func TestAChoiceOnACopyAnUndoneReloadLetGoOfAnswersIt(t *testing.T) {
+	alpha, ann, child, first := askedUnderAPlainPolicy(t)
+	choiceRacingAReload(t, alpha, ann, first)
+	alpha.srv.PolicyLoaded(serve.PolicyStatus{})
+	rejudged(t, ann, first, "npm publish *")
+	alpha.logs.WaitFor(t, "the choice kept with its ask", func(m string) bool { return strings.HasPrefix(m, "hub decision for a name its ask had before") })
+	alpha.reload(plainPolicy)
+	sessionChosenAt(t, alpha, child)
+}
+
+// sessionChosenAt checks that the child is approved and tr's one record is
+// ann's choice of the whole session.
+func sessionChosenAt(t *testing.T, tr *testRelay, child <-chan pichild.Result) {
+	t.Helper()
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := tr.audit(); len(recs) != 1 || recs[0].State != wire.StateApprovedForServingSession || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// offeredAgain has the hub offer host's held decisions, not acked, until
+// each was offered n times, as when its relay held them for n ack waits (a
+// refused decision is held until its ask ends, decision 0273). One
+// message at a time: a pull left waiting would take the last ones offered
+// and hold them for an ack wait.
+func offeredAgain(t *testing.T, th *testHub, host string, held int, n uint64) {
+	t.Helper()
+	c, err := th.admin(t).Consumer(context.Background(), hub.DecisionsStream, hub.RelayConsumer(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	offered := map[uint64]uint64{}
+	for len(offered) < held || slices.Min(slices.Collect(maps.Values(offered))) < n {
+		msg, err := c.Next(jetstream.FetchMaxWait(testkit.WaitLimit))
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		offered[meta.Sequence.Stream] = meta.NumDelivered
+		if err := msg.Nak(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Adversarial pass s21: an ask asked again twice (two refused decisions,
+// held with it) waited at the hub for minutes, each held decision offered
+// again every ack wait; then its relay started again. The restarted relay
+// met the second refusal, for a name it had not asked under yet, as a
+// decision for an ask no longer here offered 30 times already, and gave it
+// up at once; asked under that name again after the first refusal, the ask
+// could be decided there by nobody. A decision for an unknown ask is now
+// given up after it was offered 30 times to this relay process.
+func TestARestartedRelayMeetsLongHeldRefusalsAgain(t *testing.T) {
+	th := startHub(t)
+	alpha := newRelay(t, th, "alpha")
+	ann := newApprover(t, th, "ann")
+
+	child := alpha.ask(gitFetch("alpha", 1, "npm ci", "npm *"))
+	a := refusedEdit(t, ann, refusedEdit(t, ann, ann.queued(t, "alpha-1")))
+	alpha.stop()
+	offeredAgain(t, th, "alpha", 2, maxUnknownDeliveries)
+	alpha.start(th)
+	// Shown under its first name, then asked again twice as before.
+	shown := ann.events.WaitForN(t, "alpha-1 shown three times again", func(ev serve.Event) bool {
+		q, ok := ev.(serve.AskQueued)
+		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.ID > a.ID
+	}, 3)
+	last := shown[2].(serve.AskQueued).Ask
+	if err := ann.decide(t, serve.Decision{Ask: last.ID, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, child); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApproved || recs[0].Approver != "ann" {
+		t.Fatalf("audit %+v", recs)
+	}
 }

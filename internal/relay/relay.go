@@ -93,11 +93,13 @@ type Relay struct {
 
 	mu       sync.Mutex
 	open     map[string]*openAsk // by hub key: asks waiting at the hub
-	refused  map[string]*openAsk // by the keys an open ask had before (openAsk.earlier)
+	before   map[string]*openAsk // by the keys an open ask had before (openAsk.earlier, moved)
 	keys     map[serve.AskID]string
 	finished map[string]bool        // keys answered or withdrawn in this process
 	tooLarge map[serve.AskID]askMsg // cut asks denied as too large, until their gone message
+	unknown  map[uint64]uint64      // by stream sequence: offers here of a decision for an ask not known (unknownDecision)
 	queue    []outMsg               // messages to publish, in order
+	made     uint64                 // messages made (message)
 	wake     chan struct{}
 
 	onDisk     bool          // asks for a person wait on disk, beyond serve's memory budget
@@ -126,6 +128,10 @@ type openAsk struct {
 	// Their decisions are held: a relay started again meets them again
 	// in the same order and so asks under the same names.
 	earlier []string
+	// moved: its hub keys before a reload judged its reach again, the
+	// refused ones among them; their decisions are held too, and offered
+	// again once a later reload brings it back to one (decision 0290).
+	moved []string
 }
 
 type outMsg struct {
@@ -145,10 +151,11 @@ func New(srv *serve.Server, nc *nats.Conn, host string, grants *Grants, log *slo
 	r := &Relay{
 		srv: srv, nc: nc, js: js, host: host, run: rand.Text(), grants: grants, log: cmp.Or(log, slog.New(slog.DiscardHandler)),
 		open:     map[string]*openAsk{},
-		refused:  map[string]*openAsk{},
+		before:   map[string]*openAsk{},
 		keys:     map[serve.AskID]string{},
 		finished: map[string]bool{},
 		tooLarge: map[serve.AskID]askMsg{},
+		unknown:  map[uint64]uint64{},
 		wake:     make(chan struct{}, 1),
 		consumer: make(chan struct{}),
 	}
@@ -178,7 +185,7 @@ func (r *Relay) Run(ctx context.Context) {
 func (r *Relay) handle(ev serve.Event) {
 	switch ev := ev.(type) {
 	case serve.AskQueued:
-		r.queued(ev.Ask)
+		r.queued(ev.Ask, nil)
 	case serve.Decided:
 		r.gone(ev.Ask.ID, goneMsg{Response: &ev.Response, Auto: ev.Auto, Approver: ev.Approver})
 	case serve.Withdrawn:
@@ -214,7 +221,7 @@ func (r *Relay) sweep() {
 		return
 	}
 	r.swept = true
-	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, hub.SweepKey), msgID: hub.MsgID("gone", r.host, hub.SweepKey, r.run), key: hub.SweepKey, data: data})
+	r.queue = append(r.queue, r.message(false, hub.SweepKey, data))
 	r.mu.Unlock()
 	notify(r.wake)
 }
@@ -242,7 +249,9 @@ func askKey(a serve.Ask) string {
 // with them: the hub can approve it once or deny it.
 const noScopesSent = "no approval for longer than once is offered: the ask with what its grants reach is larger than the hub carries"
 
-func (r *Relay) queued(a serve.Ask) {
+// queued sends a to the hub; oa is its open ask when a reload judged its
+// reach again (rescoped), nil for a new one.
+func (r *Relay) queued(a serve.Ask, oa *openAsk) {
 	req := a.Request
 	key := askKey(a)
 	offered := a.Scopes
@@ -266,17 +275,73 @@ func (r *Relay) queued(a serve.Ask) {
 	if err != nil || len(data) > hub.MaxAskBytes {
 		r.mu.Lock()
 		r.keys[a.ID] = key // for its gone message
+		held := r.release(oa)
 		r.mu.Unlock()
+		r.ack(held)
 		r.denyTooLarge(a.ID, m, req, len(data), hub.MaxAskBytes, "the largest ask", err)
 		return
 	}
 	r.mu.Lock()
-	out := outMsg{subject: hub.AskSubject(r.host, key), msgID: hub.MsgID("ask", r.host, key, r.run), key: key, data: data, ask: true}
-	r.open[key] = &openAsk{id: a.ID, msg: out, ask: a, offered: offered, asked: requestDigest(raw)}
+	out := r.message(true, key, data)
+	if oa == nil {
+		oa = &openAsk{}
+	}
+	oa.id, oa.msg, oa.ask, oa.offered, oa.asked = a.ID, out, a, offered, requestDigest(raw)
+	again := r.reopen(oa, key)
+	r.open[key] = oa
 	r.keys[a.ID] = key
 	r.queue = append(r.queue, out)
 	r.mu.Unlock()
+	nakAll(again)
 	notify(r.wake)
+}
+
+// reopen takes key out of the names oa had before, as it is sent under it
+// again, and returns the decisions held for it, to be offered again: they
+// were made on the reach it names again (decision 0290). r.mu is held.
+func (r *Relay) reopen(oa *openAsk, key string) []jetstream.Msg {
+	if r.before[key] != oa {
+		return nil
+	}
+	delete(r.before, key)
+	oa.moved = slices.DeleteFunc(oa.moved, func(k string) bool { return k == key })
+	var again []jetstream.Msg
+	for seq, msg := range oa.held {
+		if r.decisionKey(msg) == key {
+			again = append(again, msg)
+			delete(oa.held, seq)
+		}
+	}
+	return again
+}
+
+// release forgets the names oa (nil: none) had before and returns the
+// decisions it held, to be acked: it is answered or let go of. r.mu is
+// held.
+func (r *Relay) release(oa *openAsk) map[uint64]jetstream.Msg {
+	if oa == nil {
+		return nil
+	}
+	for _, k := range slices.Concat(oa.earlier, oa.moved) {
+		delete(r.before, k)
+	}
+	held := oa.held
+	oa.held = nil
+	return held
+}
+
+// ack acks decisions held until their ask ended.
+func (r *Relay) ack(held map[uint64]jetstream.Msg) {
+	for seq, msg := range held {
+		r.finishDecision(seq, msg.Ack)
+	}
+}
+
+// nakAll hands decisions back to the hub, which offers them again at once.
+func nakAll(msgs []jetstream.Msg) {
+	for _, msg := range msgs {
+		_ = msg.Nak()
+	}
 }
 
 // payloadLimit is the largest message the hub's server takes, from its
@@ -319,19 +384,12 @@ func (r *Relay) gone(id serve.AskID, m goneMsg) {
 	key, ok := r.keys[id]
 	var held map[uint64]jetstream.Msg
 	if ok {
-		if oa := r.open[key]; oa != nil {
-			held = oa.held
-			for _, k := range oa.earlier {
-				delete(r.refused, k)
-			}
-		}
+		held = r.release(r.open[key])
 		delete(r.keys, id)
 		delete(r.open, key)
 	}
 	r.mu.Unlock()
-	for seq, msg := range held {
-		r.finishDecision(seq, msg.Ack)
-	}
+	r.ack(held)
 	if ok {
 		r.sendGone(key, m)
 	}
@@ -349,9 +407,23 @@ func (r *Relay) sendGone(key string, m goneMsg) {
 		clear(r.finished) // a decision for a key forgotten here is acked after its retries
 	}
 	r.finished[key] = true
-	r.queue = append(r.queue, outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key, r.run), key: key, data: data})
+	r.queue = append(r.queue, r.message(false, key, data))
 	r.mu.Unlock()
 	notify(r.wake)
+}
+
+// message makes an ask (else a gone message) about key, with the next of
+// this process's message ids: its retries and its sending again after a
+// reconnect are stored once, while the key sent anew, as an ask a reload
+// brought back to a name it had, is another message (decision 0290).
+// r.mu is held.
+func (r *Relay) message(ask bool, key string, data []byte) outMsg {
+	r.made++
+	kind, subject := "gone", hub.GoneSubject(r.host, key)
+	if ask {
+		kind, subject = "ask", hub.AskSubject(r.host, key)
+	}
+	return outMsg{subject: subject, msgID: hub.MsgID(kind, r.host, key, r.made, r.run), key: key, data: data, ask: ask}
 }
 
 // rescoped sends again, as another ask, one whose scopes a policy reload
@@ -360,15 +432,26 @@ func (r *Relay) sendGone(key string, m goneMsg) {
 // it is never delivered; consoles are shown the new reach (decision 0246).
 func (r *Relay) rescoped(ev serve.ScopesChanged) {
 	r.mu.Lock()
-	oa := r.open[r.keys[ev.Ask]]
-	r.mu.Unlock()
+	key := r.keys[ev.Ask]
+	oa := r.open[key]
 	if oa == nil {
+		r.mu.Unlock()
 		return
 	}
+	// The decisions made on its names stay with the ask: a later reload
+	// may bring it back to one (decision 0290). Asked again from the new
+	// name, it counts its refusals anew.
+	delete(r.open, key)
+	oa.moved = slices.Concat(oa.moved, oa.earlier, []string{key})
+	oa.earlier = nil
+	for _, k := range oa.moved {
+		r.before[k] = oa
+	}
+	r.mu.Unlock()
+	r.sendGone(key, goneMsg{Rejudged: true})
 	a := oa.ask
 	a.Scopes = ev.Scopes
-	r.gone(ev.Ask, goneMsg{Rejudged: true})
-	r.queued(a)
+	r.queued(a, oa)
 }
 
 func (r *Relay) republish() {
@@ -665,11 +748,19 @@ func (r *Relay) finishDecision(seq uint64, finish func() error) {
 	_ = finish()
 	if seq != 0 {
 		r.floor.finished(seq)
+		r.mu.Lock()
+		delete(r.unknown, seq)
+		r.mu.Unlock()
 	}
 }
 
+// decisionKey is the ask key a decision message of this host is for.
+func (r *Relay) decisionKey(msg jetstream.Msg) string {
+	return strings.TrimPrefix(msg.Subject(), hub.DecisionSubjectPrefix+r.host+".")
+}
+
 func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
-	key := strings.TrimPrefix(msg.Subject(), hub.DecisionSubjectPrefix+r.host+".")
+	key := r.decisionKey(msg)
 	meta, merr := msg.Metadata()
 	var seq uint64
 	if merr == nil {
@@ -688,13 +779,19 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	}
 	r.mu.Lock()
 	oa, finished, onDisk := r.open[key], r.finished[key], r.onDisk
-	was := r.refused[key]
+	was := r.before[key]
 	if was != nil {
-		was.keep(seq, msg) // refused, offered again: kept with its ask
+		was.keep(seq, msg) // for a name it had before: kept with its ask
+	}
+	var offered uint64
+	if oa == nil && !finished && was == nil && seq != 0 {
+		r.unknown[seq]++
+		offered = r.unknown[seq]
 	}
 	r.mu.Unlock()
 	switch {
 	case was != nil:
+		r.log.Debug("hub decision for a name its ask had before kept with it", "key", key)
 	case oa != nil:
 		// Delivered outside the consumer's callback, so that decisions
 		// arriving together share the audit log's fsync.
@@ -702,10 +799,6 @@ func (r *Relay) onDecision(ctx context.Context, msg jetstream.Msg) {
 	case finished:
 		done(msg.Ack)
 	default:
-		var offered uint64
-		if merr == nil {
-			offered = meta.NumDelivered
-		}
 		r.unknownAsk(key, msg, offered, onDisk, done)
 	}
 }
@@ -773,9 +866,14 @@ func (r *Relay) askAgain(key string, seq uint64, msg jetstream.Msg, oa *openAsk,
 	data, _ := json.Marshal(goneMsg{Refused: refusedWhy(approver, err)}) // plain data: it always encodes
 	r.mu.Lock()
 	switch {
+	case r.before[key] == oa:
+		// Judged again meanwhile: kept with the ask (decision 0290).
+		oa.keep(seq, msg)
+		r.mu.Unlock()
+		return true
 	case r.open[key] != oa:
-		// Let go of meanwhile (answered, withdrawn, judged again): a
-		// decision made on this copy answers nothing.
+		// Let go of meanwhile (answered, withdrawn): a decision made on
+		// this copy answers nothing.
 		r.mu.Unlock()
 		r.finishDecision(seq, msg.Ack)
 		return true
@@ -784,18 +882,19 @@ func (r *Relay) askAgain(key string, seq uint64, msg jetstream.Msg, oa *openAsk,
 		return false
 	}
 	r.log.Warn("hub decision refused; the ask is asked again", "ask", oa.id, "approver", approver, "err", err)
-	defer notify(r.wake)
-	defer r.mu.Unlock()
 	oa.keep(seq, msg)
 	oa.earlier = append(oa.earlier, key)
-	r.refused[key] = oa
+	r.before[key] = oa
 	delete(r.open, key)
 	next := fmt.Sprintf("%s-%d", oa.earlier[0], len(oa.earlier))
-	oa.msg = outMsg{subject: hub.AskSubject(r.host, next), msgID: hub.MsgID("ask", r.host, next, r.run), key: next, data: oa.msg.data, ask: true}
+	gone := r.message(false, key, data)
+	oa.msg = r.message(true, next, oa.msg.data)
+	again := r.reopen(oa, next)
 	r.open[next], r.keys[oa.id] = oa, next
-	r.queue = append(r.queue,
-		outMsg{subject: hub.GoneSubject(r.host, key), msgID: hub.MsgID("gone", r.host, key, r.run), key: key, data: data},
-		oa.msg)
+	r.queue = append(r.queue, gone, oa.msg)
+	r.mu.Unlock()
+	nakAll(again)
+	notify(r.wake)
 	return true
 }
 
@@ -824,7 +923,10 @@ func (r *Relay) deliver(oa *openAsk, d decisionMsg) error {
 }
 
 // unknownDecision says what becomes of a decision for an ask this relay
-// does not know, offered n times: offered again after delay, or given up.
+// does not know, offered n times to this relay process: offered again
+// after delay, or given up. Counted by the hub, the offers of an earlier
+// process (a held decision, offered again every ack wait) gave it up
+// before the ask it answers was sent again (decision 0291).
 // While asks for a person wait on disk (beyond serve's memory budget) the
 // ask may be one of them, queued only as room frees, so its decision waits
 // as long: given up, the person's answer would be lost and the child left to
