@@ -939,3 +939,23 @@ func TestPastedTextInTheDenyDialogsIsShownSafe(t *testing.T) {
 		t.Errorf("deny pattern %q, want the override shown", got)
 	}
 }
+
+// The quit prompt and the refusal y gets there agree: the prompt says what
+// y does, and the refusal names the same keys to stay as the prompt does.
+func TestQuitPromptAndTheRefusalOfYAgree(t *testing.T) {
+	for _, canLeave := range []bool{false, true} {
+		h := newHarness(t, func(o *Options) { o.CanLeave = canLeave })
+		h.queue(pathWrite())
+		h.keys("q")
+		view := ansi.Strip(h.m.View())
+		h.keys("y")
+		h.wantStatus("y does not quit here")
+		if !strings.Contains(view, "y does not quit here") {
+			t.Errorf("canLeave %v: the prompt does not say what y does:\n%s", canLeave, view)
+		}
+		stay := h.m.status[strings.LastIndex(h.m.status, "; ")+2:]
+		if !strings.Contains(view, stay) {
+			t.Errorf("canLeave %v: the refusal says %q, the prompt does not:\n%s", canLeave, stay, view)
+		}
+	}
+}

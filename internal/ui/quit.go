@@ -29,7 +29,7 @@ func (d *quitDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	case d.canLeave && key.Matches(k, d.keys.Leave):
 		return quitAction{leave: true}, nil
 	case key.Matches(k, d.keys.ApproveOnce):
-		return statusAction{text: "y does not quit here: " + d.choices() + "; esc stays"}, nil
+		return statusAction{text: yRefused + ": " + d.choices() + "; " + stayKeys}, nil
 	case key.Matches(k, d.keys.Close, d.keys.Deny, d.keys.Quit, d.keys.Confirm):
 		return closeAction{}, nil
 	}
@@ -83,8 +83,14 @@ func (d *quitDialog) view(int) []string {
 				"their timeout; one that watches the heartbeat may give up sooner)", d.width)...)
 		}
 	}
-	return append(lines, "", d.styles.Muted.Render("  esc, q, n or enter stays (the default)"))
+	return append(lines, "", d.styles.Muted.Render("  "+stayKeys+" (the default); "+yRefused))
 }
+
+// The prompt and the refusal of y word the keys the same way.
+const (
+	stayKeys = "esc, q, n or enter stays"
+	yRefused = "y does not quit here"
+)
 
 func itOrThem(n int) string {
 	if n == 1 {
