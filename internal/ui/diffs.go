@@ -391,11 +391,15 @@ func (m *Model) changeUnseen(targets []serve.AskID) string {
 // unseenStatus says which lines of an ask's full view were never on
 // screen; approving waits for them.
 func unseenStatus(e *entry, ranges []string) string {
-	lines := "lines " + strings.Join(ranges[:min(len(ranges), 3)], ", ")
+	lines, them := "lines ", "them"
+	if len(ranges) == 1 && !strings.Contains(ranges[0], "–") {
+		lines, them = "line ", "it" // "23", not a range "23–126"
+	}
+	lines += strings.Join(ranges[:min(len(ranges), 3)], ", ")
 	if len(ranges) > 3 {
 		lines += " and " + plural(len(ranges)-3, "more range")
 	}
-	return "not all of " + label(e) + " was on screen: " + lines + " of its full view not seen yet; v shows them (approving waits until every line was shown)"
+	return "not all of " + label(e) + " was on screen: " + lines + " of its full view not seen yet; v shows " + them + " (approving waits until every line was shown)"
 }
 
 // alsoUnseen refuses an approving decision that would answer, besides its

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -301,5 +302,26 @@ func TestAUnitCutAtTheDetailsEndIsNotSeen(t *testing.T) {
 	}
 	if !cut {
 		t.Fatalf("no unit is cut at the detail's end; the test needs one:\n%s", view)
+	}
+}
+
+// One line left unseen is named as one line: "line N", not "lines N".
+// The view shows its top and its end, then scrolls up from the end until
+// a single line of the middle is left unseen.
+func TestASingleUnseenLineIsNamedSo(t *testing.T) {
+	h := newHarness(t)
+	h.queue(longEdit(101))
+	h.keys("v", "G")
+	for range h.m.pager.vp.TotalLineCount() {
+		h.keys("y")
+		h.wantDecisions()
+		h.wantStatus("not seen yet")
+		if !strings.Contains(h.m.status, "–") {
+			break
+		}
+		h.keys("k")
+	}
+	if !regexp.MustCompile(`: line \d+ of its full view not seen yet; v shows it `).MatchString(h.m.status) {
+		t.Fatalf("status %q does not name the one line alone", h.m.status)
 	}
 }
