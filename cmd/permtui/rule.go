@@ -287,7 +287,7 @@ var errNotConfirmed = errors.New("nothing written")
 func confirm(stdin io.Reader, stdout io.Writer, yes bool, risk *policyedit.Risk, broad int, file string) error {
 	if yes {
 		if risk != nil && broad != risk.Count {
-			return fmt.Errorf("%w: this rule needs --confirm-broad %d (the sum of the counts its warnings name) besides --yes", errNotConfirmed, risk.Count)
+			return fmt.Errorf("%w: this rule needs --confirm-broad %d (%s) besides --yes", errNotConfirmed, risk.Count, countMeaning(risk.Count))
 		}
 		return nil
 	}
@@ -300,12 +300,22 @@ func confirm(stdin io.Reader, stdout io.Writer, yes bool, risk *policyedit.Risk,
 		return errNotConfirmed
 	}
 	if risk != nil {
-		fmt.Fprintf(stdout, "this rule is broad: type %d to write it anyway: ", risk.Count)
+		fmt.Fprintf(stdout, "this rule is broad: type %d (%s) to write it anyway: ", risk.Count, countMeaning(risk.Count))
 		if answer, _ := in.ReadString('\n'); strings.TrimSpace(answer) != strconv.Itoa(risk.Count) {
 			return errNotConfirmed
 		}
 	}
 	return nil
+}
+
+// countMeaning says what the count of a broad rule is. A count of 0 (a "*"
+// rule with nothing recorded that it would have decided) still gates the
+// write and says what typing it confirms (decision 0295).
+func countMeaning(n int) string {
+	if n == 0 {
+		return "it would have decided no recorded ask"
+	}
+	return "the sum of the counts its warnings name"
 }
 
 // describeAsk is one recorded ask on one line, request strings quoted so

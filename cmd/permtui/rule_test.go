@@ -179,6 +179,21 @@ func TestRuleAddBroadNeedsTheCount(t *testing.T) {
 	}
 }
 
+// TestRuleAddBroadWithCountZeroSaysWhatZeroConfirms: a "*" rule on an
+// empty audit log still needs --confirm-broad 0, and the refusal says what
+// the 0 is rather than calling it a sum of counts.
+func TestRuleAddBroadWithCountZeroSaysWhatZeroConfirms(t *testing.T) {
+	e := newRuleEnv(t, commented)
+	add := e.args("rule", "add", "--surface", "bash", "--pattern", "*", "--action", "allow", "--yes")
+	code, out, errOut := runCmd(t, "", add...)
+	if code != 1 || !strings.Contains(errOut, "--confirm-broad 0 (it would have decided no recorded ask") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := runCmd(t, "", append(add, "--confirm-broad", "0")...); code != 0 {
+		t.Errorf("confirmed: %s", errOut)
+	}
+}
+
 func TestSimulateGuardsPersonDenials(t *testing.T) {
 	e := newRuleEnv(t, commented)
 	e.record(t,

@@ -281,12 +281,22 @@ func (d *ruleDialog) confirm() action {
 		d.count.Reset()
 		d.pattern.Blur()
 		d.count.Focus()
-		return statusAction{"this rule is broad: type " + strconv.Itoa(p.Confirm) + " and enter to write it; esc goes back"}
+		return statusAction{askCount(p.Confirm)}
 	case d.counting && strings.TrimSpace(d.count.Value()) != strconv.Itoa(p.Confirm):
-		return statusAction{"type " + strconv.Itoa(p.Confirm) + " to write it; esc goes back"}
+		return statusAction{askCount(p.Confirm)}
 	}
 	d.writing = true
 	return writeRuleAction{draft: d.draft(), confirm: p.Confirm, digest: p.Digest, decides: d.decides()}
+}
+
+// askCount asks for the count of a broad rule. A count of 0 (a "*" rule
+// with nothing recorded that it would have decided) still gates the write
+// (decision 0116) and says what typing 0 confirms (decision 0295).
+func askCount(n int) string {
+	if n == 0 {
+		return "this rule is broad and it would have decided no recorded ask: type 0 and enter to write it anyway; esc goes back"
+	}
+	return "this rule is broad: type " + strconv.Itoa(n) + " and enter to write it; esc goes back"
 }
 
 // decides are the waiting asks the previewed rule would decide.

@@ -283,7 +283,8 @@ func TestRuleDialogShowsNoHiddenRunes(t *testing.T) {
 }
 
 // TestRuleDialogBroadRuleWithCountZero: a "*" rule on a fresh audit log
-// names 0 asks; it still needs the second confirmation (typing 0).
+// names 0 asks; it still needs the second confirmation (typing 0), and the
+// status says what 0 is: no recorded ask it would have decided.
 func TestRuleDialogBroadRuleWithCountZero(t *testing.T) {
 	rules := &fakeRules{preview: RulePreview{Broad: true, Warnings: []string{`the pattern "*" matches every value of path_write: it would have decided 0 recorded asks`}}}
 	h := newHarness(t, withRules(rules))
@@ -292,10 +293,12 @@ func TestRuleDialogBroadRuleWithCountZero(t *testing.T) {
 	if len(rules.writes) != 0 || !h.m.ruleDialog.counting || !strings.Contains(h.m.status, "type 0") {
 		t.Fatalf("first enter: writes %d, counting %v, status %q", len(rules.writes), h.m.ruleDialog.counting, h.m.status)
 	}
+	h.wantStatus("it would have decided no recorded ask")
 	h.keys("enter")
 	if len(rules.writes) != 0 {
 		t.Fatal("an empty count wrote the rule")
 	}
+	h.wantStatus("it would have decided no recorded ask")
 	h.keys("0", "enter")
 	if len(rules.writes) != 1 || rules.confirms[0] != 0 {
 		t.Fatalf("writes %+v confirms %v", rules.writes, rules.confirms)
