@@ -59,10 +59,6 @@ type goneMsg struct {
 	// Refused: the relay's server refused the decision made on it, saying
 	// this; the ask follows under another name (decision 0273).
 	Refused string `json:"refused,omitempty"`
-	// Sweep, on the key hub.SweepKey: the relay process (its MsgID run)
-	// that sent every ask its host still has; the host's asks last sent by
-	// another are gone (decision 0275).
-	Sweep string `json:"sweep,omitempty"`
 	// swept: the approver let go of the ask on its relay's Sweep; never
 	// sent.
 	swept bool

@@ -211,17 +211,17 @@ func (r *Relay) handle(ev serve.Event) {
 // and the asks for a person among them are queued to be sent before this
 // message. Approvers then let go of the host's asks that an earlier relay
 // process sent and this one did not: their requests went while no relay
-// served them (decision 0275). With asks left on disk it is not sent; they
-// end as before.
+// served them (decision 0275). Its message id names this process (its
+// run), as every message's does: its body is empty. With asks left on
+// disk it is not sent; they end as before.
 func (r *Relay) sweep() {
-	data, _ := json.Marshal(goneMsg{Sweep: r.run}) // plain data: it always encodes
 	r.mu.Lock()
 	if !r.scanned || r.swept || r.onDisk {
 		r.mu.Unlock()
 		return
 	}
 	r.swept = true
-	r.queue = append(r.queue, r.message(false, hub.SweepKey, data))
+	r.queue = append(r.queue, r.message(false, hub.SweepKey, []byte("{}")))
 	r.mu.Unlock()
 	notify(r.wake)
 }
