@@ -66,12 +66,7 @@ func TestAReplacedRequestFileIsAskedAgainAtTheHub(t *testing.T) {
 		return ok && w.ID == first.ID && w.Replaced
 	})
 	second := ann.askedAgain(t, first)
-	if err := ann.decide(t, serve.Decision{Ask: second.ID, State: wire.StateApproved}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, c); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
+	ann.approves(t, second.ID, c)
 }
 
 // A decision made for one delivery never answers another file under the
@@ -282,10 +277,5 @@ func TestARelayStartedAgainWithdrawsTheAsksGoneMeanwhile(t *testing.T) {
 	if !strings.Contains(w.Why, "started again and no longer has the request") {
 		t.Errorf("let go of saying %q", w.Why)
 	}
-	if err := ann.decide(t, serve.Decision{Ask: kept.ID, State: wire.StateApproved}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, stays); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
+	ann.approves(t, kept.ID, stays)
 }

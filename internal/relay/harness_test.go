@@ -304,6 +304,18 @@ func (ta *testApprover) decide(t *testing.T, d serve.Decision) error {
 	}
 }
 
+// approves approves the ask id at the hub and checks that the child
+// waiting on c is answered so.
+func (ta *testApprover) approves(t *testing.T, id serve.AskID, c <-chan pichild.Result) {
+	t.Helper()
+	if err := ta.decide(t, serve.Decision{Ask: id, State: wire.StateApproved}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := answered(t, c); !resp.Approved {
+		t.Fatalf("%+v", resp)
+	}
+}
+
 // admin is a JetStream context as the hub's own user, to look at and
 // arrange the hub's state directly.
 func (th *testHub) admin(t *testing.T) jetstream.JetStream {

@@ -281,12 +281,7 @@ func TestAnAskAskedAgainStaysDecidableAcrossARelayRestart(t *testing.T) {
 	again := refusedEdit(t, ann, ann.queued(t, "alpha-1"))
 	alpha.stop()
 	alpha.start(th)
-	if err := ann.decide(t, serve.Decision{Ask: again.ID, State: wire.StateApproved}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, child); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
+	ann.approves(t, again.ID, child)
 	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApproved || recs[0].Approver != "ann" {
 		t.Fatalf("audit %+v", recs)
 	}
@@ -435,12 +430,7 @@ func TestARestartedRelayMeetsLongHeldRefusalsAgain(t *testing.T) {
 		return ok && q.Ask.Request.ID == "alpha-1" && q.Ask.ID > a.ID
 	}, 3)
 	last := shown[2].(serve.AskQueued).Ask
-	if err := ann.decide(t, serve.Decision{Ask: last.ID, State: wire.StateApproved}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, child); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
+	ann.approves(t, last.ID, child)
 	if recs := alpha.audit(); len(recs) != 1 || recs[0].State != wire.StateApproved || recs[0].Approver != "ann" {
 		t.Fatalf("audit %+v", recs)
 	}

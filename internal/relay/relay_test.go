@@ -516,12 +516,7 @@ func TestTheHubAndTheReplayIndexNameAnAskAlike(t *testing.T) {
 	req := bash("alpha", 1, "npm test --watch")
 	c := alpha.ask(req)
 	a := ann.queued(t, req.ID)
-	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, c); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
+	ann.approves(t, a.ID, c)
 	recs := alpha.audit()
 	if len(recs) != 1 {
 		t.Fatalf("audit %+v", recs)
@@ -675,12 +670,7 @@ func TestReHostedRelaysAsksMoveToTheNewHost(t *testing.T) {
 	if err := ann.decide(t, serve.Decision{Ask: old.ID, State: wire.StateApproved}); !errors.Is(err, serve.ErrUnknownAsk) {
 		t.Fatalf("the old copy was decided: %v", err)
 	}
-	if err := ann.decide(t, serve.Decision{Ask: moved.ID, State: wire.StateApproved}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, c); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
+	ann.approves(t, moved.ID, c)
 }
 
 // A relay moved alpha → beta → alpha: the ask is shown again under alpha,
@@ -718,12 +708,7 @@ func TestAnAskMovedBackToItsFirstHostIsShownAgain(t *testing.T) {
 	if err := ann.decide(t, serve.Decision{Ask: moved.ID, State: wire.StateApproved}); !errors.Is(err, serve.ErrUnknownAsk) {
 		t.Fatalf("the beta copy was decided: %v", err)
 	}
-	if err := ann.decide(t, serve.Decision{Ask: back.ID, State: wire.StateApproved}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, c); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
+	ann.approves(t, back.ID, c)
 }
 
 // bigBash is a bash request whose file is just under n bytes.
@@ -759,12 +744,7 @@ func TestTheLargestRequestTravelsThroughTheHub(t *testing.T) {
 	if a.Request.Value == nil || *a.Request.Value != *req.Value {
 		t.Fatal("the request changed on the way")
 	}
-	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, c); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
+	ann.approves(t, a.ID, c)
 }
 
 // A hub whose max_payload is below an ask's size: the relay reads the limit
@@ -932,12 +912,7 @@ func TestAnApproverRefusesAForgedViaBeforeTheHubTakesIt(t *testing.T) {
 	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved, Approver: "ann\x1b[2J"}); !errors.Is(err, serve.ErrInvalidDecision) {
 		t.Fatalf("a forged via: %v, want ErrInvalidDecision", err)
 	}
-	if err := ann.decide(t, serve.Decision{Ask: a.ID, State: wire.StateApproved}); err != nil {
-		t.Fatal(err)
-	}
-	if resp := answered(t, got); !resp.Approved {
-		t.Fatalf("%+v", resp)
-	}
+	ann.approves(t, a.ID, got)
 }
 
 // A decision for an ask the relay does not know is offered again while the
