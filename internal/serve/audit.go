@@ -218,7 +218,7 @@ func auditLines(r io.Reader, fn func(line []byte, n int64, ended bool)) error {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if n += int64(len(chunk)); n <= maxAuditLine {
-			line = append(line, chunk...)
+			line = appendDoubling(line, chunk)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
@@ -237,6 +237,16 @@ func auditLines(r io.Reader, fn func(line []byte, n int64, ended bool)) error {
 		}
 		line, n = line[:0], 0
 	}
+}
+
+// appendDoubling is append(line, chunk...) growing a full line to twice
+// its size, at most maxAuditLine: append grows a large slice by a quarter,
+// which allocated about five times the cap on the way to a line that long.
+func appendDoubling(line, chunk []byte) []byte {
+	if need := len(line) + len(chunk); need > cap(line) {
+		line = append(make([]byte, 0, min(max(2*cap(line), need), maxAuditLine)), line...)
+	}
+	return append(line, chunk...)
 }
 
 // readAuditLine passes one line's decision record to fn; it returns 1 when
