@@ -60,6 +60,16 @@ type AuditRecord struct {
 	Value *string `json:"value,omitempty"`
 }
 
+// ShownAgent is the agent the recorded ask spoke for, as front ends named
+// it live (wire.Request.Agent): the facts' principal, or for a record
+// without facts the requester's word (Agent).
+func (r AuditRecord) ShownAgent() string {
+	if r.Facts != nil {
+		return r.Facts.Principal
+	}
+	return r.Agent
+}
+
 // AuditFacts is a request's accessIntent in the audit log.
 type AuditFacts struct {
 	Principal     string            `json:"principal"` // principal.agentName: the agent the policy was scoped to
