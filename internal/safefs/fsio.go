@@ -230,7 +230,14 @@ func OpenAppendPrivate(path string) (*os.File, error) {
 
 // Within: path is root or under it, both clean and both absolute or both
 // relative; the one test of containment for the project and agent dirs.
+// Absolute ones (every ask's cwd against each project root) are compared
+// by a prefix at a separator, 12 ns here, where filepath.Rel took 134–166
+// ns a root on an allow's path (decision 0234, BenchmarkVerdictOutsideProject).
 func Within(path, root string) bool {
+	if filepath.IsAbs(path) && filepath.IsAbs(root) {
+		rest, ok := strings.CutPrefix(path, root)
+		return ok && (rest == "" || rest[0] == filepath.Separator || strings.HasSuffix(root, string(filepath.Separator)))
+	}
 	rel, err := filepath.Rel(root, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
