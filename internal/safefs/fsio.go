@@ -243,7 +243,8 @@ func Within(path, root string) bool {
 }
 
 // RealPath is path made absolute (only cleaned when the working dir is
-// unknown) and that with its links resolved, as far as it exists.
+// unknown) and that with its links resolved; a path that does not exist
+// whole is not resolved at all (filepath.EvalSymlinks), and real is abs.
 func RealPath(path string) (abs, real string) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
