@@ -230,13 +230,21 @@ func OpenAppendPrivate(path string) (*os.File, error) {
 
 // Within: path is root or under it, both clean and both absolute or both
 // relative; the one test of containment for the project and agent dirs.
+// Absolute ones (every ask's cwd against each project root) are compared
+// by a prefix at a separator, 12 ns here, where filepath.Rel took 134–166
+// ns a root on an allow's path (decision 0234, BenchmarkVerdictOutsideProject).
 func Within(path, root string) bool {
+	if filepath.IsAbs(path) && filepath.IsAbs(root) {
+		rest, ok := strings.CutPrefix(path, root)
+		return ok && (rest == "" || rest[0] == filepath.Separator || strings.HasSuffix(root, string(filepath.Separator)))
+	}
 	rel, err := filepath.Rel(root, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // RealPath is path made absolute (only cleaned when the working dir is
-// unknown) and that with its links resolved, as far as it exists.
+// unknown) and that with its links resolved; a path that does not exist
+// whole is not resolved at all (filepath.EvalSymlinks), and real is abs.
 func RealPath(path string) (abs, real string) {
 	abs, err := filepath.Abs(path)
 	if err != nil {

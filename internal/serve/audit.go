@@ -60,6 +60,16 @@ type AuditRecord struct {
 	Value *string `json:"value,omitempty"`
 }
 
+// ShownAgent is the agent the recorded ask spoke for, as front ends named
+// it live (wire.Request.Agent): the facts' principal, or for a record
+// without facts the requester's word (Agent).
+func (r AuditRecord) ShownAgent() string {
+	if r.Facts != nil {
+		return r.Facts.Principal
+	}
+	return r.Agent
+}
+
 // AuditFacts is a request's accessIntent in the audit log.
 type AuditFacts struct {
 	Principal     string            `json:"principal"` // principal.agentName: the agent the policy was scoped to
@@ -218,7 +228,7 @@ func auditLines(r io.Reader, fn func(line []byte, n int64, ended bool)) error {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if n += int64(len(chunk)); n <= maxAuditLine {
-			line = append(line, chunk...)
+			line = appendDoubling(line, chunk)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
@@ -237,6 +247,16 @@ func auditLines(r io.Reader, fn func(line []byte, n int64, ended bool)) error {
 		}
 		line, n = line[:0], 0
 	}
+}
+
+// appendDoubling is append(line, chunk...) growing a full line to twice
+// its size, at most maxAuditLine: append grows a large slice by a quarter,
+// which allocated about five times the cap on the way to a line that long.
+func appendDoubling(line, chunk []byte) []byte {
+	if need := len(line) + len(chunk); need > cap(line) {
+		line = append(make([]byte, 0, min(max(2*cap(line), need), maxAuditLine)), line...)
+	}
+	return append(line, chunk...)
 }
 
 // readAuditLine passes one line's decision record to fn; it returns 1 when

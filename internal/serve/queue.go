@@ -89,8 +89,8 @@ func (q *EventQueue) fold(ev Event) bool {
 	case GrantsChanged, DeniesChanged, PolicyStatus: // ev replaces the state buffered before it
 		q.drop(func(e Event) bool { return reflect.TypeOf(e) == reflect.TypeOf(ev) })
 		return false
-	case ScopesChanged: // only an ask's latest scopes are current
-		q.buf = slices.DeleteFunc(q.buf, func(e Event) bool { c, ok := e.(ScopesChanged); return ok && c.Ask == ev.Ask })
+	case ScopesChanged: // only an ask's latest scopes are current, and at most one waits
+		q.drop(func(e Event) bool { c, ok := e.(ScopesChanged); return ok && c.Ask == ev.Ask })
 		return false
 	default:
 		return false

@@ -866,7 +866,7 @@ func (m *Model) servedIDs() (serving, elsewhere []string) {
 func (m *Model) addHistory(recs []serve.AuditRecord) {
 	for _, r := range recs {
 		at := time.UnixMilli(r.DecidedAt).In(m.opts.Now().Location())
-		label := termsafe.Clip(r.Agent, nameBytes) + " · " + termsafe.Clip(r.Surface, nameBytes)
+		label := termsafe.Clip(r.ShownAgent(), nameBytes) + " · " + termsafe.Clip(r.Surface, nameBytes)
 		if len(r.MatchValues) > 0 {
 			label += " · " + termsafe.Clip(r.MatchValues[0], textBytes)
 		}

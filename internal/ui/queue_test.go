@@ -245,6 +245,21 @@ func TestLogShowsHistoryFromTheAuditLog(t *testing.T) {
 	}
 }
 
+// An earlier run's decision is named by the agent its facts name (the
+// principal the policy was scoped to), as the console named the ask live
+// (wire.Request.Agent), not by the requester name the child also sent.
+func TestHistoryNamesTheAgentTheConsoleShowed(t *testing.T) {
+	h := newHarness(t)
+	h.events(serve.History{Records: []serve.AuditRecord{
+		{Agent: "builder", Surface: "bash", MatchValues: []string{"make test"}, State: wire.StateDenied,
+			Facts: &serve.AuditFacts{Principal: "scout", Surface: "bash", MatchValues: []string{"make test"}}, DecidedAt: testNow.Add(-time.Hour).UnixMilli()},
+	}})
+	h.keys("l")
+	if v := h.m.View(); !strings.Contains(v, "scout · bash · make test") || strings.Contains(v, "builder") {
+		t.Fatalf("log names another agent than scout:\n%s", v)
+	}
+}
+
 // Expiries are in the log: live ones as they happen, earlier runs' from the
 // audit log after a restart.
 func TestLogShowsExpiries(t *testing.T) {
