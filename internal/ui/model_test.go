@@ -959,3 +959,17 @@ func TestQuitPromptAndTheRefusalOfYAgree(t *testing.T) {
 		}
 	}
 }
+
+// The refusal of y names the waiting asks as the prompt does: one ask is
+// "it", as in "D: deny it", not "them".
+func TestTheRefusalOfYNamesOneAskAsIt(t *testing.T) {
+	for _, canLeave := range []bool{false, true} {
+		h := newHarness(t, func(o *Options) { o.CanLeave = canLeave })
+		h.queue(pathWrite())
+		h.keys("q", "y")
+		h.wantStatus("D denies it and quits")
+		if strings.Contains(h.m.status, "them") {
+			t.Errorf("canLeave %v: the refusal names one ask as them: %q", canLeave, h.m.status)
+		}
+	}
+}

@@ -36,15 +36,17 @@ func (d *quitDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	return nil, nil
 }
 
-// choices names the keys that quit.
+// choices names the keys that quit, and the waiting asks as the prompt
+// does: one is "it".
 func (d *quitDialog) choices() string {
+	them := itOrThem(d.q.pendingCount())
 	switch {
 	case d.overHub:
 		return "L quits"
 	case d.canLeave:
-		return "D denies them and quits, L leaves them and quits"
+		return "D denies " + them + " and quits, L leaves " + them + " and quits"
 	}
-	return "D denies them and quits"
+	return "D denies " + them + " and quits"
 }
 
 func (d *quitDialog) gone() string { return "" }
