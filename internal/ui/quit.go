@@ -58,10 +58,13 @@ func (d *quitDialog) help() help.KeyMap {
 		return helpLine(relabel(d.keys.Leave, "quit and lose "+itOrThem(len(d.q.unsent()))), stay)
 	case d.overHub:
 		return helpLine(relabel(d.keys.Leave, "quit"), stay)
-	case d.canLeave:
-		return helpLine(d.keys.DenyQuit, d.keys.Leave, stay)
 	}
-	return helpLine(d.keys.DenyQuit, stay)
+	them := itOrThem(d.q.pendingCount())
+	denyQuit := relabel(d.keys.DenyQuit, "deny "+them+", quit")
+	if d.canLeave {
+		return helpLine(denyQuit, relabel(d.keys.Leave, "leave "+them+", quit"), stay)
+	}
+	return helpLine(denyQuit, stay)
 }
 
 func (d *quitDialog) view(int) []string {
