@@ -821,9 +821,11 @@ func TestQuitOverHubSaysTheAsksStay(t *testing.T) {
 
 // The quit dialog's keys stay in its help line when the full help was open
 // as it opened (? then q): it had no full help, so the line was empty.
+// Two asks wait: the help names them "them".
 func TestQuitHelpWithTheFullHelpOpen(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.CanLeave = true })
 	h.queue(pathWrite())
+	h.queue(bashAsk(1, "tester", "/w/p", "make"))
 	h.keys("?", "q")
 	if v := h.m.View(); !regexp.MustCompile(`D +deny them, quit`).MatchString(v) || !regexp.MustCompile(`L +leave them, quit`).MatchString(v) {
 		t.Fatalf("the quit dialog's help lacks its keys:\n%s", v)
@@ -956,6 +958,25 @@ func TestQuitPromptAndTheRefusalOfYAgree(t *testing.T) {
 		stay := h.m.status[strings.LastIndex(h.m.status, "; ")+2:]
 		if !strings.Contains(view, stay) {
 			t.Errorf("canLeave %v: the refusal says %q, the prompt does not:\n%s", canLeave, stay, view)
+		}
+	}
+}
+
+// The refusal of y and the help line name the waiting asks as the prompt
+// does: one ask is "it", as in "D: deny it", not "them".
+func TestTheRefusalOfYNamesOneAskAsIt(t *testing.T) {
+	for _, canLeave := range []bool{false, true} {
+		h := newHarness(t, func(o *Options) { o.CanLeave = canLeave })
+		h.queue(pathWrite())
+		h.keys("q")
+		if view := ansi.Strip(h.m.View()); !strings.Contains(view, "D deny it, quit") ||
+			canLeave && !strings.Contains(view, "L leave it, quit") || strings.Contains(view, "them, quit") {
+			t.Errorf("canLeave %v: the help line does not name one ask as it:\n%s", canLeave, view)
+		}
+		h.keys("y")
+		h.wantStatus("D denies it and quits")
+		if strings.Contains(h.m.status, "them") {
+			t.Errorf("canLeave %v: the refusal names one ask as them: %q", canLeave, h.m.status)
 		}
 	}
 }

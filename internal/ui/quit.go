@@ -36,15 +36,17 @@ func (d *quitDialog) update(msg tea.Msg) (action, tea.Cmd) {
 	return nil, nil
 }
 
-// choices names the keys that quit.
+// choices names the keys that quit, and the waiting asks as the prompt
+// does: one is "it".
 func (d *quitDialog) choices() string {
+	them := itOrThem(d.q.pendingCount())
 	switch {
 	case d.overHub:
 		return "L quits"
 	case d.canLeave:
-		return "D denies them and quits, L leaves them and quits"
+		return "D denies " + them + " and quits, L leaves " + them + " and quits"
 	}
-	return "D denies them and quits"
+	return "D denies " + them + " and quits"
 }
 
 func (d *quitDialog) gone() string { return "" }
@@ -56,10 +58,13 @@ func (d *quitDialog) help() help.KeyMap {
 		return helpLine(relabel(d.keys.Leave, "quit and lose "+itOrThem(len(d.q.unsent()))), stay)
 	case d.overHub:
 		return helpLine(relabel(d.keys.Leave, "quit"), stay)
-	case d.canLeave:
-		return helpLine(d.keys.DenyQuit, d.keys.Leave, stay)
 	}
-	return helpLine(d.keys.DenyQuit, stay)
+	them := itOrThem(d.q.pendingCount())
+	denyQuit := relabel(d.keys.DenyQuit, "deny "+them+", quit")
+	if d.canLeave {
+		return helpLine(denyQuit, relabel(d.keys.Leave, "leave "+them+", quit"), stay)
+	}
+	return helpLine(denyQuit, stay)
 }
 
 func (d *quitDialog) view(int) []string {
