@@ -67,3 +67,22 @@ func TestACaseOnlyDifferentAgentNameReadsTheFilePiOpens(t *testing.T) {
 		t.Errorf("case twins: Builder %s, want the shared policy", v.Action)
 	}
 }
+
+// A name with a blank differs from its agent's file name by case alone too:
+// pi opens "Builder .md" for "Builder ", which a folding file system finds
+// as "builder .md", so that file judges it. foldedAgent took the name that
+// resembledAgent found with the blanks trimmed ("builder"), which is not a
+// case variant, and judged "Builder " by the shared policy, past the deny.
+func TestACaseVariantWithABlankReadsTheFilePiOpens(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"ask","bash":{"git *":"allow"}}}`)
+	f.agent("builder ", "---\npermission:\n  bash:\n    \"git push *\": deny\n---\n")
+	f.agent("builder", "---\n---\n")
+	foldingLstat(t)
+	p := Load(f.opts)
+	for _, agent := range []string{"builder ", "Builder ", "BUILDER "} {
+		if v := p.Evaluate(Query{Agent: agent, Surface: "bash", Values: []string{"git push x"}}, nil); v.Action != Deny || v.AgentWithoutFile {
+			t.Errorf("folding: %q %s (without file %v), want \"builder .md\"'s deny", agent, v.Action, v.AgentWithoutFile)
+		}
+	}
+}
