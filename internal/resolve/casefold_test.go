@@ -10,11 +10,19 @@ import (
 )
 
 // foldingLstat stands in a case-folding file system (macOS's default) for
-// agentLstat: a name is looked up in lower case.
+// agentLstat: a name finds the entry that differs from it only by case.
 func foldingLstat(t *testing.T) {
 	t.Helper()
 	agentLstat = func(path string) (os.FileInfo, error) {
-		return os.Lstat(filepath.Join(filepath.Dir(path), strings.ToLower(filepath.Base(path))))
+		dir, base := filepath.Split(path)
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if strings.EqualFold(e.Name(), base) {
+				base = e.Name()
+				break
+			}
+		}
+		return os.Lstat(filepath.Join(dir, base))
 	}
 	t.Cleanup(func() { agentLstat = os.Lstat })
 }
@@ -65,5 +73,45 @@ func TestACaseOnlyDifferentAgentNameReadsTheFilePiOpens(t *testing.T) {
 	p = Load(f.opts)
 	if v := p.Evaluate(Query{Agent: "Builder", Surface: "bash", Values: []string{"git push x"}}, nil); v.Action != Allow || !v.AgentWithoutFile {
 		t.Errorf("case twins: Builder %s, want the shared policy", v.Action)
+	}
+}
+
+// A name with a blank differs from its agent's file name by case alone too:
+// pi opens "Builder .md" for "Builder ", which a folding file system finds
+// as "builder .md", so that file judges it. foldedAgent took the name that
+// resembledAgent found with the blanks trimmed ("builder"), which is not a
+// case variant, and judged "Builder " by the shared policy, past the deny.
+func TestACaseVariantWithABlankReadsTheFilePiOpens(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"ask","bash":{"git *":"allow"}}}`)
+	f.agent("builder ", "---\npermission:\n  bash:\n    \"git push *\": deny\n---\n")
+	f.agent("builder", "---\n---\n")
+	foldingLstat(t)
+	p := Load(f.opts)
+	for _, agent := range []string{"builder ", "Builder ", "BUILDER "} {
+		if v := p.Evaluate(Query{Agent: agent, Surface: "bash", Values: []string{"git push x"}}, nil); v.Action != Deny || v.AgentWithoutFile {
+			t.Errorf("folding: %q %s (without file %v), want \"builder .md\"'s deny", agent, v.Action, v.AgentWithoutFile)
+		}
+	}
+}
+
+// pi opens agents/<name>.md in the user's agent dir and in the project's,
+// so where the file system folds case an agent's file in one and its case
+// variant in the other are both read: builder.md's deny judges "BUILDER",
+// whose own file is the project's BUILDER.md, and "builder" too.
+func TestCaseVariantsInTheTwoAgentDirsAreBothRead(t *testing.T) {
+	f := newFixture(t)
+	f.global(`{"permission":{"*":"ask","bash":{"git *":"allow"}}}`)
+	f.agent("builder", "---\npermission:\n  bash:\n    \"git push *\": deny\n---\n")
+	testkit.WriteFile(t, filepath.Join(f.opts.ProjectDir, ".pi", "agents", "BUILDER.md"),
+		[]byte("---\npermission:\n  bash:\n    \"git fetch *\": deny\n---\n"))
+	foldingLstat(t)
+	p := Load(f.opts)
+	for _, agent := range []string{"builder", "Builder", "BUILDER"} {
+		for _, value := range []string{"git push x", "git fetch x"} {
+			if v := p.Evaluate(Query{Agent: agent, Surface: "bash", Values: []string{value}}, nil); v.Action != Deny {
+				t.Errorf("folding: %s %q %s (%s), want the deny of both files pi opens", agent, value, v.Action, v.Explanation)
+			}
+		}
 	}
 }

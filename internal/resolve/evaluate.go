@@ -297,16 +297,18 @@ func (p *Policy) resembledAgent(agent string) string {
 // file of its own, on a case-folding file system: the least name differing
 // only by case; "" for none, or where the file system tells case apart.
 func (p *Policy) foldedAgent(agent string) string {
-	if !p.foldsCase || agent == "" {
+	if _, own := p.agents[agent]; !p.foldsCase || agent == "" || own {
 		return ""
 	}
-	if _, own := p.agents[agent]; own {
-		return ""
+	// Not resembledAgent: it trims blanks, which are no case ("Builder "
+	// folds to "builder ", never to "builder").
+	best := ""
+	for name := range p.agents {
+		if strings.EqualFold(name, agent) && (best == "" || name < best) {
+			best = name
+		}
 	}
-	if name := p.resembledAgent(agent); strings.EqualFold(name, agent) {
-		return name
-	}
-	return ""
+	return best
 }
 
 // verdict turns a judged surface into a Verdict with its explanation.

@@ -420,11 +420,13 @@ type agentScopes struct {
 	scopes    map[string][]*permissions
 	floor     map[string][]Problem
 	listFloor []Problem
+	folds     bool // for one dir's: its file system folds case
 }
 
 // loadAgents reads every agents/<name>.md of the agent directories.
 func (p *Policy) loadAgents() agentScopes {
-	a := agentScopes{scopes: map[string][]*permissions{}, floor: map[string][]Problem{}}
+	a := newAgentScopes()
+	var dirs []agentScopes // each dir's files, in load order
 	for _, d := range agentDirs(p.opts) {
 		dir, origin := d[0], d[1]
 		entries, err := os.ReadDir(dir)
@@ -433,15 +435,52 @@ func (p *Policy) loadAgents() agentScopes {
 			a.listFloor = append(a.listFloor, pr)
 			continue
 		}
-		folds := foldsCase(dir, entries)
-		p.foldsCase = p.foldsCase || folds
+		own := newAgentScopes()
+		own.folds = foldsCase(dir, entries)
+		p.foldsCase = p.foldsCase || own.folds
 		for _, e := range entries {
-			if name, isAgent := agentFileName(e.Name(), folds); isAgent {
-				p.loadAgent(&a, filepath.Join(dir, e.Name()), name, origin)
+			if name, isAgent := agentFileName(e.Name(), own.folds); isAgent {
+				p.loadAgent(&own, filepath.Join(dir, e.Name()), name, origin)
+			}
+		}
+		dirs = append(dirs, own)
+	}
+	// An agent reads, from each dir, the file pi opens for its name there:
+	// on a dir that folds case, its case variant's (decision 0241).
+	for _, d := range dirs {
+		for name := range d.scopes {
+			if _, ok := a.scopes[name]; ok {
+				continue
+			}
+			a.scopes[name] = nil
+			for _, from := range dirs {
+				if k, ok := from.opened(name); ok {
+					a.scopes[name] = append(a.scopes[name], from.scopes[k]...)
+					a.floor[name] = append(a.floor[name], from.floor[k]...)
+				}
 			}
 		}
 	}
 	return a
+}
+
+func newAgentScopes() agentScopes {
+	return agentScopes{scopes: map[string][]*permissions{}, floor: map[string][]Problem{}}
+}
+
+// opened is the name of d's file pi opens for agent name: name's own, or
+// where d's file system folds case, the one differing from it only by case
+// (a listing of such a dir holds one at most).
+func (d agentScopes) opened(name string) (string, bool) {
+	if _, ok := d.scopes[name]; ok || !d.folds {
+		return name, ok
+	}
+	for k := range d.scopes {
+		if strings.EqualFold(k, name) {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 // agentLstat is how foldsCase looks a name up; a test stands in a
